@@ -1,0 +1,132 @@
+import type { Action, MaybePromise, NonIterableObject } from './types.js';
+import { DEFAULT_ACTION } from './types.js';
+import { warn } from './warnings.js';
+
+/**
+ * The smallest unit of a graph: `prep(shared)` → `exec(prepRes)` → `post(shared, prepRes,
+ * execRes)`, where `post` returns the action that picks the successor (rule S1).
+ *
+ * Node objects are templates: a Flow runs a shallow copy per visit ({@link BaseNode.clone}), so
+ * fields set during a visit never leak into the next visit, run or concurrent branch. An object
+ * or array held by a field of the template is shared by every copy, as in PocketFlow: keep
+ * per-run data in `shared` or `params`, not in such fields (rule S6).
+ *
+ * @typeParam S - the shared store's type.
+ * @typeParam P - the params' type.
+ * @see PocketFlow `BaseNode` (Python reference) and the PocketFlow TypeScript port.
+ */
+export class BaseNode<S = unknown, P extends NonIterableObject = NonIterableObject> {
+  /**
+   * Stable name of this node within its graph. Engines that move runs between processes use
+   * it as the node's id; without it the id is the class name and the node's position.
+   */
+  declare name: string | undefined;
+  protected _params: P = {} as P;
+  protected _successors: Map<Action, BaseNode<any, any>> = new Map();
+
+  /** The params of this visit (set by the enclosing Flow, rule S6). */
+  get params(): P {
+    return this._params;
+  }
+
+  /** Successors by action; read-only view. */
+  get successors(): ReadonlyMap<Action, BaseNode<any, any>> {
+    return this._successors;
+  }
+
+  /** Reads what `exec` needs from `shared`. Runs once per visit; never retried. */
+  prep(_shared: S): MaybePromise<unknown> {
+    return undefined;
+  }
+
+  /** The work of the node; must not touch `shared`. May be retried (see `Node`). */
+  exec(_prepRes: unknown): MaybePromise<unknown> {
+    return undefined;
+  }
+
+  /**
+   * Writes results to `shared` and returns the next action (`undefined` means `"default"`).
+   * Runs once per visit; never retried.
+   */
+  post(_shared: S, _prepRes: unknown, _execRes: unknown): MaybePromise<Action | undefined | void> {
+    return undefined;
+  }
+
+  /**
+   * @internal Runs `exec` under the node's retry policy; overridden by `Node` and the batches.
+   * `abort` ends the visit early when a sibling branch failed.
+   */
+  async _exec(prepRes: unknown, _abort?: AbortSignal): Promise<unknown> {
+    return await this.exec(prepRes);
+  }
+
+  /**
+   * @internal One visit: prep → exec → post (rule S1). When `abort` fires, the visit stops
+   * before `post`, so an abandoned branch writes nothing more to `shared` (rule S10).
+   */
+  async _run(shared: S, abort?: AbortSignal): Promise<Action | undefined> {
+    const prepRes = await this.prep(shared);
+    const execRes = await this._exec(prepRes, abort);
+    abort?.throwIfAborted();
+    return (await this.post(shared, prepRes, execRes)) ?? undefined;
+  }
+
+  /**
+   * Runs this node alone and returns its action. Successors are not run: use a Flow for that
+   * (rule S11 warns `Node won't run successors. Use Flow.`).
+   */
+  async run(shared: S): Promise<Action | undefined> {
+    if (this._successors.size > 0) {
+      warn('QF_NODE_WONT_RUN_SUCCESSORS', "Node won't run successors. Use Flow.");
+    }
+    return await this._run(shared);
+  }
+
+  /** Replaces this node's params. Returns `this`. */
+  setParams(params: P): this {
+    this._params = params;
+    return this;
+  }
+
+  /** Sets the `"default"` successor and returns `node`, so chains read `a.next(b).next(c)` (rule S4). */
+  next<T extends BaseNode<any, any>>(node: T): T {
+    this.on(DEFAULT_ACTION, node);
+    return node;
+  }
+
+  /** Sets the successor for `action` and returns `this`; overwriting one warns (rule S4). */
+  on(action: Action, node: BaseNode<any, any>): this {
+    if (typeof action !== 'string') {
+      throw new TypeError(`${this.constructor.name}.on: expected \`action\` to be a string, got ${typeof action}`);
+    }
+    if (this._successors.has(action)) {
+      warn('QF_SUCCESSOR_OVERWRITTEN', `Overwriting successor for action '${action}'`);
+    }
+    this._successors.set(action, node);
+    return this;
+  }
+
+  /**
+   * The successor for `action` (`undefined` or `""` mean `"default"`). When there is none while
+   * the node has other successors, warns `Flow ends: '<action>' not found in [...]` (rule S5).
+   */
+  getNextNode(action?: Action): BaseNode<any, any> | undefined {
+    const key = action || DEFAULT_ACTION;
+    const next = this._successors.get(key);
+    if (!next && this._successors.size > 0) {
+      warn('QF_FLOW_ENDS', `Flow ends: '${key}' not found in [${[...this._successors.keys()].join(', ')}]`);
+    }
+    return next;
+  }
+
+  /**
+   * A shallow copy: same prototype, own fields copied, params copied one level. The successor
+   * map is shared with the template, as Python's `copy.copy` does (rule S6).
+   */
+  clone(): this {
+    const copy = Object.create(Object.getPrototypeOf(this)) as this;
+    Object.assign(copy, this);
+    copy._params = { ...this._params };
+    return copy;
+  }
+}

@@ -1,0 +1,73 @@
+import { BaseNode } from './base-node.js';
+import type { Action, MaybePromise, NonIterableObject } from './types.js';
+import { invalidOption } from './validate-options.js';
+
+/** Options of {@link Flow} and the batch flows. */
+export interface FlowOptions {
+  /** Stable name, used as the flow's id by the engines. */
+  name?: string;
+}
+
+/**
+ * Walks a graph: starts at `start`, runs a copy of each node with the flow's params, and
+ * follows `successors[action ?? "default"]` until a node has no successor for its action
+ * (rules S5, S6). A Flow is a node: it nests, its own `prep`/`post` run around the walk, and its
+ * default `post` returns the walk's last action, so a nested flow can branch its parent (S7).
+ *
+ * @example
+ * ```ts
+ * const review = new Review();
+ * review.on('approve', new Publish()).on('reject', new Revise());
+ * const flow = new Flow(review);
+ * const lastAction = await flow.run({ draft: '...' });
+ * ```
+ * @see PocketFlow `Flow` (Python reference; its `post` returns the last action).
+ */
+export class Flow<S = unknown, P extends NonIterableObject = NonIterableObject> extends BaseNode<S, P> {
+  start: BaseNode<any, any>;
+
+  constructor(start: BaseNode<any, any>, options: FlowOptions = {}) {
+    super();
+    const owner = new.target.name;
+    if (!(start instanceof BaseNode)) throw invalidOption(owner, 'start', 'a node (BaseNode)', start);
+    if (options.name !== undefined && (typeof options.name !== 'string' || options.name === '')) {
+      throw invalidOption(owner, 'name', 'a non-empty string', options.name);
+    }
+    this.start = start;
+    if (options.name !== undefined) this.name = options.name;
+  }
+
+  /**
+   * @internal Walks the graph once with `params` (default: the flow's own) and returns the last
+   * action. Checks `abort` before each visit: an abandoned branch stops at the step boundary.
+   */
+  async _orchestrate(shared: S, params?: P, abort?: AbortSignal): Promise<Action | undefined> {
+    const walkParams = params ?? ({ ...this._params } as P);
+    let current: BaseNode<any, any> | undefined = this.start.clone();
+    let lastAction: Action | undefined;
+    while (current) {
+      abort?.throwIfAborted();
+      current.setParams(walkParams);
+      lastAction = await current._run(shared, abort);
+      current = current.getNextNode(lastAction)?.clone();
+    }
+    return lastAction;
+  }
+
+  override async _run(shared: S, abort?: AbortSignal): Promise<Action | undefined> {
+    const prepRes = await this.prep(shared);
+    const lastAction = await this._orchestrate(shared, undefined, abort);
+    abort?.throwIfAborted();
+    return (await this.post(shared, prepRes, lastAction)) ?? undefined;
+  }
+
+  /** Returns `execRes`, which for a Flow is the last action of its walk (rule S7). */
+  override post(_shared: S, _prepRes: unknown, execRes: unknown): MaybePromise<Action | undefined | void> {
+    return execRes as Action | undefined;
+  }
+
+  /** A Flow has no `exec` of its own. @throws Error always. */
+  override exec(_prepRes: unknown): MaybePromise<unknown> {
+    throw new Error("Flow can't exec.");
+  }
+}

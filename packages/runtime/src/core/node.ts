@@ -1,0 +1,170 @@
+import { BaseNode } from './base-node.js';
+import { backoffDelayMs, checkBackoff, type BackoffOptions } from './backoff.js';
+import type { MaybePromise, NonIterableObject } from './types.js';
+import { checkMaxRetries, checkOptionalPositiveInteger, checkWait, invalidOption } from './validate-options.js';
+import { NodeTimeoutError } from '../errors/queueflow-error.js';
+
+/** Options of {@link Node} beyond PocketFlow's positional `(maxRetries, wait)`. */
+export interface NodeOptions {
+  /**
+   * Total number of tries of `exec`, the first included (PocketFlow's `max_retries`, BullMQ's
+   * `attempts`). An integer from 1. @defaultValue 1
+   */
+  maxRetries?: number;
+  /** Pause between tries, in **seconds** (PocketFlow's unit). @defaultValue 0 */
+  wait?: number;
+  /** Backoff shape between tries. @defaultValue `{ type: 'fixed' }` */
+  backoff?: BackoffOptions;
+  /** Limit of one try of `exec`, in milliseconds; a try over time fails. @defaultValue none */
+  timeoutMs?: number;
+  /** Stable node name, used as its id by the engines. */
+  name?: string;
+}
+
+/**
+ * A node whose `exec` is retried: up to `maxRetries` tries in all, `wait` seconds apart (not
+ * after the last), then `execFallback(prepRes, lastError)` once (rules S2, S3).
+ *
+ * Inside `exec`, `this.currentRetry` is the 0-based index of the running try and `this.signal`
+ * aborts when the try times out or the node's batch is abandoned.
+ *
+ * @example
+ * ```ts
+ * class Summarise extends Node<{ text: string; summary?: string }> {
+ *   constructor() { super(3, 0.5); }              // 3 tries, 0.5 s apart
+ *   override prep(shared) { return shared.text; }
+ *   override async exec(text: string) { return callModel(text); }
+ *   override execFallback() { return '(no summary)'; }
+ *   override post(shared, _p, summary: string) { shared.summary = summary; }
+ * }
+ * ```
+ * @throws TypeError when `maxRetries` is not an integer ≥ 1 or `wait` is not a finite number ≥ 0.
+ * @see PocketFlow `Node` (Python reference): `max_retries` counts every try.
+ */
+export class Node<S = unknown, P extends NonIterableObject = NonIterableObject> extends BaseNode<S, P> {
+  /** Total tries of `exec`, first included. */
+  maxRetries: number;
+  /** Seconds between tries. */
+  wait: number;
+  /** 0-based index of the running try, readable inside `exec`. */
+  currentRetry = 0;
+  // Optional fields are `declare`d and set only when used: every own field is copied at every
+  // visit (clone), which is the hot path of a flow.
+  /** Backoff shape between tries; unset means fixed `wait`. */
+  declare backoff: BackoffOptions | undefined;
+  /** Limit of one try of `exec`, in milliseconds; unset means none. */
+  declare timeoutMs: number | undefined;
+  /** Aborts when the running try is abandoned (timeout, failed sibling, cancelled run). */
+  declare signal: AbortSignal | undefined;
+
+  constructor(maxRetries?: number, wait?: number);
+  constructor(options?: NodeOptions);
+  constructor(maxRetriesOrOptions: number | NodeOptions = 1, wait = 0) {
+    super();
+    const owner = new.target.name;
+    const options: NodeOptions =
+      typeof maxRetriesOrOptions === 'object' && maxRetriesOrOptions !== null
+        ? maxRetriesOrOptions
+        : { maxRetries: maxRetriesOrOptions, wait };
+    this.maxRetries = checkMaxRetries(owner, options.maxRetries ?? 1);
+    this.wait = checkWait(owner, options.wait ?? 0);
+    const backoff = checkBackoff(owner, options.backoff);
+    if (backoff) this.backoff = backoff;
+    const timeoutMs = checkOptionalPositiveInteger(owner, 'timeoutMs', options.timeoutMs);
+    if (timeoutMs !== undefined) this.timeoutMs = timeoutMs;
+    if (options.name !== undefined && (typeof options.name !== 'string' || options.name === '')) {
+      throw invalidOption(owner, 'name', 'a non-empty string', options.name);
+    }
+    if (options.name !== undefined) this.name = options.name;
+  }
+
+  /**
+   * Runs once after the last failed try; its return value becomes `execRes` for `post`. The
+   * default rethrows `error` (rule S3).
+   */
+  execFallback(_prepRes: unknown, error: Error): MaybePromise<unknown> {
+    throw error;
+  }
+
+  /** Delay in milliseconds before the try after failed try `failedTry` (0-based). */
+  retryDelayMs(failedTry: number): number {
+    return backoffDelayMs(failedTry, this.wait, this.backoff);
+  }
+
+  /**
+   * @internal One try of `exec` on this copy: sets `currentRetry` and `signal`, applies
+   * `timeoutMs`. Engines call it once per attempt; `_execWithRetries` loops over it.
+   */
+  async _tryExec(input: unknown, attempt: number, abort?: AbortSignal): Promise<unknown> {
+    this.currentRetry = attempt;
+    if (this.timeoutMs === undefined) {
+      this.signal = abort;
+      return await this.exec(input);
+    }
+    const controller = new AbortController();
+    const onAbort = (): void => controller.abort(abort?.reason);
+    abort?.addEventListener('abort', onAbort, { once: true });
+    this.signal = controller.signal;
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => {
+        const error = new NodeTimeoutError(this.name ?? this.constructor.name, this.timeoutMs!);
+        controller.abort(error);
+        reject(error);
+      }, this.timeoutMs);
+    });
+    try {
+      return await Promise.race([Promise.resolve().then(() => this.exec(input)), timeout]);
+    } finally {
+      clearTimeout(timer);
+      abort?.removeEventListener('abort', onAbort);
+    }
+  }
+
+  /**
+   * @internal The full retry policy for one input (rules S2, S3): tries, backoff between them,
+   * fallback after the last. A non-retryable error (`retryable === false`) skips to the fallback.
+   * Runs on `this`, which must be a per-visit (or per-item) copy.
+   */
+  async _execWithRetries(input: unknown, abort?: AbortSignal): Promise<unknown> {
+    for (let attempt = 0; ; attempt++) {
+      abort?.throwIfAborted();
+      try {
+        if (this.timeoutMs === undefined) {
+          // The common path, kept free of extra async frames: it is the per-step hot path.
+          this.currentRetry = attempt;
+          if (abort) this.signal = abort;
+          return await this.exec(input);
+        }
+        return await this._tryExec(input, attempt, abort);
+      } catch (error) {
+        const last = attempt >= this.maxRetries - 1 || (error as { retryable?: unknown })?.retryable === false;
+        if (last) return await this.execFallback(input, asError(error));
+        const delayMs = this.retryDelayMs(attempt);
+        if (delayMs > 0) await sleep(delayMs, abort);
+      }
+    }
+  }
+
+  override _exec(prepRes: unknown, abort?: AbortSignal): Promise<unknown> {
+    return this._execWithRetries(prepRes, abort);
+  }
+}
+
+export function asError(error: unknown): Error {
+  return error instanceof Error ? error : new Error(String(error));
+}
+
+function sleep(ms: number, abort?: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      abort?.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    const onAbort = (): void => {
+      clearTimeout(timer);
+      reject(abort?.reason);
+    };
+    abort?.addEventListener('abort', onAbort, { once: true });
+  });
+}

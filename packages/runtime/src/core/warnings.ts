@@ -1,0 +1,41 @@
+/**
+ * Stable codes of the warnings queueflow emits.
+ *
+ * - `QF_SUCCESSOR_OVERWRITTEN`: `next`/`on` replaced an existing successor (rule S4).
+ * - `QF_FLOW_ENDS`: a node returned an action with no successor while it has others (rule S5).
+ * - `QF_NODE_WONT_RUN_SUCCESSORS`: `node.run` on a node that has successors (rule S11).
+ * - `QF_REDIS_CONFIG`: the Redis server is configured in a way that can lose jobs.
+ */
+export type WarningCode =
+  | 'QF_SUCCESSOR_OVERWRITTEN'
+  | 'QF_FLOW_ENDS'
+  | 'QF_NODE_WONT_RUN_SUCCESSORS'
+  | 'QF_REDIS_CONFIG';
+
+/** Receives every warning queueflow emits. */
+export type WarningHandler = (code: WarningCode, message: string) => void;
+
+const emitProcessWarning: WarningHandler = (code, message) => {
+  process.emitWarning(message, { type: 'QueueflowWarning', code });
+};
+
+let handler: WarningHandler = emitProcessWarning;
+
+/**
+ * Replaces the warning channel. The default calls `process.emitWarning(message, { type:
+ * 'QueueflowWarning', code })`; pass `null` to restore it.
+ *
+ * @example
+ * ```ts
+ * setWarningHandler(() => {});                                  // silence
+ * setWarningHandler((code, msg) => { throw new Error(msg); });  // make warnings fatal
+ * ```
+ */
+export function setWarningHandler(next: WarningHandler | null): void {
+  handler = next ?? emitProcessWarning;
+}
+
+/** Emits a warning through the current channel. */
+export function warn(code: WarningCode, message: string): void {
+  handler(code, message);
+}

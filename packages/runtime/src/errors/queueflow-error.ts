@@ -1,0 +1,64 @@
+/**
+ * Stable error codes. Check errors by `code`, which survives crossing processes as plain data,
+ * not by `instanceof`, which does not.
+ */
+export type QueueflowErrorCode =
+  | 'INVALID_OPTION'
+  | 'NOT_JSON'
+  | 'PAYLOAD_TOO_LARGE'
+  | 'UNKNOWN_FLOW'
+  | 'GRAPH_MISMATCH'
+  | 'NODE_FAILED'
+  | 'NODE_TIMEOUT'
+  | 'NON_RETRYABLE'
+  | 'RUN_CANCELLED'
+  | 'RUN_NOT_FOUND'
+  | 'MAILBOX_TIMEOUT'
+  | 'ENGINE_CLOSED'
+  | 'CHILD_FAILED'
+  | 'INTERNAL';
+
+/**
+ * Base class of every error queueflow throws on purpose.
+ *
+ * @see langgraphjs `BaseLangGraphError`, Temporal `ApplicationFailure`: one base class with a
+ *   stable `code` and an ES2022 `cause`.
+ */
+export class QueueflowError extends Error {
+  readonly code: QueueflowErrorCode;
+  /** `false` stops retries of the step that threw it, on every engine. */
+  readonly retryable: boolean;
+
+  constructor(
+    code: QueueflowErrorCode,
+    message: string,
+    options: { cause?: unknown; retryable?: boolean } = {},
+  ) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.name = new.target.name;
+    this.code = code;
+    this.retryable = options.retryable ?? true;
+  }
+}
+
+/**
+ * Throw from `exec` to skip the remaining tries: `execFallback` runs at once with this error.
+ *
+ * @see Temporal `ApplicationFailure.nonRetryable`, BullMQ `UnrecoverableError`.
+ * @example
+ * ```ts
+ * if (response.status === 400) throw new NonRetryableError('bad request: retrying will not help');
+ * ```
+ */
+export class NonRetryableError extends QueueflowError {
+  constructor(message: string, options: { cause?: unknown } = {}) {
+    super('NON_RETRYABLE', message, { ...options, retryable: false });
+  }
+}
+
+/** `exec` took longer than the node's `timeoutMs`; counts as a failed try. */
+export class NodeTimeoutError extends QueueflowError {
+  constructor(nodeName: string, timeoutMs: number) {
+    super('NODE_TIMEOUT', `${nodeName}: exec timed out after ${timeoutMs} ms (timeoutMs)`);
+  }
+}

@@ -1,0 +1,27 @@
+export { BaseNode } from './core/base-node.js';
+export { Node, type NodeOptions } from './core/node.js';
+export { BatchNode } from './core/batch-node.js';
+export { ParallelBatchNode, type ParallelOptions, type ItemOutcome } from './core/parallel-batch-node.js';
+export { Flow, type FlowOptions } from './core/flow.js';
+export { BatchFlow } from './core/batch-flow.js';
+export { ParallelBatchFlow } from './core/parallel-batch-flow.js';
+export {
+  AsyncNode,
+  AsyncBatchNode,
+  AsyncParallelBatchNode,
+  AsyncFlow,
+  AsyncBatchFlow,
+  AsyncParallelBatchFlow,
+} from './core/async-classes.js';
+export type { Action, MaybePromise, NonIterableObject } from './core/types.js';
+export { DEFAULT_ACTION } from './core/types.js';
+export type { BackoffOptions } from './core/backoff.js';
+export { backoffDelayMs } from './core/backoff.js';
+export { setWarningHandler, type WarningCode, type WarningHandler } from './core/warnings.js';
+export {
+  QueueflowError,
+  NonRetryableError,
+  NodeTimeoutError,
+  type QueueflowErrorCode,
+} from './errors/queueflow-error.js';
+export { toErrorRecord, fromErrorRecord, type ErrorRecord } from './errors/error-record.js';
