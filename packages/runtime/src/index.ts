@@ -25,3 +25,19 @@ export {
   type QueueflowErrorCode,
 } from './errors/queueflow-error.js';
 export { toErrorRecord, fromErrorRecord, type ErrorRecord } from './errors/error-record.js';
+export { defineFlow, type FlowDefinition, type FlowsOption } from './engine/flow-definition.js';
+export type {
+  Engine,
+  RunStatus,
+  FinalRunStatus,
+  RunOptions,
+  RunError,
+  RunResult,
+  RunHandle,
+  RunInfo,
+  ListRunsOptions,
+} from './engine/engine.js';
+export { LocalEngine, type LocalEngineOptions } from './engine/local-engine.js';
+export type { Clock } from './engine/clock.js';
+export { assertJson, type Json, type JsonObject } from './engine/json.js';
+export type { MergeConflict } from './engine/merge-patches.js';

@@ -1,0 +1,111 @@
+import type { ErrorRecord } from '../errors/error-record.js';
+import type { FlowDefinition } from './flow-definition.js';
+import type { JsonObject } from './json.js';
+import type { MergeConflict } from './merge-patches.js';
+
+/**
+ * A run's status. `queued`: created, no step taken; `running`: a step is queued or running;
+ * `waiting`: parked on children (fan-out) or a mailbox, holding no worker; then one of the
+ * final statuses `completed`, `failed`, `cancelled`.
+ */
+export type RunStatus = 'queued' | 'running' | 'waiting' | 'completed' | 'failed' | 'cancelled';
+export type FinalRunStatus = 'completed' | 'failed' | 'cancelled';
+
+export interface RunOptions<P extends JsonObject = JsonObject> {
+  /** The flow's params (rule S6). Must survive JSON. @defaultValue `{}` */
+  params?: P;
+}
+
+/** Why a run failed. */
+export interface RunError {
+  message: string;
+  name?: string;
+  code?: string;
+  /** Id of the node whose step failed. */
+  node?: string;
+  /** Tries of `exec` made before the run failed, when `exec` failed. */
+  attempts?: number;
+}
+
+/** How a run ended. `shared` is the last committed shared store. */
+export interface RunResult<S extends JsonObject = JsonObject> {
+  id: string;
+  status: FinalRunStatus;
+  shared: S;
+  /** The root's final action (rule S7); absent for `undefined`. */
+  lastAction?: string;
+  error?: RunError;
+}
+
+export interface RunHandle<S extends JsonObject = JsonObject> {
+  id: string;
+  /** Resolves when the run has ended, also if it ended before the call. */
+  result(): Promise<RunResult<S>>;
+}
+
+/** What an engine knows of a run. Times are epoch milliseconds. */
+export interface RunInfo {
+  id: string;
+  flow: string;
+  status: RunStatus;
+  /** Id of the node the next (or running) step visits. */
+  currentNode?: string;
+  /** Steps committed so far. */
+  steps: number;
+  /** Tries of the current step so far (0 before the first). */
+  attempts: number;
+  createdAt: number;
+  startedAt?: number;
+  finishedAt?: number;
+  updatedAt: number;
+  lastAction?: string;
+  error?: RunError;
+  /** Errors of failed tries, oldest first (the last 50). */
+  errors: ErrorRecord[];
+  /** Paths that two fan-out children both wrote, resolved in param-set order. */
+  conflicts: MergeConflict[];
+  /** The parent run, for a fan-out child. */
+  parentId?: string;
+  /** Fan-out progress while waiting on children. */
+  children?: { total: number; ended: number; failed: number };
+  shared: JsonObject;
+}
+
+/** Filter of {@link Engine.list}. */
+export interface ListRunsOptions {
+  status?: RunStatus;
+  flow?: string;
+  /** Most runs returned, newest first. @defaultValue 100 */
+  limit?: number;
+}
+
+/**
+ * Runs registered flows. `LocalEngine` keeps runs in memory in this process; `RedisEngine`
+ * (`@queueflow/worker`) keeps them in Redis and lets workers anywhere take the steps. Both give
+ * the same final `shared` and last action for the same flow (DESIGN: one semantics, two engines).
+ */
+export interface Engine {
+  /** Starts a run and waits for it to end. Never rejects for a failed run: see `status`. */
+  run<S extends JsonObject = JsonObject>(
+    flow: FlowDefinition | string,
+    shared: S,
+    options?: RunOptions,
+  ): Promise<RunResult<S>>;
+  /**
+   * Starts a run. @throws QueueflowError `NOT_JSON` (naming the path) when `shared` or params
+   * would not survive JSON, `UNKNOWN_FLOW` for an unregistered flow; nothing is written then.
+   */
+  start<S extends JsonObject = JsonObject>(
+    flow: FlowDefinition | string,
+    shared: S,
+    options?: RunOptions,
+  ): Promise<RunHandle<S>>;
+  /** The run's record, finished runs included (within the engine's retention). */
+  get(runId: string): Promise<RunInfo | undefined>;
+  /** Runs, newest first. */
+  list(options?: ListRunsOptions): Promise<RunInfo[]>;
+  /** Stops the run at its next step boundary; its status becomes `cancelled`. No-op once ended. */
+  cancel(runId: string): Promise<void>;
+  /** Releases the engine's resources; runs of a `LocalEngine` stop where they are. */
+  close(): Promise<void>;
+}

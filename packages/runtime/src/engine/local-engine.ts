@@ -1,0 +1,438 @@
+import { nanoid } from 'nanoid';
+import { checkOptionalPositiveInteger } from '../core/validate-options.js';
+import type { ErrorRecord } from '../errors/error-record.js';
+import { QueueflowError } from '../errors/queueflow-error.js';
+import type { Checkpoint } from './checkpoint.js';
+import { systemClock, type Clock } from './clock.js';
+import type {
+  Engine,
+  FinalRunStatus,
+  ListRunsOptions,
+  RunError,
+  RunHandle,
+  RunInfo,
+  RunOptions,
+  RunResult,
+  RunStatus,
+} from './engine.js';
+import { executeItem, resumeFanOut, walkCheckpoint, type ChildOutcome, type FanOutRequest } from './fan-out.js';
+import { FlowRegistry, type FlowDefinition, type FlowsOption } from './flow-definition.js';
+import type { CompiledGraph } from './graph.js';
+import type { JsonObject } from './json.js';
+import { diffShared, type MergeConflict } from './merge-patches.js';
+import { checkRunInput, encodeCheckpoint, runErrorOf } from './run-input.js';
+import { executeStep, initialCheckpoint, type StepOutcome, type StepTarget } from './step-interpreter.js';
+import { TaskQueue } from './task-queue.js';
+
+export interface LocalEngineOptions {
+  /** The flows this engine runs: definitions from `defineFlow`, or a module exporting them. */
+  flows: FlowsOption;
+  /** Most steps running at once in this process. @defaultValue 16 */
+  concurrency?: number;
+  /** Finished runs kept for `get`, oldest dropped first. @defaultValue 10000 */
+  retainFinishedRuns?: number;
+  /** Largest serialized checkpoint, in bytes. @defaultValue 16 MiB */
+  maxCheckpointBytes?: number;
+  /** Time source for retry delays; tests inject a fake one. @defaultValue the system clock */
+  clock?: Clock;
+}
+
+interface LocalFanOut {
+  request: FanOutRequest;
+  /** The parent's `shared` when it fanned out (walks start from it). */
+  snapshot: string;
+  outcomes: (ChildOutcome | undefined)[];
+  childIds: (string | undefined)[];
+  started: number;
+  ended: number;
+  failed: number;
+}
+
+interface LocalRun {
+  id: string;
+  flow: string;
+  graph: CompiledGraph;
+  status: RunStatus;
+  checkpoint: string;
+  target: StepTarget;
+  step: number;
+  attempt: number;
+  tries: number;
+  executing: boolean;
+  cancelRequested: boolean;
+  abort: AbortController;
+  createdAt: number;
+  startedAt?: number;
+  finishedAt?: number;
+  updatedAt: number;
+  lastAction?: string;
+  error?: RunError;
+  errors: ErrorRecord[];
+  conflicts: MergeConflict[];
+  parent?: { id: string; index: number };
+  fanOut?: LocalFanOut;
+  waiters: ((result: RunResult) => void)[];
+}
+
+type Task =
+  | { type: 'step'; runId: string; step: number }
+  | { type: 'fan-in'; runId: string; step: number }
+  | { type: 'item'; runId: string; step: number; index: number; attempt: number };
+
+const MAX_ERRORS_KEPT = 50;
+
+/**
+ * The embedded engine: runs registered flows step by step in this process, with the same step
+ * interpreter, checkpoints and fan-out as the Redis engine, and an in-memory store. Every
+ * checkpoint goes through JSON, so what works here survives the Redis engine too.
+ *
+ * @example
+ * ```ts
+ * const engine = new LocalEngine({ flows: [review] });
+ * const result = await engine.run('review', { draft: '...' });
+ * if (result.status === 'completed') console.log(result.lastAction, result.shared);
+ * ```
+ */
+export class LocalEngine implements Engine {
+  private readonly registry: FlowRegistry;
+  private readonly runs = new Map<string, LocalRun>();
+  private readonly finished: string[] = [];
+  private readonly tasks: TaskQueue<Task>;
+  private readonly clock: Clock;
+  private readonly retainFinishedRuns: number;
+  private readonly maxCheckpointBytes: number;
+  private closed = false;
+
+  constructor(options: LocalEngineOptions) {
+    this.registry = new FlowRegistry(options.flows);
+    this.clock = options.clock ?? systemClock;
+    this.retainFinishedRuns =
+      checkOptionalPositiveInteger('LocalEngine', 'retainFinishedRuns', options.retainFinishedRuns) ?? 10_000;
+    this.maxCheckpointBytes =
+      checkOptionalPositiveInteger('LocalEngine', 'maxCheckpointBytes', options.maxCheckpointBytes) ?? 16 * 1024 * 1024;
+    const concurrency = checkOptionalPositiveInteger('LocalEngine', 'concurrency', options.concurrency) ?? 16;
+    this.tasks = new TaskQueue(concurrency, this.clock, (task) => this.runTask(task));
+  }
+
+  async run<S extends JsonObject = JsonObject>(
+    flow: FlowDefinition | string,
+    shared: S,
+    options?: RunOptions,
+  ): Promise<RunResult<S>> {
+    const handle = await this.start(flow, shared, options);
+    return handle.result();
+  }
+
+  async start<S extends JsonObject = JsonObject>(
+    flow: FlowDefinition | string,
+    shared: S,
+    options: RunOptions = {},
+  ): Promise<RunHandle<S>> {
+    this.assertOpen();
+    const graph = this.registry.graph(flow);
+    const params = checkRunInput(shared, options.params);
+    const { checkpoint, target } = initialCheckpoint(graph, shared, params);
+    const run = this.createRun(graph, checkpoint, target);
+    this.tasks.push({ type: 'step', runId: run.id, step: 0 });
+    return { id: run.id, result: () => this.result(run.id) as Promise<RunResult<S>> };
+  }
+
+  async get(runId: string): Promise<RunInfo | undefined> {
+    const run = this.runs.get(runId);
+    return run && this.info(run);
+  }
+
+  async list(options: ListRunsOptions = {}): Promise<RunInfo[]> {
+    const limit = options.limit ?? 100;
+    const found: RunInfo[] = [];
+    for (const run of [...this.runs.values()].reverse()) {
+      if (found.length >= limit) break;
+      if (options.status && run.status !== options.status) continue;
+      if (options.flow && run.flow !== options.flow) continue;
+      found.push(this.info(run));
+    }
+    return found;
+  }
+
+  async cancel(runId: string): Promise<void> {
+    const run = this.runs.get(runId);
+    if (!run) throw new QueueflowError('RUN_NOT_FOUND', `no run '${runId}' in this engine`);
+    this.requestCancel(run);
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    this.tasks.close();
+    for (const run of this.runs.values()) run.abort.abort(new QueueflowError('ENGINE_CLOSED', 'the engine was closed'));
+  }
+
+  private assertOpen(): void {
+    if (this.closed) throw new QueueflowError('ENGINE_CLOSED', 'LocalEngine is closed');
+  }
+
+  private createRun(graph: CompiledGraph, checkpoint: Checkpoint, target: StepTarget, parent?: LocalRun['parent']): LocalRun {
+    const now = this.clock.now();
+    const run: LocalRun = {
+      id: nanoid(),
+      flow: graph.flowName,
+      graph,
+      status: 'queued',
+      checkpoint: encodeCheckpoint(checkpoint, this.maxCheckpointBytes),
+      target,
+      step: 0,
+      attempt: 0,
+      tries: 0,
+      executing: false,
+      cancelRequested: false,
+      abort: new AbortController(),
+      createdAt: now,
+      updatedAt: now,
+      errors: [],
+      conflicts: [],
+      waiters: [],
+      ...(parent ? { parent } : {}),
+    };
+    this.runs.set(run.id, run);
+    return run;
+  }
+
+  private result(runId: string): Promise<RunResult> {
+    const run = this.runs.get(runId);
+    if (!run) return Promise.reject(new QueueflowError('RUN_NOT_FOUND', `no run '${runId}' in this engine`));
+    if (isFinal(run.status)) return Promise.resolve(this.resultOf(run));
+    return new Promise((resolve) => run.waiters.push(resolve));
+  }
+
+  private async runTask(task: Task): Promise<void> {
+    const run = this.runs.get(task.runId);
+    if (!run || isFinal(run.status) || run.step !== task.step) return;
+    if (task.type === 'item') return this.runItem(run, task);
+    if (run.cancelRequested) return this.finish(run, 'cancelled');
+    run.executing = true;
+    run.status = 'running';
+    run.startedAt ??= this.clock.now();
+    run.tries++;
+    const checkpoint = JSON.parse(run.checkpoint) as Checkpoint;
+    const ctx = { attempt: run.attempt, fanOut: true, signal: run.abort.signal, runtime: { runId: run.id, flowName: run.flow } };
+    try {
+      if (task.type === 'fan-in') {
+        const outcomes = run.fanOut!.outcomes as ChildOutcome[];
+        const resumed = await resumeFanOut(run.graph, checkpoint, outcomes, ctx);
+        run.conflicts.push(...resumed.conflicts);
+        delete run.fanOut;
+        this.apply(run, resumed.outcome);
+      } else {
+        this.apply(run, await executeStep(run.graph, checkpoint, ctx));
+      }
+    } finally {
+      run.executing = false;
+    }
+  }
+
+  /** Commits what a step did and schedules what follows. */
+  private apply(run: LocalRun, outcome: StepOutcome): void {
+    if (isFinal(run.status)) return;
+    if (run.cancelRequested) return this.finish(run, 'cancelled');
+    run.updatedAt = this.clock.now();
+    if (outcome.type === 'failed') {
+      this.recordError(run, outcome.error);
+      return this.finish(run, 'failed', runErrorOf(outcome.error));
+    }
+    try {
+      run.checkpoint = encodeCheckpoint(outcome.checkpoint, this.maxCheckpointBytes);
+    } catch (error) {
+      return this.finish(run, 'failed', runErrorOf(error));
+    }
+    switch (outcome.type) {
+      case 'next':
+        run.step++;
+        run.attempt = 0;
+        run.tries = 0;
+        run.target = outcome.target;
+        return this.tasks.push({ type: 'step', runId: run.id, step: run.step });
+      case 'retry':
+        this.recordError(run, outcome.error);
+        run.attempt++;
+        run.target = outcome.target;
+        return this.tasks.push({ type: 'step', runId: run.id, step: run.step }, outcome.delayMs);
+      case 'completed':
+        run.step++;
+        if (outcome.lastAction !== undefined) run.lastAction = outcome.lastAction;
+        return this.finish(run, 'completed');
+      case 'fan-out':
+        run.step++;
+        run.attempt = 0;
+        run.tries = 0;
+        run.status = 'waiting';
+        run.target = { node: outcome.fanOut.kind === 'walks' ? outcome.fanOut.flow : outcome.fanOut.node, maxAttempts: 1 };
+        return this.fanOut(run, outcome.fanOut, outcome.checkpoint);
+    }
+  }
+
+  private fanOut(run: LocalRun, request: FanOutRequest, checkpoint: Checkpoint): void {
+    const total = request.kind === 'walks' ? request.params.length : request.items.length;
+    run.fanOut = {
+      request,
+      snapshot: JSON.stringify(checkpoint.shared),
+      outcomes: new Array<ChildOutcome | undefined>(total),
+      childIds: new Array<string | undefined>(total),
+      started: 0,
+      ended: 0,
+      failed: 0,
+    };
+    const lanes = Math.min(request.concurrency ?? total, total);
+    for (let i = 0; i < lanes; i++) this.startChild(run);
+  }
+
+  private startChild(parent: LocalRun): void {
+    const fanOut = parent.fanOut!;
+    const index = fanOut.started++;
+    if (fanOut.request.kind === 'items') {
+      return this.tasks.push({ type: 'item', runId: parent.id, step: parent.step, index, attempt: 0 });
+    }
+    const { checkpoint, target } = walkCheckpoint(parent.graph, fanOut.request, index, JSON.parse(fanOut.snapshot));
+    const child = this.createRun(parent.graph, checkpoint, target, { id: parent.id, index });
+    fanOut.childIds[index] = child.id;
+    this.tasks.push({ type: 'step', runId: child.id, step: 0 });
+  }
+
+  private async runItem(parent: LocalRun, task: Extract<Task, { type: 'item' }>): Promise<void> {
+    const request = parent.fanOut?.request;
+    if (request?.kind !== 'items' || parent.cancelRequested) return;
+    const ctx = { attempt: task.attempt, fanOut: true, signal: parent.abort.signal, runtime: { runId: parent.id, flowName: parent.flow } };
+    const outcome = await executeItem(parent.graph, request.node, request.params, request.items[task.index]!, ctx);
+    if (isFinal(parent.status) || parent.step !== task.step) return;
+    if (outcome.type === 'retry') {
+      this.recordError(parent, outcome.error);
+      return this.tasks.push({ ...task, attempt: task.attempt + 1 }, outcome.delayMs);
+    }
+    if (outcome.type === 'failed') this.recordError(parent, outcome.error);
+    this.childEnded(
+      parent,
+      task.index,
+      outcome.type === 'completed'
+        ? { status: 'completed', ...(outcome.value === undefined ? {} : { value: outcome.value }) }
+        : { status: 'failed', error: outcome.error },
+    );
+  }
+
+  /** A child ended: fail fast, start the next one, or resume the parent after the last. */
+  private childEnded(parent: LocalRun, index: number, outcome: ChildOutcome): void {
+    const fanOut = parent.fanOut;
+    if (!fanOut || isFinal(parent.status) || fanOut.outcomes[index]) return;
+    fanOut.outcomes[index] = outcome;
+    fanOut.ended++;
+    if (outcome.status !== 'completed') {
+      fanOut.failed++;
+      if (fanOut.request.onItemError === 'fail-fast') {
+        const why = outcome.status === 'failed' ? outcome.error.message : 'it was cancelled';
+        const error: RunError = {
+          name: 'QueueflowError',
+          code: 'CHILD_FAILED',
+          message: `child ${index} of '${'flow' in fanOut.request ? fanOut.request.flow : fanOut.request.node}' failed: ${why}`,
+          ...(outcome.status === 'failed' && outcome.error.node ? { node: outcome.error.node } : {}),
+          ...(outcome.status === 'failed' && outcome.error.attempt !== undefined ? { attempts: outcome.error.attempt + 1 } : {}),
+        };
+        return this.finish(parent, 'failed', error);
+      }
+    }
+    const total = fanOut.outcomes.length;
+    if (fanOut.started < total) this.startChild(parent);
+    if (fanOut.ended === total) this.tasks.push({ type: 'fan-in', runId: parent.id, step: parent.step });
+  }
+
+  private requestCancel(run: LocalRun): void {
+    if (isFinal(run.status)) return;
+    run.cancelRequested = true;
+    run.abort.abort(new QueueflowError('RUN_CANCELLED', `run '${run.id}' was cancelled`));
+    // A run that is not inside a step stops now; one inside a step stops when the step returns.
+    if (!run.executing) this.finish(run, 'cancelled');
+  }
+
+  private finish(run: LocalRun, status: FinalRunStatus, error?: RunError): void {
+    if (isFinal(run.status)) return;
+    run.status = status;
+    run.finishedAt = run.updatedAt = this.clock.now();
+    if (error) run.error = error;
+    if (run.fanOut) {
+      for (const childId of run.fanOut.childIds) {
+        const child = childId ? this.runs.get(childId) : undefined;
+        if (child) this.requestCancel(child);
+      }
+    }
+    const result = this.resultOf(run);
+    for (const resolve of run.waiters.splice(0)) resolve(result);
+    this.retain(run.id);
+    if (run.parent) {
+      const parent = this.runs.get(run.parent.id);
+      if (parent) this.childEnded(parent, run.parent.index, this.childOutcome(parent, run, result));
+    }
+  }
+
+  private childOutcome(parent: LocalRun, child: LocalRun, result: RunResult): ChildOutcome {
+    if (result.status === 'cancelled') return { status: 'cancelled' };
+    if (result.status === 'failed') {
+      const last = child.errors[child.errors.length - 1];
+      return {
+        status: 'failed',
+        error: { name: 'Error', retryable: false, ...last, message: result.error?.message ?? 'failed' },
+      };
+    }
+    const snapshot = JSON.parse(parent.fanOut?.snapshot ?? '{}') as JsonObject;
+    return {
+      status: 'completed',
+      patch: diffShared(snapshot, result.shared),
+      ...(result.lastAction === undefined ? {} : { lastAction: result.lastAction }),
+    };
+  }
+
+  private recordError(run: LocalRun, error: ErrorRecord): void {
+    run.errors.push(error);
+    if (run.errors.length > MAX_ERRORS_KEPT) run.errors.splice(0, run.errors.length - MAX_ERRORS_KEPT);
+  }
+
+  private retain(runId: string): void {
+    this.finished.push(runId);
+    while (this.finished.length > this.retainFinishedRuns) this.runs.delete(this.finished.shift()!);
+  }
+
+  private resultOf(run: LocalRun): RunResult {
+    const checkpoint = JSON.parse(run.checkpoint) as Checkpoint;
+    return {
+      id: run.id,
+      status: run.status as FinalRunStatus,
+      shared: checkpoint.shared,
+      ...(run.lastAction === undefined ? {} : { lastAction: run.lastAction }),
+      ...(run.error ? { error: run.error } : {}),
+    };
+  }
+
+  private info(run: LocalRun): RunInfo {
+    const checkpoint = JSON.parse(run.checkpoint) as Checkpoint;
+    const fanOut = run.fanOut;
+    return {
+      id: run.id,
+      flow: run.flow,
+      status: run.status,
+      ...(run.target.node === undefined || isFinal(run.status) ? {} : { currentNode: run.target.node }),
+      steps: run.step,
+      attempts: run.tries,
+      createdAt: run.createdAt,
+      ...(run.startedAt === undefined ? {} : { startedAt: run.startedAt }),
+      ...(run.finishedAt === undefined ? {} : { finishedAt: run.finishedAt }),
+      updatedAt: run.updatedAt,
+      ...(run.lastAction === undefined ? {} : { lastAction: run.lastAction }),
+      ...(run.error ? { error: run.error } : {}),
+      errors: [...run.errors],
+      conflicts: [...run.conflicts],
+      ...(run.parent ? { parentId: run.parent.id } : {}),
+      ...(fanOut ? { children: { total: fanOut.outcomes.length, ended: fanOut.ended, failed: fanOut.failed } } : {}),
+      shared: checkpoint.shared,
+    };
+  }
+}
+
+function isFinal(status: RunStatus): status is FinalRunStatus {
+  return status === 'completed' || status === 'failed' || status === 'cancelled';
+}

@@ -1,0 +1,381 @@
+import type { BaseNode } from '../core/base-node.js';
+import { toParamList } from '../core/batch-flow.js';
+import { toItems } from '../core/batch-node.js';
+import type { Flow } from '../core/flow.js';
+import { asError, type Node } from '../core/node.js';
+import type { ParallelBatchNode } from '../core/parallel-batch-node.js';
+import { warn } from '../core/warnings.js';
+import { toErrorRecord, type ErrorRecord } from '../errors/error-record.js';
+import { QueueflowError } from '../errors/queueflow-error.js';
+import type { Checkpoint, Frame } from './checkpoint.js';
+import type { FanOutRequest } from './fan-out.js';
+import { graphNode, isLeaf, type CompiledGraph, type GraphNode } from './graph.js';
+import { assertJson, type Json, type JsonObject } from './json.js';
+import { attachRuntime, type NodeRuntime } from './node-runtime.js';
+
+/**
+ * The resumable step interpreter: given a run's checkpoint, takes one step (one node visit, plus
+ * the flow boundaries around it) and says what happens next. It decides *what* happens; the
+ * engine decides where the checkpoint lives and who runs the next step.
+ */
+
+/** What the next step of a run targets. */
+export interface StepTarget {
+  /** The node the step visits; `undefined` for the first step of a run that enters flows. */
+  node: string | undefined;
+  /** Tries the step gets (the node's `maxRetries`; 1 for a step that only enters flows). */
+  maxAttempts: number;
+}
+
+export interface StepContext {
+  /** 0-based index of this try of the step (BullMQ's `attemptsMade` on the Redis engine). */
+  attempt: number;
+  /**
+   * `true` on the engines: a ParallelBatchFlow's param sets become child runs and a
+   * ParallelBatchNode's items child tasks (a `fan-out` outcome). `false` runs them in-process.
+   */
+  fanOut: boolean;
+  /** Aborts the running `exec` (cancelled run). */
+  signal?: AbortSignal | undefined;
+  /** Mailboxes and run facts for node code. */
+  runtime?: NodeRuntime | undefined;
+}
+
+/**
+ * What a step did. `checkpoint` is the state to commit (the step mutates the one it was given).
+ *
+ * - `next`: commit, then run `target` as a new step.
+ * - `retry`: commit (the visit's `prep` result is kept), then run the same step again after
+ *   `delayMs` with the next attempt index.
+ * - `completed` / `failed`: the run ended. On `failed`, commit only the status and `error`:
+ *   the checkpoint may hold the half-done step.
+ * - `fan-out`: commit, start the children in `fanOut`, and resume with {@link resumeFanOut}
+ *   when the last one has ended.
+ */
+export type StepOutcome =
+  | { type: 'next'; checkpoint: Checkpoint; target: StepTarget }
+  | { type: 'retry'; checkpoint: Checkpoint; target: StepTarget; error: ErrorRecord; delayMs: number }
+  | { type: 'completed'; checkpoint: Checkpoint; lastAction: string | undefined }
+  | { type: 'failed'; checkpoint: Checkpoint; error: ErrorRecord }
+  | { type: 'fan-out'; checkpoint: Checkpoint; fanOut: FanOutRequest };
+
+/** Most flow boundaries one step may cross without visiting a node (guards empty loops). */
+const MAX_BOUNDARIES_PER_STEP = 10_000;
+
+/**
+ * The checkpoint of a new run: at the root, nothing run yet.
+ *
+ * @param params - the run's params (the root's params, rule S6).
+ */
+export function initialCheckpoint(graph: CompiledGraph, shared: JsonObject, params: JsonObject): {
+  checkpoint: Checkpoint;
+  target: StepTarget;
+} {
+  const root = graphNode(graph, graph.rootId);
+  if (isLeaf(root.kind) && root.successors.size > 0) {
+    warn('QF_NODE_WONT_RUN_SUCCESSORS', "Node won't run successors. Use Flow.");
+  }
+  const checkpoint: Checkpoint = { shared, frames: [{ kind: 'run', flow: root.id, params, node: root.id }] };
+  return { checkpoint, target: targetOf(checkpoint, graph) };
+}
+
+/** What the next step of `checkpoint` targets. */
+export function targetOf(checkpoint: Checkpoint, graph: CompiledGraph): StepTarget {
+  const top = checkpoint.frames[checkpoint.frames.length - 1];
+  if (top?.node === undefined) return { node: undefined, maxAttempts: 1 };
+  const node = graphNode(graph, top.node);
+  return isLeaf(node.kind) ? { node: node.id, maxAttempts: node.maxAttempts } : { node: undefined, maxAttempts: 1 };
+}
+
+/** Takes one step of the run whose state is `checkpoint`. Never throws for user-code errors. */
+export async function executeStep(graph: CompiledGraph, checkpoint: Checkpoint, ctx: StepContext): Promise<StepOutcome> {
+  const step = new Step(graph, checkpoint, ctx);
+  return step.guard(async () => {
+    const top = step.top();
+    if (top.node !== undefined && isLeaf(graphNode(graph, top.node).kind)) return step.visitLeaf(top);
+    return step.settle();
+  });
+}
+
+/** @internal Shared by the interpreter's entry points; one instance per step. */
+export class Step {
+  /** The node whose code is running, for error records. */
+  current: string | undefined;
+  /** 0-based index of the last try of `exec`, when the step failed after it. */
+  failedAttempt: number | undefined;
+
+  constructor(
+    readonly graph: CompiledGraph,
+    readonly checkpoint: Checkpoint,
+    readonly ctx: StepContext,
+  ) {}
+
+  top(): Frame {
+    const top = this.checkpoint.frames[this.checkpoint.frames.length - 1];
+    if (!top) throw new QueueflowError('INTERNAL', 'the run has already ended: no frame to step');
+    return top;
+  }
+
+  /** Runs `body`; a thrown error fails the run with a record naming the node. */
+  async guard(body: () => Promise<StepOutcome>): Promise<StepOutcome> {
+    try {
+      const outcome = await body();
+      if (outcome.type !== 'failed') assertJson(this.checkpoint.shared, 'shared');
+      return outcome;
+    } catch (error) {
+      return this.failed(error);
+    }
+  }
+
+  failed(error: unknown, extra: Partial<ErrorRecord> = {}): StepOutcome {
+    const record = toErrorRecord(error, {
+      node: this.current,
+      at: Date.now(),
+      ...(this.failedAttempt === undefined ? {} : { attempt: this.failedAttempt }),
+      ...extra,
+    });
+    return { type: 'failed', checkpoint: this.checkpoint, error: record };
+  }
+
+  /** A fresh per-visit copy of `node`'s template with `params` (rule S6). */
+  copyOf<T extends BaseNode<any, any>>(node: GraphNode, params: JsonObject): T {
+    const copy = node.template.clone() as T;
+    copy.setParams(params);
+    if (this.ctx.runtime) attachRuntime(copy, this.ctx.runtime);
+    this.current = node.id;
+    return copy;
+  }
+
+  /** One visit of the leaf at `frame.node`: prep (once), exec with this step's attempt, post. */
+  async visitLeaf(frame: Frame): Promise<StepOutcome> {
+    const node = graphNode(this.graph, frame.node!);
+    const copy = this.copyOf<Node<any, any>>(node, walkParams(frame));
+    const shared = this.checkpoint.shared;
+    if (!frame.visit) {
+      const prepRes = await copy.prep(shared);
+      assertResult(prepRes, `prep result of '${node.id}'`);
+      frame.visit = prepRes === undefined ? {} : { prepRes: prepRes as Json };
+    }
+    const prepRes = frame.visit.prepRes;
+    let execRes: unknown;
+    if (node.kind === 'node') {
+      const tried = await this.tryExec(copy, node, prepRes, this.ctx.attempt);
+      if (tried.retry) return tried.retry;
+      execRes = tried.value;
+    } else if (node.kind === 'batch-node') {
+      const items = toItems(copy, prepRes);
+      const results = frame.visit.results ?? [];
+      frame.visit.results = results;
+      for (let attempt = this.ctx.attempt; results.length < items.length; attempt = 0) {
+        const tried = await this.tryExec(copy, node, items[results.length], attempt, ` item ${results.length}`);
+        if (tried.retry) return tried.retry;
+        results.push(tried.value as Json);
+        // An item that needed retries used up this step's attempt count: the next item gets a
+        // fresh step, so that every item counts its own tries.
+        if (attempt > 0 && results.length < items.length) {
+          return { type: 'next', checkpoint: this.checkpoint, target: { node: node.id, maxAttempts: node.maxAttempts } };
+        }
+      }
+      execRes = results;
+    } else {
+      const items = toItems(copy, prepRes);
+      if (this.ctx.fanOut && items.length > 0) {
+        frame.visit.fannedOut = true;
+        const parallel = copy as unknown as ParallelBatchNode;
+        return {
+          type: 'fan-out',
+          checkpoint: this.checkpoint,
+          fanOut: {
+            kind: 'items',
+            node: node.id,
+            params: walkParams(frame),
+            items: items as Json[],
+            concurrency: parallel.concurrency,
+            onItemError: parallel.onItemError,
+            maxAttempts: node.maxAttempts,
+          },
+        };
+      }
+      execRes = await copy._exec(prepRes, this.ctx.signal);
+      assertResult(execRes, `exec result of '${node.id}'`);
+    }
+    this.ctx.signal?.throwIfAborted();
+    const action = await copy.post(shared, prepRes, execRes);
+    return this.finishNode(frame, action ?? undefined);
+  }
+
+  /**
+   * One try of `exec` on `input` (rules S2, S3): a failed try that may be retried returns a
+   * `retry` outcome; the last failed try runs `execFallback`.
+   */
+  async tryExec(
+    copy: Node<any, any>,
+    node: GraphNode,
+    input: unknown,
+    attempt: number,
+    label = '',
+  ): Promise<{ value: unknown; retry?: undefined } | { value?: undefined; retry: StepOutcome }> {
+    let value: unknown;
+    try {
+      value = await copy._tryExec(input, attempt, this.ctx.signal);
+    } catch (error) {
+      const record = toErrorRecord(error, { node: node.id, attempt, at: Date.now() });
+      if (attempt < node.maxAttempts - 1 && record.retryable && !this.ctx.signal?.aborted) {
+        const retry: StepOutcome = {
+          type: 'retry',
+          checkpoint: this.checkpoint,
+          target: { node: node.id, maxAttempts: node.maxAttempts },
+          error: record,
+          delayMs: copy.retryDelayMs(attempt),
+        };
+        return { retry };
+      }
+      try {
+        value = await copy.execFallback(input, asError(error));
+      } catch (fallbackError) {
+        this.failedAttempt = attempt;
+        throw fallbackError;
+      }
+    }
+    assertResult(value, `exec result of '${node.id}'${label}`);
+    return { value };
+  }
+
+  /** The visit of `frame.node` ended with `action`: move past it and settle. */
+  finishNode(frame: Frame, action: string | undefined): Promise<StepOutcome> {
+    advancePast(this.graph, frame, action);
+    return this.settle();
+  }
+
+  /**
+   * Walks flow boundaries (entering flows, running their `prep`; leaving them, running their
+   * `post`) until the walk stands at a leaf to visit, waits on a fan-out, or the run ends.
+   */
+  async settle(): Promise<StepOutcome> {
+    for (let crossed = 0; crossed < MAX_BOUNDARIES_PER_STEP; crossed++) {
+      const top = this.top();
+      if (top.node !== undefined) {
+        const node = graphNode(this.graph, top.node);
+        if (isLeaf(node.kind)) {
+          return { type: 'next', checkpoint: this.checkpoint, target: { node: node.id, maxAttempts: node.maxAttempts } };
+        }
+        const fanOut = await this.enterFlow(top, node);
+        if (fanOut) return fanOut;
+        continue;
+      }
+      // The walk of `top` has ended.
+      if (top.kind === 'batch') {
+        const list = top.prepRes as JsonObject[];
+        const index = top.batchIndex ?? 0;
+        if (index + 1 < list.length) {
+          top.batchIndex = index + 1;
+          top.node = graphNode(this.graph, top.flow).start!;
+          delete top.lastAction;
+          continue;
+        }
+      }
+      if (top.kind === 'run' || top.kind === 'walk') {
+        this.checkpoint.frames = [];
+        if (top.lastAction === undefined) delete this.checkpoint.lastAction;
+        else this.checkpoint.lastAction = top.lastAction;
+        return { type: 'completed', checkpoint: this.checkpoint, lastAction: top.lastAction };
+      }
+      const action = await this.exitFlow(top, top.kind === 'flow' ? top.lastAction : undefined);
+      advancePast(this.graph, this.top(), action);
+    }
+    throw new QueueflowError(
+      'INTERNAL',
+      `flow '${this.graph.flowName}' crossed ${MAX_BOUNDARIES_PER_STEP} flow boundaries in one step without visiting a node (a loop of empty flows?)`,
+      { retryable: false },
+    );
+  }
+
+  /** Runs the flow's `post` with `execRes` and pops its frame; returns the action. */
+  async exitFlow(frame: Frame, execRes: unknown): Promise<string | undefined> {
+    const node = graphNode(this.graph, frame.flow);
+    const copy = this.copyOf<Flow<any, any>>(node, frame.params);
+    this.ctx.signal?.throwIfAborted();
+    const action = (await copy.post(this.checkpoint.shared, frame.prepRes, execRes)) ?? undefined;
+    this.checkpoint.frames.pop();
+    return action;
+  }
+
+  /**
+   * Enters the flow at `parent.node`: runs its `prep` and pushes its frame. A ParallelBatchFlow
+   * on an engine returns a `fan-out` outcome instead of walking its param sets here.
+   */
+  async enterFlow(parent: Frame, node: GraphNode): Promise<StepOutcome | undefined> {
+    const params = walkParams(parent);
+    const copy = this.copyOf<Flow<any, any>>(node, params);
+    const shared = this.checkpoint.shared;
+    if (node.kind === 'flow') {
+      const prepRes = await copy.prep(shared);
+      assertResult(prepRes, `prep result of '${node.id}'`);
+      this.checkpoint.frames.push({
+        kind: 'flow',
+        flow: node.id,
+        params,
+        ...(prepRes === undefined ? {} : { prepRes: prepRes as Json }),
+        node: node.start!,
+      });
+      return undefined;
+    }
+    if (node.kind === 'parallel-batch-flow' && !this.ctx.fanOut) {
+      // In one process: the whole ParallelBatchFlow runs inside this step, as `flow.run` does.
+      const action = await copy._run(shared, this.ctx.signal);
+      advancePast(this.graph, parent, action);
+      return undefined;
+    }
+    const list = toParamList(copy, await copy.prep(shared));
+    assertResult(list, `prep result of '${node.id}'`);
+    if (node.kind === 'parallel-batch-flow' && list.length > 0) {
+      this.checkpoint.frames.push({ kind: 'fan-out', flow: node.id, params, prepRes: list as Json });
+      const parallel = copy as unknown as { concurrency?: number; onItemError: 'fail-fast' | 'collect' };
+      return {
+        type: 'fan-out',
+        checkpoint: this.checkpoint,
+        fanOut: {
+          kind: 'walks',
+          flow: node.id,
+          params: list.map((item) => ({ ...params, ...(item as JsonObject) })),
+          start: node.start!,
+          concurrency: parallel.concurrency,
+          onItemError: parallel.onItemError,
+        },
+      };
+    }
+    const frame: Frame = { kind: 'batch', flow: node.id, params, prepRes: list as Json, batchIndex: 0 };
+    if (list.length > 0) frame.node = node.start!;
+    this.checkpoint.frames.push(frame);
+    return undefined;
+  }
+
+}
+
+/** Params of the nodes visited in `frame`'s walk: batch flows merge the current param set (S9). */
+export function walkParams(frame: Frame): JsonObject {
+  if (frame.kind !== 'batch') return frame.params;
+  const list = frame.prepRes as JsonObject[];
+  return { ...frame.params, ...list[frame.batchIndex ?? 0] };
+}
+
+/**
+ * Records that the visit of `frame.node` ended with `action` and moves the walk to the
+ * successor for it (rule S5, with its warning); the `run` frame never follows the root's
+ * successors. Leaves `frame.node` unset when the walk has ended.
+ */
+export function advancePast(graph: CompiledGraph, frame: Frame, action: string | undefined): void {
+  const ended = graphNode(graph, frame.node!);
+  delete frame.visit;
+  if (action === undefined) delete frame.lastAction;
+  else frame.lastAction = action;
+  const next = frame.kind === 'run' ? undefined : ended.template.getNextNode(action);
+  if (next) frame.node = ended.successors.get(action || 'default')!;
+  else delete frame.node;
+}
+
+/** Results of user code must survive JSON; `undefined` at the top is allowed (nothing). */
+function assertResult(value: unknown, path: string): void {
+  if (value !== undefined) assertJson(value, path);
+}
+

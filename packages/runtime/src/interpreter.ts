@@ -1,0 +1,29 @@
+/**
+ * `@queueflow/runtime/interpreter`: the pieces an engine is built from (the step interpreter,
+ * checkpoints, graph compilation, fan-out merge). Applications use `LocalEngine` or
+ * `RedisEngine` instead; this entry point is for engine implementations.
+ */
+export type { Checkpoint, Frame, FrameKind, Visit } from './engine/checkpoint.js';
+export {
+  executeStep,
+  initialCheckpoint,
+  targetOf,
+  type StepContext,
+  type StepOutcome,
+  type StepTarget,
+} from './engine/step-interpreter.js';
+export {
+  executeItem,
+  resumeFanOut,
+  walkCheckpoint,
+  type ChildOutcome,
+  type FanOutRequest,
+  type ItemStepOutcome,
+} from './engine/fan-out.js';
+export { compileGraph, type CompiledGraph, type GraphNode, type NodeKind } from './engine/graph.js';
+export { FlowRegistry, isFlowDefinition } from './engine/flow-definition.js';
+export { diffShared, mergePatches, type PatchOperation } from './engine/merge-patches.js';
+export { checkRunInput, encodeCheckpoint, runErrorOf } from './engine/run-input.js';
+export { jsonCopy } from './engine/json.js';
+export { systemClock } from './engine/clock.js';
+export type { NodeRuntime } from './engine/node-runtime.js';
