@@ -1,0 +1,39 @@
+import { ParallelBatchFlow } from '@queueflow/runtime';
+import { missingRecord } from './document-record.js';
+import type { DocumentRef, PipelineParams, PipelineShared } from './types.js';
+
+/**
+ * The batch over `shared.docs`: one parameter set per {@link DocumentRef}, walked concurrently
+ * (at most `concurrency` at once embedded; fanned out as child runs on the engines). Each walk
+ * writes only `shared.records[docId]`, so parallel walks never write the same path.
+ *
+ * `prep` makes sure `shared.work` and `shared.records` exist before the fan-out (children must
+ * not each create them: on the engines that would be conflicting writes of the same path) and
+ * refuses duplicate doc ids. `post` gives every document that ended without a record (a walk
+ * that failed on an engine under `onItemError: 'collect'`) a failure record, so every document
+ * of the batch has exactly one record.
+ */
+export class DocumentBatchFlow extends ParallelBatchFlow<PipelineShared, PipelineParams> {
+  override prep(shared: PipelineShared): DocumentRef[] {
+    shared.work ??= {};
+    shared.records ??= {};
+    const docs = shared.docs ?? [];
+    const seen = new Set<string>();
+    for (const doc of docs) {
+      if (seen.has(doc.docId)) throw new TypeError(`DocumentBatchFlow: duplicate docId '${doc.docId}' in shared.docs`);
+      seen.add(doc.docId);
+    }
+    return docs.map((doc) => ({ ...doc }));
+  }
+
+  override post(shared: PipelineShared, docs: DocumentRef[]): undefined {
+    shared.records ??= {};
+    for (const doc of docs) {
+      if (!shared.records[doc.docId]) {
+        shared.records[doc.docId] = missingRecord(doc, "the document's flow ended without writing a record");
+      }
+      if (shared.work?.[doc.docId]) delete shared.work[doc.docId];
+    }
+    return undefined;
+  }
+}
