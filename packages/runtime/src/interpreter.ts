@@ -27,3 +27,5 @@ export { checkRunInput, encodeCheckpoint, runErrorOf } from './engine/run-input.
 export { jsonCopy } from './engine/json.js';
 export { systemClock } from './engine/clock.js';
 export type { NodeRuntime } from './engine/node-runtime.js';
+export { warn } from './core/warnings.js';
+export { invalidOption } from './core/validate-options.js';

@@ -1,2 +1,163 @@
 #!/usr/bin/env node
-export {};
+import { Command, InvalidArgumentError, Option } from 'commander';
+import type { JsonObject, RunStatus } from '@queueflow/runtime';
+import { loadFlows } from './load-flows.js';
+import { RedisEngine } from './redis-engine.js';
+import { startWorker } from './worker.js';
+
+/**
+ * The `queueflow` command: start workers, and start, inspect, list and cancel runs.
+ * `REDIS_URL` is the default connection everywhere.
+ */
+const program = new Command()
+  .name('queueflow')
+  .description('Run queueflow flows over Redis: workers and runs')
+  .showHelpAfterError();
+
+const redisOption = (): Option =>
+  new Option('--redis <url>', 'Redis URL (redis:// or rediss://)').env('REDIS_URL').default('redis://127.0.0.1:6379');
+const prefixOption = (): Option => new Option('--prefix <prefix>', 'key prefix shared by clients and workers').default('{qf}');
+
+program
+  .command('worker')
+  .description('start a worker that takes steps of the flows a module exports')
+  .requiredOption('--flows <module>', 'module exporting FlowDefinitions (defineFlow)')
+  .addOption(redisOption())
+  .addOption(prefixOption())
+  .option('--concurrency <n>', 'steps run at once', positiveInteger, 8)
+  .option('--lock-duration <ms>', 'step lock duration in ms; a dead worker loses its steps after it', positiveInteger)
+  .option('--stalled-interval <ms>', 'how often to look for stalled steps, in ms', positiveInteger)
+  .action(async (options: { flows: string; redis: string; prefix: string; concurrency: number; lockDuration?: number; stalledInterval?: number }) => {
+    const flows = await loadFlows(options.flows);
+    const worker = await startWorker({
+      connection: options.redis,
+      flows,
+      prefix: options.prefix,
+      concurrency: options.concurrency,
+      ...(options.lockDuration ? { lockDurationMs: options.lockDuration } : {}),
+      ...(options.stalledInterval ? { stalledIntervalMs: options.stalledInterval } : {}),
+    });
+    const names = flows.map((f) => f.name).join(', ');
+    console.log(`queueflow worker ${process.pid}: ready (flows: ${names}; concurrency ${options.concurrency})`);
+    let stopping = false;
+    const stop = (signal: string): void => {
+      if (stopping) {
+        console.error(`queueflow worker ${process.pid}: ${signal} again, exiting now`);
+        process.exit(1);
+      }
+      stopping = true;
+      console.log(`queueflow worker ${process.pid}: ${signal}, finishing steps in flight`);
+      worker.close().then(
+        () => process.exit(0),
+        (error: unknown) => {
+          console.error(error);
+          process.exit(1);
+        },
+      );
+    };
+    process.on('SIGTERM', () => stop('SIGTERM'));
+    process.on('SIGINT', () => stop('SIGINT'));
+  });
+
+program
+  .command('run <flow>')
+  .description('start a run and wait for it (or print its id with --detach)')
+  .requiredOption('--flows <module>', 'module exporting FlowDefinitions (defineFlow)')
+  .option('--shared <json>', 'initial shared store, JSON', parseJsonObject, {})
+  .option('--params <json>', 'params, JSON', parseJsonObject, {})
+  .option('--detach', 'print the run id and exit without waiting')
+  .addOption(redisOption())
+  .addOption(prefixOption())
+  .action(async (flow: string, options: { flows: string; shared: JsonObject; params: JsonObject; detach?: boolean; redis: string; prefix: string }) => {
+    const engine = new RedisEngine({ connection: options.redis, flows: await loadFlows(options.flows), prefix: options.prefix });
+    try {
+      const handle = await engine.start(flow, options.shared, { params: options.params });
+      if (options.detach) {
+        console.log(handle.id);
+        return;
+      }
+      console.error(`run ${handle.id} started`);
+      const result = await handle.result();
+      console.log(JSON.stringify(result, null, 2));
+      process.exitCode = result.status === 'completed' ? 0 : 1;
+    } finally {
+      await engine.close();
+    }
+  });
+
+program
+  .command('status <runId>')
+  .description("print a run's status, current node, attempts, error and timings")
+  .addOption(redisOption())
+  .addOption(prefixOption())
+  .action(async (runId: string, options: { redis: string; prefix: string }) => {
+    const engine = new RedisEngine({ connection: options.redis, flows: [], prefix: options.prefix });
+    try {
+      const info = await engine.get(runId);
+      if (!info) {
+        console.error(`no run '${runId}' (never started, or expired)`);
+        process.exitCode = 1;
+        return;
+      }
+      console.log(JSON.stringify(info, null, 2));
+    } finally {
+      await engine.close();
+    }
+  });
+
+program
+  .command('list')
+  .description('list runs, newest first')
+  .addOption(new Option('--status <status>', 'only runs with this status').choices(['queued', 'running', 'waiting', 'completed', 'failed', 'cancelled']))
+  .option('--limit <n>', 'most runs listed', positiveInteger, 20)
+  .addOption(redisOption())
+  .addOption(prefixOption())
+  .action(async (options: { status?: RunStatus; limit: number; redis: string; prefix: string }) => {
+    const engine = new RedisEngine({ connection: options.redis, flows: [], prefix: options.prefix });
+    try {
+      const runs = await engine.list({ limit: options.limit, ...(options.status ? { status: options.status } : {}) });
+      for (const run of runs) {
+        const at = new Date(run.createdAt).toISOString();
+        console.log(`${run.id}  ${run.flow}  ${run.status.padEnd(9)}  steps ${run.steps}  ${at}${run.error ? `  ${run.error.message}` : ''}`);
+      }
+    } finally {
+      await engine.close();
+    }
+  });
+
+program
+  .command('cancel <runId>')
+  .description('cancel a run at its next step boundary')
+  .addOption(redisOption())
+  .addOption(prefixOption())
+  .action(async (runId: string, options: { redis: string; prefix: string }) => {
+    const engine = new RedisEngine({ connection: options.redis, flows: [], prefix: options.prefix });
+    try {
+      await engine.cancel(runId);
+      console.log(`cancel requested for run ${runId}`);
+    } finally {
+      await engine.close();
+    }
+  });
+
+function positiveInteger(value: string): number {
+  const number = Number(value);
+  if (!Number.isInteger(number) || number < 1) throw new InvalidArgumentError(`expected an integer from 1 and up, got '${value}'`);
+  return number;
+}
+
+function parseJsonObject(value: string): JsonObject {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(value);
+  } catch (error) {
+    throw new InvalidArgumentError(`not JSON: ${(error as Error).message}`);
+  }
+  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) throw new InvalidArgumentError('expected a JSON object');
+  return parsed as JsonObject;
+}
+
+program.parseAsync().catch((error: unknown) => {
+  console.error(`queueflow: ${error instanceof Error ? error.message : String(error)}`);
+  process.exit(1);
+});

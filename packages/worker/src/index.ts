@@ -1,1 +1,6 @@
-export {};
+export { RedisEngine, type RedisEngineOptions } from './redis-engine.js';
+export { startWorker, type WorkerOptions, type QueueflowWorker } from './worker.js';
+export type { ConnectionOption } from './connection.js';
+export type { StoreSettings } from './store-settings.js';
+export { RedisKeys } from './redis-keys.js';
+export { loadFlows } from './load-flows.js';

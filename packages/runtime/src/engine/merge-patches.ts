@@ -1,6 +1,6 @@
 import jsonPatch from 'fast-json-patch';
 import type { Operation } from 'fast-json-patch';
-import type { JsonObject } from './json.js';
+import type { Json, JsonObject } from './json.js';
 
 export type { Operation as PatchOperation };
 
@@ -13,28 +13,51 @@ export interface MergeConflict {
 }
 
 /**
- * The JSON Patch (RFC 6902) that turns `before` into `after`. Appends to an array that existed
- * in `before` become `add …/-`, so appends of several children all survive, in child order.
+ * The JSON Patch (RFC 6902) that turns `before` into `after`, in a form that merges: a new
+ * object or array is added empty and then filled member by member, and appends to an array
+ * become `add …/-`. So children that each create `shared.results` and write their own key, or
+ * append to the same list, all keep their writes.
  */
 export function diffShared(before: JsonObject, after: JsonObject): Operation[] {
-  const operations = jsonPatch.compare(before, after);
-  return operations.map((operation) => {
-    if (operation.op !== 'add') return operation;
+  const operations: Operation[] = [];
+  for (const operation of jsonPatch.compare(before, after)) {
+    if (operation.op !== 'add') {
+      operations.push(operation);
+      continue;
+    }
     const slash = operation.path.lastIndexOf('/');
     const index = Number(operation.path.slice(slash + 1));
     const parentPath = operation.path.slice(0, slash);
-    const parent = parentPath === '' ? before : jsonPatch.getValueByPointer(before, parentPath);
-    if (Array.isArray(parent) && Number.isInteger(index) && index >= parent.length) {
-      return { ...operation, path: `${parentPath}/-` };
-    }
-    return operation;
-  });
+    const parent = parentPath === '' ? before : (jsonPatch.getValueByPointer(before, parentPath) as unknown);
+    const appended = Array.isArray(parent) && Number.isInteger(index) && index >= parent.length;
+    explode(appended ? `${parentPath}/-` : operation.path, operation.value as Json, operations);
+  }
+  return operations;
+}
+
+/** Adds `value` at `path` as container creation plus member adds. */
+function explode(path: string, value: Json, out: Operation[]): void {
+  if (Array.isArray(value)) {
+    out.push({ op: 'add', path, value: [] });
+    const itemsPath = path.endsWith('/-') ? undefined : `${path}/-`;
+    // An array appended as an item stays whole: `…/-/-` would not address it.
+    if (!itemsPath) out[out.length - 1] = { op: 'add', path, value };
+    else for (const item of value) out.push({ op: 'add', path: itemsPath, value: item });
+    return;
+  }
+  if (value !== null && typeof value === 'object' && !path.endsWith('/-')) {
+    out.push({ op: 'add', path, value: {} });
+    for (const [key, member] of Object.entries(value)) explode(`${path}/${jsonPatch.escapePathComponent(key)}`, member, out);
+    return;
+  }
+  out.push({ op: 'add', path, value });
 }
 
 /**
  * Applies children's patches to `shared` in parameter-set order and lists the paths that more
  * than one child wrote (a path conflicts with another when one is equal to or inside the other).
- * Appends (`…/-`) never conflict.
+ * Appends (`…/-`) never conflict, and adding an empty object or array where one already is
+ * (a container two children both created) merges instead of replacing.
  *
  * @param patches - one patch per child, index = parameter-set index; `undefined` = no change.
  * @returns the merged object (a new object; `shared` is not modified) and the conflicts.
@@ -43,31 +66,89 @@ export function mergePatches(
   shared: JsonObject,
   patches: ReadonlyArray<readonly Operation[] | undefined>,
 ): { shared: JsonObject; conflicts: MergeConflict[] } {
-  const writers = new Map<string, number[]>();
-  const conflicts = new Map<string, MergeConflict>();
+  const writers = new PathWriters();
   let document = jsonPatch.deepClone(shared) as JsonObject;
   patches.forEach((patch, child) => {
-    if (!patch || patch.length === 0) return;
-    for (const operation of patch) {
-      if (operation.path.endsWith('/-')) continue;
-      for (const [path, children] of writers) {
-        const last = children[children.length - 1];
-        if (last !== child && overlaps(path, operation.path)) {
-          const key = path.length <= operation.path.length ? path : operation.path;
-          const conflict = conflicts.get(key) ?? { path: key, children: [...children] };
-          if (!conflict.children.includes(child)) conflict.children.push(child);
-          conflicts.set(key, conflict);
-        }
-      }
-      const list = writers.get(operation.path) ?? [];
-      if (list[list.length - 1] !== child) list.push(child);
-      writers.set(operation.path, list);
+    for (const operation of patch ?? []) {
+      if (isContainerCreation(operation) && holdsSameContainer(document, operation)) continue;
+      if (!operation.path.endsWith('/-') && !isContainerCreation(operation)) writers.write(operation.path, child);
+      // `document` is our own deep copy: operations may mutate it in place.
+      document = jsonPatch.applyOperation(document, operation, false, true, true).newDocument as JsonObject;
     }
-    document = jsonPatch.applyPatch(document, patch as Operation[], false, true).newDocument as JsonObject;
   });
-  return { shared: document, conflicts: [...conflicts.values()] };
+  return { shared: document, conflicts: writers.conflicts() };
 }
 
-function overlaps(a: string, b: string): boolean {
-  return a === b || a.startsWith(`${b}/`) || b.startsWith(`${a}/`);
+function isContainerCreation(operation: Operation): boolean {
+  if (operation.op !== 'add') return false;
+  const value = operation.value as unknown;
+  return (Array.isArray(value) && value.length === 0) || (isPlainObject(value) && Object.keys(value).length === 0);
+}
+
+function holdsSameContainer(document: JsonObject, operation: Operation): boolean {
+  let current: unknown;
+  try {
+    current = jsonPatch.getValueByPointer(document, operation.path);
+  } catch {
+    return false;
+  }
+  const value = (operation as { value: unknown }).value;
+  return Array.isArray(value) ? Array.isArray(current) : isPlainObject(current);
+}
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  return value !== null && typeof value === 'object' && !Array.isArray(value);
+}
+
+/**
+ * Which children wrote which paths, as a trie of path segments: a write conflicts with earlier
+ * writes of other children at the same path, above it, or below it.
+ */
+class PathWriters {
+  private readonly root: TrieNode = { children: new Map(), writers: [] };
+  private readonly found = new Map<string, MergeConflict>();
+
+  write(path: string, child: number): void {
+    const segments = path.split('/').slice(1);
+    let node = this.root;
+    let prefix = '';
+    for (const segment of segments) {
+      this.conflict(prefix, node.writers, child); // an earlier write above this path
+      prefix += `/${segment}`;
+      let next = node.children.get(segment);
+      if (!next) {
+        next = { children: new Map(), writers: [] };
+        node.children.set(segment, next);
+      }
+      node = next;
+    }
+    this.conflict(path, node.writers, child); // the same path
+    this.conflictBelow(path, node, child); // earlier writes below this path
+    if (node.writers[node.writers.length - 1] !== child) node.writers.push(child);
+  }
+
+  conflicts(): MergeConflict[] {
+    return [...this.found.values()];
+  }
+
+  private conflict(path: string, writers: number[], child: number): void {
+    const others = writers.filter((w) => w !== child);
+    if (others.length === 0) return;
+    const conflict = this.found.get(path) ?? { path, children: [] };
+    for (const writer of [...others, child]) if (!conflict.children.includes(writer)) conflict.children.push(writer);
+    this.found.set(path, conflict);
+  }
+
+  private conflictBelow(path: string, node: TrieNode, child: number): void {
+    for (const [segment, next] of node.children) {
+      const below = `${path}/${segment}`;
+      this.conflict(path, next.writers.length > 0 && next.writers.some((w) => w !== child) ? next.writers : [], child);
+      this.conflictBelow(below, next, child);
+    }
+  }
+}
+
+interface TrieNode {
+  children: Map<string, TrieNode>;
+  writers: number[];
 }

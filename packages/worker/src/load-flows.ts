@@ -1,0 +1,41 @@
+import { isAbsolute, resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import type { FlowDefinition } from '@queueflow/runtime';
+import { isFlowDefinition } from '@queueflow/runtime/interpreter';
+
+/**
+ * Imports a module and returns the FlowDefinitions it exports (named exports and the default
+ * export, which may also be an array of definitions). A `.ts` module is loaded through `tsx`
+ * when it is installed.
+ *
+ * @param modulePath - a file path, relative to the working directory, or a package specifier.
+ * @throws Error naming the module when it cannot be imported or exports no flow.
+ */
+export async function loadFlows(modulePath: string): Promise<FlowDefinition[]> {
+  const isPath = modulePath.startsWith('.') || isAbsolute(modulePath) || /\.[cm]?[jt]sx?$/.test(modulePath);
+  const specifier = isPath ? pathToFileURL(resolve(modulePath)).href : modulePath;
+  if (/\.[cm]?tsx?$/.test(modulePath)) await registerTypeScript(modulePath);
+  let loaded: Record<string, unknown>;
+  try {
+    loaded = (await import(specifier)) as Record<string, unknown>;
+  } catch (error) {
+    throw new Error(`cannot import flows module '${modulePath}': ${(error as Error).message}`, { cause: error });
+  }
+  const candidates = Object.values(loaded).flatMap((value) => (Array.isArray(value) ? value : [value]));
+  const flows = [...new Set(candidates.filter(isFlowDefinition))];
+  if (flows.length === 0) {
+    throw new Error(`flows module '${modulePath}' exports no flow: export the results of defineFlow(name, build)`);
+  }
+  return flows;
+}
+
+async function registerTypeScript(modulePath: string): Promise<void> {
+  try {
+    const tsx = (await import('tsx/esm/api' as string)) as { register(): unknown };
+    tsx.register();
+  } catch {
+    throw new Error(
+      `flows module '${modulePath}' is TypeScript: install tsx (npm i -D tsx) or pass the compiled .js module`,
+    );
+  }
+}

@@ -1,0 +1,78 @@
+--[[
+  Commits the outcome of one step of a run, only if the run still stands at that step, so a step
+  delivered twice never commits twice (DESIGN: Steps).
+
+  KEYS[1] run hash           KEYS[2] run error list      KEYS[3] run conflict list
+  KEYS[4] run fan-out hash   KEYS[5] run outcome hash
+
+  ARGV[1]  expected step counter
+  ARGV[2]  mode: next | retry | completed | failed
+  ARGV[3]  checkpoint JSON ('' keeps the stored one)
+  ARGV[4]  target JSON ('' keeps the stored one)
+  ARGV[5]  now (epoch ms)
+  ARGV[6]  error record JSON to append to the error list ('' none)
+  ARGV[7]  run error JSON, for mode failed ('' none)
+  ARGV[8]  last action ('' none)
+  ARGV[9]  retention of a finished run (seconds)
+  ARGV[10] events channel
+  ARGV[11] run id
+  ARGV[12] most error records kept
+  ARGV[13] merge conflicts JSON array to append ('' none)
+
+  Returns:  1 committed
+            0 stale: the run has ended or moved past this step; nothing written
+            2 a cancel was requested: the run is now cancelled instead
+           -1 no such run
+  Emits:   PUBLISH <channel> {type:'ended', runId, status} when the run ends.
+]]
+local runKey = KEYS[1]
+local status = redis.call('HGET', runKey, 'status')
+if not status then return -1 end
+if isFinal(status) then return 0 end
+if redis.call('HGET', runKey, 'step') ~= ARGV[1] then return 0 end
+
+local mode, now, runId = ARGV[2], ARGV[5], ARGV[11]
+if redis.call('HGET', runKey, 'cancel') == '1' then
+  finish(runKey, runId, 'cancelled', now, ARGV[9], ARGV[10], KEYS[2], KEYS[3], KEYS[4], KEYS[5])
+  return 2
+end
+
+if ARGV[6] ~= '' then
+  redis.call('RPUSH', KEYS[2], ARGV[6])
+  redis.call('LTRIM', KEYS[2], -tonumber(ARGV[12]), -1)
+end
+if ARGV[13] ~= '' then
+  for _, conflict in ipairs(cjson.decode(ARGV[13])) do
+    redis.call('RPUSH', KEYS[3], cjson.encode(conflict))
+  end
+end
+redis.call('HSET', runKey, 'updatedAt', now)
+redis.call('HSETNX', runKey, 'startedAt', now)
+
+if mode == 'retry' then
+  if ARGV[3] ~= '' then redis.call('HSET', runKey, 'checkpoint', ARGV[3]) end
+  redis.call('HINCRBY', runKey, 'attempt', 1)
+  redis.call('HSET', runKey, 'status', 'running')
+  return 1
+end
+
+if mode == 'failed' then
+  if ARGV[7] ~= '' then redis.call('HSET', runKey, 'error', ARGV[7]) end
+  finish(runKey, runId, 'failed', now, ARGV[9], ARGV[10], KEYS[2], KEYS[3], KEYS[4], KEYS[5])
+  return 1
+end
+
+redis.call('HINCRBY', runKey, 'step', 1)
+redis.call('HSET', runKey, 'attempt', 0)
+if ARGV[3] ~= '' then redis.call('HSET', runKey, 'checkpoint', ARGV[3]) end
+if ARGV[4] ~= '' then redis.call('HSET', runKey, 'target', ARGV[4]) end
+redis.call('DEL', KEYS[4], KEYS[5])
+
+if mode == 'completed' then
+  if ARGV[8] ~= '' then redis.call('HSET', runKey, 'lastAction', ARGV[8]) end
+  finish(runKey, runId, 'completed', now, ARGV[9], ARGV[10], KEYS[2], KEYS[3])
+  return 1
+end
+
+redis.call('HSET', runKey, 'status', 'running')
+return 1

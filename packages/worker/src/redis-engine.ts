@@ -1,0 +1,159 @@
+import { nanoid } from 'nanoid';
+import type { Redis } from 'ioredis';
+import {
+  QueueflowError,
+  type Engine,
+  type FlowDefinition,
+  type FlowsOption,
+  type JsonObject,
+  type ListRunsOptions,
+  type RunHandle,
+  type RunInfo,
+  type RunOptions,
+  type RunResult,
+} from '@queueflow/runtime';
+import { checkRunInput, encodeCheckpoint, FlowRegistry, initialCheckpoint } from '@queueflow/runtime/interpreter';
+import { connect, createRedis, type ConnectionOption } from './connection.js';
+import { RedisKeys, normalizePrefix } from './redis-keys.js';
+import { RunEvents } from './run-events.js';
+import { RunStore } from './run-store.js';
+import { withScripts } from './scripts.js';
+import { StepQueue } from './step-queue.js';
+import { storeOptions, type StoreSettings } from './store-settings.js';
+
+export interface RedisEngineOptions extends StoreSettings {
+  /** Redis to use: a URL or ioredis options. @defaultValue `REDIS_URL`, else `redis://127.0.0.1:6379` */
+  connection?: ConnectionOption;
+  /** The flows this client starts: the same definitions the workers load. */
+  flows: FlowsOption;
+  /** Key prefix shared with the workers; a hash tag is added when missing. @defaultValue `{qf}` */
+  prefix?: string;
+  /** Called with connection errors (ioredis retries on its own). @defaultValue ignore */
+  onError?: (error: Error) => void;
+}
+
+interface Connected {
+  redis: Redis;
+  subscriber: Redis;
+  store: RunStore;
+  queue: StepQueue;
+  events: RunEvents;
+}
+
+/**
+ * The distributed engine's client: starts runs of registered flows in Redis, where workers
+ * (`startWorker`, `queueflow worker`) take their steps, and awaits their results. One instance
+ * uses two Redis connections (commands, events) however many runs it awaits.
+ *
+ * @example
+ * ```ts
+ * const engine = new RedisEngine({ connection: process.env.REDIS_URL, flows: [review] });
+ * const result = await engine.run('review', { draft: '...' }, { params: { lang: 'en' } });
+ * await engine.close();
+ * ```
+ */
+export class RedisEngine implements Engine {
+  private readonly registry: FlowRegistry;
+  private readonly keys: RedisKeys;
+  private readonly settings: ReturnType<typeof storeOptions>;
+  private connected: Promise<Connected> | undefined;
+  private closed = false;
+
+  /** @throws TypeError for an invalid connection URL or prefix. */
+  constructor(private readonly options: RedisEngineOptions) {
+    this.registry = new FlowRegistry(options.flows);
+    this.keys = new RedisKeys(normalizePrefix(options.prefix));
+    this.settings = storeOptions(options, 'RedisEngine');
+    createRedis(options.connection, 'client').disconnect(); // validates the connection option now
+  }
+
+  async run<S extends JsonObject = JsonObject>(
+    flow: FlowDefinition | string,
+    shared: S,
+    options?: RunOptions,
+  ): Promise<RunResult<S>> {
+    const handle = await this.start(flow, shared, options);
+    return handle.result();
+  }
+
+  async start<S extends JsonObject = JsonObject>(
+    flow: FlowDefinition | string,
+    shared: S,
+    options: RunOptions = {},
+  ): Promise<RunHandle<S>> {
+    const graph = this.registry.graph(flow);
+    const params = checkRunInput(shared, options.params);
+    const { checkpoint, target } = initialCheckpoint(graph, shared, params);
+    const encoded = encodeCheckpoint(checkpoint, this.settings.maxCheckpointBytes);
+    const { store, queue, events } = await this.connect();
+    const id = nanoid();
+    await store.create({ id, flow: graph.flowName, fingerprint: graph.fingerprint, checkpoint: encoded, target, now: Date.now() });
+    try {
+      await queue.addStep(id, 0, target);
+    } catch (error) {
+      await store.discard(id).catch(() => {});
+      throw error;
+    }
+    return { id, result: () => events.wait(id) as Promise<RunResult<S>> };
+  }
+
+  /** Resolves when run `runId` has ended. @throws QueueflowError RUN_NOT_FOUND for an unknown id. */
+  async result(runId: string): Promise<RunResult> {
+    const { events } = await this.connect();
+    return events.wait(runId);
+  }
+
+  async get(runId: string): Promise<RunInfo | undefined> {
+    const { store } = await this.connect();
+    return store.info(runId);
+  }
+
+  async list(options?: ListRunsOptions): Promise<RunInfo[]> {
+    const { store } = await this.connect();
+    return store.list(options);
+  }
+
+  /** @throws QueueflowError RUN_NOT_FOUND for an unknown (or expired) run id. */
+  async cancel(runId: string): Promise<void> {
+    const { store, queue } = await this.connect();
+    const result = await store.cancel(runId);
+    if (result === 'missing') throw new QueueflowError('RUN_NOT_FOUND', `no run '${runId}' under prefix '${this.keys.prefix}'`);
+    const run = await store.load(runId);
+    if (!run) return;
+    // A step waiting out a retry delay would see the cancel only after the delay: run it now.
+    if (result === 'requested') await queue.promote(runId, run.step);
+    if (result === 'cancelled') {
+      const fanOut = await store.fanOutOf(runId);
+      if (fanOut) await store.cancelChildren(runId, run.step, fanOut.request);
+    }
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    if (!this.connected) return;
+    const { redis, subscriber, queue, events } = await this.connected.catch(() => ({}) as Partial<Connected>);
+    events?.close();
+    await queue?.close().catch(() => {});
+    await Promise.all([redis?.quit().catch(() => {}), subscriber?.quit().catch(() => {})]);
+  }
+
+  private connect(): Promise<Connected> {
+    if (this.closed) return Promise.reject(new QueueflowError('ENGINE_CLOSED', 'RedisEngine is closed'));
+    this.connected ??= (async () => {
+      const onError = this.options.onError ?? (() => {});
+      const redis = createRedis(this.options.connection, 'client', onError);
+      const subscriber = createRedis(this.options.connection, 'subscriber', onError);
+      await Promise.all([connect(redis), connect(subscriber)]);
+      const store = new RunStore(withScripts(redis), this.keys, this.settings);
+      const queue = new StepQueue(redis, this.keys, onError);
+      const events = new RunEvents(subscriber, this.keys.events(), (id) => store.resultIfEnded(id));
+      await events.start();
+      return { redis, subscriber, store, queue, events };
+    })();
+    this.connected.catch(() => {
+      this.connected = undefined; // the next call tries again
+    });
+    return this.connected;
+  }
+}

@@ -1,0 +1,58 @@
+/**
+ * Every Redis key and channel queueflow uses, built in one place (BullMQ's `QueueKeys` habit).
+ *
+ * The prefix carries a hash tag (`{qf}` by default) so that a Redis Cluster keeps all of one
+ * deployment's keys, BullMQ's included, in one hash slot: every Lua script may touch any of them.
+ */
+export class RedisKeys {
+  /** The BullMQ queue holding step jobs (BullMQ prefixes it with {@link RedisKeys.prefix}). */
+  readonly stepQueue = 'steps';
+
+  constructor(readonly prefix: string) {}
+
+  /** Hash: a run's record (status, step counter, checkpoint, timings, errors). */
+  run(runId: string): string {
+    return `${this.prefix}:run:${runId}`;
+  }
+
+  /** List: a run's error history (JSON ErrorRecords, oldest first, trimmed). */
+  errors(runId: string): string {
+    return `${this.prefix}:run:${runId}:errors`;
+  }
+
+  /** List: merge conflicts of the run's fan-ins (JSON MergeConflicts). */
+  conflicts(runId: string): string {
+    return `${this.prefix}:run:${runId}:conflicts`;
+  }
+
+  /** Hash: a waiting parent's fan-out (request, snapshot, counters). */
+  fanOut(runId: string): string {
+    return `${this.prefix}:run:${runId}:fanout`;
+  }
+
+  /** Hash: child index → outcome JSON, for a waiting parent. */
+  outcomes(runId: string): string {
+    return `${this.prefix}:run:${runId}:outcomes`;
+  }
+
+  /** Sorted set: run ids by creation time (ms), for listing. */
+  runs(): string {
+    return `${this.prefix}:runs`;
+  }
+
+  /** Pub/sub channel: `{ runId, status }` whenever a run ends, and cancel requests. */
+  events(): string {
+    return `${this.prefix}:events`;
+  }
+}
+
+const PREFIX = /^[^\s:]+$/;
+
+/** Checks a configured prefix; adds the default hash tag when the prefix has none. */
+export function normalizePrefix(prefix: string | undefined, source = 'prefix'): string {
+  const value = prefix ?? '{qf}';
+  if (typeof value !== 'string' || !PREFIX.test(value)) {
+    throw new TypeError(`expected \`${source}\` to be a string without spaces or ':', got \`${String(value)}\``);
+  }
+  return value.includes('{') ? value : `{${value}}`;
+}

@@ -1,0 +1,450 @@
+import {
+  QueueflowError,
+  type ErrorRecord,
+  type FinalRunStatus,
+  type JsonObject,
+  type ListRunsOptions,
+  type MergeConflict,
+  type RunError,
+  type RunInfo,
+  type RunResult,
+  type RunStatus,
+} from '@queueflow/runtime';
+import type { Checkpoint, ChildOutcome, FanOutRequest, StepTarget } from '@queueflow/runtime/interpreter';
+import type { RedisKeys } from './redis-keys.js';
+import type { ScriptedRedis } from './scripts.js';
+
+/** A run's record as stored in its Redis hash. */
+export interface StoredRun {
+  id: string;
+  flow: string;
+  fingerprint: string;
+  status: RunStatus;
+  step: number;
+  /** Failed tries of the current step. */
+  attempt: number;
+  /** JSON; a fan-out child's first checkpoint has no `shared` (it starts from the snapshot). */
+  checkpoint: string;
+  target: StepTarget;
+  createdAt: number;
+  startedAt?: number;
+  updatedAt: number;
+  finishedAt?: number;
+  lastAction?: string;
+  error?: RunError;
+  cancel: boolean;
+  parent?: { id: string; step: number; index: number };
+}
+
+/** A waiting parent's fan-out as stored. */
+export interface StoredFanOut {
+  request: FanOutRequest;
+  total: number;
+  started: number;
+  ended: number;
+  failed: number;
+  step: number;
+}
+
+/** What a commit did (the codes of commit-step.lua and fan-out.lua). */
+export type CommitResult = 'committed' | 'stale' | 'cancelled' | 'missing';
+
+/** What recording a child's end asks the caller to do (child-ended.lua). */
+export type ChildEndedResult =
+  | { type: 'ignored' }
+  | { type: 'recorded'; startIndex: number | undefined }
+  | { type: 'parent-ended' }
+  | { type: 'fan-in' }
+  | { type: 'duplicate' };
+
+export interface CommitFields {
+  checkpoint?: string;
+  target?: StepTarget;
+  errorRecord?: ErrorRecord;
+  runError?: RunError;
+  lastAction?: string;
+  conflicts?: MergeConflict[];
+}
+
+export interface RunStoreOptions {
+  /** How long a finished run's record is kept, in seconds. */
+  retentionSeconds: number;
+  /** Error records kept per run. */
+  maxErrors: number;
+}
+
+const COMMIT_CODES: Record<number, CommitResult> = { 1: 'committed', 0: 'stale', 2: 'cancelled', [-1]: 'missing' };
+
+/**
+ * The run records in Redis: creating runs, atomic step commits guarded by the step counter,
+ * fan-out bookkeeping, cancellation and the read side (`get`, `list`).
+ */
+export class RunStore {
+  constructor(
+    readonly redis: ScriptedRedis,
+    readonly keys: RedisKeys,
+    readonly options: RunStoreOptions,
+  ) {}
+
+  /** Writes a new run record and indexes it. */
+  async create(run: { id: string; flow: string; fingerprint: string; checkpoint: string; target: StepTarget; now: number }): Promise<void> {
+    await this.redis
+      .multi()
+      .hset(this.keys.run(run.id), {
+        flow: run.flow,
+        fingerprint: run.fingerprint,
+        status: 'queued',
+        step: 0,
+        attempt: 0,
+        checkpoint: run.checkpoint,
+        target: JSON.stringify(run.target),
+        createdAt: run.now,
+        updatedAt: run.now,
+      })
+      .zadd(this.keys.runs(), run.now, run.id)
+      .exec()
+      .then(throwOnMultiError);
+  }
+
+  /** Removes a run that could not be started (its first step could not be enqueued). */
+  async discard(runId: string): Promise<void> {
+    await this.redis.multi().del(this.keys.run(runId)).zrem(this.keys.runs(), runId).exec();
+  }
+
+  async load(runId: string): Promise<StoredRun | undefined> {
+    const hash = await this.redis.hgetall(this.keys.run(runId));
+    return hash.status ? parseRun(runId, hash) : undefined;
+  }
+
+  async status(runId: string): Promise<RunStatus | undefined> {
+    return ((await this.redis.hget(this.keys.run(runId), 'status')) ?? undefined) as RunStatus | undefined;
+  }
+
+  /** The run's result once it has ended; `undefined` while it runs. @throws QueueflowError RUN_NOT_FOUND. */
+  async resultIfEnded(runId: string): Promise<RunResult | undefined> {
+    const status = await this.status(runId);
+    if (status === undefined) {
+      throw new QueueflowError('RUN_NOT_FOUND', `no run '${runId}' under prefix '${this.keys.prefix}' (never started, or expired)`);
+    }
+    if (!isFinal(status)) return undefined;
+    const run = await this.load(runId);
+    if (!run) return undefined;
+    const { shared } = await this.checkpointOf(run);
+    return {
+      id: runId,
+      status: run.status as FinalRunStatus,
+      shared,
+      ...(run.lastAction === undefined ? {} : { lastAction: run.lastAction }),
+      ...(run.error ? { error: run.error } : {}),
+    };
+  }
+
+  /** The run's checkpoint; a fan-out child's first one gets its parent's snapshot as `shared`. */
+  async checkpointOf(run: StoredRun): Promise<Checkpoint> {
+    const checkpoint = JSON.parse(run.checkpoint) as Checkpoint;
+    if (checkpoint.shared === undefined) {
+      if (!run.parent) throw new Error(`run '${run.id}' has a checkpoint without shared and no parent`);
+      checkpoint.shared = await this.snapshotOf(run.parent.id);
+    }
+    return checkpoint;
+  }
+
+  /** The `shared` a parent had when it fanned out. */
+  async snapshotOf(parentId: string): Promise<JsonObject> {
+    const snapshot = await this.redis.hget(this.keys.fanOut(parentId), 'snapshot');
+    if (snapshot === null) throw new Error(`the fan-out snapshot of run '${parentId}' is gone (expired?)`);
+    return JSON.parse(snapshot) as JsonObject;
+  }
+
+  /** Commits a step's outcome if the run still stands at `expectedStep` (commit-step.lua). */
+  async commit(
+    runId: string,
+    expectedStep: number,
+    mode: 'next' | 'retry' | 'completed' | 'failed',
+    fields: CommitFields,
+  ): Promise<CommitResult> {
+    const code = (await this.redis.commitStep(
+      ...this.runKeys(runId),
+      expectedStep,
+      mode,
+      fields.checkpoint ?? '',
+      fields.target ? JSON.stringify(fields.target) : '',
+      Date.now(),
+      fields.errorRecord ? JSON.stringify(fields.errorRecord) : '',
+      fields.runError ? JSON.stringify(fields.runError) : '',
+      fields.lastAction ?? '',
+      this.options.retentionSeconds,
+      this.keys.events(),
+      runId,
+      this.options.maxErrors,
+      fields.conflicts && fields.conflicts.length > 0 ? JSON.stringify(fields.conflicts) : '',
+    )) as number;
+    return COMMIT_CODES[code] ?? 'stale';
+  }
+
+  /** Commits a fan-out step and creates the child records (fan-out.lua). */
+  async fanOut(
+    run: StoredRun,
+    fields: {
+      checkpoint: string;
+      target: StepTarget;
+      request: FanOutRequest;
+      snapshot: string;
+      total: number;
+      startNow: number;
+      /** Walks: the children's first target. */
+      childTarget?: StepTarget;
+      /** Walks: each child's checkpoint JSON without `shared`; items: each item's JSON. */
+      perChild: string[];
+    },
+  ): Promise<CommitResult> {
+    const code = (await this.redis.fanOut(
+      ...this.runKeys(run.id),
+      run.step,
+      fields.checkpoint,
+      JSON.stringify(fields.target),
+      Date.now(),
+      JSON.stringify(storedRequest(fields.request)),
+      fields.snapshot,
+      fields.total,
+      fields.startNow,
+      fields.request.kind,
+      this.keys.events(),
+      run.id,
+      this.options.retentionSeconds,
+      run.flow,
+      run.fingerprint,
+      this.keys.run(''),
+      fields.childTarget ? JSON.stringify(fields.childTarget) : '',
+      ...fields.perChild,
+    )) as number;
+    return COMMIT_CODES[code] ?? 'stale';
+  }
+
+  /** Records a child's end on its parent (child-ended.lua). */
+  async childEnded(
+    parentId: string,
+    parentStep: number,
+    index: number,
+    outcome: ChildOutcome,
+    failFast: boolean,
+    parentError: RunError,
+    errorRecord?: ErrorRecord,
+  ): Promise<ChildEndedResult> {
+    const [code, next] = (await this.redis.childEnded(
+      ...this.runKeys(parentId),
+      parentStep,
+      index,
+      JSON.stringify(outcome),
+      outcome.status === 'completed' ? 1 : 0,
+      failFast ? 1 : 0,
+      JSON.stringify(parentError),
+      Date.now(),
+      this.keys.events(),
+      parentId,
+      this.options.retentionSeconds,
+      errorRecord ? JSON.stringify(errorRecord) : '',
+    )) as [number, number];
+    switch (code) {
+      case 1:
+        return { type: 'recorded', startIndex: next >= 0 ? next : undefined };
+      case 2:
+        return { type: 'parent-ended' };
+      case 3:
+        return { type: 'fan-in' };
+      case 4:
+        return { type: 'duplicate' };
+      default:
+        return { type: 'ignored' };
+    }
+  }
+
+  /** Requests cancellation (cancel-run.lua). */
+  async cancel(runId: string): Promise<'missing' | 'ended' | 'requested' | 'cancelled'> {
+    const code = (await this.redis.cancelRun(
+      ...this.runKeys(runId),
+      Date.now(),
+      this.keys.events(),
+      runId,
+      this.options.retentionSeconds,
+    )) as number;
+    return code === -1 ? 'missing' : code === 0 ? 'ended' : code === 1 ? 'requested' : 'cancelled';
+  }
+
+  /**
+   * Cancels a fan-out's child runs (walks), and theirs in turn. Item children need nothing: their
+   * jobs find the parent ended and stop.
+   */
+  async cancelChildren(parentId: string, parentStep: number, request: FanOutRequest): Promise<void> {
+    if (request.kind !== 'walks') return;
+    const total = Number(await this.redis.hget(this.keys.fanOut(parentId), 'total')) || 0;
+    for (let index = 0; index < total; index++) {
+      const id = childRunId(parentId, parentStep, index);
+      if ((await this.cancel(id)) !== 'cancelled') continue;
+      // The child was itself waiting on a fan-out: cancel that one too.
+      const [step, fanOut] = await Promise.all([this.redis.hget(this.keys.run(id), 'step'), this.fanOutOf(id)]);
+      if (fanOut && step !== null) await this.cancelChildren(id, Number(step), fanOut.request);
+    }
+  }
+
+  async fanOutOf(parentId: string): Promise<StoredFanOut | undefined> {
+    const [request, total, started, ended, failed, step] = await this.redis.hmget(
+      this.keys.fanOut(parentId),
+      'request',
+      'total',
+      'started',
+      'ended',
+      'failed',
+      'step',
+    );
+    if (request === null || request === undefined) return undefined;
+    return {
+      request: JSON.parse(request) as FanOutRequest,
+      total: Number(total),
+      started: Number(started),
+      ended: Number(ended),
+      failed: Number(failed),
+      step: Number(step),
+    };
+  }
+
+  /** Input of item `index` of a ParallelBatchNode fan-out. */
+  async itemOf(parentId: string, index: number): Promise<string | null> {
+    return this.redis.hget(this.keys.fanOut(parentId), `i${index}`);
+  }
+
+  /** Appends an error record to a run's history (a failed try of a fan-out item). */
+  async appendError(runId: string, record: ErrorRecord): Promise<void> {
+    await this.redis
+      .multi()
+      .rpush(this.keys.errors(runId), JSON.stringify(record))
+      .ltrim(this.keys.errors(runId), -this.options.maxErrors, -1)
+      .exec();
+  }
+
+  /** Notes on a run why a worker refused its step (other code deployed); the run stays resumable. */
+  async noteRefusal(runId: string, message: string): Promise<void> {
+    await this.redis.hset(this.keys.run(runId), 'refusal', message);
+  }
+
+  /** Outcomes recorded so far, by child index. */
+  async outcomesOf(parentId: string, total: number): Promise<(ChildOutcome | undefined)[]> {
+    const hash = await this.redis.hgetall(this.keys.outcomes(parentId));
+    const outcomes = new Array<ChildOutcome | undefined>(total);
+    for (const [index, json] of Object.entries(hash)) outcomes[Number(index)] = JSON.parse(json) as ChildOutcome;
+    return outcomes;
+  }
+
+  /** The run's record as {@link RunInfo}, or `undefined` when there is none (or it expired). */
+  async info(runId: string): Promise<RunInfo | undefined> {
+    const [hash, errors, conflicts, fanOut] = await Promise.all([
+      this.redis.hgetall(this.keys.run(runId)),
+      this.redis.lrange(this.keys.errors(runId), 0, -1),
+      this.redis.lrange(this.keys.conflicts(runId), 0, -1),
+      this.redis.hmget(this.keys.fanOut(runId), 'total', 'ended', 'failed'),
+    ]);
+    if (!hash.status) return undefined;
+    const run = parseRun(runId, hash);
+    let shared: JsonObject = {};
+    try {
+      shared = (await this.checkpointOf(run)).shared;
+    } catch {
+      // A child whose parent's snapshot expired: report it without shared.
+    }
+    const waiting = run.status === 'waiting' && fanOut[0] !== null;
+    return {
+      id: run.id,
+      flow: run.flow,
+      status: run.status,
+      ...(run.target.node !== undefined && !isFinal(run.status) ? { currentNode: run.target.node } : {}),
+      steps: run.step,
+      attempts: run.attempt,
+      createdAt: run.createdAt,
+      ...(run.startedAt !== undefined ? { startedAt: run.startedAt } : {}),
+      ...(run.finishedAt !== undefined ? { finishedAt: run.finishedAt } : {}),
+      updatedAt: run.updatedAt,
+      ...(run.lastAction !== undefined ? { lastAction: run.lastAction } : {}),
+      ...(run.error ? { error: run.error } : {}),
+      errors: errors.map((e) => JSON.parse(e) as ErrorRecord),
+      conflicts: conflicts.map((c) => JSON.parse(c) as MergeConflict),
+      ...(run.parent ? { parentId: run.parent.id } : {}),
+      ...(waiting ? { children: { total: Number(fanOut[0]), ended: Number(fanOut[1]), failed: Number(fanOut[2]) } } : {}),
+      shared,
+    };
+  }
+
+  /** Runs started by clients (fan-out children are not listed), newest first. */
+  async list(options: ListRunsOptions = {}): Promise<RunInfo[]> {
+    const limit = options.limit ?? 100;
+    const found: RunInfo[] = [];
+    const pageSize = Math.max(limit * 2, 50);
+    for (let offset = 0; found.length < limit; offset += pageSize) {
+      const ids = await this.redis.zrevrange(this.keys.runs(), offset, offset + pageSize - 1);
+      if (ids.length === 0) break;
+      const infos = await Promise.all(ids.map((id) => this.info(id)));
+      const expired: string[] = [];
+      infos.forEach((info, i) => {
+        if (!info) expired.push(ids[i]!);
+        else if ((!options.status || info.status === options.status) && (!options.flow || info.flow === options.flow)) {
+          if (found.length < limit) found.push(info);
+        }
+      });
+      // Records expire on their own; their index entries are dropped when met.
+      if (expired.length > 0) await this.redis.zrem(this.keys.runs(), ...expired);
+    }
+    return found;
+  }
+
+  private runKeys(runId: string): [string, string, string, string, string] {
+    return [
+      this.keys.run(runId),
+      this.keys.errors(runId),
+      this.keys.conflicts(runId),
+      this.keys.fanOut(runId),
+      this.keys.outcomes(runId),
+    ];
+  }
+}
+
+/** Id of child `index` of the fan-out a parent made at `parentStep` (see fan-out.lua). */
+export function childRunId(parentId: string, parentStep: number, index: number): string {
+  return `${parentId}.${parentStep}.${index}`;
+}
+
+export function isFinal(status: RunStatus | undefined): boolean {
+  return status === 'completed' || status === 'failed' || status === 'cancelled';
+}
+
+/** The request as stored on the parent: without the per-child data (params, items). */
+function storedRequest(request: FanOutRequest): FanOutRequest {
+  return request.kind === 'walks' ? { ...request, params: [] } : { ...request, items: [] };
+}
+
+function parseRun(id: string, hash: Record<string, string>): StoredRun {
+  const number = (field: string): number | undefined => (hash[field] === undefined ? undefined : Number(hash[field]));
+  return {
+    id,
+    flow: hash.flow ?? '',
+    fingerprint: hash.fingerprint ?? '',
+    status: hash.status as RunStatus,
+    step: number('step') ?? 0,
+    attempt: number('attempt') ?? 0,
+    checkpoint: hash.checkpoint ?? '{"shared":{},"frames":[]}',
+    target: hash.target ? (JSON.parse(hash.target) as StepTarget) : { node: undefined, maxAttempts: 1 },
+    createdAt: number('createdAt') ?? 0,
+    ...(hash.startedAt !== undefined ? { startedAt: Number(hash.startedAt) } : {}),
+    updatedAt: number('updatedAt') ?? 0,
+    ...(hash.finishedAt !== undefined ? { finishedAt: Number(hash.finishedAt) } : {}),
+    ...(hash.lastAction !== undefined ? { lastAction: hash.lastAction } : {}),
+    ...(hash.error ? { error: JSON.parse(hash.error) as RunError } : {}),
+    cancel: hash.cancel === '1',
+    ...(hash.parentId !== undefined
+      ? { parent: { id: hash.parentId, step: Number(hash.parentStep), index: Number(hash.childIndex) } }
+      : {}),
+  };
+}
+
+function throwOnMultiError(results: [Error | null, unknown][] | null): void {
+  if (!results) throw new Error('Redis transaction was aborted');
+  for (const [error] of results) if (error) throw error;
+}

@@ -1,0 +1,40 @@
+import { readFileSync } from 'node:fs';
+import type { Redis } from 'ioredis';
+
+/** The Lua scripts of the run store; each file starts with its KEYS/ARGV/returns contract. */
+const SCRIPTS = {
+  commitStep: { file: 'commit-step.lua', keys: 5 },
+  fanOut: { file: 'fan-out.lua', keys: 5 },
+  childEnded: { file: 'child-ended.lua', keys: 5 },
+  cancelRun: { file: 'cancel-run.lua', keys: 5 },
+} as const;
+
+export type ScriptName = keyof typeof SCRIPTS;
+
+let sources: Record<ScriptName, string> | undefined;
+
+function loadSources(): Record<ScriptName, string> {
+  if (sources) return sources;
+  const read = (file: string): string => readFileSync(new URL(`./lua/${file}`, import.meta.url), 'utf8');
+  const prelude = read('finish-run.lua');
+  sources = Object.fromEntries(
+    Object.entries(SCRIPTS).map(([name, { file }]) => [name, `${prelude}\n${read(file)}`]),
+  ) as Record<ScriptName, string>;
+  return sources;
+}
+
+/** Redis with the run store's scripts defined as commands (EVALSHA, falling back to EVAL). */
+export type ScriptedRedis = Redis & {
+  [K in ScriptName]: (...args: (string | number)[]) => Promise<unknown>;
+};
+
+/** Defines the scripts on `redis` once. */
+export function withScripts(redis: Redis): ScriptedRedis {
+  const scripted = redis as ScriptedRedis;
+  if (typeof (scripted as Partial<ScriptedRedis>).commitStep === 'function') return scripted;
+  const lua = loadSources();
+  for (const [name, { keys }] of Object.entries(SCRIPTS)) {
+    redis.defineCommand(name, { numberOfKeys: keys, lua: lua[name as ScriptName] });
+  }
+  return scripted;
+}

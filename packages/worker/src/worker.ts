@@ -1,0 +1,123 @@
+import { Worker } from 'bullmq';
+import type { FlowsOption } from '@queueflow/runtime';
+import { FlowRegistry, invalidOption } from '@queueflow/runtime/interpreter';
+import { checkRedisConfig, connect, createRedis, type ConnectionOption } from './connection.js';
+import { RedisKeys, normalizePrefix } from './redis-keys.js';
+import { stepBackoff } from './retry-step.js';
+import { parseEvent } from './run-events.js';
+import { RunStore } from './run-store.js';
+import { withScripts } from './scripts.js';
+import { StepProcessor } from './step-processor.js';
+import { StepQueue } from './step-queue.js';
+import { storeOptions, type StoreSettings } from './store-settings.js';
+
+export interface WorkerOptions extends StoreSettings {
+  /** Redis to use: a URL or ioredis options. @defaultValue `REDIS_URL`, else `redis://127.0.0.1:6379` */
+  connection?: ConnectionOption;
+  /** The flows this worker can run: definitions from `defineFlow`, or a module exporting them. */
+  flows: FlowsOption;
+  /** Key prefix shared with the clients. @defaultValue `{qf}` */
+  prefix?: string;
+  /** Steps run at once by this worker. @defaultValue 8 */
+  concurrency?: number;
+  /**
+   * How long a step's lock lasts without renewal, in ms; a worker that dies loses its steps to
+   * others after about this long (BullMQ `lockDuration`). @defaultValue 30000
+   */
+  lockDurationMs?: number;
+  /** How often this worker looks for stalled steps, in ms (BullMQ `stalledInterval`). @defaultValue 30000 */
+  stalledIntervalMs?: number;
+  /**
+   * Times a step may stall (its worker died) before it fails for good (BullMQ
+   * `maxStalledCount`). @defaultValue 2
+   */
+  maxStalledCount?: number;
+  /** Called with errors outside any run (connection errors, a failed recovery). @defaultValue log to stderr */
+  onError?: (error: Error) => void;
+}
+
+/** A running worker. */
+export interface QueueflowWorker {
+  /**
+   * Stops taking steps, waits for the steps in flight to finish and commit, then closes the
+   * connections. Nothing is left active (BullMQ `worker.close()`).
+   */
+  close(): Promise<void>;
+}
+
+/**
+ * Starts a worker that takes steps of the given flows from Redis. Workers are stateless: start
+ * as many as you like, anywhere; any of them may die at any moment.
+ *
+ * @throws TypeError for invalid options; the connection error when Redis is unreachable.
+ * @example
+ * ```ts
+ * const worker = await startWorker({ connection: 'redis://127.0.0.1:6379', flows: [review], concurrency: 4 });
+ * process.on('SIGTERM', () => worker.close());
+ * ```
+ */
+export async function startWorker(options: WorkerOptions): Promise<QueueflowWorker> {
+  const registry = new FlowRegistry(options.flows);
+  const keys = new RedisKeys(normalizePrefix(options.prefix));
+  const settings = storeOptions(options, 'startWorker');
+  const concurrency = positiveInteger('concurrency', options.concurrency, 8);
+  const lockDuration = positiveInteger('lockDurationMs', options.lockDurationMs, 30_000);
+  const stalledInterval = positiveInteger('stalledIntervalMs', options.stalledIntervalMs, 30_000);
+  const maxStalledCount = positiveInteger('maxStalledCount', options.maxStalledCount, 2);
+  const onError = options.onError ?? ((error: Error) => console.error(`queueflow worker: ${error.message}`));
+  for (const name of registry.names()) registry.graph(name); // build every graph once, now: fail early
+
+  const redis = createRedis(options.connection, 'worker', onError);
+  const subscriber = createRedis(options.connection, 'subscriber', onError);
+  await Promise.all([connect(redis), connect(subscriber)]);
+  await checkRedisConfig(redis);
+  const store = new RunStore(withScripts(redis), keys, settings);
+  const queue = new StepQueue(redis, keys, onError);
+  const processor = new StepProcessor(store, queue, registry, {
+    maxCheckpointBytes: settings.maxCheckpointBytes,
+    refusalDelayMs: 5000,
+  });
+
+  // Cancel requests abort the `exec` of a step running here.
+  subscriber.on('message', (_channel: string, message: string) => {
+    const event = parseEvent(message);
+    if (event?.type === 'cancel') processor.abort(event.runId);
+  });
+  await subscriber.subscribe(keys.events());
+
+  const worker = new Worker(keys.stepQueue, (job, token) => processor.process(job, token), {
+    connection: redis.duplicate(),
+    prefix: keys.prefix,
+    concurrency,
+    lockDuration,
+    stalledInterval,
+    maxStalledCount,
+    settings: { backoffStrategy: stepBackoff },
+  });
+  worker.on('error', onError);
+  worker.on('failed', (job, error) => {
+    if (!job) return;
+    // Fires for every failed try; only a job that failed for good needs the run told.
+    void job
+      .getState()
+      .then((state) => (state === 'failed' ? processor.jobFailed(job, error) : undefined))
+      .catch(onError);
+  });
+  await worker.waitUntilReady();
+
+  let closing: Promise<void> | undefined;
+  return {
+    close: () =>
+      (closing ??= (async () => {
+        await worker.close();
+        await queue.close().catch(() => {});
+        await Promise.all([redis.quit().catch(() => {}), subscriber.quit().catch(() => {})]);
+      })()),
+  };
+}
+
+function positiveInteger(option: string, value: number | undefined, fallback: number): number {
+  if (value === undefined) return fallback;
+  if (!Number.isInteger(value) || value < 1) throw invalidOption('startWorker', option, 'an integer from 1 and up', value);
+  return value;
+}

@@ -1,0 +1,92 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Redis } from 'ioredis';
+
+/** A `redis-server` process started by a test, on a free port, in its own temp directory. */
+export interface LocalRedisServer {
+  url: string;
+  port: number;
+  /** Data directory (AOF files live here). */
+  dir: string;
+  /** Stops the server the hard way (SIGKILL), as a crash would. */
+  kill(): Promise<void>;
+  /** Starts it again on the same port and directory (AOF is replayed). */
+  restart(): Promise<void>;
+  /** Stops it and removes its directory. */
+  stop(): Promise<void>;
+}
+
+export interface RedisServerOptions {
+  /** Turn AOF on with `appendfsync always` (nothing acknowledged is lost on a crash). */
+  appendOnly?: boolean;
+}
+
+/** A free TCP port on 127.0.0.1. */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      server.close(() => (typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port'))));
+    });
+  });
+}
+
+/** Starts `redis-server` on a free port with no persistence (or AOF `always`). */
+export async function startRedisServer(options: RedisServerOptions = {}): Promise<LocalRedisServer> {
+  const port = await freePort();
+  const dir = mkdtempSync(join(tmpdir(), 'queueflow-redis-'));
+  const url = `redis://127.0.0.1:${port}`;
+  const args = ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--save', '', '--maxmemory-policy', 'noeviction'];
+  if (options.appendOnly) args.push('--appendonly', 'yes', '--appendfsync', 'always');
+  else args.push('--appendonly', 'no');
+  let child: ChildProcess | undefined;
+
+  const launch = async (): Promise<void> => {
+    child = spawn('redis-server', args, { stdio: 'ignore' });
+    child.once('error', () => {});
+    await waitUntilPing(url);
+  };
+  const kill = async (): Promise<void> => {
+    const current = child;
+    if (!current || current.exitCode !== null) return;
+    await new Promise<void>((resolve) => {
+      current.once('exit', () => resolve());
+      current.kill('SIGKILL');
+    });
+  };
+  await launch();
+  return {
+    url,
+    port,
+    dir,
+    kill,
+    restart: launch,
+    stop: async () => {
+      await kill();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+async function waitUntilPing(url: string): Promise<void> {
+  const deadline = Date.now() + 10_000;
+  for (;;) {
+    const redis = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+    redis.on('error', () => {});
+    try {
+      await redis.connect();
+      await redis.ping();
+      return;
+    } catch (error) {
+      if (Date.now() > deadline) throw new Error(`redis-server at ${url} did not start: ${(error as Error).message}`);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    } finally {
+      redis.disconnect();
+    }
+  }
+}
