@@ -1,0 +1,53 @@
+export {
+  buildDocumentPipeline,
+  createPipelineShared,
+  DEFAULT_CONCURRENCY,
+  type DocumentPipelineOptions,
+} from './documents/document-pipeline.js';
+export { DocumentBatchFlow } from './documents/document-batch-flow.js';
+export { ParseDocument } from './documents/parse-document.js';
+export { CleanDocument } from './documents/clean-document.js';
+export { AnalyseDocument } from './documents/analyse-document.js';
+export { SummariseDocument } from './documents/summarise-document.js';
+export { ClassifyDocument } from './documents/classify-document.js';
+export { RecordDocument } from './documents/record-document.js';
+export { DocumentStage, FAIL, type StageResult } from './documents/document-stage.js';
+export { DocumentError, toFailure } from './documents/document-error.js';
+export { buildRecord } from './documents/document-record.js';
+export {
+  runDocumentPipeline,
+  type RunDocumentPipelineOptions,
+  type DocumentPipelineResult,
+} from './documents/run-document-pipeline.js';
+export {
+  DEFAULT_PIPELINE_PARAMS,
+  type DocumentFailure,
+  type DocumentKind,
+  type DocumentParams,
+  type DocumentRecord,
+  type DocumentRef,
+  type DocumentSource,
+  type FailureCode,
+  type LanguageStats,
+  type PipelineParams,
+  type PipelineShared,
+  type SpamLabel,
+  type StageName,
+  type StageTimings,
+  type WorkItem,
+} from './documents/types.js';
+export {
+  listCorpus,
+  sampleCorpus,
+  corpusDataDir,
+  corpusFilePath,
+  DEFAULT_SAMPLE_SIZE,
+} from './utils/spam-assassin-corpus.js';
+export { listLocalFiles } from './utils/local-files.js';
+export { splitOf, stableHash, TRAIN_PERCENT } from './utils/stable-split.js';
+export { getSpamClassifier, classifierFeatures, type SpamClassifier, type SpamPrediction } from './utils/spam-classifier.js';
+export { getNlp, getTokenizer } from './utils/nlp.js';
+export { llmConfigFromEnv, llmSummary, type LlmConfig } from './utils/llm-summary.js';
+export { buildReport, type PipelineReport, type HeldOutScores } from './report/pipeline-report.js';
+export { formatReport, type ReportContext } from './report/format-report.js';
+export { writeJsonl } from './report/jsonl.js';
