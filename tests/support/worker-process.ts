@@ -1,0 +1,62 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+
+const CLI = fileURLToPath(new URL('../../packages/worker/dist/cli.js', import.meta.url));
+
+export interface WorkerProcessOptions {
+  /** Path of a module exporting FlowDefinitions (TypeScript is loaded through tsx). */
+  flows: string;
+  redisUrl: string;
+  prefix: string;
+  concurrency?: number;
+  lockDurationMs?: number;
+  stalledIntervalMs?: number;
+}
+
+/** A `queueflow worker` running in its own process, as a user would start it. */
+export interface WorkerProcess {
+  child: ChildProcess;
+  pid: number;
+  /** Everything the process printed. */
+  output(): string;
+  /** Resolves with the exit code (or signal name) once the process has exited. */
+  exited: Promise<number | string>;
+  kill(signal: NodeJS.Signals): void;
+}
+
+/** Starts a worker process and resolves once it has printed that it is ready. */
+export async function spawnWorker(options: WorkerProcessOptions): Promise<WorkerProcess> {
+  const args = ['--import', 'tsx', CLI, 'worker', '--flows', options.flows, '--redis', options.redisUrl, '--prefix', options.prefix];
+  if (options.concurrency) args.push('--concurrency', String(options.concurrency));
+  if (options.lockDurationMs) args.push('--lock-duration', String(options.lockDurationMs));
+  if (options.stalledIntervalMs) args.push('--stalled-interval', String(options.stalledIntervalMs));
+  const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, NODE_NO_WARNINGS: '1' } });
+  let output = '';
+  const exited = new Promise<number | string>((resolve) => child.once('exit', (code, signal) => resolve(code ?? signal ?? -1)));
+  await new Promise<void>((resolve, reject) => {
+    const onData = (chunk: Buffer): void => {
+      output += chunk.toString();
+      if (output.includes(': ready')) resolve();
+    };
+    child.stdout!.on('data', onData);
+    child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    void exited.then((code) => reject(new Error(`worker exited (${code}) before it was ready:\n${output}`)));
+  });
+  return {
+    child,
+    pid: child.pid!,
+    output: () => output,
+    exited,
+    kill: (signal) => child.kill(signal),
+  };
+}
+
+/** Stops workers with SIGTERM and waits for them to exit. */
+export async function stopWorkers(workers: WorkerProcess[]): Promise<void> {
+  await Promise.all(
+    workers.map(async (worker) => {
+      if (worker.child.exitCode === null && worker.child.signalCode === null) worker.kill('SIGTERM');
+      await worker.exited;
+    }),
+  );
+}
