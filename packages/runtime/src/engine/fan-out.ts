@@ -6,7 +6,7 @@ import type { Checkpoint } from './checkpoint.js';
 import { graphNode, type CompiledGraph } from './graph.js';
 import type { Json, JsonObject } from './json.js';
 import { mergePatches, type MergeConflict, type PatchOperation } from './merge-patches.js';
-import { advancePast, Step, targetOf, walkParams, type StepContext, type StepOutcome, type StepTarget } from './step-interpreter.js';
+import { advancePast, enterPlainFlows, Step, targetOf, walkParams, type StepContext, type StepOutcome, type StepTarget } from './step-interpreter.js';
 
 /**
  * A parallel class asks its engine to fan out (DESIGN "Fan-out"):
@@ -51,6 +51,7 @@ export function walkCheckpoint(
     shared: snapshot,
     frames: [{ kind: 'walk', flow: request.flow, params: request.params[index]!, node: request.start }],
   };
+  enterPlainFlows(graph, checkpoint);
   return { checkpoint, target: targetOf(checkpoint, graph) };
 }
 

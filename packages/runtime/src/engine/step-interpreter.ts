@@ -1,4 +1,4 @@
-import type { BaseNode } from '../core/base-node.js';
+import { BaseNode } from '../core/base-node.js';
 import { toParamList } from '../core/batch-flow.js';
 import { toItems } from '../core/batch-node.js';
 import type { Flow } from '../core/flow.js';
@@ -76,7 +76,23 @@ export function initialCheckpoint(graph: CompiledGraph, shared: JsonObject, para
     warn('QF_NODE_WONT_RUN_SUCCESSORS', "Node won't run successors. Use Flow.");
   }
   const checkpoint: Checkpoint = { shared, frames: [{ kind: 'run', flow: root.id, params, node: root.id }] };
+  enterPlainFlows(graph, checkpoint);
   return { checkpoint, target: targetOf(checkpoint, graph) };
+}
+
+/**
+ * Enters, without a step, the flows at the top of the walk whose `prep` is the default one (it
+ * runs no user code and returns nothing): a run of `new Flow(start)` then starts at `start`,
+ * and its first step is a node visit.
+ */
+export function enterPlainFlows(graph: CompiledGraph, checkpoint: Checkpoint): void {
+  for (;;) {
+    const top = checkpoint.frames[checkpoint.frames.length - 1];
+    if (top?.node === undefined) return;
+    const node = graphNode(graph, top.node);
+    if (node.kind !== 'flow' || node.template.prep !== BaseNode.prototype.prep) return;
+    checkpoint.frames.push({ kind: 'flow', flow: node.id, params: walkParams(top), node: node.start! });
+  }
 }
 
 /** What the next step of `checkpoint` targets. */
