@@ -1,6 +1,8 @@
 /**
  * The data of the document pipeline. Everything here is plain JSON (objects, arrays, strings,
  * numbers, booleans, null), because on the distributed engines `shared` and params cross Redis.
+ * The shapes are type aliases, not interfaces: only those are assignable to the runtime's
+ * `JsonObject` and params types (an interface has no implicit index signature).
  */
 
 /** A spam/ham label of the SpamAssassin corpus. */
@@ -15,7 +17,6 @@ export type DocumentSource = 'spam-assassin' | 'file';
 /**
  * A reference to one document: what `shared.docs` holds and what each parameter set of the
  * batch carries. The document's bytes are read by the first node of its flow, never stored here.
- * (A type alias, not an interface, so that it is assignable to the runtime's params type.)
  */
 export type DocumentRef = {
   /** Unique id within a run, e.g. `spam-2/00123` or `notes/todo.md`. */
@@ -48,14 +49,14 @@ export type FailureCode =
 export type StageName = 'parse' | 'clean' | 'analyse' | 'summarise' | 'classify' | 'record';
 
 /** A document's failure: the stage that gave up, a stable code and a reason for people. */
-export interface DocumentFailure {
+export type DocumentFailure = {
   stage: StageName | 'batch';
   code: FailureCode;
   reason: string;
-}
+};
 
 /** Text statistics computed by wink-nlp on the cleaned text. */
-export interface LanguageStats {
+export type LanguageStats = {
   /** Characters of cleaned text analysed (capped, see `PipelineParams.maxAnalyseChars`). */
   characters: number;
   tokens: number;
@@ -70,13 +71,13 @@ export interface LanguageStats {
   /** Flesch reading-ease score from wink-nlp's readability stats, rounded to 1 decimal. */
   readingEase: number;
   readingTimeSecs: number;
-}
+};
 
 /** Per-stage time of one document, in milliseconds (not deterministic: leave out of comparisons). */
 export type StageTimings = Partial<Record<Exclude<StageName, 'record'>, number>> & { total: number };
 
 /** One line of the JSONL output. */
-export interface DocumentRecord {
+export type DocumentRecord = {
   id: string;
   source: DocumentSource;
   path: string;
@@ -101,10 +102,10 @@ export interface DocumentRecord {
   /** Things that went wrong without failing the document (e.g. text cut for analysis). */
   warnings: string[];
   timingMs: StageTimings;
-}
+};
 
 /** What the stages hand each other through `shared.work[docId]`; removed by the record stage. */
-export interface WorkItem {
+export type WorkItem = {
   bytes: number | null;
   subject: string | null;
   senderDomain: string | null;
@@ -124,17 +125,17 @@ export interface WorkItem {
   failure: DocumentFailure | null;
   warnings: string[];
   timingMs: Partial<Record<StageName, number>>;
-}
+};
 
 /** The pipeline's `shared` store. */
-export interface PipelineShared {
+export type PipelineShared = {
   /** The documents to process, in output order. */
   docs: DocumentRef[];
   /** Transient per-document data between stages, keyed by doc id. */
   work: Record<string, WorkItem>;
   /** Results, keyed by doc id: each parameter set writes only its own key. */
   records: Record<string, DocumentRecord>;
-}
+};
 
 /**
  * Options of a pipeline run, passed as the flow's params (merged into every parameter set).
