@@ -251,11 +251,12 @@ export class StepProcessor {
     let perChild: string[];
     let childTarget;
     if (request.kind === 'walks') {
-      const first = walkCheckpoint(graph, request, 0, {});
-      childTarget = first.target;
-      perChild = request.params.map((params) =>
-        JSON.stringify({ frames: [{ kind: 'walk', flow: request.flow, params, node: request.start }] }),
-      );
+      // Each child's checkpoint without `shared`: children read the snapshot stored once.
+      perChild = request.params.map((_params, index) => {
+        const child = walkCheckpoint(graph, request, index, {});
+        childTarget ??= child.target;
+        return JSON.stringify({ frames: child.checkpoint.frames });
+      });
     } else {
       perChild = request.items.map((item) => JSON.stringify(item ?? null));
     }

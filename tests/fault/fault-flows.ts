@@ -1,0 +1,54 @@
+/**
+ * Flows for the fault tests, loaded by worker processes. `countdown` visits one node `limit`
+ * times; each visit's `post` appends its number to `shared.seen`, so a step committed twice
+ * shows as a duplicate and a lost step as a gap. `exec` writes `<markerDir>/current` (the
+ * worker's pid and the visit number) so a test knows which process runs the step.
+ */
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { defineFlow, Flow, Node } from '@queueflow/runtime';
+
+interface CountdownShared {
+  limit: number;
+  count: number;
+  seen: number[];
+}
+
+interface CountdownParams {
+  execMs?: number;
+  markerDir?: string;
+  [key: string]: unknown;
+}
+
+class Tick extends Node<CountdownShared, CountdownParams> {
+  override prep(shared: CountdownShared): number {
+    return shared.count + 1;
+  }
+  override async exec(visit: number): Promise<number> {
+    const { execMs = 0, markerDir } = this.params;
+    if (markerDir) writeFileSync(join(markerDir, 'current'), `${process.pid} ${visit}`);
+    if (execMs > 0) await new Promise((resolve) => setTimeout(resolve, execMs));
+    return visit;
+  }
+  override post(shared: CountdownShared, _prep: number, visit: number): string | undefined {
+    shared.count = visit;
+    shared.seen.push(visit);
+    return visit < shared.limit ? 'again' : undefined;
+  }
+}
+
+export const countdown = defineFlow('countdown', () => {
+  const tick = new Tick({ name: 'tick' });
+  tick.on('again', tick);
+  return new Flow(tick);
+});
+
+/** The initial shared store of a countdown of `limit` visits. */
+export function countdownShared(limit: number): { limit: number; count: number; seen: number[] } {
+  return { limit, count: 0, seen: [] };
+}
+
+/** 1, 2, …, n */
+export function oneTo(n: number): number[] {
+  return Array.from({ length: n }, (_, i) => i + 1);
+}
