@@ -87,18 +87,17 @@ function extractiveSummary(doc: WinkDocument, count: number): string | null {
   const { its } = getNlp();
   const sentences = doc.sentences();
   if (sentences.length() === 0 || count <= 0) return null;
-  const candidates = (doc.out(its.sentenceWiseImportance) as unknown as { index: number; importance: number }[])
-    .map(({ index, importance }) => ({ index, importance, text: flat(sentences.itemAt(index).out()) }))
-    .filter(({ text }) => {
-      const wordCount = text.split(' ').filter((w) => /\p{L}/u.test(w)).length;
-      const letters = text.replace(/[^\p{L}]/gu, '').length / Math.max(1, text.replace(/\s/g, '').length);
-      return (
-        wordCount >= SUMMARY_MIN_WORDS &&
-        wordCount <= SUMMARY_MAX_WORDS &&
-        letters >= 0.6 &&
-        !/https?:|www\.|@|wrote:/i.test(text)
-      );
-    });
+  const scored = (doc.out(its.sentenceWiseImportance) as unknown as { index: number; importance: number }[]).map(
+    ({ index, importance }) => ({ index, importance, text: flat(sentences.itemAt(index).out()) }),
+  );
+  const words = (text: string): number => text.split(' ').filter((w) => /\p{L}/u.test(w)).length;
+  const prose = scored.filter(({ text }) => {
+    const letters = text.replace(/[^\p{L}]/gu, '').length / Math.max(1, text.replace(/\s/g, '').length);
+    return letters >= 0.6 && words(text) >= 2 && !/https?:|www\.|@|wrote:/i.test(text);
+  });
+  // Prefer sentences of a normal length; a text without any falls back to its other prose.
+  const normal = prose.filter(({ text }) => words(text) >= SUMMARY_MIN_WORDS && words(text) <= SUMMARY_MAX_WORDS);
+  const candidates = normal.length > 0 ? normal : prose;
   const chosen = candidates
     .sort((a, b) => b.importance - a.importance || a.index - b.index)
     .slice(0, count)
