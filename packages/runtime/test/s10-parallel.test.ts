@@ -329,6 +329,35 @@ describe('S10 ParallelBatchNode', { timeout: 5000 }, () => {
     await flushMacrotask();
     expect(started).toEqual(['bad']);
   });
+
+  it('after a failure, a sibling that then succeeds does not start the next item', async () => {
+    const started: string[] = [];
+    const release = deferred();
+    const slowDone = deferred();
+    class Bounded extends ParallelBatchNode<Shared> {
+      override prep(): string[] {
+        return ['bad', 'slow', 'c', 'd'];
+      }
+      override async exec(item: string): Promise<string> {
+        started.push(item);
+        if (item === 'bad') {
+          await flushMacrotask();
+          throw new Error('bad item');
+        }
+        if (item === 'slow') {
+          await release.promise;
+          slowDone.resolve();
+        }
+        return item;
+      }
+    }
+    await expect(new Bounded({ concurrency: 2 }).run({ writes: [] })).rejects.toThrow('bad item');
+    release.resolve();
+    await slowDone.promise;
+    await flushMacrotask();
+    await flushMacrotask();
+    expect(started).toEqual(['bad', 'slow']);
+  });
 });
 
 describe('S10 ParallelBatchFlow', { timeout: 5000 }, () => {
@@ -446,8 +475,14 @@ describe('S10 ParallelBatchFlow', { timeout: 5000 }, () => {
         goodPostDone.resolve();
       }
     }
+    const bStarted: unknown[] = [];
+    class B extends Step {
+      override prep(): void {
+        bStarted.push(this.params.i);
+      }
+    }
     const a = new SlowPost();
-    a.next(new Step('b'));
+    a.next(new B('b'));
     const shared: Shared = { items: [{ i: 'bad' }, { i: 'good' }], writes: [] };
     await expect(new Fan(a).run(shared)).rejects.toThrow('bad branch');
     expect(shared.writes).toEqual(['a:good']);
@@ -455,8 +490,9 @@ describe('S10 ParallelBatchFlow', { timeout: 5000 }, () => {
     await goodPostDone.promise;
     await flushMacrotask();
     await flushMacrotask();
-    // 'b' would write 'b:good': the walk stopped at the step boundary.
+    // 'b' would write 'b:good': the walk stopped at the step boundary, before b's prep.
     expect(shared.writes).toEqual(['a:good']);
+    expect(bStarted).toEqual([]);
   });
 
   it('each walk has its own copies: currentRetry is per walk', async () => {

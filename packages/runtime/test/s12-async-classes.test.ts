@@ -166,6 +166,27 @@ describe('S12 Async classes', () => {
     expect(shared.log[4]).toBe('par post');
   });
 
+  it("a Flow's own prep/post may be async: post gets the resolved prepRes and the last action", async () => {
+    const postArgs: unknown[] = [];
+    class Wrapped extends AsyncFlow<Shared> {
+      override async prep(): Promise<string> {
+        await Promise.resolve();
+        return 'resolved prepRes';
+      }
+      override async post(_s: Shared, prepRes: unknown, execRes: unknown): Promise<string> {
+        postArgs.push(prepRes, execRes);
+        return 'wrapped';
+      }
+    }
+    class Last extends AsyncNode<Shared> {
+      override async post(): Promise<string> {
+        return 'last';
+      }
+    }
+    expect(await new Wrapped(new Last()).runAsync({ log: [] })).toBe('wrapped');
+    expect(postArgs).toEqual(['resolved prepRes', 'last']);
+  });
+
   it('runAsync is the same as run', async () => {
     class Say extends AsyncNode<Shared> {
       override post(): string {
