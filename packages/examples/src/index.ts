@@ -26,6 +26,7 @@ export {
   type DocumentParams,
   type DocumentRecord,
   type DocumentRef,
+  type DocumentSelection,
   type DocumentSource,
   type FailureCode,
   type LanguageStats,
@@ -44,6 +45,7 @@ export {
   DEFAULT_SAMPLE_SIZE,
 } from './utils/spam-assassin-corpus.js';
 export { listLocalFiles } from './utils/local-files.js';
+export { expandSelection, toSelection } from './utils/document-selection.js';
 export { splitOf, stableHash, TRAIN_PERCENT } from './utils/stable-split.js';
 export { getSpamClassifier, classifierFeatures, type SpamClassifier, type SpamPrediction } from './utils/spam-classifier.js';
 export { getNlp, getTokenizer } from './utils/nlp.js';

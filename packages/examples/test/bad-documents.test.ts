@@ -157,6 +157,12 @@ describe('bad documents', () => {
     }
   });
 
+  it('gives the same records when the folder is selected rather than listed', async () => {
+    const selected = await runDocumentPipeline({ source: 'files', dir, limit: null }, { params: { llmSummary: true } });
+    const strip = ({ timingMs: _t, ...rest }: DocumentRecord) => rest;
+    expect(selected.records.map(strip)).toEqual(result.records.filter((r) => r.id !== missing.docId).map(strip));
+  });
+
   it('fails a file that is not there as UNREADABLE', () => {
     expect(byId.get('missing.eml')?.failure).toMatchObject({ stage: 'parse', code: 'UNREADABLE' });
   });

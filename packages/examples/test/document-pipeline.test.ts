@@ -29,8 +29,8 @@ describe('document pipeline on a fixed sample of the corpus (embedded)', () => {
     delete process.env.OPENAI_BASE_URL; // never call a model from tests
     sample = sampleCorpus(SAMPLE_SIZE);
     await getSpamClassifier(); // trains once for this process (a few seconds)
-    first = await runDocumentPipeline(sample, { concurrency: 8 });
-    second = await runDocumentPipeline(sample, { concurrency: 1 });
+    first = await runDocumentPipeline({ source: 'spam-assassin', limit: SAMPLE_SIZE }, { concurrency: 8 });
+    second = await runDocumentPipeline(sample, { concurrency: 1 }); // the same documents as an explicit list
   });
 
   it('samples the same 60 documents every time, from every group', () => {
@@ -47,12 +47,13 @@ describe('document pipeline on a fixed sample of the corpus (embedded)', () => {
     expect(first.records.every((r) => r.status === 'ok' && r.failure === null)).toBe(true);
   });
 
-  it('gives the same records at concurrency 8 and 1 (timings aside)', () => {
+  it('gives the same records at concurrency 8 and 1, from a selection or a list (timings aside)', () => {
     expect(second.records.map(stable)).toEqual(first.records.map(stable));
   });
 
-  it('keeps shared plain JSON', () => {
+  it('keeps shared plain JSON, and small before the batch: a selection, not a list', () => {
     expect(JSON.parse(JSON.stringify(first.shared))).toEqual(first.shared);
+    expect(first.shared.input).toEqual({ source: 'spam-assassin', limit: SAMPLE_SIZE });
   });
 
   it('fills every field of a good email', () => {
@@ -92,7 +93,7 @@ describe('document pipeline on a fixed sample of the corpus (embedded)', () => {
   it('gives the same records on the in-memory engine (child runs, JSON Patch merge), with no conflicts', async () => {
     const engine = new LocalEngine({ flows: [defineFlow('documents', buildDocumentPipeline)] });
     try {
-      const handle = await engine.start('documents', createPipelineShared(sample));
+      const handle = await engine.start('documents', createPipelineShared({ source: 'spam-assassin', limit: SAMPLE_SIZE }));
       const result = await handle.result();
       expect(result.status).toBe('completed');
       const info = await engine.get(handle.id);

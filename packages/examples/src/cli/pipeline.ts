@@ -7,13 +7,13 @@ import { existsSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { DEFAULT_CONCURRENCY } from '../documents/document-pipeline.js';
-import { DEFAULT_PIPELINE_PARAMS, type DocumentRef, type PipelineParams } from '../documents/types.js';
+import { DEFAULT_PIPELINE_PARAMS, type DocumentSelection, type PipelineParams } from '../documents/types.js';
 import { writeJsonl } from '../report/jsonl.js';
 import { formatReport } from '../report/format-report.js';
 import { buildReport } from '../report/pipeline-report.js';
 import { llmConfigFromEnv } from '../utils/llm-summary.js';
-import { listLocalFiles } from '../utils/local-files.js';
-import { DEFAULT_SAMPLE_SIZE, listCorpus, sampleCorpus } from '../utils/spam-assassin-corpus.js';
+import { expandSelection } from '../utils/document-selection.js';
+import { DEFAULT_SAMPLE_SIZE, listCorpus } from '../utils/spam-assassin-corpus.js';
 import { runEmbedded } from './run-embedded.js';
 
 interface CliOptions {
@@ -64,7 +64,8 @@ const program = new Command()
 
 async function main(): Promise<void> {
   const options = program.parse().opts<CliOptions>();
-  const docs = await selectDocuments(options);
+  const selection = selectDocuments(options);
+  const docs = await expandSelection(selection);
   if (docs.length === 0) {
     console.error(options.input ? `No .eml, .txt or .md files under ${options.input}` : 'No documents selected');
     process.exitCode = 1;
@@ -80,7 +81,12 @@ async function main(): Promise<void> {
   console.error(`queueflow document pipeline: ${what}, embedded, concurrency ${options.concurrency}`);
 
   // ── Where the run happens: embedded today; the distributed runner plugs in here. ───────
-  const result = await runEmbedded(docs, { params, concurrency: options.concurrency, progress: options.progress });
+  const result = await runEmbedded(selection, {
+    params,
+    concurrency: options.concurrency,
+    progress: options.progress,
+    total: docs.length,
+  });
 
   const out = path.resolve(options.out);
   await writeJsonl(out, result.records);
@@ -93,15 +99,14 @@ async function main(): Promise<void> {
   );
 }
 
-async function selectDocuments(options: CliOptions): Promise<DocumentRef[]> {
+/** The documents as a small descriptor: the batch expands it, so `shared` stays small. */
+function selectDocuments(options: CliOptions): DocumentSelection {
   if (options.input) {
     const dir = path.resolve(options.input);
     if (!existsSync(dir) || !statSync(dir).isDirectory()) program.error(`--input: not a directory: ${dir}`);
-    const files = await listLocalFiles(dir);
-    return options.limit ? files.slice(0, options.limit) : files;
+    return { source: 'files', dir, limit: options.limit ?? null };
   }
-  if (options.all) return listCorpus();
-  return sampleCorpus(options.limit ?? DEFAULT_SAMPLE_SIZE);
+  return { source: 'spam-assassin', limit: options.all ? null : (options.limit ?? DEFAULT_SAMPLE_SIZE) };
 }
 
 main().catch((error: unknown) => {

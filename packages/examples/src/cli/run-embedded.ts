@@ -1,5 +1,5 @@
 import { runDocumentPipeline } from '../documents/run-document-pipeline.js';
-import type { DocumentRecord, DocumentRef, PipelineParams } from '../documents/types.js';
+import type { DocumentRecord, DocumentSelection, PipelineParams } from '../documents/types.js';
 import { getNlp, getTokenizer } from '../utils/nlp.js';
 import { getSpamClassifier } from '../utils/spam-classifier.js';
 import { TRAIN_PERCENT } from '../utils/stable-split.js';
@@ -9,6 +9,8 @@ export interface RunnerOptions {
   params: PipelineParams;
   concurrency: number;
   progress: boolean;
+  /** Documents the selection holds (for the progress bar). */
+  total: number;
 }
 
 /** What a runner hands back to the CLI: records in input order, batch time, notes for the report. */
@@ -22,7 +24,7 @@ export interface RunnerResult {
  * Runs the pipeline embedded. The NLP model and the classifier are warmed up first (the nodes
  * would build them lazily on first use anyway), so that the reported throughput is the batch's.
  */
-export async function runEmbedded(docs: DocumentRef[], options: RunnerOptions): Promise<RunnerResult> {
+export async function runEmbedded(selection: DocumentSelection, options: RunnerOptions): Promise<RunnerResult> {
   const warmStarted = performance.now();
   console.error(`Training the spam classifier on the corpus's fixed ${TRAIN_PERCENT}% train split (once per process, about 10 s)...`);
   getNlp();
@@ -30,8 +32,8 @@ export async function runEmbedded(docs: DocumentRef[], options: RunnerOptions): 
   const classifier = await getSpamClassifier();
   const t = classifier.trainedOn;
   const warmMs = performance.now() - warmStarted;
-  const bar = createProgressBar(docs.length, options.progress);
-  const result = await runDocumentPipeline(docs, {
+  const bar = createProgressBar(options.total, options.progress);
+  const result = await runDocumentPipeline(selection, {
     params: options.params,
     concurrency: options.concurrency,
     onProgress: (done, total) => bar.update(done, total),

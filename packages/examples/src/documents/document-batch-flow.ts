@@ -1,9 +1,11 @@
 import { ParallelBatchFlow } from '@queueflow/runtime';
 import { missingRecord } from './document-record.js';
+import { expandSelection } from '../utils/document-selection.js';
 import type { DocumentRef, PipelineParams, PipelineShared } from './types.js';
 
 /**
- * The batch over `shared.docs`: one parameter set per {@link DocumentRef}, walked concurrently
+ * The batch over the documents `shared.input` selects: `prep` expands the selection into one
+ * parameter set per {@link DocumentRef} (in the process that runs the batch's step), walked concurrently
  * (at most `concurrency` at once embedded; fanned out as child runs on the engines). Each walk
  * writes only `shared.records[docId]`, so parallel walks never write the same path.
  *
@@ -14,16 +16,16 @@ import type { DocumentRef, PipelineParams, PipelineShared } from './types.js';
  * of the batch has exactly one record.
  */
 export class DocumentBatchFlow extends ParallelBatchFlow<PipelineShared, PipelineParams> {
-  override prep(shared: PipelineShared): DocumentRef[] {
+  override async prep(shared: PipelineShared): Promise<DocumentRef[]> {
     shared.work ??= {};
     shared.records ??= {};
-    const docs = shared.docs ?? [];
+    const docs = await expandSelection(shared.input);
     const seen = new Set<string>();
     for (const doc of docs) {
-      if (seen.has(doc.docId)) throw new TypeError(`DocumentBatchFlow: duplicate docId '${doc.docId}' in shared.docs`);
+      if (seen.has(doc.docId)) throw new TypeError(`DocumentBatchFlow: duplicate docId '${doc.docId}' in the selection`);
       seen.add(doc.docId);
     }
-    return docs.map((doc) => ({ ...doc }));
+    return docs;
   }
 
   override post(shared: PipelineShared, docs: DocumentRef[]): undefined {

@@ -7,7 +7,8 @@ import { FAIL } from './document-stage.js';
 import { ParseDocument } from './parse-document.js';
 import { RecordDocument } from './record-document.js';
 import { SummariseDocument } from './summarise-document.js';
-import type { DocumentRef, PipelineShared } from './types.js';
+import { toSelection } from '../utils/document-selection.js';
+import type { DocumentRef, DocumentSelection, PipelineShared } from './types.js';
 
 /** Options of {@link buildDocumentPipeline}: plain data, so a worker can build the same graph. */
 export interface DocumentPipelineOptions {
@@ -19,7 +20,8 @@ export interface DocumentPipelineOptions {
 export const DEFAULT_CONCURRENCY = 8;
 
 /**
- * Builds the document pipeline: a {@link DocumentBatchFlow} over `shared.docs` whose walk, per
+ * Builds the document pipeline: a {@link DocumentBatchFlow} over the documents `shared.input`
+ * selects, whose walk, per
  * document, is
  *
  * ```
@@ -34,7 +36,7 @@ export const DEFAULT_CONCURRENCY = 8;
  * @example
  * ```ts
  * const flow = buildDocumentPipeline({ concurrency: 8 });
- * const shared = createPipelineShared(sampleCorpus(100));
+ * const shared = createPipelineShared({ source: 'spam-assassin', limit: 100 });
  * await flow.run(shared);
  * console.log(Object.values(shared.records));
  * ```
@@ -64,7 +66,7 @@ export function buildDocumentPipeline(options: DocumentPipelineOptions = {}): Do
   });
 }
 
-/** A fresh `shared` for the pipeline over `docs`. */
-export function createPipelineShared(docs: DocumentRef[]): PipelineShared {
-  return { docs, work: {}, records: {} };
+/** A fresh `shared` for the pipeline over a selection (or an explicit list) of documents. */
+export function createPipelineShared(input: DocumentSelection | DocumentRef[]): PipelineShared {
+  return { input: toSelection(input), work: {}, records: {} };
 }

@@ -1,5 +1,6 @@
 import { buildDocumentPipeline, createPipelineShared, DEFAULT_CONCURRENCY } from './document-pipeline.js';
-import type { DocumentRecord, DocumentRef, PipelineParams, PipelineShared } from './types.js';
+import { expandSelection, toSelection } from '../utils/document-selection.js';
+import type { DocumentRecord, DocumentRef, DocumentSelection, PipelineParams, PipelineShared } from './types.js';
 
 export interface RunDocumentPipelineOptions {
   /** The run's options, passed as the flow's params. */
@@ -13,7 +14,7 @@ export interface RunDocumentPipelineOptions {
 }
 
 export interface DocumentPipelineResult {
-  /** One record per document, in the order of `docs`. */
+  /** One record per selected document, in selection order. */
   records: DocumentRecord[];
   /** The final `shared` (plain JSON). */
   shared: PipelineShared;
@@ -22,16 +23,19 @@ export interface DocumentPipelineResult {
 }
 
 /**
- * Runs the document pipeline embedded (`flow.run(shared)` in this process) over `docs`.
- * Progress is read off `shared.records`, which the walks fill as documents finish.
+ * Runs the document pipeline embedded (`flow.run(shared)` in this process) over a selection (or
+ * an explicit list) of documents. Progress is read off `shared.records`, which the walks fill as
+ * documents finish.
  */
 export async function runDocumentPipeline(
-  docs: DocumentRef[],
+  input: DocumentSelection | DocumentRef[],
   options: RunDocumentPipelineOptions = {},
 ): Promise<DocumentPipelineResult> {
+  const selection = toSelection(input);
+  const docs = await expandSelection(selection); // the same list the batch's prep makes: for order and progress
   const flow = buildDocumentPipeline({ concurrency: options.concurrency ?? DEFAULT_CONCURRENCY });
   flow.setParams({ ...options.params });
-  const shared = createPipelineShared(docs);
+  const shared = createPipelineShared(selection);
   const report = (): void => options.onProgress?.(Object.keys(shared.records).length, docs.length);
   const timer = options.onProgress ? setInterval(report, options.progressIntervalMs ?? 100) : undefined;
   const started = performance.now();
@@ -43,5 +47,6 @@ export async function runDocumentPipeline(
   const elapsedMs = performance.now() - started;
   report();
   const records = docs.map((doc) => shared.records[doc.docId]!);
+  if (records.some((record) => record === undefined)) throw new Error('a selected document has no record');
   return { records, shared, elapsedMs };
 }

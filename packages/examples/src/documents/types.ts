@@ -127,10 +127,26 @@ export type WorkItem = {
   timingMs: Partial<Record<StageName, number>>;
 };
 
+/**
+ * Which documents a run processes. The batch's `prep` expands it into {@link DocumentRef}s, one
+ * parameter set each, so that `shared` stays small: on the engines every fan-out child starts
+ * from a copy of the parent's `shared`, and a list of thousands of references there would be
+ * copied into every child (and every step of it).
+ *
+ * - `spam-assassin`: the corpus; `limit` documents of its fixed sample, or all when `null`;
+ * - `files`: the `.eml`, `.txt` and `.md` files under `dir` (an absolute path every worker can
+ *   read), the first `limit` by path, or all when `null`;
+ * - `refs`: an explicit list, for small batches (it is carried in `shared`).
+ */
+export type DocumentSelection =
+  | { source: 'spam-assassin'; limit: number | null }
+  | { source: 'files'; dir: string; limit: number | null }
+  | { source: 'refs'; refs: DocumentRef[] };
+
 /** The pipeline's `shared` store. */
 export type PipelineShared = {
   /** The documents to process, in output order. */
-  docs: DocumentRef[];
+  input: DocumentSelection;
   /** Transient per-document data between stages, keyed by doc id. */
   work: Record<string, WorkItem>;
   /** Results, keyed by doc id: each parameter set writes only its own key. */
