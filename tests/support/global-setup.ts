@@ -1,11 +1,7 @@
 import type { TestProject } from 'vitest/node';
 import { startRedisServer } from './redis-server.js';
 
-declare module 'vitest' {
-  export interface ProvidedContext {
-    redisUrl: string;
-  }
-}
+import './test-redis.js';
 
 /**
  * Finds the Redis the integration tests use (DESIGN "Tests"): `REDIS_URL` when set; otherwise a

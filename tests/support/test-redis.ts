@@ -2,6 +2,13 @@ import { inject } from 'vitest';
 import { nanoid } from 'nanoid';
 import { Redis } from 'ioredis';
 
+declare module 'vitest' {
+  export interface ProvidedContext {
+    /** URL of the suite's Redis (see global-setup.ts). */
+    redisUrl: string;
+  }
+}
+
 /** URL of the suite's Redis (see global-setup.ts). */
 export function redisUrl(): string {
   return inject('redisUrl');

@@ -18,6 +18,7 @@ import {
   type StepOutcome,
 } from '@queueflow/runtime/interpreter';
 import type { Json } from '@queueflow/runtime';
+import { CheckpointCache } from './checkpoint-cache.js';
 import { RetryStep } from './retry-step.js';
 import { childRunId, isFinal, type ChildEndedResult, type CommitFields, type RunStore, type StoredRun } from './run-store.js';
 import { ITEM_JOB, type ItemJobData, type StepJobData, type StepQueue } from './step-queue.js';
@@ -39,6 +40,7 @@ export interface StepProcessorOptions {
 export class StepProcessor {
   /** Abort controllers of the steps running here, by run id (cancel events abort them). */
   private readonly running = new Map<string, AbortController>();
+  private readonly cache = new CheckpointCache();
 
   constructor(
     private readonly store: RunStore,
@@ -93,8 +95,14 @@ export class StepProcessor {
   }
 
   private async processStep(job: Job<StepJobData>, token: string | undefined): Promise<void> {
-    const run = await this.store.load(job.data.runId);
+    const run = this.cache.take(job.data.runId, job.data.step) ?? (await this.store.load(job.data.runId));
     if (!run) return; // expired or never started
+    if (!isFinal(run.status) && job.data.step > run.step) {
+      // A job can only be enqueued after its step was committed; should one still arrive
+      // first, it waits a moment rather than being dropped.
+      await job.moveToDelayed(Date.now() + 100, token);
+      throw new DelayedError(`step ${job.data.step} of run '${run.id}' arrived before step ${run.step} was committed`);
+    }
     if (isFinal(run.status) || run.step !== job.data.step) return this.ensureProgress(run);
     const graph = await this.graphFor(run, job, token);
     if (run.cancel) {
@@ -148,9 +156,16 @@ export class StepProcessor {
     }
     switch (outcome.type) {
       case 'next': {
-        const result = await this.store.commit(run.id, run.step, 'next', { checkpoint, target: outcome.target, conflicts });
-        if (result === 'committed') return this.queue.addStep(run.id, run.step + 1, outcome.target);
-        return this.afterCommit(run, result);
+        // The next step's job is added together with the commit (one round trip, not two). If
+        // the commit turns out stale, the job is harmless: it finds the run elsewhere and only
+        // re-enqueues what the run needs (ensureProgress).
+        const [result] = await Promise.all([
+          this.store.commit(run.id, run.step, 'next', { checkpoint, target: outcome.target, conflicts }),
+          this.queue.addStep(run.id, run.step + 1, outcome.target),
+        ]);
+        if (result !== 'committed') return this.afterCommit(run, result);
+        const committed = { ...run, status: 'running' as const, step: run.step + 1, attempt: 0, target: outcome.target, checkpoint };
+        return this.cache.remember(committed);
       }
       case 'retry': {
         const result = await this.store.commit(run.id, run.step, 'retry', { checkpoint, errorRecord: outcome.error });

@@ -1,0 +1,95 @@
+/**
+ * Distributed step latency: steps per second of a 1,000-step sequential flow on RedisEngine vs
+ * raw BullMQ jobs chained the same way (each job's processor adds the next), on the same Redis,
+ * both in this one process with one worker at concurrency 1. Printed as a ratio.
+ *
+ * Usage: npm run bench -w @queueflow/worker [-- --steps 1000 --rounds 3]   (REDIS_URL selects Redis)
+ */
+import { parseArgs } from 'node:util';
+import { Queue, Worker } from 'bullmq';
+import { Redis } from 'ioredis';
+import { nanoid } from 'nanoid';
+import { defineFlow, Flow, Node, setWarningHandler } from '@queueflow/runtime';
+import { RedisEngine, startWorker } from '../src/index.js';
+import { deleteKeys, formatRate, redisUrl } from './bench-support.js';
+
+const { values } = parseArgs({ options: { steps: { type: 'string', default: '1000' }, rounds: { type: 'string', default: '3' } } });
+const steps = Number(values.steps);
+const rounds = Number(values.rounds);
+setWarningHandler(() => {});
+
+interface Counter {
+  count: number;
+  limit: number;
+}
+class Tick extends Node<Counter> {
+  override post(shared: Counter): string | undefined {
+    shared.count += 1;
+    return shared.count < shared.limit ? 'again' : undefined;
+  }
+}
+const chain = defineFlow('bench-chain', () => {
+  const tick = new Tick({ name: 'tick' });
+  tick.on('again', tick);
+  return new Flow(tick);
+});
+
+async function queueflowRound(): Promise<number> {
+  const prefix = `{bench-qf-${nanoid(6)}}`;
+  const worker = await startWorker({ connection: redisUrl(), flows: [chain], prefix, concurrency: 1 });
+  const engine = new RedisEngine({ connection: redisUrl(), flows: [chain], prefix });
+  try {
+    const started = performance.now();
+    const result = await engine.run(chain, { count: 0, limit: steps });
+    const seconds = (performance.now() - started) / 1000;
+    if (result.status !== 'completed' || result.shared.count !== steps) throw new Error(`queueflow run failed: ${JSON.stringify(result.error)}`);
+    return steps / seconds;
+  } finally {
+    await engine.close();
+    await worker.close();
+    await deleteKeys(prefix);
+  }
+}
+
+async function bullmqRound(): Promise<number> {
+  const prefix = `{bench-bull-${nanoid(6)}}`;
+  const connection = new Redis(redisUrl(), { maxRetriesPerRequest: null });
+  const queue = new Queue('chain', { connection, prefix });
+  let done!: () => void;
+  const finished = new Promise<void>((resolve) => (done = resolve));
+  const worker = new Worker(
+    'chain',
+    async (job) => {
+      const n = (job.data as { n: number }).n;
+      if (n >= steps) return done();
+      await queue.add('step', { n: n + 1 }, { jobId: `chain-${n + 1}`, removeOnComplete: true });
+    },
+    { connection: connection.duplicate(), prefix, concurrency: 1 },
+  );
+  await worker.waitUntilReady();
+  try {
+    const started = performance.now();
+    await queue.add('step', { n: 1 }, { jobId: 'chain-1', removeOnComplete: true });
+    await finished;
+    return steps / ((performance.now() - started) / 1000);
+  } finally {
+    await worker.close();
+    await queue.close();
+    connection.disconnect();
+    await deleteKeys(prefix);
+  }
+}
+
+const ours: number[] = [];
+const raw: number[] = [];
+await bullmqRound(); // warm-up: module loading, script loading
+await queueflowRound();
+for (let round = 0; round < rounds; round++) {
+  raw.push(await bullmqRound());
+  ours.push(await queueflowRound());
+}
+const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+console.log(`sequential flow, ${steps} steps, 1 worker at concurrency 1, median of ${rounds} rounds`);
+console.log(`  queueflow RedisEngine : ${formatRate(median(ours))} steps/s`);
+console.log(`  raw BullMQ chained    : ${formatRate(median(raw))} jobs/s`);
+console.log(`  ratio                 : ${(median(ours) / median(raw)).toFixed(2)} (queueflow / BullMQ; the bar is ≥ 0.5)`);
