@@ -19,10 +19,12 @@ export type ConnectionOption = string | RedisOptions;
 export type ConnectionRole = 'client' | 'worker' | 'subscriber';
 
 export function redisOptionsOf(connection: ConnectionOption | undefined, role: ConnectionRole): RedisOptions & { url?: string } {
+  // Named, so `CLIENT LIST` shows which connections are queueflow's and what for.
+  const connectionName = `queueflow:${role}`;
   const roleOptions: RedisOptions =
     role === 'client'
-      ? { maxRetriesPerRequest: 3, enableOfflineQueue: false, lazyConnect: true }
-      : { maxRetriesPerRequest: null, lazyConnect: true };
+      ? { maxRetriesPerRequest: 3, enableOfflineQueue: false, lazyConnect: true, connectionName }
+      : { maxRetriesPerRequest: null, lazyConnect: true, connectionName };
   const source = connection ?? process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
   if (typeof source === 'string') {
     let url: URL;
