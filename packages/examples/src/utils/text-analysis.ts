@@ -74,7 +74,8 @@ export function analyseText(text: string, options: AnalyseOptions): TextAnalysis
       emails,
       numbers,
       readingEase: Number.isFinite(readability.fres) ? round(readability.fres, 1) : 0,
-      readingTimeSecs: readability.readingTimeSecs,
+      // wink-nlp gives NaN for a text without words (a bare URL): not JSON, so 0.
+      readingTimeSecs: Number.isFinite(readability.readingTimeSecs) ? readability.readingTimeSecs : 0,
     },
     keywords,
     summary: extractiveSummary(doc, options.summarySentences),
