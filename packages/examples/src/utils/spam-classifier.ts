@@ -1,3 +1,4 @@
+import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
 import naiveBayesTextClassifier from 'wink-naive-bayes-text-classifier';
 import type { DocumentRef, SpamLabel } from '../documents/types.js';
 import { DEFAULT_PIPELINE_PARAMS } from '../documents/types.js';
@@ -33,6 +34,14 @@ export interface SpamClassifier {
 const FEATURE_CHARS = 20_000;
 
 /**
+ * Training documents between two yields to the event loop. Training is seconds of CPU work whose
+ * only awaits are on promises that settle at once, so without yields no timer or socket callback
+ * would run until it ends: a queueflow worker training inside a step would miss its BullMQ lock
+ * renewals. 50 documents take about a tenth of a second.
+ */
+const TRAIN_DOCS_PER_YIELD = 50;
+
+/**
  * The features of a document: the lower-cased words of its subject and text that are not stop
  * words (wink-nlp tokens), one `t:<type>` token per URL, email address, number, currency or
  * emoji, and the sender's top-level domain.
@@ -65,7 +74,8 @@ let training: Promise<SpamClassifier> | undefined;
  * the corpus's fixed train split (see `splitOf`): documents read in corpus order through the same
  * parse and clean steps as the pipeline. The same code and corpus give the same model in every
  * process, so a worker that trains its own classifies exactly like the CLI. Training takes a few
- * seconds; concurrent callers share one training.
+ * seconds, yielding to the event loop every {@link TRAIN_DOCS_PER_YIELD} documents; concurrent
+ * callers share one training.
  */
 export function getSpamClassifier(): Promise<SpamClassifier> {
   training ??= trainSpamClassifier().catch((error: unknown) => {
@@ -80,8 +90,10 @@ async function trainSpamClassifier(): Promise<SpamClassifier> {
   const nb = naiveBayesTextClassifier();
   nb.defineConfig({ considerOnlyPresence: false, smoothingFactor: 0.5 });
   const counts = { spam: 0, ham: 0, skipped: 0 };
+  let read = 0;
   for (const ref of listCorpus()) {
     if (ref.split !== 'train' || ref.trueLabel === null) continue;
+    if (++read % TRAIN_DOCS_PER_YIELD === 0) await yieldToEventLoop();
     const input = await readForTraining(ref);
     if (input === null) {
       counts.skipped++;
