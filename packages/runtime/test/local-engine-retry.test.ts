@@ -96,7 +96,7 @@ describe('LocalEngine: retry and backoff', () => {
 
   it('gives exec its 0-based attempt index as currentRetry and runs execFallback once, on the final attempt', async () => {
     const { engine } = open();
-    const result = await engine.run(fallsBack, { token: 'fallback' });
+    const result = await engine.run<S>(fallsBack, { token: 'fallback' });
     expect(result.status, JSON.stringify(result.error)).toBe('completed');
     expect(log.tries.get('fallback')).toEqual([0, 1, 2]);
     expect(log.fallbacks.get('fallback')).toEqual([{ currentRetry: 2, message: 'try 2 failed' }]);
@@ -105,7 +105,7 @@ describe('LocalEngine: retry and backoff', () => {
 
   it('resumes a retry after the failed try without re-running prep', async () => {
     const { engine } = open();
-    const result = await engine.run(thirdTime, { token: 'prep' });
+    const result = await engine.run<S>(thirdTime, { token: 'prep' });
     expect(result.status, JSON.stringify(result.error)).toBe('completed');
     expect(log.tries.get('prep')).toEqual([0, 1, 2]);
     expect(result.shared.result).toBe(2);
@@ -120,7 +120,7 @@ describe('LocalEngine: retry and backoff', () => {
 
   it('waits `wait` seconds between tries through the clock, not after the last, then fails with every try recorded', async () => {
     const { engine, clock } = open();
-    const handle = await engine.start(allFail, { token: 'fail' });
+    const handle = await engine.start<S>(allFail, { token: 'fail' });
     await until('the first retry delay', () => clock.pending().length === 1);
     expect(log.tries.get('fail')).toEqual([0]);
     clock.advance(1999);
@@ -144,7 +144,7 @@ describe('LocalEngine: retry and backoff', () => {
 
   it('keeps the final failed try in the error history when execFallback rescues it', async () => {
     const { engine } = open();
-    const result = await engine.run(fallsBack, { token: 'history' });
+    const result = await engine.run<S>(fallsBack, { token: 'history' });
     expect(result.status).toBe('completed');
     const info = await engine.get(result.id);
     // BUG: the try that execFallback rescued is missing from `errors` ("Errors of failed tries"):
@@ -159,7 +159,7 @@ describe('LocalEngine: retry and backoff', () => {
   it("waits the delays of the node's exponential backoff with jitter", async () => {
     vi.spyOn(Math, 'random').mockReturnValue(0.25);
     const { engine, clock } = open();
-    const handle = await engine.start(jittered, { token: 'jitter' });
+    const handle = await engine.start<S>(jittered, { token: 'jitter' });
     for (let k = 0; k < 3; k++) {
       await until(`retry delay ${k}`, () => clock.pending().length === 1);
       clock.advance(clock.pending()[0]!);
@@ -173,7 +173,7 @@ describe('LocalEngine: retry and backoff', () => {
 
   it('caps exponential delays at maxDelayMs', async () => {
     const { engine, clock } = open();
-    const handle = await engine.start(capped, { token: 'capped' });
+    const handle = await engine.start<S>(capped, { token: 'capped' });
     for (let k = 0; k < 3; k++) {
       await until(`retry delay ${k}`, () => clock.pending().length === 1);
       clock.advance(clock.pending()[0]!);
@@ -185,12 +185,12 @@ describe('LocalEngine: retry and backoff', () => {
   it('holds no slot while a step waits between tries', async () => {
     const { engine, clock } = open({ concurrency: 1 });
     const order: string[] = [];
-    const a = await engine.start(slowRetry, { token: 'slot-a' });
+    const a = await engine.start<S>(slowRetry, { token: 'slot-a' });
     const aDone = a.result().then((r) => (order.push('A'), r));
     await until('run A to wait for its retry', () => clock.pending().length === 1);
     expect(await engine.get(a.id)).toMatchObject({ status: 'running', attempts: 1, steps: 0 });
 
-    const b = await engine.start(quick, {});
+    const b = await engine.start<S>(quick, {});
     expect((await b.result()).status).toBe('completed');
     order.push('B');
     expect(await engine.get(a.id)).toMatchObject({ status: 'running', attempts: 1, steps: 0, currentNode: 'slow' });
@@ -213,7 +213,7 @@ describe('LocalEngine: per-node timeoutMs', () => {
 
   it('counts an exec over time as a failed attempt (NODE_TIMEOUT), then retries', async () => {
     engine = new LocalEngine({ flows, clock: new FakeClock() });
-    const result = await engine.run(timeoutRetried, { token: 'timeout-retry' });
+    const result = await engine.run<S>(timeoutRetried, { token: 'timeout-retry' });
     expect(result.status, JSON.stringify(result.error)).toBe('completed');
     expect(result.shared.result).toBe(1);
     expect(log.tries.get('timeout-retry')).toEqual([0, 1]);
@@ -225,7 +225,7 @@ describe('LocalEngine: per-node timeoutMs', () => {
 
   it('runs execFallback with the timeout error after the last try timed out', async () => {
     engine = new LocalEngine({ flows, clock: new FakeClock() });
-    const result = await engine.run(timeoutFallback, { token: 'timeout-fallback' });
+    const result = await engine.run<S>(timeoutFallback, { token: 'timeout-fallback' });
     expect(result.status, JSON.stringify(result.error)).toBe('completed');
     expect(result.shared.result).toBe('fallback');
     expect(log.fallbacks.get('timeout-fallback')).toEqual([{ currentRetry: 1, message: expect.any(String), code: 'NODE_TIMEOUT' }]);
@@ -233,7 +233,7 @@ describe('LocalEngine: per-node timeoutMs', () => {
 
   it('fails the run with NODE_TIMEOUT when every try timed out and there is no fallback', async () => {
     engine = new LocalEngine({ flows, clock: new FakeClock() });
-    const result = await engine.run(timeoutFailed, { token: 'timeout-failed' });
+    const result = await engine.run<S>(timeoutFailed, { token: 'timeout-failed' });
     expect(result.status).toBe('failed');
     expect(result.error).toMatchObject({ code: 'NODE_TIMEOUT', node: 'slow', attempts: 2 });
     const info = await engine.get(result.id);

@@ -56,7 +56,7 @@ describe('RedisEngine: per-node timeoutMs', () => {
   it('counts an exec over time as a failed attempt (NODE_TIMEOUT, signal aborted), then retries', async () => {
     const { engine } = await setup('timeout-retry', { flows });
     const token = 'retried';
-    const result = await engine.run(retried, { token });
+    const result = await engine.run<S>(retried, { token });
     expect(result.status, JSON.stringify(result.error)).toBe('completed');
     expect(result.shared.result).toBe('answered on try 1');
     expect(tries.of(token)).toEqual([0, 1]);
@@ -70,7 +70,7 @@ describe('RedisEngine: per-node timeoutMs', () => {
   it('runs execFallback with the timeout error after the last try timed out', async () => {
     const { engine } = await setup('timeout-fallback', { flows });
     const token = 'fell-back';
-    const result = await engine.run(fellBack, { token });
+    const result = await engine.run<S>(fellBack, { token });
     expect(result.status, JSON.stringify(result.error)).toBe('completed');
     expect(result.shared.result).toBe('fallback');
     expect(tries.of(token)).toEqual([0, 1]);
@@ -82,7 +82,7 @@ describe('RedisEngine: per-node timeoutMs', () => {
   it('fails the run with NODE_TIMEOUT when every try timed out and there is no fallback', async () => {
     const { engine } = await setup('timeout-failed', { flows });
     const token = 'failed';
-    const result = await engine.run(failed, { token });
+    const result = await engine.run<S>(failed, { token });
     expect(result.status).toBe('failed');
     expect(result.error).toMatchObject({ code: 'NODE_TIMEOUT', node: 'slow', attempts: 2 });
     const info = await engine.get(result.id);

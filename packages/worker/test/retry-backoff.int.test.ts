@@ -92,7 +92,7 @@ describe('RedisEngine: retry and backoff on BullMQ attempts', () => {
   it('gives exec its 0-based attempt index as currentRetry and runs execFallback once, on the final attempt', async () => {
     const { engine } = await setup('retry-fallback', { flows });
     const token = 'fallback-final';
-    const result = await engine.run(fallsBack, { token });
+    const result = await engine.run<S>(fallsBack, { token });
     expect(result.status, JSON.stringify(result.error)).toBe('completed');
     expect(tries.of(token)).toEqual([0, 1, 2]);
     expect(fallbacks.of(token)).toEqual([{ currentRetry: 2, message: 'try 2 failed' }]);
@@ -102,7 +102,7 @@ describe('RedisEngine: retry and backoff on BullMQ attempts', () => {
   it('resumes a retry after the failed try without re-running prep', async () => {
     const { engine } = await setup('retry-prep', { flows });
     const token = 'prep-once';
-    const result = await engine.run(thirdTime, { token });
+    const result = await engine.run<S>(thirdTime, { token });
     expect(result.status, JSON.stringify(result.error)).toBe('completed');
     expect(tries.of(token)).toEqual([0, 1, 2]);
     expect(result.shared.result).toBe(2); // exec's value on the try that succeeded
@@ -120,7 +120,7 @@ describe('RedisEngine: retry and backoff on BullMQ attempts', () => {
   it('fails the run after the last try, with every failed try in the error history', async () => {
     const { engine } = await setup('retry-fail', { flows });
     const token = 'all-fail';
-    const result = await engine.run(allFail, { token });
+    const result = await engine.run<S>(allFail, { token });
     expect(result.status).toBe('failed');
     expect(result.error).toMatchObject({ node: 'flaky', attempts: 3, message: 'try 2 failed' });
     expect(tries.of(token)).toEqual([0, 1, 2]);
@@ -137,7 +137,7 @@ describe('RedisEngine: retry and backoff on BullMQ attempts', () => {
 
   it('keeps the final failed try in the error history when execFallback rescues it', async () => {
     const { engine } = await setup('retry-history', { flows });
-    const result = await engine.run(fallsBack, { token: 'fallback-history' });
+    const result = await engine.run<S>(fallsBack, { token: 'fallback-history' });
     expect(result.status).toBe('completed');
     const info = await engine.get(result.id);
     // BUG: the try that execFallback rescued is missing from `errors` ("Errors of failed tries"):
@@ -152,7 +152,7 @@ describe('RedisEngine: retry and backoff on BullMQ attempts', () => {
   it("waits between tries for the delays of the node's exponential backoff with jitter", async () => {
     const { engine } = await setup('retry-jitter', { flows });
     const token = 'jitter';
-    const result = await engine.run(jittered, { token });
+    const result = await engine.run<S>(jittered, { token });
     expect(result.status, JSON.stringify(result.error)).toBe('completed');
     expect(tries.of(token)).toEqual([0, 1, 2, 3]);
 
@@ -169,7 +169,7 @@ describe('RedisEngine: retry and backoff on BullMQ attempts', () => {
 
   it('caps exponential delays at maxDelayMs (no jitter: exact delays)', async () => {
     const { engine } = await setup('retry-cap', { flows });
-    const result = await engine.run(capped, { token: 'capped' });
+    const result = await engine.run<S>(capped, { token: 'capped' });
     expect(result.status, JSON.stringify(result.error)).toBe('completed');
     const calls = backoff.calls.filter((call) => call.node === 'capped');
     expect(calls.map((call) => call.delay)).toEqual([20, 40, 50]);
@@ -194,12 +194,12 @@ describe('RedisEngine: retry and backoff on BullMQ attempts', () => {
   it('holds no worker slot while a step waits between tries', async () => {
     const { engine, until } = await setup('retry-slot', { flows, concurrency: 1 });
     const order: string[] = [];
-    const a = await engine.start(slowRetry, { token: 'slot-a' });
+    const a = await engine.start<S>(slowRetry, { token: 'slot-a' });
     const aDone = a.result().then((r) => (order.push('A'), r));
     // A's first try failed and was committed; its step now waits 3 s in the delayed set.
     await until(a.id, 'run A to fail its first try', (info) => info.attempts === 1);
 
-    const b = await engine.start(quick, {});
+    const b = await engine.start<S>(quick, {});
     const bResult = await b.result();
     order.push('B');
     expect(bResult.status).toBe('completed');
