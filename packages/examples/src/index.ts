@@ -19,8 +19,11 @@ export {
   type RunDocumentPipelineOptions,
   type DocumentPipelineResult,
 } from './documents/run-document-pipeline.js';
+export { documents } from './documents/documents-flow.js';
+export { warmUpPipeline, type PipelineWarmUp } from './documents/warm-up-pipeline.js';
 export {
   DEFAULT_PIPELINE_PARAMS,
+  type BatchParams,
   type DocumentFailure,
   type DocumentKind,
   type DocumentParams,

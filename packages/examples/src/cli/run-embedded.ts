@@ -1,12 +1,12 @@
 import { runDocumentPipeline } from '../documents/run-document-pipeline.js';
+import { warmUpPipeline } from '../documents/warm-up-pipeline.js';
 import type { DocumentRecord, DocumentSelection, PipelineParams } from '../documents/types.js';
-import { getNlp, getTokenizer } from '../utils/nlp.js';
-import { getSpamClassifier } from '../utils/spam-classifier.js';
 import { TRAIN_PERCENT } from '../utils/stable-split.js';
 import { createProgressBar } from './progress-bar.js';
 
 export interface RunnerOptions {
   params: PipelineParams;
+  /** Documents in flight at once. */
   concurrency: number;
   progress: boolean;
   /** Documents the selection holds (for the progress bar). */
@@ -25,13 +25,9 @@ export interface RunnerResult {
  * would build them lazily on first use anyway), so that the reported throughput is the batch's.
  */
 export async function runEmbedded(selection: DocumentSelection, options: RunnerOptions): Promise<RunnerResult> {
-  const warmStarted = performance.now();
   console.error(`Training the spam classifier on the corpus's fixed ${TRAIN_PERCENT}% train split (once per process, about 10 s)...`);
-  getNlp();
-  getTokenizer();
-  const classifier = await getSpamClassifier();
-  const t = classifier.trainedOn;
-  const warmMs = performance.now() - warmStarted;
+  const warm = await warmUpPipeline();
+  const t = warm.classifier;
   const bar = createProgressBar(options.total, options.progress);
   const result = await runDocumentPipeline(selection, {
     params: options.params,
@@ -44,7 +40,7 @@ export async function runEmbedded(selection: DocumentSelection, options: RunnerO
     notes: [
       `Engine           embedded (flow.run in one process), concurrency ${options.concurrency}`,
       `Classifier       naive Bayes, trained on ${t.spam + t.ham} emails (spam ${t.spam}, ham ${t.ham}; ` +
-        `${t.vocabulary} words) in ${(t.ms / 1000).toFixed(1)} s; warm-up ${(warmMs / 1000).toFixed(1)} s, not counted below`,
+        `${t.vocabulary} words) in ${(t.ms / 1000).toFixed(1)} s; warm-up ${(warm.ms / 1000).toFixed(1)} s, not counted below`,
     ],
   };
 }

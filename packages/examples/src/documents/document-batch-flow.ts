@@ -1,7 +1,7 @@
 import { ParallelBatchFlow } from '@queueflow/runtime';
 import { missingRecord } from './document-record.js';
 import { expandSelection } from '../utils/document-selection.js';
-import type { DocumentRef, PipelineParams, PipelineShared } from './types.js';
+import type { BatchParams, DocumentRef, PipelineShared } from './types.js';
 
 /**
  * The batch over the documents `shared.input` selects: `prep` expands the selection into one
@@ -14,9 +14,22 @@ import type { DocumentRef, PipelineParams, PipelineShared } from './types.js';
  * refuses duplicate doc ids. `post` gives every document that ended without a record (a walk
  * that failed on an engine under `onItemError: 'collect'`) a failure record, so every document
  * of the batch has exactly one record.
+ *
+ * A run may set its own limit of documents in flight with the `concurrency` param: `prep` sets
+ * it on the copy of the flow that this visit runs (rule S6: the template keeps its own), and both
+ * `flow.run` and the engines read the limit after `prep`, when they know the parameter sets.
  */
-export class DocumentBatchFlow extends ParallelBatchFlow<PipelineShared, PipelineParams> {
+export class DocumentBatchFlow extends ParallelBatchFlow<PipelineShared, BatchParams> {
   override async prep(shared: PipelineShared): Promise<DocumentRef[]> {
+    const limit = this.params.concurrency;
+    if (limit !== undefined && limit !== null) {
+      if (!Number.isInteger(limit) || limit < 1) {
+        throw new TypeError(
+          `DocumentBatchFlow: expected \`params.concurrency\` to be an integer from 1 and up, got \`${JSON.stringify(limit)}\` (${typeof limit})`,
+        );
+      }
+      this.concurrency = limit;
+    }
     shared.work ??= {};
     shared.records ??= {};
     const docs = await expandSelection(shared.input);

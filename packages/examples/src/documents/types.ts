@@ -172,6 +172,19 @@ export type PipelineParams = {
   llmSummary?: boolean;
 };
 
+/**
+ * The params of a whole run: the {@link PipelineParams} plus the batch's limit. The batch passes
+ * them on to every per-document walk (`concurrency` there is unused).
+ */
+export type BatchParams = PipelineParams & {
+  /**
+   * Documents in flight at once in this run, overriding the limit the flow was built with. On the
+   * engines this is the number of child runs in flight across all workers, so a client chooses it
+   * per run: the workers all build the same graph. @defaultValue the flow's `concurrency`
+   */
+  concurrency?: number;
+};
+
 /** The params a per-document walk sees: the run's options plus its {@link DocumentRef}. */
 export type DocumentParams = PipelineParams & DocumentRef;
 
