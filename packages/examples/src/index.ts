@@ -20,6 +20,11 @@ export {
   type DocumentPipelineResult,
 } from './documents/run-document-pipeline.js';
 export { documents } from './documents/documents-flow.js';
+export {
+  runDocumentPipelineOnEngine,
+  type RunOnEngineOptions,
+  type EngineRunResult,
+} from './documents/run-document-pipeline-on-engine.js';
 export { warmUpPipeline, type PipelineWarmUp } from './documents/warm-up-pipeline.js';
 export {
   DEFAULT_PIPELINE_PARAMS,

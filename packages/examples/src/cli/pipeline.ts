@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 /**
  * The document pipeline's command line: `npm start` at the repository root, or
- * `npm run pipeline -w @queueflow/examples -- [options]`.
+ * `npm run pipeline -w @queueflow/examples -- [options]`. Embedded by default; with `--redis URL`
+ * the same run goes to the workers started with `queueflow worker` on that Redis.
  */
 import { existsSync, statSync } from 'node:fs';
 import path from 'node:path';
@@ -14,19 +15,25 @@ import { buildReport } from '../report/pipeline-report.js';
 import { llmConfigFromEnv } from '../utils/llm-summary.js';
 import { expandSelection } from '../utils/document-selection.js';
 import { DEFAULT_SAMPLE_SIZE, listCorpus } from '../utils/spam-assassin-corpus.js';
-import { runEmbedded } from './run-embedded.js';
+import { runDistributed } from './run-distributed.js';
+import { runEmbedded, type RunnerResult } from './run-embedded.js';
 
 interface CliOptions {
   all?: boolean;
   limit?: number;
   input?: string;
   out: string;
-  concurrency: number;
+  concurrency?: number;
   maxBytes: number;
   llm?: boolean;
   progress: boolean;
   slowest: number;
+  redis?: string;
+  prefix: string;
 }
+
+/** Documents in flight by default with `--redis`: enough to keep several workers' slots busy. */
+const DEFAULT_DISTRIBUTED_CONCURRENCY = 64;
 
 function positiveInteger(value: string): number {
   const parsed = Number(value);
@@ -50,16 +57,21 @@ const program = new Command()
   )
   .option('--input <dir>', "process your own .eml, .txt and .md files under <dir> instead of the corpus")
   .option('--out <file>', 'where to write the records, one JSON object per line', 'out/documents.jsonl')
-  .option('--concurrency <n>', 'documents in flight at once', positiveInteger, DEFAULT_CONCURRENCY)
+  .option(
+    '--concurrency <n>',
+    `documents in flight at once (default ${DEFAULT_CONCURRENCY}; with --redis, across all workers, default ${DEFAULT_DISTRIBUTED_CONCURRENCY})`,
+    positiveInteger,
+  )
   .option('--max-bytes <n>', 'documents larger than this fail as TOO_LARGE', positiveInteger, DEFAULT_PIPELINE_PARAMS.maxBytes)
   .option('--llm', 'add LLM summaries (needs OPENAI_BASE_URL, OPENAI_API_KEY and OPENAI_MODEL)')
   .option('--no-progress', 'no progress bar')
   .option('--slowest <n>', 'how many of the slowest documents the report lists', positiveInteger, 5)
-  // ── Distributed mode (issue 6, part 4) ─────────────────────────────────────────────────
-  // A `--redis <url>` option goes here. It will run the same flow — registered as
-  // `defineFlow('documents', buildDocumentPipeline)` — on workers started with
-  // `queueflow worker`, instead of `runEmbedded` below. Not implemented yet.
-  // ───────────────────────────────────────────────────────────────────────────────────────
+  .option(
+    '--redis <url>',
+    'run on the queueflow workers using this Redis (redis:// or rediss://) instead of in this process; ' +
+      'start them with: npx queueflow worker --flows packages/examples/dist/flows.js --redis <url>',
+  )
+  .option('--prefix <prefix>', "with --redis: the workers' key prefix", '{qf}')
   .showHelpAfterError();
 
 async function main(): Promise<void> {
@@ -71,29 +83,33 @@ async function main(): Promise<void> {
     process.exitCode = 1;
     return;
   }
-  if (options.llm && llmConfigFromEnv() === null) {
+  const distributed = options.redis !== undefined;
+  if (options.llm && distributed) {
+    console.error('--llm: the workers summarise, with the OPENAI_BASE_URL, OPENAI_API_KEY and OPENAI_MODEL of their own environment');
+  } else if (options.llm && llmConfigFromEnv() === null) {
     console.error('--llm: OPENAI_BASE_URL, OPENAI_API_KEY and OPENAI_MODEL are not all set; keeping extractive summaries');
   }
   const params: PipelineParams = { maxBytes: options.maxBytes, llmSummary: options.llm === true };
+  const concurrency = options.concurrency ?? (distributed ? DEFAULT_DISTRIBUTED_CONCURRENCY : DEFAULT_CONCURRENCY);
   const what = options.input
     ? `${docs.length} files from ${path.resolve(options.input)}`
     : `${docs.length} of the corpus's ${listCorpus().length} emails${options.all ? '' : ' (a fixed sample; --all for every one)'}`;
-  console.error(`queueflow document pipeline: ${what}, embedded, concurrency ${options.concurrency}`);
+  console.error(
+    `queueflow document pipeline: ${what}, ${distributed ? 'on queueflow workers' : 'embedded'}, concurrency ${concurrency}`,
+  );
+  if (distributed && options.input) console.error('--input with --redis: every worker must be able to read these paths');
 
-  // ── Where the run happens: embedded today; the distributed runner plugs in here. ───────
-  const result = await runEmbedded(selection, {
-    params,
-    concurrency: options.concurrency,
-    progress: options.progress,
-    total: docs.length,
-  });
+  const runner = { params, concurrency, progress: options.progress, total: docs.length };
+  const result: RunnerResult = distributed
+    ? await runDistributed(selection, { ...runner, redisUrl: options.redis!, prefix: options.prefix })
+    : await runEmbedded(selection, runner);
 
   const out = path.resolve(options.out);
   await writeJsonl(out, result.records);
   const report = buildReport(result.records, result.elapsedMs, options.slowest);
   console.log(
     formatReport(report, {
-      title: 'queueflow document pipeline (embedded)',
+      title: `queueflow document pipeline (${distributed ? 'distributed' : 'embedded'})`,
       lines: [...result.notes, `Records          ${out}`, ''],
     }),
   );

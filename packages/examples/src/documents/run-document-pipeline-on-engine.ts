@@ -1,0 +1,99 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Engine, MergeConflict, RunInfo } from '@queueflow/runtime';
+import { createPipelineShared, DEFAULT_CONCURRENCY } from './document-pipeline.js';
+import { documents } from './documents-flow.js';
+import { expandSelection, toSelection } from '../utils/document-selection.js';
+import type { DocumentPipelineResult } from './run-document-pipeline.js';
+import type { BatchParams, DocumentRef, DocumentSelection, PipelineParams, PipelineShared } from './types.js';
+
+export interface RunOnEngineOptions {
+  /** The run's options, passed as the flow's params. */
+  params?: PipelineParams;
+  /**
+   * Documents in flight at once, across every process that takes the engine's steps (the run's
+   * `concurrency` param). @defaultValue 8
+   */
+  concurrency?: number;
+  /**
+   * Called about every `progressIntervalMs` with the documents done so far (the fan-out's ended
+   * children while the batch runs) and the run's record, and once at the end.
+   */
+  onProgress?: (done: number, total: number, info: RunInfo | undefined) => void;
+  /** @defaultValue 250 (ms) */
+  progressIntervalMs?: number;
+  /** Called with the run's id once it has started (to cancel it, or to inspect it with `queueflow status`). */
+  onStart?: (runId: string) => void;
+}
+
+export interface EngineRunResult extends DocumentPipelineResult {
+  runId: string;
+  /** Paths two documents both wrote (none expected: each writes only its own record). */
+  conflicts: MergeConflict[];
+}
+
+/**
+ * Runs the document pipeline as a run of the registered flow {@link documents} on an engine: a
+ * `RedisEngine` (the steps run on `queueflow worker` processes) or a `LocalEngine`. Progress is
+ * polled from the run's record, whose `children` count the documents whose walk has ended while
+ * the batch waits on its fan-out. The records come from the run's final `shared`, in selection
+ * order, as `runDocumentPipeline` gives them embedded.
+ *
+ * `elapsedMs` is the run's whole time as the client sees it: from the start to the result,
+ * including queueing, the fan-out, the merge of every document's record and the transfer of
+ * the final `shared`.
+ *
+ * @throws Error when the run does not complete, or a selected document has no record.
+ */
+export async function runDocumentPipelineOnEngine(
+  engine: Engine,
+  input: DocumentSelection | DocumentRef[],
+  options: RunOnEngineOptions = {},
+): Promise<EngineRunResult> {
+  const selection = toSelection(input);
+  const docs = await expandSelection(selection); // the same list the batch's prep makes: for order and progress
+  const params: BatchParams = { ...options.params, concurrency: options.concurrency ?? DEFAULT_CONCURRENCY };
+  const started = performance.now();
+  const handle = await engine.start(documents, createPipelineShared(selection), { params });
+  options.onStart?.(handle.id);
+
+  const stopPolling = new AbortController();
+  const poll = async (): Promise<void> => {
+    let done = 0;
+    while (!stopPolling.signal.aborted) {
+      const info = await engine.get(handle.id).catch(() => undefined);
+      if (stopPolling.signal.aborted) return;
+      done = Math.max(done, documentsDone(info, docs.length)); // never backwards, whatever a read missed
+      options.onProgress?.(done, docs.length, info);
+      await sleep(options.progressIntervalMs ?? 250, undefined, { signal: stopPolling.signal }).catch(() => {});
+    }
+  };
+  const polling = options.onProgress ? poll() : Promise.resolve();
+  let result;
+  try {
+    result = await handle.result();
+  } finally {
+    stopPolling.abort();
+    await polling;
+  }
+  const elapsedMs = performance.now() - started;
+  if (result.status !== 'completed') {
+    const why = result.error ? `: ${result.error.code ? `${result.error.code} ` : ''}${result.error.message}` : '';
+    throw new Error(`run ${handle.id} of the document pipeline ${result.status}${why}`);
+  }
+  const shared = result.shared as PipelineShared;
+  const records = docs.map((doc) => shared.records[doc.docId]!);
+  const missing = docs.filter((doc) => shared.records[doc.docId] === undefined);
+  if (missing.length > 0) {
+    throw new Error(`run ${handle.id}: ${missing.length} selected documents have no record (first: ${missing[0]!.docId})`);
+  }
+  options.onProgress?.(docs.length, docs.length, undefined);
+  const conflicts = (await engine.get(handle.id))?.conflicts ?? [];
+  return { runId: handle.id, records, shared, elapsedMs, conflicts };
+}
+
+/** Documents done according to a run's record: its ended children while it waits on them. */
+function documentsDone(info: RunInfo | undefined, total: number): number {
+  if (!info) return 0;
+  if (info.status === 'completed') return total;
+  return info.children?.ended ?? 0;
+}
