@@ -66,6 +66,16 @@ export interface CommitFields {
   conflicts?: MergeConflict[];
 }
 
+/** How a fan-out child's end is reported to its parent by the commit that ends it. */
+export interface ChildReport {
+  parent: { id: string; step: number; index: number };
+  /** The child's outcome if this commit ends it completed or failed (cancelled is built in). */
+  outcome?: ChildOutcome;
+  failFast: boolean;
+  /** The parent's error if it fails fast because of this child. */
+  parentError: RunError;
+}
+
 export interface RunStoreOptions {
   /** How long a finished run's record is kept, in seconds. */
   retentionSeconds: number;
@@ -156,15 +166,21 @@ export class RunStore {
     return JSON.parse(snapshot) as JsonObject;
   }
 
-  /** Commits a step's outcome if the run still stands at `expectedStep` (commit-step.lua). */
+  /**
+   * Commits a step's outcome if the run still stands at `expectedStep` (commit-step.lua). For a
+   * fan-out child, `report` records its end on the parent in the same script when it ends here.
+   */
   async commit(
     runId: string,
     expectedStep: number,
     mode: 'next' | 'retry' | 'completed' | 'failed',
     fields: CommitFields,
-  ): Promise<CommitResult> {
-    const code = (await this.redis.commitStep(
-      ...this.runKeys(runId),
+    report?: ChildReport,
+  ): Promise<{ result: CommitResult; parent: ChildEndedResult | undefined }> {
+    const keys = report ? [...this.runKeys(runId), ...this.runKeys(report.parent.id)] : this.runKeys(runId);
+    const [code, parentCode, next] = (await this.redis.commitStep(
+      keys.length,
+      ...keys,
       expectedStep,
       mode,
       fields.checkpoint ?? '',
@@ -178,8 +194,21 @@ export class RunStore {
       runId,
       this.options.maxErrors,
       fields.conflicts && fields.conflicts.length > 0 ? JSON.stringify(fields.conflicts) : '',
-    )) as number;
-    return COMMIT_CODES[code] ?? 'stale';
+      ...(report
+        ? [
+            report.parent.id,
+            report.parent.step,
+            report.parent.index,
+            report.outcome ? JSON.stringify(report.outcome) : '',
+            report.failFast ? 1 : 0,
+            JSON.stringify(report.parentError),
+          ]
+        : ['']),
+    )) as [number, number, number];
+    return {
+      result: COMMIT_CODES[code] ?? 'stale',
+      parent: report && parentCode !== -1 ? childEndedResult(parentCode, next) : undefined,
+    };
   }
 
   /** Commits a fan-out step and creates the child records (fan-out.lua). */
@@ -245,19 +274,9 @@ export class RunStore {
       this.options.retentionSeconds,
       errorRecord ? JSON.stringify(errorRecord) : '',
     )) as [number, number];
-    switch (code) {
-      case 1:
-        return { type: 'recorded', startIndex: next >= 0 ? next : undefined };
-      case 2:
-        return { type: 'parent-ended' };
-      case 3:
-        return { type: 'fan-in' };
-      case 4:
-        return { type: 'duplicate' };
-      default:
-        return { type: 'ignored' };
-    }
+    return childEndedResult(code, next);
   }
+
 
   /** Requests cancellation (cancel-run.lua). */
   async cancel(runId: string): Promise<'missing' | 'ended' | 'requested' | 'cancelled'> {
@@ -306,6 +325,18 @@ export class RunStore {
       failed: Number(failed),
       step: Number(step),
     };
+  }
+
+  /** A fan-out's request (without per-child data) and snapshot, and its parent's flow identity. */
+  async fanOutBasics(
+    parentId: string,
+  ): Promise<{ request: FanOutRequest; snapshot: string; step: number; flow: string; fingerprint: string } | undefined> {
+    const [[request, snapshot, step], [flow, fingerprint]] = await Promise.all([
+      this.redis.hmget(this.keys.fanOut(parentId), 'request', 'snapshot', 'step'),
+      this.redis.hmget(this.keys.run(parentId), 'flow', 'fingerprint'),
+    ]);
+    if (!request || typeof snapshot !== 'string' || !flow || !fingerprint) return undefined;
+    return { request: JSON.parse(request) as FanOutRequest, snapshot, step: Number(step), flow, fingerprint };
   }
 
   /** Input of item `index` of a ParallelBatchNode fan-out. */
@@ -403,6 +434,21 @@ export class RunStore {
       this.keys.fanOut(runId),
       this.keys.outcomes(runId),
     ];
+  }
+}
+
+function childEndedResult(code: number, next: number): ChildEndedResult {
+  switch (code) {
+    case 1:
+      return { type: 'recorded', startIndex: next >= 0 ? next : undefined };
+    case 2:
+      return { type: 'parent-ended' };
+    case 3:
+      return { type: 'fan-in' };
+    case 4:
+      return { type: 'duplicate' };
+    default:
+      return { type: 'ignored' };
   }
 }
 

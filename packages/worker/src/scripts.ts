@@ -2,21 +2,22 @@ import { readFileSync } from 'node:fs';
 import type { Redis } from 'ioredis';
 
 /** The Lua scripts of the run store; each file starts with its KEYS/ARGV/returns contract. */
-const SCRIPTS = {
-  commitStep: { file: 'commit-step.lua', keys: 5 },
+const SCRIPTS: Record<string, { file: string; keys?: number }> = {
+  // Variable number of keys: the caller passes the count first.
+  commitStep: { file: 'commit-step.lua' },
   fanOut: { file: 'fan-out.lua', keys: 5 },
   childEnded: { file: 'child-ended.lua', keys: 5 },
   cancelRun: { file: 'cancel-run.lua', keys: 5 },
-} as const;
+};
 
-export type ScriptName = keyof typeof SCRIPTS;
+export type ScriptName = 'commitStep' | 'fanOut' | 'childEnded' | 'cancelRun';
 
 let sources: Record<ScriptName, string> | undefined;
 
 function loadSources(): Record<ScriptName, string> {
   if (sources) return sources;
   const read = (file: string): string => readFileSync(new URL(`./lua/${file}`, import.meta.url), 'utf8');
-  const prelude = read('finish-run.lua');
+  const prelude = read('run-lifecycle.lua');
   sources = Object.fromEntries(
     Object.entries(SCRIPTS).map(([name, { file }]) => [name, `${prelude}\n${read(file)}`]),
   ) as Record<ScriptName, string>;
@@ -34,7 +35,7 @@ export function withScripts(redis: Redis): ScriptedRedis {
   if (typeof (scripted as Partial<ScriptedRedis>).commitStep === 'function') return scripted;
   const lua = loadSources();
   for (const [name, { keys }] of Object.entries(SCRIPTS)) {
-    redis.defineCommand(name, { numberOfKeys: keys, lua: lua[name as ScriptName] });
+    redis.defineCommand(name, { ...(keys === undefined ? {} : { numberOfKeys: keys }), lua: lua[name as ScriptName] });
   }
   return scripted;
 }

@@ -1,5 +1,5 @@
 import { DelayedError, type Job } from 'bullmq';
-import { QueueflowError, toErrorRecord, type ErrorRecord, type RunError } from '@queueflow/runtime';
+import { QueueflowError, toErrorRecord, type ErrorRecord, type Json, type JsonObject, type RunError } from '@queueflow/runtime';
 import {
   diffShared,
   encodeCheckpoint,
@@ -7,7 +7,6 @@ import {
   executeStep,
   resumeFanOut,
   runErrorOf,
-  targetOf,
   walkCheckpoint,
   type Checkpoint,
   type ChildOutcome,
@@ -16,11 +15,21 @@ import {
   type FlowRegistry,
   type StepContext,
   type StepOutcome,
+  type StepTarget,
 } from '@queueflow/runtime/interpreter';
-import type { Json } from '@queueflow/runtime';
 import { CheckpointCache } from './checkpoint-cache.js';
+import { FanOutCache, type FanOutBasics } from './fan-out-cache.js';
 import { RetryStep } from './retry-step.js';
-import { childRunId, isFinal, type ChildEndedResult, type CommitFields, type RunStore, type StoredRun } from './run-store.js';
+import {
+  childRunId,
+  isFinal,
+  type ChildEndedResult,
+  type ChildReport,
+  type CommitFields,
+  type CommitResult,
+  type RunStore,
+  type StoredRun,
+} from './run-store.js';
 import { ITEM_JOB, type ItemJobData, type StepJobData, type StepQueue } from './step-queue.js';
 
 export interface StepProcessorOptions {
@@ -29,6 +38,8 @@ export interface StepProcessorOptions {
   /** How long a refused step (other code deployed) waits before another try, in ms. */
   refusalDelayMs: number;
 }
+
+type CommitMode = 'next' | 'retry' | 'completed' | 'failed';
 
 /**
  * Processes step jobs on a worker: loads the run, takes the step with the step interpreter,
@@ -40,14 +51,17 @@ export interface StepProcessorOptions {
 export class StepProcessor {
   /** Abort controllers of the steps running here, by run id (cancel events abort them). */
   private readonly running = new Map<string, AbortController>();
-  private readonly cache = new CheckpointCache();
+  private readonly runs = new CheckpointCache();
+  private readonly fanOuts: FanOutCache;
 
   constructor(
     private readonly store: RunStore,
     private readonly queue: StepQueue,
     private readonly registry: FlowRegistry,
     private readonly options: StepProcessorOptions,
-  ) {}
+  ) {
+    this.fanOuts = new FanOutCache(store);
+  }
 
   /** The BullMQ processor. */
   async process(job: Job, token?: string): Promise<void> {
@@ -62,7 +76,7 @@ export class StepProcessor {
 
   /**
    * A job failed for good outside the interpreter (it stalled too often, or the worker kept
-   * failing on it): record that on the run so nothing waits for it forever.
+   * failing on it): record that on the run, as an ordinary failure, so nothing waits forever.
    */
   async jobFailed(job: Job, error: Error): Promise<void> {
     const data = job.data as StepJobData | ItemJobData;
@@ -76,40 +90,29 @@ export class StepProcessor {
     const run = await this.store.load(data.runId);
     if (!run || isFinal(run.status) || run.step !== data.step) return;
     if (job.name === ITEM_JOB) {
-      const fanOut = await this.store.fanOutOf(run.id);
-      if (!fanOut) return;
-      const item = data as ItemJobData;
-      const result = await this.store.childEnded(
-        run.id,
-        run.step,
-        item.index,
-        { status: 'failed', error: record },
-        fanOut.request.onItemError === 'fail-fast',
-        childFailedError(fanOut.request, item.index, record),
-        record,
-      );
-      return this.followChildEnded(run.id, run.step, fanOut.request, result);
+      const fanOut = await this.fanOuts.get(run.id, run.step);
+      if (fanOut) await this.itemEnded(run.id, run.step, (data as ItemJobData).index, fanOut.request, { status: 'failed', error: record });
+      return;
     }
-    const committed = await this.store.commit(run.id, run.step, 'failed', { errorRecord: record, runError: runErrorOf(record) });
-    if (committed !== 'missing') await this.afterEnded(run.id);
+    await this.commit(run, 'failed', { errorRecord: record, runError: runErrorOf(record) });
   }
 
   private async processStep(job: Job<StepJobData>, token: string | undefined): Promise<void> {
-    const run = this.cache.take(job.data.runId, job.data.step) ?? (await this.store.load(job.data.runId));
+    const run = this.runs.take(job.data.runId, job.data.step) ?? (await this.store.load(job.data.runId));
     if (!run) return; // expired or never started
     if (!isFinal(run.status) && job.data.step > run.step) {
-      // A job can only be enqueued after its step was committed; should one still arrive
-      // first, it waits a moment rather than being dropped.
+      // A job is enqueued only after its step was committed; should one still arrive first,
+      // it waits a moment rather than being dropped.
       await job.moveToDelayed(Date.now() + 100, token);
       throw new DelayedError(`step ${job.data.step} of run '${run.id}' arrived before step ${run.step} was committed`);
     }
     if (isFinal(run.status) || run.step !== job.data.step) return this.ensureProgress(run);
     const graph = await this.graphFor(run, job, token);
     if (run.cancel) {
-      await this.store.commit(run.id, run.step, 'failed', {});
-      return this.afterEnded(run.id);
+      await this.commit(run, 'failed', {});
+      return;
     }
-    const checkpoint = await this.store.checkpointOf(run);
+    const checkpoint = await this.checkpointOf(run);
     const controller = new AbortController();
     this.running.set(run.id, controller);
     try {
@@ -132,6 +135,17 @@ export class StepProcessor {
     }
   }
 
+  /** The run's checkpoint; a fan-out child's first one starts from its parent's snapshot. */
+  private async checkpointOf(run: StoredRun): Promise<Checkpoint> {
+    const checkpoint = JSON.parse(run.checkpoint) as Checkpoint;
+    if (checkpoint.shared === undefined) {
+      const fanOut = run.parent && (await this.fanOuts.get(run.parent.id, run.parent.step));
+      if (!fanOut) throw new Error(`the fan-out snapshot of run '${run.parent?.id}' is gone (expired?)`);
+      checkpoint.shared = JSON.parse(fanOut.snapshot) as JsonObject;
+    }
+    return checkpoint;
+  }
+
   /** Commits a step's outcome and enqueues what follows it. */
   private async apply(
     run: StoredRun,
@@ -140,109 +154,103 @@ export class StepProcessor {
     conflicts: CommitFields['conflicts'] = [],
   ): Promise<void> {
     if (outcome.type === 'failed') {
-      const result = await this.store.commit(run.id, run.step, 'failed', {
-        errorRecord: outcome.error,
-        runError: runErrorOf(outcome.error),
-      });
-      return this.afterCommit(run, result);
+      await this.commit(run, 'failed', { errorRecord: outcome.error, runError: runErrorOf(outcome.error) });
+      return;
     }
     let checkpoint: string;
     try {
       checkpoint = encodeCheckpoint(outcome.checkpoint, this.options.maxCheckpointBytes);
     } catch (error) {
       const record = toErrorRecord(error, { retryable: false, node: outcome.checkpoint.frames.at(-1)?.node, at: Date.now() });
-      const result = await this.store.commit(run.id, run.step, 'failed', { errorRecord: record, runError: runErrorOf(record) });
-      return this.afterCommit(run, result);
+      await this.commit(run, 'failed', { errorRecord: record, runError: runErrorOf(record) });
+      return;
     }
     switch (outcome.type) {
       case 'next': {
-        // The next step's job is added together with the commit (one round trip, not two). If
-        // the commit turns out stale, the job is harmless: it finds the run elsewhere and only
-        // re-enqueues what the run needs (ensureProgress).
+        // The next step's job is added together with the commit (one round trip, not two), and
+        // after it on the same connection, so Redis has the commit before the job. Should the
+        // commit be refused, the job is harmless: it finds the run elsewhere (ensureProgress).
         const [result] = await Promise.all([
-          this.store.commit(run.id, run.step, 'next', { checkpoint, target: outcome.target, conflicts }),
+          this.commit(run, 'next', { checkpoint, target: outcome.target, conflicts }),
           this.queue.addStep(run.id, run.step + 1, outcome.target),
         ]);
-        if (result !== 'committed') return this.afterCommit(run, result);
-        const committed = { ...run, status: 'running' as const, step: run.step + 1, attempt: 0, target: outcome.target, checkpoint };
-        return this.cache.remember(committed);
+        if (result === 'committed') {
+          this.runs.remember({ ...run, status: 'running', step: run.step + 1, attempt: 0, target: outcome.target, checkpoint });
+        }
+        return;
       }
       case 'retry': {
-        const result = await this.store.commit(run.id, run.step, 'retry', { checkpoint, errorRecord: outcome.error });
+        const result = await this.commit(run, 'retry', { checkpoint, errorRecord: outcome.error });
         if (result === 'committed') throw new RetryStep(outcome.error, outcome.delayMs);
-        return this.afterCommit(run, result);
+        return;
       }
-      case 'completed': {
-        const result = await this.store.commit(run.id, run.step, 'completed', {
-          checkpoint,
-          conflicts,
-          ...(outcome.lastAction === undefined ? {} : { lastAction: outcome.lastAction }),
-        });
-        return this.afterCommit(run, result, outcome.checkpoint);
-      }
+      case 'completed':
+        await this.commit(
+          run,
+          'completed',
+          { checkpoint, conflicts, ...(outcome.lastAction === undefined ? {} : { lastAction: outcome.lastAction }) },
+          outcome.checkpoint.shared,
+        );
+        return;
       case 'fan-out':
         return this.startFanOut(run, graph, outcome.checkpoint, checkpoint, outcome.fanOut);
     }
   }
 
-  private async afterCommit(run: StoredRun, result: string, final?: Checkpoint): Promise<void> {
-    if (result === 'missing') return;
+  /**
+   * Commits, and does what follows a refused or cancelling commit. A fan-out child that ends
+   * here reports to its parent in the same commit; `finalShared` is its `shared` when completed.
+   */
+  private async commit(run: StoredRun, mode: CommitMode, fields: CommitFields, finalShared?: JsonObject): Promise<CommitResult> {
+    const report = run.parent ? await this.childReport(run, mode, fields, finalShared) : undefined;
+    const { result, parent } = await this.store.commit(run.id, run.step, mode, fields, report);
     if (result === 'stale') {
       const current = await this.store.load(run.id);
-      return current ? this.ensureProgress(current) : undefined;
+      if (current) await this.ensureProgress(current);
     }
-    return this.afterEnded(run.id, final);
+    if (parent && report) await this.followChildEnded(report.parent.id, report.parent.step, parent);
+    return result;
   }
 
-  /** A run ended (or may have): a fan-out child reports to its parent. */
-  private async afterEnded(runId: string, final?: Checkpoint): Promise<void> {
-    const run = await this.store.load(runId);
-    if (!run?.parent || !isFinal(run.status)) return;
-    const { parent } = run;
-    const fanOut = await this.store.fanOutOf(parent.id);
-    if (!fanOut || fanOut.step !== parent.step) return;
-    let outcome: ChildOutcome;
-    let record: ErrorRecord | undefined;
-    if (run.status === 'completed') {
-      const shared = final?.shared ?? (await this.store.checkpointOf(run)).shared;
+  /** How a child's end is reported to its parent, should this commit end it. */
+  private async childReport(run: StoredRun, mode: CommitMode, fields: CommitFields, finalShared?: JsonObject): Promise<ChildReport | undefined> {
+    const parent = run.parent!;
+    const fanOut = await this.fanOuts.get(parent.id, parent.step);
+    if (!fanOut) return undefined; // the parent's fan-out is gone: nobody waits for this child
+    let outcome: ChildOutcome | undefined;
+    if (mode === 'completed' && finalShared) {
       outcome = {
         status: 'completed',
-        patch: diffShared(await this.store.snapshotOf(parent.id), shared),
-        ...(run.lastAction === undefined ? {} : { lastAction: run.lastAction }),
+        patch: diffShared(JSON.parse(fanOut.snapshot) as JsonObject, finalShared),
+        ...(fields.lastAction === undefined ? {} : { lastAction: fields.lastAction }),
       };
-    } else if (run.status === 'failed') {
-      record = { name: run.error?.name ?? 'Error', message: run.error?.message ?? 'failed', retryable: false, ...pick(run.error) };
-      outcome = { status: 'failed', error: record };
-    } else {
-      outcome = { status: 'cancelled' };
+    } else if (mode === 'failed' && fields.errorRecord) {
+      outcome = { status: 'failed', error: fields.errorRecord };
     }
-    const result = await this.store.childEnded(
-      parent.id,
-      parent.step,
-      parent.index,
-      outcome,
-      fanOut.request.onItemError === 'fail-fast',
-      childFailedError(fanOut.request, parent.index, record),
-      record,
-    );
-    await this.followChildEnded(parent.id, parent.step, fanOut.request, result);
+    return {
+      parent,
+      ...(outcome ? { outcome } : {}),
+      failFast: fanOut.request.onItemError === 'fail-fast',
+      parentError: childFailedError(fanOut.request, parent.index, fields.errorRecord),
+    };
   }
 
   /** Does what recording a child's end asked for: start the next child, resume, or cancel. */
-  private async followChildEnded(
-    parentId: string,
-    parentStep: number,
-    request: FanOutRequest,
-    result: ChildEndedResult,
-  ): Promise<void> {
+  private async followChildEnded(parentId: string, parentStep: number, result: ChildEndedResult): Promise<void> {
     switch (result.type) {
-      case 'recorded':
-        if (result.startIndex !== undefined) await this.startChildren(parentId, parentStep, request, [result.startIndex]);
+      case 'recorded': {
+        if (result.startIndex === undefined) return;
+        const fanOut = await this.fanOuts.get(parentId, parentStep);
+        if (fanOut) await this.startChildren(parentId, parentStep, fanOut, [result.startIndex]);
         return;
+      }
       case 'fan-in':
         return this.queue.addStep(parentId, parentStep, { node: undefined, maxAttempts: 1 });
-      case 'parent-ended':
-        return this.store.cancelChildren(parentId, parentStep, request);
+      case 'parent-ended': {
+        const fanOut = await this.fanOuts.get(parentId, parentStep);
+        if (fanOut) await this.store.cancelChildren(parentId, parentStep, fanOut.request);
+        return;
+      }
       case 'duplicate': {
         const parent = await this.store.load(parentId);
         if (parent) await this.ensureProgress(parent);
@@ -264,7 +272,7 @@ export class StepProcessor {
     const startNow = Math.min(request.concurrency ?? total, total);
     const snapshot = JSON.stringify(checkpoint.shared);
     let perChild: string[];
-    let childTarget;
+    let childTarget: StepTarget | undefined;
     if (request.kind === 'walks') {
       // Each child's checkpoint without `shared`: children read the snapshot stored once.
       perChild = request.params.map((_params, index) => {
@@ -277,7 +285,7 @@ export class StepProcessor {
     }
     const result = await this.store.fanOut(run, {
       checkpoint: encoded,
-      target: targetOfFanOut(request),
+      target: { node: request.kind === 'walks' ? request.flow : request.node, maxAttempts: 1 },
       request,
       snapshot,
       total,
@@ -285,26 +293,25 @@ export class StepProcessor {
       ...(childTarget ? { childTarget } : {}),
       perChild,
     });
-    if (result !== 'committed') return this.afterCommit(run, result);
-    await this.startChildren(
-      run.id,
-      run.step + 1,
+    if (result === 'stale') {
+      const current = await this.store.load(run.id);
+      return current ? this.ensureProgress(current) : undefined;
+    }
+    if (result !== 'committed') return;
+    const basics = this.fanOuts.remember(run.id, run.step + 1, {
       request,
-      Array.from({ length: startNow }, (_, i) => i),
-      request.kind === 'items' ? request.items : undefined,
-      childTarget,
-    );
+      snapshot,
+      flow: run.flow,
+      fingerprint: run.fingerprint,
+      ...(childTarget ? { childTarget } : {}),
+    });
+    const first = Array.from({ length: startNow }, (_, i) => i);
+    await this.startChildren(run.id, run.step + 1, basics, first, request.kind === 'items' ? request.items : undefined);
   }
 
   /** Enqueues the first step of the children at `indices` (idempotent: deterministic job ids). */
-  private async startChildren(
-    parentId: string,
-    parentStep: number,
-    request: FanOutRequest,
-    indices: number[],
-    items?: Json[],
-    childTarget?: ReturnType<typeof targetOf>,
-  ): Promise<void> {
+  private async startChildren(parentId: string, parentStep: number, fanOut: FanOutBasics, indices: number[], items?: Json[]): Promise<void> {
+    const { request } = fanOut;
     if (request.kind === 'items') {
       const inputs = await Promise.all(
         indices.map(async (index) => ({
@@ -314,7 +321,7 @@ export class StepProcessor {
       );
       return this.queue.addItems(parentId, parentStep, inputs, request.maxAttempts);
     }
-    const target = childTarget ?? (await this.store.load(childRunId(parentId, parentStep, indices[0]!)))?.target;
+    const target = fanOut.childTarget ?? (await this.store.load(childRunId(parentId, parentStep, indices[0]!)))?.target;
     if (!target) return;
     await this.queue.addFirstSteps(
       indices.map((index) => childRunId(parentId, parentStep, index)),
@@ -324,39 +331,48 @@ export class StepProcessor {
 
   private async processItem(job: Job<ItemJobData>, token: string | undefined): Promise<void> {
     const { runId, step, index } = job.data;
-    const parent = await this.store.load(runId);
-    if (!parent || parent.status !== 'waiting' || parent.step !== step) return;
-    const graph = await this.graphFor(parent, job, token);
-    const fanOut = await this.store.fanOutOf(runId);
-    if (fanOut?.request.kind !== 'items' || fanOut.step !== step) return;
+    // A cheap check first: the items of a parent that has ended (failed fast, cancelled) stop.
+    const status = await this.store.status(runId);
+    if (status !== 'waiting') return;
+    const fanOut = await this.fanOuts.get(runId, step);
+    if (fanOut?.request.kind !== 'items') return;
     const { request } = fanOut;
+    const graph = await this.graphFor({ id: runId, flow: fanOut.flow, fingerprint: fanOut.fingerprint }, job, token);
     const controller = new AbortController();
     const ctx: StepContext = {
       attempt: job.attemptsMade,
       fanOut: true,
       signal: controller.signal,
-      runtime: { runId, flowName: parent.flow },
+      runtime: { runId, flowName: fanOut.flow },
     };
     const outcome = await executeItem(graph, request.node, request.params, job.data.item, ctx);
     if (outcome.type === 'retry') {
       await this.store.appendError(runId, outcome.error);
       throw new RetryStep(outcome.error, outcome.delayMs);
     }
-    const child: ChildOutcome =
-      outcome.type === 'completed'
-        ? { status: 'completed', ...(outcome.value === undefined ? {} : { value: outcome.value }) }
-        : { status: 'failed', error: outcome.error };
-    const record = outcome.type === 'failed' ? outcome.error : undefined;
-    const result = await this.store.childEnded(
+    await this.itemEnded(
       runId,
       step,
       index,
-      child,
+      request,
+      outcome.type === 'completed'
+        ? { status: 'completed', ...(outcome.value === undefined ? {} : { value: outcome.value }) }
+        : { status: 'failed', error: outcome.error },
+    );
+  }
+
+  private async itemEnded(parentId: string, parentStep: number, index: number, request: FanOutRequest, outcome: ChildOutcome): Promise<void> {
+    const record = outcome.status === 'failed' ? outcome.error : undefined;
+    const result = await this.store.childEnded(
+      parentId,
+      parentStep,
+      index,
+      outcome,
       request.onItemError === 'fail-fast',
       childFailedError(request, index, record),
       record,
     );
-    await this.followChildEnded(runId, step, request, result);
+    await this.followChildEnded(parentId, parentStep, result);
   }
 
   /**
@@ -364,18 +380,52 @@ export class StepProcessor {
    * finds its run past its step: the delivery that committed may have died before enqueueing.
    */
   async ensureProgress(run: StoredRun): Promise<void> {
-    if (isFinal(run.status)) return this.afterEnded(run.id);
+    if (isFinal(run.status)) return this.reportEnded(run);
     if (run.status !== 'waiting') return this.queue.addStep(run.id, run.step, run.target);
     const fanOut = await this.store.fanOutOf(run.id);
     if (!fanOut || fanOut.step !== run.step) return;
     if (fanOut.ended >= fanOut.total) return this.queue.addStep(run.id, run.step, { node: undefined, maxAttempts: 1 });
+    const basics = await this.fanOuts.get(run.id, run.step);
+    if (!basics) return;
     const outcomes = await this.store.outcomesOf(run.id, fanOut.total);
     const pending = Array.from({ length: fanOut.started }, (_, i) => i).filter((i) => !outcomes[i]);
-    if (fanOut.request.kind === 'items') return this.startChildren(run.id, run.step, fanOut.request, pending);
+    if (fanOut.request.kind === 'items') return this.startChildren(run.id, run.step, basics, pending);
     for (const index of pending) {
       const child = await this.store.load(childRunId(run.id, run.step, index));
       if (child) await this.ensureProgress(child);
     }
+  }
+
+  /** An ended child whose parent may not have heard of it (a redelivery): report it again. */
+  private async reportEnded(run: StoredRun): Promise<void> {
+    if (!run.parent) return;
+    const fanOut = await this.fanOuts.get(run.parent.id, run.parent.step);
+    if (!fanOut) return;
+    let outcome: ChildOutcome;
+    if (run.status === 'completed') {
+      const { shared } = await this.checkpointOf(run);
+      outcome = {
+        status: 'completed',
+        patch: diffShared(JSON.parse(fanOut.snapshot) as JsonObject, shared),
+        ...(run.lastAction === undefined ? {} : { lastAction: run.lastAction }),
+      };
+    } else if (run.status === 'failed') {
+      const last = (await this.store.info(run.id))?.errors.at(-1);
+      outcome = { status: 'failed', error: last ?? { name: 'Error', message: run.error?.message ?? 'failed', retryable: false } };
+    } else {
+      outcome = { status: 'cancelled' };
+    }
+    const record = outcome.status === 'failed' ? outcome.error : undefined;
+    const result = await this.store.childEnded(
+      run.parent.id,
+      run.parent.step,
+      run.parent.index,
+      outcome,
+      fanOut.request.onItemError === 'fail-fast',
+      childFailedError(fanOut.request, run.parent.index, record),
+      record,
+    );
+    await this.followChildEnded(run.parent.id, run.parent.step, result);
   }
 
   /**
@@ -383,11 +433,14 @@ export class StepProcessor {
    * code deployed mid-run) or lacks the flow refuses the step: the job goes back to the delayed
    * set without using up a try, so a worker with the matching code can take it.
    */
-  private async graphFor(run: StoredRun, job: Job, token: string | undefined): Promise<CompiledGraph> {
-    let graph: CompiledGraph | undefined;
+  private async graphFor(
+    run: Pick<StoredRun, 'id' | 'flow' | 'fingerprint'>,
+    job: Job,
+    token: string | undefined,
+  ): Promise<CompiledGraph> {
     let problem: string;
     try {
-      graph = this.registry.graph(run.flow);
+      const graph = this.registry.graph(run.flow);
       if (graph.fingerprint === run.fingerprint) return graph;
       problem = `flow '${run.flow}' has graph fingerprint ${graph.fingerprint} on this worker but ${run.fingerprint} in run '${run.id}' (other code deployed?)`;
     } catch (error) {
@@ -399,10 +452,6 @@ export class StepProcessor {
   }
 }
 
-function targetOfFanOut(request: FanOutRequest): { node: string; maxAttempts: number } {
-  return { node: request.kind === 'walks' ? request.flow : request.node, maxAttempts: 1 };
-}
-
 function childFailedError(request: FanOutRequest, index: number, record: ErrorRecord | undefined): RunError {
   const owner = request.kind === 'walks' ? request.flow : request.node;
   return {
@@ -411,14 +460,5 @@ function childFailedError(request: FanOutRequest, index: number, record: ErrorRe
     message: `child ${index} of '${owner}' failed: ${record?.message ?? 'it was cancelled'}`,
     ...(record?.node ? { node: record.node } : {}),
     ...(record?.attempt !== undefined ? { attempts: record.attempt + 1 } : {}),
-  };
-}
-
-function pick(error: RunError | undefined): Partial<ErrorRecord> {
-  if (!error) return {};
-  return {
-    ...(error.code ? { code: error.code } : {}),
-    ...(error.node ? { node: error.node } : {}),
-    ...(error.attempts !== undefined ? { attempt: error.attempts - 1 } : {}),
   };
 }

@@ -17,7 +17,7 @@ if not status then return -1 end
 if isFinal(status) then return 0 end
 redis.call('HSET', KEYS[1], 'cancel', '1', 'updatedAt', ARGV[1])
 if status == 'waiting' then
-  finish(KEYS[1], ARGV[3], 'cancelled', ARGV[1], ARGV[4], ARGV[2], KEYS[2], KEYS[3], KEYS[4], KEYS[5])
+  finish({ KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5] }, ARGV[3], 'cancelled', ARGV[1], ARGV[4], ARGV[2])
   return 2
 end
 redis.call('PUBLISH', ARGV[2], cjson.encode({ type = 'cancel', runId = ARGV[3] }))

@@ -1,9 +1,12 @@
 --[[
   Commits the outcome of one step of a run, only if the run still stands at that step, so a step
-  delivered twice never commits twice (DESIGN: Steps).
+  delivered twice never commits twice (DESIGN: Steps). When a fan-out child ends here, its
+  outcome is recorded on the parent in the same script (no window between the two).
 
   KEYS[1] run hash           KEYS[2] run error list      KEYS[3] run conflict list
   KEYS[4] run fan-out hash   KEYS[5] run outcome hash
+  KEYS[6..10] (fan-out children only) the parent's run, error list, conflict list, fan-out
+              hash and outcome hash
 
   ARGV[1]  expected step counter
   ARGV[2]  mode: next | retry | completed | failed
@@ -18,23 +21,45 @@
   ARGV[11] run id
   ARGV[12] most error records kept
   ARGV[13] merge conflicts JSON array to append ('' none)
+  ARGV[14] parent run id ('' when the run is not a fan-out child); then, for children:
+  ARGV[15] parent step   ARGV[16] child index
+  ARGV[17] the child's outcome JSON if it ends here completed or failed
+  ARGV[18] 1 for fail-fast   ARGV[19] the parent's run error JSON if it fails fast
 
-  Returns:  1 committed
-            0 stale: the run has ended or moved past this step; nothing written
-            2 a cancel was requested: the run is now cancelled instead
-           -1 no such run
-  Emits:   PUBLISH <channel> {type:'ended', runId, status} when the run ends.
+  Returns { code, parentCode, next }:
+    code  1 committed
+          0 stale: the run has ended or moved past this step; nothing written
+          2 a cancel was requested: the run is now cancelled instead
+         -1 no such run
+    parentCode, next: when a child ended here, recordChildEnd's answer (see run-lifecycle.lua);
+          else -1, -1
+  Emits: PUBLISH <channel> {type:'ended', runId, status} when the run (or its parent) ends.
 ]]
+local runKeys = { KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5] }
 local runKey = KEYS[1]
-local status = redis.call('HGET', runKey, 'status')
-if not status then return -1 end
-if isFinal(status) then return 0 end
-if redis.call('HGET', runKey, 'step') ~= ARGV[1] then return 0 end
+local mode, now, runId, retention, channel = ARGV[2], ARGV[5], ARGV[11], ARGV[9], ARGV[10]
 
-local mode, now, runId = ARGV[2], ARGV[5], ARGV[11]
+local function toParent(status, outcome)
+  if ARGV[14] == '' then return { -1, -1 } end
+  local ok, errorRecord = '0', ''
+  if status == 'completed' then ok = '1' end
+  if status == 'failed' then errorRecord = ARGV[6] end
+  return recordChildEnd({ KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[10] }, {
+    parentId = ARGV[14], parentStep = ARGV[15], index = ARGV[16], outcome = outcome, ok = ok,
+    failFast = ARGV[18], parentError = ARGV[19], errorRecord = errorRecord, now = now,
+    channel = channel, retention = retention,
+  })
+end
+
+local status = redis.call('HGET', runKey, 'status')
+if not status then return { -1, -1, -1 } end
+if isFinal(status) then return { 0, -1, -1 } end
+if redis.call('HGET', runKey, 'step') ~= ARGV[1] then return { 0, -1, -1 } end
+
 if redis.call('HGET', runKey, 'cancel') == '1' then
-  finish(runKey, runId, 'cancelled', now, ARGV[9], ARGV[10], KEYS[2], KEYS[3], KEYS[4], KEYS[5])
-  return 2
+  finish(runKeys, runId, 'cancelled', now, retention, channel)
+  local parent = toParent('cancelled', cjson.encode({ status = 'cancelled' }))
+  return { 2, parent[1], parent[2] }
 end
 
 if ARGV[6] ~= '' then
@@ -53,13 +78,14 @@ if mode == 'retry' then
   if ARGV[3] ~= '' then redis.call('HSET', runKey, 'checkpoint', ARGV[3]) end
   redis.call('HINCRBY', runKey, 'attempt', 1)
   redis.call('HSET', runKey, 'status', 'running')
-  return 1
+  return { 1, -1, -1 }
 end
 
 if mode == 'failed' then
   if ARGV[7] ~= '' then redis.call('HSET', runKey, 'error', ARGV[7]) end
-  finish(runKey, runId, 'failed', now, ARGV[9], ARGV[10], KEYS[2], KEYS[3], KEYS[4], KEYS[5])
-  return 1
+  finish(runKeys, runId, 'failed', now, retention, channel)
+  local parent = toParent('failed', ARGV[17])
+  return { 1, parent[1], parent[2] }
 end
 
 redis.call('HINCRBY', runKey, 'step', 1)
@@ -70,9 +96,10 @@ redis.call('DEL', KEYS[4], KEYS[5])
 
 if mode == 'completed' then
   if ARGV[8] ~= '' then redis.call('HSET', runKey, 'lastAction', ARGV[8]) end
-  finish(runKey, runId, 'completed', now, ARGV[9], ARGV[10], KEYS[2], KEYS[3])
-  return 1
+  finish(runKeys, runId, 'completed', now, retention, channel)
+  local parent = toParent('completed', ARGV[17])
+  return { 1, parent[1], parent[2] }
 end
 
 redis.call('HSET', runKey, 'status', 'running')
-return 1
+return { 1, -1, -1 }

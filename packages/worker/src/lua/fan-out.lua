@@ -26,6 +26,7 @@
 
   Returns:  1 committed (the parent's step counter is now ARGV[1] + 1)
             0 stale; 2 cancelled instead; -1 no such run
+  Emits: PUBLISH <channel> {type:'ended', ...} when the run is cancelled here.
 ]]
 local runKey = KEYS[1]
 local status = redis.call('HGET', runKey, 'status')
@@ -34,7 +35,7 @@ if isFinal(status) then return 0 end
 if redis.call('HGET', runKey, 'step') ~= ARGV[1] then return 0 end
 local now, runId = ARGV[4], ARGV[11]
 if redis.call('HGET', runKey, 'cancel') == '1' then
-  finish(runKey, runId, 'cancelled', now, ARGV[12], ARGV[10], KEYS[4], KEYS[5], KEYS[2], KEYS[3])
+  finish({ KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5] }, runId, 'cancelled', now, ARGV[12], ARGV[10])
   return 2
 end
 

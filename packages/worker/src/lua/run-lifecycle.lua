@@ -1,0 +1,70 @@
+-- Prelude of every script (prepended by scripts.ts): the transitions several scripts share.
+
+local function isFinal(status)
+  return status == 'completed' or status == 'failed' or status == 'cancelled'
+end
+
+-- Ends a run: status, timings, retention of its keys, and the `ended` event.
+-- keys: { run, errors, conflicts, fanOut, outcomes }
+local function finish(keys, runId, status, now, retention, channel)
+  redis.call('HSET', keys[1], 'status', status, 'finishedAt', now, 'updatedAt', now)
+  redis.call('HSETNX', keys[1], 'startedAt', now)
+  local ttl = tonumber(retention)
+  if ttl and ttl > 0 then
+    for _, key in ipairs(keys) do redis.call('EXPIRE', key, ttl) end
+  end
+  redis.call('PUBLISH', channel, cjson.encode({ type = 'ended', runId = runId, status = status }))
+end
+
+--[[
+  Records how child `index` of a waiting parent ended (once per index) and says what the parent
+  does next.
+  keys: the parent's { run, errors, conflicts, fanOut, outcomes }
+  c: { parentId, parentStep, index, outcome (JSON), ok ('1'|'0'), failFast ('1'|'0'),
+       parentError (JSON, used when the parent fails fast), errorRecord (JSON or ''),
+       now, channel, retention }
+  Returns { code, next }:
+    0 ignored: the parent no longer waits on this fan-out
+    1 recorded; `next` is the index of a child to start now, or -1
+    2 the parent ended here (failed fast, or a cancel was pending): cancel the siblings
+    3 recorded, and it was the last child: enqueue the parent's fan-in step
+    4 recorded before (a redelivery): nothing new
+]]
+local function recordChildEnd(keys, c)
+  local runKey, fanOutKey = keys[1], keys[4]
+  if redis.call('HGET', runKey, 'status') ~= 'waiting' or redis.call('HGET', fanOutKey, 'step') ~= c.parentStep then
+    return { 0, -1 }
+  end
+  if redis.call('HSETNX', keys[5], c.index, c.outcome) == 0 then
+    local total = tonumber(redis.call('HGET', fanOutKey, 'total'))
+    local ended = tonumber(redis.call('HGET', fanOutKey, 'ended'))
+    if ended >= total then return { 3, -1 } end
+    return { 4, -1 }
+  end
+  if c.errorRecord ~= '' then
+    redis.call('RPUSH', keys[2], c.errorRecord)
+    redis.call('LTRIM', keys[2], -50, -1)
+  end
+  local ended = redis.call('HINCRBY', fanOutKey, 'ended', 1)
+  redis.call('HSET', runKey, 'updatedAt', c.now)
+  if redis.call('HGET', runKey, 'cancel') == '1' then
+    finish(keys, c.parentId, 'cancelled', c.now, c.retention, c.channel)
+    return { 2, -1 }
+  end
+  if c.ok ~= '1' then
+    redis.call('HINCRBY', fanOutKey, 'failed', 1)
+    if c.failFast == '1' then
+      redis.call('HSET', runKey, 'error', c.parentError)
+      finish(keys, c.parentId, 'failed', c.now, c.retention, c.channel)
+      return { 2, -1 }
+    end
+  end
+  local total = tonumber(redis.call('HGET', fanOutKey, 'total'))
+  if ended >= total then return { 3, -1 } end
+  local started = tonumber(redis.call('HGET', fanOutKey, 'started'))
+  if started < total then
+    redis.call('HINCRBY', fanOutKey, 'started', 1)
+    return { 1, started }
+  end
+  return { 1, -1 }
+end
