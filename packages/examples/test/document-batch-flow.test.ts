@@ -36,3 +36,21 @@ describe('DocumentBatchFlow params.concurrency', () => {
     expect((documents.build() as ReturnType<typeof buildDocumentPipeline>).concurrency).toBe(8);
   });
 });
+
+describe('DocumentBatchFlow post', () => {
+  it("gives a document whose walk failed on an engine a failure record with the walk's error", async () => {
+    const flow = buildDocumentPipeline();
+    const shared = createPipelineShared({ source: 'spam-assassin', limit: 2 });
+    const docs = await flow.prep(shared);
+    const error = { name: 'QueueflowError', code: 'NOT_JSON', message: "exec result of 'analyse' is NaN" };
+    flow.post(shared, docs, [{ ok: true, value: null }, { ok: false, error }]);
+    const [first, second] = docs.map((doc) => shared.records[doc.docId]!);
+    expect(first!.failure).toEqual({ stage: 'batch', code: 'ERROR', reason: "the document's flow ended without writing a record" });
+    expect(second!.status).toBe('failed');
+    expect(second!.failure).toEqual({
+      stage: 'batch',
+      code: 'ERROR',
+      reason: "the document's flow ended without writing a record: NOT_JSON: exec result of 'analyse' is NaN",
+    });
+  });
+});

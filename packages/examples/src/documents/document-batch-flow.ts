@@ -1,4 +1,4 @@
-import { ParallelBatchFlow } from '@queueflow/runtime';
+import { ParallelBatchFlow, type ItemOutcome } from '@queueflow/runtime';
 import { missingRecord } from './document-record.js';
 import { expandSelection } from '../utils/document-selection.js';
 import type { BatchParams, DocumentRef, PipelineShared } from './types.js';
@@ -12,8 +12,9 @@ import type { BatchParams, DocumentRef, PipelineShared } from './types.js';
  * `prep` makes sure `shared.work` and `shared.records` exist before the fan-out (children must
  * not each create them: on the engines that would be conflicting writes of the same path) and
  * refuses duplicate doc ids. `post` gives every document that ended without a record (a walk
- * that failed on an engine under `onItemError: 'collect'`) a failure record, so every document
- * of the batch has exactly one record.
+ * that failed on an engine under `onItemError: 'collect'`) a failure record, with the walk's
+ * error when the engine passes the outcomes, so every document of the batch has exactly one
+ * record.
  *
  * A run may set its own limit of documents in flight with the `concurrency` param: `prep` sets
  * it on the copy of the flow that this visit runs (rule S6: the template keeps its own), and both
@@ -41,14 +42,20 @@ export class DocumentBatchFlow extends ParallelBatchFlow<PipelineShared, BatchPa
     return docs;
   }
 
-  override post(shared: PipelineShared, docs: DocumentRef[]): undefined {
+  /**
+   * @param outcomes - one per document on the engines (`onItemError: 'collect'`); `undefined`
+   *   with `flow.run`.
+   */
+  override post(shared: PipelineShared, docs: DocumentRef[], outcomes?: ItemOutcome[]): undefined {
     shared.records ??= {};
-    for (const doc of docs) {
+    docs.forEach((doc, index) => {
       if (!shared.records[doc.docId]) {
-        shared.records[doc.docId] = missingRecord(doc, "the document's flow ended without writing a record");
+        const outcome = outcomes?.[index];
+        const why = outcome && !outcome.ok ? `: ${outcome.error.code ?? outcome.error.name}: ${outcome.error.message}` : '';
+        shared.records[doc.docId] = missingRecord(doc, `the document's flow ended without writing a record${why}`);
       }
       if (shared.work?.[doc.docId]) delete shared.work[doc.docId];
-    }
+    });
     return undefined;
   }
 }
