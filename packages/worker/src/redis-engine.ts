@@ -113,19 +113,20 @@ export class RedisEngine implements Engine {
     return store.list(options);
   }
 
-  /** @throws QueueflowError RUN_NOT_FOUND for an unknown (or expired) run id. */
+  /**
+   * Cancels the run now: its status becomes `cancelled` and nothing it does later is committed
+   * (a step in flight is aborted and stops at that step boundary); a fan-out's children are
+   * cancelled too. No-op for a run that has ended.
+   *
+   * @throws QueueflowError RUN_NOT_FOUND for an unknown (or expired) run id.
+   */
   async cancel(runId: string): Promise<void> {
-    const { store, queue } = await this.connect();
+    const { store } = await this.connect();
     const result = await store.cancel(runId);
     if (result === 'missing') throw new QueueflowError('RUN_NOT_FOUND', `no run '${runId}' under prefix '${this.keys.prefix}'`);
-    const run = await store.load(runId);
-    if (!run) return;
-    // A step waiting out a retry delay would see the cancel only after the delay: run it now.
-    if (result === 'requested') await queue.promote(runId, run.step);
-    if (result === 'cancelled') {
-      const fanOut = await store.fanOutOf(runId);
-      if (fanOut) await store.cancelChildren(runId, run.step, fanOut.request);
-    }
+    if (result !== 'cancelled-waiting') return;
+    const [run, fanOut] = await Promise.all([store.load(runId), store.fanOutOf(runId)]);
+    if (run && fanOut) await store.cancelChildren(runId, run.step, fanOut.request);
   }
 
   async close(): Promise<void> {

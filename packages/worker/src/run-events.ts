@@ -65,6 +65,12 @@ export class RunEvents {
     this.waiters.clear();
   }
 
+  private rejectAll(runId: string, error: Error): void {
+    const list = this.waiters.get(runId);
+    this.waiters.delete(runId);
+    for (const waiter of list ?? []) waiter.reject(error);
+  }
+
   private checkAll(): void {
     for (const runId of this.waiters.keys()) void this.check(runId);
   }
@@ -73,7 +79,8 @@ export class RunEvents {
     let result: RunResult | undefined;
     try {
       result = await this.resultIfEnded(runId);
-    } catch {
+    } catch (error) {
+      if ((error as { code?: unknown }).code === 'RUN_NOT_FOUND') return this.rejectAll(runId, error as Error);
       return; // Redis is unreachable: the next event, reconnect or poll checks again.
     }
     if (!result) return;

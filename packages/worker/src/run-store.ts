@@ -60,7 +60,8 @@ export type ChildEndedResult =
 export interface CommitFields {
   checkpoint?: string;
   target?: StepTarget;
-  errorRecord?: ErrorRecord;
+  /** Errors to append to the run's history; for mode `failed` the last is the one that failed it. */
+  errorRecords?: ErrorRecord[];
   runError?: RunError;
   lastAction?: string;
   conflicts?: MergeConflict[];
@@ -186,7 +187,7 @@ export class RunStore {
       fields.checkpoint ?? '',
       fields.target ? JSON.stringify(fields.target) : '',
       Date.now(),
-      fields.errorRecord ? JSON.stringify(fields.errorRecord) : '',
+      fields.errorRecords && fields.errorRecords.length > 0 ? JSON.stringify(fields.errorRecords) : '',
       fields.runError ? JSON.stringify(fields.runError) : '',
       fields.lastAction ?? '',
       this.options.retentionSeconds,
@@ -278,8 +279,11 @@ export class RunStore {
   }
 
 
-  /** Requests cancellation (cancel-run.lua). */
-  async cancel(runId: string): Promise<'missing' | 'ended' | 'requested' | 'cancelled'> {
+  /**
+   * Cancels a run now (cancel-run.lua): `cancelled`, or `cancelled-waiting` when it was waiting
+   * on a fan-out (its children still need cancelling).
+   */
+  async cancel(runId: string): Promise<'missing' | 'ended' | 'cancelled' | 'cancelled-waiting'> {
     const code = (await this.redis.cancelRun(
       ...this.runKeys(runId),
       Date.now(),
@@ -287,7 +291,7 @@ export class RunStore {
       runId,
       this.options.retentionSeconds,
     )) as number;
-    return code === -1 ? 'missing' : code === 0 ? 'ended' : code === 1 ? 'requested' : 'cancelled';
+    return code === -1 ? 'missing' : code === 0 ? 'ended' : code === 1 ? 'cancelled' : 'cancelled-waiting';
   }
 
   /**
@@ -299,7 +303,7 @@ export class RunStore {
     const total = Number(await this.redis.hget(this.keys.fanOut(parentId), 'total')) || 0;
     for (let index = 0; index < total; index++) {
       const id = childRunId(parentId, parentStep, index);
-      if ((await this.cancel(id)) !== 'cancelled') continue;
+      if ((await this.cancel(id)) !== 'cancelled-waiting') continue;
       // The child was itself waiting on a fan-out: cancel that one too.
       const [step, fanOut] = await Promise.all([this.redis.hget(this.keys.run(id), 'step'), this.fanOutOf(id)]);
       if (fanOut && step !== null) await this.cancelChildren(id, Number(step), fanOut.request);
@@ -344,13 +348,19 @@ export class RunStore {
     return this.redis.hget(this.keys.fanOut(parentId), `i${index}`);
   }
 
-  /** Appends an error record to a run's history (a failed try of a fan-out item). */
-  async appendError(runId: string, record: ErrorRecord): Promise<void> {
+  /** Appends error records to a run's history (failed tries of a fan-out item). */
+  async appendErrors(runId: string, records: ErrorRecord[]): Promise<void> {
+    if (records.length === 0) return;
     await this.redis
       .multi()
-      .rpush(this.keys.errors(runId), JSON.stringify(record))
+      .rpush(this.keys.errors(runId), ...records.map((record) => JSON.stringify(record)))
       .ltrim(this.keys.errors(runId), -this.options.maxErrors, -1)
       .exec();
+  }
+
+  /** Marks a queued run as running as its first step starts (mark-started.lua). */
+  async markStarted(runId: string): Promise<void> {
+    await this.redis.markStarted(this.keys.run(runId), Date.now());
   }
 
   /** Notes on a run why a worker refused its step (other code deployed); the run stays resumable. */

@@ -8,9 +8,10 @@ const SCRIPTS: Record<string, { file: string; keys?: number }> = {
   fanOut: { file: 'fan-out.lua', keys: 5 },
   childEnded: { file: 'child-ended.lua', keys: 5 },
   cancelRun: { file: 'cancel-run.lua', keys: 5 },
+  markStarted: { file: 'mark-started.lua', keys: 1 },
 };
 
-export type ScriptName = 'commitStep' | 'fanOut' | 'childEnded' | 'cancelRun';
+export type ScriptName = 'commitStep' | 'fanOut' | 'childEnded' | 'cancelRun' | 'markStarted';
 
 let sources: Record<ScriptName, string> | undefined;
 

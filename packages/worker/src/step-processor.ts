@@ -94,7 +94,7 @@ export class StepProcessor {
       if (fanOut) await this.itemEnded(run.id, run.step, (data as ItemJobData).index, fanOut.request, { status: 'failed', error: record });
       return;
     }
-    await this.commit(run, 'failed', { errorRecord: record, runError: runErrorOf(record) });
+    await this.commit(run, 'failed', { errorRecords: [record], runError: runErrorOf(record) });
   }
 
   private async processStep(job: Job<StepJobData>, token: string | undefined): Promise<void> {
@@ -113,6 +113,9 @@ export class StepProcessor {
       return;
     }
     const checkpoint = await this.checkpointOf(run);
+    // Not awaited: it goes out before this step's commit on the same connection, so Redis
+    // applies it first, and the step does not wait a round trip for it.
+    if (run.status === 'queued') this.store.markStarted(run.id).catch(() => {});
     const controller = new AbortController();
     this.running.set(run.id, controller);
     try {
@@ -154,7 +157,8 @@ export class StepProcessor {
     conflicts: CommitFields['conflicts'] = [],
   ): Promise<void> {
     if (outcome.type === 'failed') {
-      await this.commit(run, 'failed', { errorRecord: outcome.error, runError: runErrorOf(outcome.error) });
+      const errorRecords = outcome.errors.includes(outcome.error) ? outcome.errors : [...outcome.errors, outcome.error];
+      await this.commit(run, 'failed', { errorRecords, runError: runErrorOf(outcome.error) });
       return;
     }
     let checkpoint: string;
@@ -162,7 +166,7 @@ export class StepProcessor {
       checkpoint = encodeCheckpoint(outcome.checkpoint, this.options.maxCheckpointBytes);
     } catch (error) {
       const record = toErrorRecord(error, { retryable: false, node: outcome.checkpoint.frames.at(-1)?.node, at: Date.now() });
-      await this.commit(run, 'failed', { errorRecord: record, runError: runErrorOf(record) });
+      await this.commit(run, 'failed', { errorRecords: [...outcome.errors, record], runError: runErrorOf(record) });
       return;
     }
     switch (outcome.type) {
@@ -171,7 +175,7 @@ export class StepProcessor {
         // after it on the same connection, so Redis has the commit before the job. Should the
         // commit be refused, the job is harmless: it finds the run elsewhere (ensureProgress).
         const [result] = await Promise.all([
-          this.commit(run, 'next', { checkpoint, target: outcome.target, conflicts }),
+          this.commit(run, 'next', { checkpoint, target: outcome.target, conflicts, errorRecords: outcome.errors }),
           this.queue.addStep(run.id, run.step + 1, outcome.target),
         ]);
         if (result === 'committed') {
@@ -180,7 +184,7 @@ export class StepProcessor {
         return;
       }
       case 'retry': {
-        const result = await this.commit(run, 'retry', { checkpoint, errorRecord: outcome.error });
+        const result = await this.commit(run, 'retry', { checkpoint, errorRecords: outcome.errors });
         if (result === 'committed') throw new RetryStep(outcome.error, outcome.delayMs);
         return;
       }
@@ -188,7 +192,7 @@ export class StepProcessor {
         await this.commit(
           run,
           'completed',
-          { checkpoint, conflicts, ...(outcome.lastAction === undefined ? {} : { lastAction: outcome.lastAction }) },
+          { checkpoint, conflicts, errorRecords: outcome.errors, ...(outcome.lastAction === undefined ? {} : { lastAction: outcome.lastAction }) },
           outcome.checkpoint.shared,
         );
         return;
@@ -224,14 +228,14 @@ export class StepProcessor {
         patch: diffShared(JSON.parse(fanOut.snapshot) as JsonObject, finalShared),
         ...(fields.lastAction === undefined ? {} : { lastAction: fields.lastAction }),
       };
-    } else if (mode === 'failed' && fields.errorRecord) {
-      outcome = { status: 'failed', error: fields.errorRecord };
+    } else if (mode === 'failed' && fields.errorRecords?.length) {
+      outcome = { status: 'failed', error: fields.errorRecords[fields.errorRecords.length - 1]! };
     }
     return {
       parent,
       ...(outcome ? { outcome } : {}),
       failFast: fanOut.request.onItemError === 'fail-fast',
-      parentError: childFailedError(fanOut.request, parent.index, fields.errorRecord),
+      parentError: childFailedError(fanOut.request, parent.index, fields.errorRecords?.at(-1)),
     };
   }
 
@@ -346,10 +350,9 @@ export class StepProcessor {
       runtime: { runId, flowName: fanOut.flow },
     };
     const outcome = await executeItem(graph, request.node, request.params, job.data.item, ctx);
-    if (outcome.type === 'retry') {
-      await this.store.appendError(runId, outcome.error);
-      throw new RetryStep(outcome.error, outcome.delayMs);
-    }
+    const rescued = outcome.type === 'failed' ? outcome.errors.filter((e) => e !== outcome.error) : outcome.errors;
+    await this.store.appendErrors(runId, rescued);
+    if (outcome.type === 'retry') throw new RetryStep(outcome.error, outcome.delayMs);
     await this.itemEnded(
       runId,
       step,

@@ -78,12 +78,6 @@ export class StepQueue {
     );
   }
 
-  /** Moves a delayed job of `runId`'s current step to the wait list, so a cancel is seen now. */
-  async promote(runId: string, step: number): Promise<void> {
-    const job = await this.queue.getJob(StepQueue.stepJobId(runId, step));
-    if (job && (await job.isDelayed())) await job.promote().catch(() => {});
-  }
-
   async close(): Promise<void> {
     await this.queue.close();
   }

@@ -53,6 +53,7 @@ export interface RunInfo {
   /** Steps committed so far. */
   steps: number;
   /** Tries of the current step so far (0 before the first). */
+  /** Failed tries of the current step so far (for a failed run: every try of the failed step). */
   attempts: number;
   createdAt: number;
   startedAt?: number;

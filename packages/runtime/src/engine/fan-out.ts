@@ -6,7 +6,7 @@ import type { Checkpoint } from './checkpoint.js';
 import { graphNode, type CompiledGraph } from './graph.js';
 import type { Json, JsonObject } from './json.js';
 import { mergePatches, type MergeConflict, type PatchOperation } from './merge-patches.js';
-import { advancePast, enterPlainFlows, Step, targetOf, walkParams, type StepContext, type StepOutcome, type StepTarget } from './step-interpreter.js';
+import { advancePast, enterPlainFlows, Step, targetOf, walkParams, type StepContext, type StepOutcome, type StepResult, type StepTarget } from './step-interpreter.js';
 
 /**
  * A parallel class asks its engine to fan out (DESIGN "Fan-out"):
@@ -56,10 +56,14 @@ export function walkCheckpoint(
 }
 
 /** One try of an `items` child: `exec` of the item, or a retry, or the fallback on the last try. */
-export type ItemStepOutcome =
+export type ItemStepOutcome = (
   | { type: 'completed'; value: Json | undefined }
   | { type: 'retry'; error: ErrorRecord; delayMs: number }
-  | { type: 'failed'; error: ErrorRecord };
+  | { type: 'failed'; error: ErrorRecord }
+) & {
+  /** Failed tries of this attempt (the failed try itself, or one the fallback rescued). */
+  errors: ErrorRecord[];
+};
 
 /** Runs try `ctx.attempt` of item `item` of the ParallelBatchNode `nodeId`. */
 export async function executeItem(
@@ -75,13 +79,13 @@ export async function executeItem(
     const copy = step.copyOf<Node<any, any>>(node, params);
     const tried = await step.tryExec(copy, node, item, ctx.attempt);
     if (tried.retry) {
-      const retry = tried.retry as Extract<StepOutcome, { type: 'retry' }>;
-      return { type: 'retry', error: retry.error, delayMs: retry.delayMs };
+      const retry = tried.retry as Extract<StepResult, { type: 'retry' }>;
+      return { type: 'retry', error: retry.error, delayMs: retry.delayMs, errors: step.failedTries };
     }
-    return { type: 'completed', value: tried.value as Json | undefined };
+    return { type: 'completed', value: tried.value as Json | undefined, errors: step.failedTries };
   } catch (error) {
-    const failed = step.failed(error) as Extract<StepOutcome, { type: 'failed' }>;
-    return { type: 'failed', error: failed.error };
+    const failed = step.failed(error) as Extract<StepResult, { type: 'failed' }>;
+    return { type: 'failed', error: failed.error, errors: step.failedTries };
   }
 }
 

@@ -57,8 +57,6 @@ interface LocalRun {
   target: StepTarget;
   step: number;
   attempt: number;
-  tries: number;
-  executing: boolean;
   cancelRequested: boolean;
   abort: AbortController;
   createdAt: number;
@@ -182,8 +180,6 @@ export class LocalEngine implements Engine {
       target,
       step: 0,
       attempt: 0,
-      tries: 0,
-      executing: false,
       cancelRequested: false,
       abort: new AbortController(),
       createdAt: now,
@@ -209,25 +205,18 @@ export class LocalEngine implements Engine {
     if (!run || isFinal(run.status) || run.step !== task.step) return;
     if (task.type === 'item') return this.runItem(run, task);
     if (run.cancelRequested) return this.finish(run, 'cancelled');
-    run.executing = true;
     run.status = 'running';
     run.startedAt ??= this.clock.now();
-    run.tries++;
     const checkpoint = JSON.parse(run.checkpoint) as Checkpoint;
     const ctx = { attempt: run.attempt, fanOut: true, signal: run.abort.signal, runtime: { runId: run.id, flowName: run.flow } };
-    try {
-      if (task.type === 'fan-in') {
-        const outcomes = run.fanOut!.outcomes as ChildOutcome[];
-        const resumed = await resumeFanOut(run.graph, checkpoint, outcomes, ctx);
-        run.conflicts.push(...resumed.conflicts);
-        delete run.fanOut;
-        this.apply(run, resumed.outcome);
-      } else {
-        this.apply(run, await executeStep(run.graph, checkpoint, ctx));
-      }
-    } finally {
-      run.executing = false;
+    if (task.type === 'fan-in') {
+      const outcomes = run.fanOut!.outcomes as ChildOutcome[];
+      const resumed = await resumeFanOut(run.graph, checkpoint, outcomes, ctx);
+      run.conflicts.push(...resumed.conflicts);
+      delete run.fanOut;
+      return this.apply(run, resumed.outcome);
     }
+    this.apply(run, await executeStep(run.graph, checkpoint, ctx));
   }
 
   /** Commits what a step did and schedules what follows. */
@@ -235,8 +224,10 @@ export class LocalEngine implements Engine {
     if (isFinal(run.status)) return;
     if (run.cancelRequested) return this.finish(run, 'cancelled');
     run.updatedAt = this.clock.now();
+    for (const error of outcome.errors) this.recordError(run, error);
     if (outcome.type === 'failed') {
-      this.recordError(run, outcome.error);
+      if (!outcome.errors.includes(outcome.error)) this.recordError(run, outcome.error);
+      if (outcome.error.attempt !== undefined) run.attempt = outcome.error.attempt + 1;
       return this.finish(run, 'failed', runErrorOf(outcome.error));
     }
     try {
@@ -248,11 +239,9 @@ export class LocalEngine implements Engine {
       case 'next':
         run.step++;
         run.attempt = 0;
-        run.tries = 0;
         run.target = outcome.target;
         return this.tasks.push({ type: 'step', runId: run.id, step: run.step });
       case 'retry':
-        this.recordError(run, outcome.error);
         run.attempt++;
         run.target = outcome.target;
         return this.tasks.push({ type: 'step', runId: run.id, step: run.step }, outcome.delayMs);
@@ -263,7 +252,6 @@ export class LocalEngine implements Engine {
       case 'fan-out':
         run.step++;
         run.attempt = 0;
-        run.tries = 0;
         run.status = 'waiting';
         run.target = { node: outcome.fanOut.kind === 'walks' ? outcome.fanOut.flow : outcome.fanOut.node, maxAttempts: 1 };
         return this.fanOut(run, outcome.fanOut, outcome.checkpoint);
@@ -303,11 +291,9 @@ export class LocalEngine implements Engine {
     const ctx = { attempt: task.attempt, fanOut: true, signal: parent.abort.signal, runtime: { runId: parent.id, flowName: parent.flow } };
     const outcome = await executeItem(parent.graph, request.node, request.params, request.items[task.index]!, ctx);
     if (isFinal(parent.status) || parent.step !== task.step) return;
-    if (outcome.type === 'retry') {
-      this.recordError(parent, outcome.error);
-      return this.tasks.push({ ...task, attempt: task.attempt + 1 }, outcome.delayMs);
-    }
-    if (outcome.type === 'failed') this.recordError(parent, outcome.error);
+    for (const error of outcome.errors) this.recordError(parent, error);
+    if (outcome.type === 'retry') return this.tasks.push({ ...task, attempt: task.attempt + 1 }, outcome.delayMs);
+    if (outcome.type === 'failed' && !outcome.errors.includes(outcome.error)) this.recordError(parent, outcome.error);
     this.childEnded(
       parent,
       task.index,
@@ -342,12 +328,15 @@ export class LocalEngine implements Engine {
     if (fanOut.ended === total) this.tasks.push({ type: 'fan-in', runId: parent.id, step: parent.step });
   }
 
+  /**
+   * Cancels now: the run ends `cancelled`, the `exec` in flight is aborted, and the step in
+   * flight commits nothing (it stops at that step boundary).
+   */
   private requestCancel(run: LocalRun): void {
     if (isFinal(run.status)) return;
     run.cancelRequested = true;
     run.abort.abort(new QueueflowError('RUN_CANCELLED', `run '${run.id}' was cancelled`));
-    // A run that is not inside a step stops now; one inside a step stops when the step returns.
-    if (!run.executing) this.finish(run, 'cancelled');
+    this.finish(run, 'cancelled');
   }
 
   private finish(run: LocalRun, status: FinalRunStatus, error?: RunError): void {
@@ -417,7 +406,7 @@ export class LocalEngine implements Engine {
       status: run.status,
       ...(run.target.node === undefined || isFinal(run.status) ? {} : { currentNode: run.target.node }),
       steps: run.step,
-      attempts: run.tries,
+      attempts: run.attempt,
       createdAt: run.createdAt,
       ...(run.startedAt === undefined ? {} : { startedAt: run.startedAt }),
       ...(run.finishedAt === undefined ? {} : { finishedAt: run.finishedAt }),

@@ -52,7 +52,17 @@ export interface StepContext {
  * - `fan-out`: commit, start the children in `fanOut`, and resume with {@link resumeFanOut}
  *   when the last one has ended.
  */
-export type StepOutcome =
+export type StepOutcome = StepResult & {
+  /**
+   * Every try of `exec` that failed during this step, oldest first, including one that
+   * `execFallback` then rescued. On `failed`, `error` is the last of them when exec's error
+   * failed the run, else (an error in prep, post or the fallback) it comes on top.
+   */
+  errors: ErrorRecord[];
+};
+
+/** @internal What the step's body decides; `guard` adds the errors of failed tries. */
+export type StepResult =
   | { type: 'next'; checkpoint: Checkpoint; target: StepTarget }
   | { type: 'retry'; checkpoint: Checkpoint; target: StepTarget; error: ErrorRecord; delayMs: number }
   | { type: 'completed'; checkpoint: Checkpoint; lastAction: string | undefined }
@@ -119,6 +129,9 @@ export class Step {
   current: string | undefined;
   /** 0-based index of the last try of `exec`, when the step failed after it. */
   failedAttempt: number | undefined;
+  /** Failed tries of `exec` in this step, and the error object each came from. */
+  readonly failedTries: ErrorRecord[] = [];
+  private lastTryError: unknown;
 
   constructor(
     readonly graph: CompiledGraph,
@@ -133,17 +146,20 @@ export class Step {
   }
 
   /** Runs `body`; a thrown error fails the run with a record naming the node. */
-  async guard(body: () => Promise<StepOutcome>): Promise<StepOutcome> {
+  async guard(body: () => Promise<StepResult>): Promise<StepOutcome> {
+    let result: StepResult;
     try {
-      const outcome = await body();
-      if (outcome.type !== 'failed') assertJson(this.checkpoint.shared, 'shared');
-      return outcome;
+      result = await body();
     } catch (error) {
-      return this.failed(error);
+      result = this.failed(error);
     }
+    return { ...result, errors: this.failedTries };
   }
 
-  failed(error: unknown, extra: Partial<ErrorRecord> = {}): StepOutcome {
+  failed(error: unknown, extra: Partial<ErrorRecord> = {}): StepResult {
+    if (error === this.lastTryError && this.failedTries.length > 0) {
+      return { type: 'failed', checkpoint: this.checkpoint, error: this.failedTries[this.failedTries.length - 1]! };
+    }
     const record = toErrorRecord(error, {
       node: this.current,
       at: Date.now(),
@@ -163,13 +179,14 @@ export class Step {
   }
 
   /** One visit of the leaf at `frame.node`: prep (once), exec with this step's attempt, post. */
-  async visitLeaf(frame: Frame): Promise<StepOutcome> {
+  async visitLeaf(frame: Frame): Promise<StepResult> {
     const node = graphNode(this.graph, frame.node!);
     const copy = this.copyOf<Node<any, any>>(node, walkParams(frame));
     const shared = this.checkpoint.shared;
     if (!frame.visit) {
       const prepRes = await copy.prep(shared);
       assertResult(prepRes, `prep result of '${node.id}'`);
+      assertJson(shared, 'shared');
       frame.visit = prepRes === undefined ? {} : { prepRes: prepRes as Json };
     }
     const prepRes = frame.visit.prepRes;
@@ -217,6 +234,7 @@ export class Step {
     }
     this.ctx.signal?.throwIfAborted();
     const action = await copy.post(shared, prepRes, execRes);
+    assertJson(shared, 'shared');
     return this.finishNode(frame, action ?? undefined);
   }
 
@@ -230,14 +248,16 @@ export class Step {
     input: unknown,
     attempt: number,
     label = '',
-  ): Promise<{ value: unknown; retry?: undefined } | { value?: undefined; retry: StepOutcome }> {
+  ): Promise<{ value: unknown; retry?: undefined } | { value?: undefined; retry: StepResult }> {
     let value: unknown;
     try {
       value = await copy._tryExec(input, attempt, this.ctx.signal);
     } catch (error) {
       const record = toErrorRecord(error, { node: node.id, attempt, at: Date.now() });
+      this.failedTries.push(record);
+      this.lastTryError = error;
       if (attempt < node.maxAttempts - 1 && record.retryable && !this.ctx.signal?.aborted) {
-        const retry: StepOutcome = {
+        const retry: StepResult = {
           type: 'retry',
           checkpoint: this.checkpoint,
           target: { node: node.id, maxAttempts: node.maxAttempts },
@@ -258,7 +278,7 @@ export class Step {
   }
 
   /** The visit of `frame.node` ended with `action`: move past it and settle. */
-  finishNode(frame: Frame, action: string | undefined): Promise<StepOutcome> {
+  finishNode(frame: Frame, action: string | undefined): Promise<StepResult> {
     advancePast(this.graph, frame, action);
     return this.settle();
   }
@@ -267,7 +287,7 @@ export class Step {
    * Walks flow boundaries (entering flows, running their `prep`; leaving them, running their
    * `post`) until the walk stands at a leaf to visit, waits on a fan-out, or the run ends.
    */
-  async settle(): Promise<StepOutcome> {
+  async settle(): Promise<StepResult> {
     for (let crossed = 0; crossed < MAX_BOUNDARIES_PER_STEP; crossed++) {
       const top = this.top();
       if (top.node !== undefined) {
@@ -312,6 +332,7 @@ export class Step {
     const copy = this.copyOf<Flow<any, any>>(node, frame.params);
     this.ctx.signal?.throwIfAborted();
     const action = (await copy.post(this.checkpoint.shared, frame.prepRes, execRes)) ?? undefined;
+    assertJson(this.checkpoint.shared, 'shared');
     this.checkpoint.frames.pop();
     return action;
   }
@@ -320,7 +341,7 @@ export class Step {
    * Enters the flow at `parent.node`: runs its `prep` and pushes its frame. A ParallelBatchFlow
    * on an engine returns a `fan-out` outcome instead of walking its param sets here.
    */
-  async enterFlow(parent: Frame, node: GraphNode): Promise<StepOutcome | undefined> {
+  async enterFlow(parent: Frame, node: GraphNode): Promise<StepResult | undefined> {
     const params = walkParams(parent);
     const copy = this.copyOf<Flow<any, any>>(node, params);
     const shared = this.checkpoint.shared;

@@ -13,7 +13,8 @@
   ARGV[3]  checkpoint JSON ('' keeps the stored one)
   ARGV[4]  target JSON ('' keeps the stored one)
   ARGV[5]  now (epoch ms)
-  ARGV[6]  error record JSON to append to the error list ('' none)
+  ARGV[6]  error records to append to the error list: a JSON array ('' none); for mode failed
+           the last one is the error that failed the run
   ARGV[7]  run error JSON, for mode failed ('' none)
   ARGV[8]  last action ('' none)
   ARGV[9]  retention of a finished run (seconds)
@@ -43,7 +44,10 @@ local function toParent(status, outcome)
   if ARGV[14] == '' then return { -1, -1 } end
   local ok, errorRecord = '0', ''
   if status == 'completed' then ok = '1' end
-  if status == 'failed' then errorRecord = ARGV[6] end
+  if status == 'failed' and ARGV[6] ~= '' then
+    local records = cjson.decode(ARGV[6])
+    errorRecord = cjson.encode(records[#records])
+  end
   return recordChildEnd({ KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[10] }, {
     parentId = ARGV[14], parentStep = ARGV[15], index = ARGV[16], outcome = outcome, ok = ok,
     failFast = ARGV[18], parentError = ARGV[19], errorRecord = errorRecord, now = now,
@@ -62,8 +66,10 @@ if redis.call('HGET', runKey, 'cancel') == '1' then
   return { 2, parent[1], parent[2] }
 end
 
+local errorRecords = {}
 if ARGV[6] ~= '' then
-  redis.call('RPUSH', KEYS[2], ARGV[6])
+  errorRecords = cjson.decode(ARGV[6])
+  for _, record in ipairs(errorRecords) do redis.call('RPUSH', KEYS[2], cjson.encode(record)) end
   redis.call('LTRIM', KEYS[2], -tonumber(ARGV[12]), -1)
 end
 if ARGV[13] ~= '' then
@@ -83,6 +89,9 @@ end
 
 if mode == 'failed' then
   if ARGV[7] ~= '' then redis.call('HSET', runKey, 'error', ARGV[7]) end
+  local last = errorRecords[#errorRecords]
+  -- A step that failed in exec: its last try counts among the step's tries.
+  if last and type(last.attempt) == 'number' then redis.call('HSET', runKey, 'attempt', last.attempt + 1) end
   finish(runKeys, runId, 'failed', now, retention, channel)
   local parent = toParent('failed', ARGV[17])
   return { 1, parent[1], parent[2] }
