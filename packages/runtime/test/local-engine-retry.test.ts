@@ -147,8 +147,6 @@ describe('LocalEngine: retry and backoff', () => {
     const result = await engine.run<S>(fallsBack, { token: 'history' });
     expect(result.status).toBe('completed');
     const info = await engine.get(result.id);
-    // BUG: the try that execFallback rescued is missing from `errors` ("Errors of failed tries"):
-    // only attempts 0 and 1 are recorded, though try 2 failed too.
     expect(info?.errors.map((e) => [e.node, e.attempt])).toEqual([
       ['flaky', 0],
       ['flaky', 1],

@@ -213,9 +213,6 @@ describe('RedisEngine: cancellation', () => {
     expect((await engine.get(handle.id))?.status).toBe('queued');
 
     await engine.cancel(handle.id);
-    // BUG: cancel-run.lua ends only 'waiting' runs at once; a queued run keeps status 'queued'
-    // (and result() pends) until some worker takes its step, so with every worker busy or none
-    // running the cancel does not take effect.
     const result = await within(handle.result(), 5000, 'the queued run was not cancelled without a worker');
     expect(result.status).toBe('cancelled');
     await worker();

@@ -76,8 +76,6 @@ describe('RedisEngine: completion that cannot hang', () => {
 
   it('result() of a run id that does not exist rejects with RUN_NOT_FOUND instead of waiting forever', async () => {
     const { engine } = await setup('unknown-result', { flows });
-    // BUG: RunEvents.check swallows the RUN_NOT_FOUND thrown by resultIfEnded (it takes every
-    // error for "Redis unreachable"), so the wait never settles.
     await expect(within(engine.result('no-such-run'), 10_000, 'result() hung for an unknown run id')).rejects.toMatchObject({
       code: 'RUN_NOT_FOUND',
     });

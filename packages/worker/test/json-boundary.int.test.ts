@@ -144,8 +144,6 @@ describe('RedisEngine: the JSON boundary', () => {
     const { engine } = await setup('json-node', { flows });
     const result = await engine.run(sharedFunction, {});
     expect(result.error?.code).toBe('NOT_JSON');
-    // BUG: the check of shared runs after the step left the flow (its post), so the error names
-    // the flow 'Flow#0' instead of the node 'puts' that wrote shared.bad.
     expect(result.error?.node).toBe('puts');
   });
 });

@@ -140,8 +140,6 @@ describe('RedisEngine: retry and backoff on BullMQ attempts', () => {
     const result = await engine.run<S>(fallsBack, { token: 'fallback-history' });
     expect(result.status).toBe('completed');
     const info = await engine.get(result.id);
-    // BUG: the try that execFallback rescued is missing from `errors` ("Errors of failed tries"):
-    // only attempts 0 and 1 are recorded, though try 2 failed too.
     expect(info?.errors.map((e) => [e.node, e.attempt])).toEqual([
       ['flaky', 0],
       ['flaky', 1],

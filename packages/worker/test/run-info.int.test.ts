@@ -104,8 +104,6 @@ describe('RedisEngine: run info', () => {
     await waitFor("step 'one' to be in exec", () => execs.of(token).includes('one'));
     const info = await engine.get(handle.id);
     gates.get(token)!.open();
-    // BUG: status and startedAt change only when a step commits (commit-step.lua), so during the
-    // first step's exec the run still says 'queued' with no startedAt.
     expect(info).toMatchObject({ status: 'running', currentNode: 'one', steps: 0 });
     expect(info?.startedAt).toBeGreaterThanOrEqual(info!.createdAt);
     expect((await handle.result()).status).toBe('completed');
@@ -129,8 +127,6 @@ describe('RedisEngine: run info', () => {
     const result = await engine.run(fails, { token: 'attempts' });
     const info = await engine.get(result.id);
     expect(info?.error?.attempts).toBe(3);
-    // BUG: `attempts` ("tries of the current step so far") says 2 after 3 tries: the record
-    // counts committed retries, and the last, failing try is not counted (LocalEngine says 3).
     expect(info?.attempts).toBe(3);
   });
 
