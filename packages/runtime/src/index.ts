@@ -41,3 +41,5 @@ export { LocalEngine, type LocalEngineOptions } from './engine/local-engine.js';
 export type { Clock } from './engine/clock.js';
 export { assertJson, type Json, type JsonObject } from './engine/json.js';
 export type { MergeConflict } from './engine/merge-patches.js';
+export type { Message, Mailbox, SendOptions, ReceiveOptions } from './mailbox/message.js';
+export { InMemoryMailboxes, processMailboxes } from './mailbox/in-memory-mailboxes.js';

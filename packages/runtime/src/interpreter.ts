@@ -29,3 +29,11 @@ export { systemClock } from './engine/clock.js';
 export type { NodeRuntime } from './engine/node-runtime.js';
 export { warn } from './core/warnings.js';
 export { invalidOption } from './core/validate-options.js';
+export {
+  StepMailbox,
+  ParkSignal,
+  type MessageReservations,
+  type OutgoingMessage,
+  type ParkRequest,
+  type StepReplay,
+} from './engine/step-mailbox.js';

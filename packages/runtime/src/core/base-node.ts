@@ -1,3 +1,6 @@
+import type { Json } from '../engine/json.js';
+import { mailboxOf } from '../mailbox/mailbox-of.js';
+import type { Message, ReceiveOptions, SendOptions } from '../mailbox/message.js';
 import type { Action, MaybePromise, NonIterableObject } from './types.js';
 import { DEFAULT_ACTION } from './types.js';
 import { warn } from './warnings.js';
@@ -117,6 +120,45 @@ export class BaseNode<S = unknown, P extends NonIterableObject = NonIterableObje
       warn('QF_FLOW_ENDS', `Flow ends: '${key}' not found in [${[...this._successors.keys()].join(', ')}]`);
     }
     return next;
+  }
+
+  /**
+   * Sends `body` to the mailbox at `address`. With `flow.run` it goes to this process's
+   * in-memory mailboxes at once; on an engine it leaves when this step commits (or parks), so a
+   * step run again after a crash does not send twice.
+   *
+   * @throws QueueflowError NOT_JSON when `body` would not survive JSON; TypeError for a bad address.
+   */
+  send(address: string, body: Json, options?: SendOptions): Promise<void> {
+    return mailboxOf(this).send(address, body, options);
+  }
+
+  /**
+   * The next message at `address`; waits for one, or resolves `undefined` after `timeoutMs`
+   * (milliseconds). On an engine a run waiting on an empty mailbox is parked (no worker, no
+   * connection held) and its step runs again from the start when a message comes: call
+   * `receive` early (in `prep`) and keep the code before it free of side effects. The message
+   * counts as consumed when the step commits; after a crash it is delivered again (same `id`).
+   */
+  receive(address: string, options?: ReceiveOptions): Promise<Message | undefined> {
+    return mailboxOf(this).receive(address, options);
+  }
+
+  /**
+   * Request/reply: sends `body` to `address` with a fresh reply address and waits for the
+   * answer (see {@link BaseNode.reply}); `undefined` after `timeoutMs` milliseconds.
+   */
+  async ask(address: string, body: Json, options?: ReceiveOptions): Promise<Message | undefined> {
+    const mailbox = mailboxOf(this);
+    const replyTo = mailbox.replyAddress();
+    await mailbox.send(address, body, { replyTo });
+    return mailbox.receive(replyTo, options);
+  }
+
+  /** Answers a message received from `ask`. @throws TypeError when it has no `replyTo`. */
+  reply(message: Message, body: Json): Promise<void> {
+    if (!message.replyTo) throw new TypeError(`reply: message ${message.id} has no replyTo address (it was not sent by ask)`);
+    return mailboxOf(this).send(message.replyTo, body);
   }
 
   /**

@@ -1,6 +1,6 @@
 import type { ErrorRecord } from '../errors/error-record.js';
 import type { FlowDefinition } from './flow-definition.js';
-import type { JsonObject } from './json.js';
+import type { Json, JsonObject } from './json.js';
 import type { MergeConflict } from './merge-patches.js';
 
 /**
@@ -105,8 +105,18 @@ export interface Engine {
   get(runId: string): Promise<RunInfo | undefined>;
   /** Runs, newest first. */
   list(options?: ListRunsOptions): Promise<RunInfo[]>;
-  /** Stops the run at its next step boundary; its status becomes `cancelled`. No-op once ended. */
+  /**
+   * Cancels the run now: its status becomes `cancelled`, and a step in flight commits nothing
+   * (the run stops at that step boundary). No-op once ended.
+   * @throws QueueflowError RUN_NOT_FOUND for an unknown run id.
+   */
   cancel(runId: string): Promise<void>;
+  /**
+   * Sends a message to the mailbox at `address` from outside any run, e.g. a person answering an
+   * agent; it wakes a run waiting on that address.
+   * @throws QueueflowError NOT_JSON for a body that would not survive JSON; TypeError for a bad address.
+   */
+  send(address: string, body: Json): Promise<void>;
   /** Releases the engine's resources; runs of a `LocalEngine` stop where they are. */
   close(): Promise<void>;
 }

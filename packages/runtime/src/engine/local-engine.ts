@@ -18,7 +18,8 @@ import type {
 import { executeItem, resumeFanOut, walkCheckpoint, type ChildOutcome, type FanOutRequest } from './fan-out.js';
 import { FlowRegistry, type FlowDefinition, type FlowsOption } from './flow-definition.js';
 import type { CompiledGraph } from './graph.js';
-import type { JsonObject } from './json.js';
+import type { Json, JsonObject } from './json.js';
+import { LocalMailboxes } from './local-mailboxes.js';
 import { diffShared, type MergeConflict } from './merge-patches.js';
 import { checkRunInput, encodeCheckpoint, runErrorOf } from './run-input.js';
 import { executeStep, initialCheckpoint, type StepOutcome, type StepTarget } from './step-interpreter.js';
@@ -99,6 +100,7 @@ export class LocalEngine implements Engine {
   private readonly clock: Clock;
   private readonly retainFinishedRuns: number;
   private readonly maxCheckpointBytes: number;
+  private readonly mailboxes: LocalMailboxes;
   private closed = false;
 
   constructor(options: LocalEngineOptions) {
@@ -110,6 +112,24 @@ export class LocalEngine implements Engine {
       checkOptionalPositiveInteger('LocalEngine', 'maxCheckpointBytes', options.maxCheckpointBytes) ?? 16 * 1024 * 1024;
     const concurrency = checkOptionalPositiveInteger('LocalEngine', 'concurrency', options.concurrency) ?? 16;
     this.tasks = new TaskQueue(concurrency, this.clock, (task) => this.runTask(task));
+    this.mailboxes = new LocalMailboxes(this.clock, (runId) => {
+      const run = this.runs.get(runId);
+      if (run && run.status === 'waiting' && !run.fanOut) {
+        run.status = 'running';
+        this.tasks.push({ type: 'step', runId, step: run.step });
+      }
+    });
+  }
+
+  /**
+   * Sends `body` to the mailbox at `address` from outside any run (a person or a service
+   * answering an agent); wakes a run parked on it.
+   *
+   * @throws QueueflowError NOT_JSON for a body that would not survive JSON; TypeError for a bad address.
+   */
+  async send(address: string, body: Json): Promise<void> {
+    this.assertOpen();
+    this.mailboxes.send(address, body);
   }
 
   async run<S extends JsonObject = JsonObject>(
@@ -208,7 +228,13 @@ export class LocalEngine implements Engine {
     run.status = 'running';
     run.startedAt ??= this.clock.now();
     const checkpoint = JSON.parse(run.checkpoint) as Checkpoint;
-    const ctx = { attempt: run.attempt, fanOut: true, signal: run.abort.signal, runtime: { runId: run.id, flowName: run.flow } };
+    const ctx = {
+      attempt: run.attempt,
+      fanOut: true,
+      signal: run.abort.signal,
+      runtime: { runId: run.id, flowName: run.flow },
+      mailbox: this.mailboxes.stepMailbox(run.id, run.step),
+    };
     if (task.type === 'fan-in') {
       const outcomes = run.fanOut!.outcomes as ChildOutcome[];
       const resumed = await resumeFanOut(run.graph, checkpoint, outcomes, ctx);
@@ -225,6 +251,10 @@ export class LocalEngine implements Engine {
     if (run.cancelRequested) return this.finish(run, 'cancelled');
     run.updatedAt = this.clock.now();
     for (const error of outcome.errors) this.recordError(run, error);
+    if (outcome.type === 'park') {
+      run.status = 'waiting';
+      return this.mailboxes.park(run.id, outcome.park, outcome.sentTotal, outcome.outbox);
+    }
     if (outcome.type === 'failed') {
       if (!outcome.errors.includes(outcome.error)) this.recordError(run, outcome.error);
       if (outcome.error.attempt !== undefined) run.attempt = outcome.error.attempt + 1;
@@ -235,6 +265,7 @@ export class LocalEngine implements Engine {
     } catch (error) {
       return this.finish(run, 'failed', runErrorOf(error));
     }
+    if (outcome.type !== 'retry') this.mailboxes.committed(run.id, outcome.outbox);
     switch (outcome.type) {
       case 'next':
         run.step++;
@@ -341,6 +372,8 @@ export class LocalEngine implements Engine {
 
   private finish(run: LocalRun, status: FinalRunStatus, error?: RunError): void {
     if (isFinal(run.status)) return;
+    if (status === 'completed') this.mailboxes.forget(run.id);
+    else this.mailboxes.release(run.id);
     run.status = status;
     run.finishedAt = run.updatedAt = this.clock.now();
     if (error) run.error = error;

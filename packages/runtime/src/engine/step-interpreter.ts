@@ -12,6 +12,8 @@ import type { FanOutRequest } from './fan-out.js';
 import { graphNode, isLeaf, type CompiledGraph, type GraphNode } from './graph.js';
 import { assertJson, type Json, type JsonObject } from './json.js';
 import { attachRuntime, type NodeRuntime } from './node-runtime.js';
+import { attachMailbox } from '../mailbox/mailbox-of.js';
+import { noMailbox, type OutgoingMessage, type ParkRequest, type StepMailbox } from './step-mailbox.js';
 
 /**
  * The resumable step interpreter: given a run's checkpoint, takes one step (one node visit, plus
@@ -37,8 +39,10 @@ export interface StepContext {
   fanOut: boolean;
   /** Aborts the running `exec` (cancelled run). */
   signal?: AbortSignal | undefined;
-  /** Mailboxes and run facts for node code. */
+  /** Run facts for node code. */
   runtime?: NodeRuntime | undefined;
+  /** The step's mailbox; without one, node code cannot send or receive (fan-out items). */
+  mailbox?: StepMailbox | undefined;
 }
 
 /**
@@ -51,8 +55,13 @@ export interface StepContext {
  *   the checkpoint may hold the half-done step.
  * - `fan-out`: commit, start the children in `fanOut`, and resume with {@link resumeFanOut}
  *   when the last one has ended.
+ * - `park`: a `receive` found its mailbox empty. Keep the stored checkpoint, deliver the outbox,
+ *   remember `park` and `sentTotal`, and run the same step again when a message comes to
+ *   `park.address` or at `park.deadline`.
  */
 export type StepOutcome = StepResult & {
+  /** Messages the step sent: deliver them with the commit (or the park); drop them otherwise. */
+  outbox: OutgoingMessage[];
   /**
    * Every try of `exec` that failed during this step, oldest first, including one that
    * `execFallback` then rescued. On `failed`, `error` is the last of them when exec's error
@@ -67,7 +76,15 @@ export type StepResult =
   | { type: 'retry'; checkpoint: Checkpoint; target: StepTarget; error: ErrorRecord; delayMs: number }
   | { type: 'completed'; checkpoint: Checkpoint; lastAction: string | undefined }
   | { type: 'failed'; checkpoint: Checkpoint; error: ErrorRecord }
-  | { type: 'fan-out'; checkpoint: Checkpoint; fanOut: FanOutRequest };
+  | { type: 'fan-out'; checkpoint: Checkpoint; fanOut: FanOutRequest }
+  | {
+      type: 'park';
+      /** Unchanged from the start of the step: a parked step commits nothing but its sends. */
+      checkpoint: Checkpoint;
+      park: ParkRequest;
+      /** Sends of this step delivered once the outbox is (see {@link StepReplay.sent}). */
+      sentTotal: number;
+    };
 
 /** Most flow boundaries one step may cross without visiting a node (guards empty loops). */
 const MAX_BOUNDARIES_PER_STEP = 10_000;
@@ -153,7 +170,12 @@ export class Step {
     } catch (error) {
       result = this.failed(error);
     }
-    return { ...result, errors: this.failedTries };
+    const mailbox = this.ctx.mailbox;
+    // A receive that parked wins over what the code made of its signal (even if it caught it).
+    if (mailbox?.parkRequest) {
+      result = { type: 'park', checkpoint: this.checkpoint, park: mailbox.parkRequest, sentTotal: mailbox.sentTotal };
+    }
+    return { ...result, errors: this.failedTries, outbox: mailbox?.outbox ?? [] };
   }
 
   failed(error: unknown, extra: Partial<ErrorRecord> = {}): StepResult {
@@ -174,6 +196,7 @@ export class Step {
     const copy = node.template.clone() as T;
     copy.setParams(params);
     if (this.ctx.runtime) attachRuntime(copy, this.ctx.runtime);
+    attachMailbox(copy, this.ctx.mailbox ?? noMailbox);
     this.current = node.id;
     return copy;
   }
@@ -253,6 +276,7 @@ export class Step {
     try {
       value = await copy._tryExec(input, attempt, this.ctx.signal);
     } catch (error) {
+      if (this.ctx.mailbox?.parkRequest) throw error; // parking, not a failed try
       const record = toErrorRecord(error, { node: node.id, attempt, at: Date.now() });
       this.failedTries.push(record);
       this.lastTryError = error;

@@ -1,0 +1,102 @@
+import { nanoid } from 'nanoid';
+import { assertJson, jsonCopy, type Json } from '../engine/json.js';
+import { checkAddress, checkTimeout, type Mailbox, type Message, type ReceiveOptions, type SendOptions } from './message.js';
+
+interface Waiter {
+  resolve: (message: Message | undefined) => void;
+  timer: NodeJS.Timeout | undefined;
+}
+
+/**
+ * Mailboxes in this process's memory: FIFO per address, a waiting `receive` resolved by the
+ * next `send`. What `flow.run` uses (one instance per process: {@link processMailboxes}); the
+ * LocalEngine keeps its messages in one of its own.
+ */
+export class InMemoryMailboxes implements Mailbox {
+  private readonly queues = new Map<string, Message[]>();
+  private readonly waiters = new Map<string, Waiter[]>();
+  private sequence = 0;
+
+  async send(address: string, body: Json, options: SendOptions = {}): Promise<void> {
+    this.post(checkAddress('send', address), this.message(body, options));
+  }
+
+  /** Builds a message (checked to survive JSON; the receiver gets its own copy). */
+  message(body: Json, options: SendOptions = {}, id?: string): Message {
+    assertJson(body, 'message body');
+    return {
+      id: id ?? `m${Date.now().toString(36)}-${(this.sequence++).toString(36)}-${nanoid(6)}`,
+      body: jsonCopy(body),
+      ...(options.replyTo ? { replyTo: checkAddress('send', options.replyTo) } : {}),
+      sentAt: Date.now(),
+    };
+  }
+
+  /** Appends a built message and wakes the first waiting receiver of `address`. */
+  post(address: string, message: Message): void {
+    const waiter = this.waiters.get(address)?.shift();
+    if (waiter) {
+      clearTimeout(waiter.timer);
+      waiter.resolve(message);
+      return;
+    }
+    const queue = this.queues.get(address) ?? [];
+    queue.push(message);
+    this.queues.set(address, queue);
+  }
+
+  /** Puts a message back at the head of `address` (a receiving step that did not commit). */
+  putBack(address: string, message: Message): void {
+    const waiter = this.waiters.get(address)?.shift();
+    if (waiter) {
+      clearTimeout(waiter.timer);
+      waiter.resolve(message);
+      return;
+    }
+    const queue = this.queues.get(address) ?? [];
+    queue.unshift(message);
+    this.queues.set(address, queue);
+  }
+
+  /** The next message of `address` now, or `undefined`. */
+  take(address: string): Message | undefined {
+    const queue = this.queues.get(address);
+    const message = queue?.shift();
+    if (queue && queue.length === 0) this.queues.delete(address);
+    return message;
+  }
+
+  /** Messages waiting at `address`. */
+  size(address: string): number {
+    return this.queues.get(address)?.length ?? 0;
+  }
+
+  receive(address: string, options: ReceiveOptions = {}): Promise<Message | undefined> {
+    checkAddress('receive', address);
+    const timeoutMs = checkTimeout('receive', options.timeoutMs);
+    const ready = this.take(address);
+    if (ready) return Promise.resolve(ready);
+    if (timeoutMs === 0) return Promise.resolve(undefined);
+    return new Promise((resolve) => {
+      const waiter: Waiter = { resolve, timer: undefined };
+      if (timeoutMs !== undefined) {
+        waiter.timer = setTimeout(() => {
+          const list = this.waiters.get(address);
+          const index = list?.indexOf(waiter) ?? -1;
+          if (index >= 0) list!.splice(index, 1);
+          resolve(undefined);
+        }, timeoutMs);
+      }
+      const list = this.waiters.get(address) ?? [];
+      list.push(waiter);
+      this.waiters.set(address, list);
+    });
+  }
+
+  replyAddress(): string {
+    return `reply.${nanoid(12)}`;
+  }
+}
+
+/** The mailboxes of `flow.run` in this process. */
+export const processMailboxes = new InMemoryMailboxes();

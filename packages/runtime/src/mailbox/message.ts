@@ -1,0 +1,63 @@
+import type { Json } from '../engine/json.js';
+
+/**
+ * A message as a receiver gets it. `id` is stable: a message delivered again after a crash
+ * (at-least-once delivery) has the same id, so a receiver can recognise it.
+ */
+export interface Message<B extends Json = Json> {
+  id: string;
+  body: B;
+  /** The address to answer to (set by `ask`); answer with `node.reply(message, body)`. */
+  replyTo?: string;
+  /** Epoch milliseconds when it was sent (committed, on the engines). */
+  sentAt: number;
+}
+
+export interface SendOptions {
+  /** Where the receiver should answer. */
+  replyTo?: string;
+}
+
+export interface ReceiveOptions {
+  /**
+   * How long to wait for a message, in milliseconds; `receive` then resolves `undefined`.
+   * @defaultValue wait as long as it takes
+   */
+  timeoutMs?: number;
+}
+
+/**
+ * Durable FIFO queues of messages by address: how agents talk. Node code reaches it through
+ * `this.send` / `this.receive` / `this.ask`; outside any run through `engine.send`.
+ *
+ * On the engines a message counts as consumed only when the step that received it commits
+ * (a crash delivers it again, same id), and the messages a step sends leave when it commits
+ * (or when it parks waiting for a message, so that `ask` works).
+ */
+export interface Mailbox {
+  /** Appends `body` to the queue of `address`. @throws QueueflowError NOT_JSON for a body that would not survive JSON. */
+  send(address: string, body: Json, options?: SendOptions): Promise<void>;
+  /**
+   * The next message for `address`, waiting for one if none is there; `undefined` after
+   * `timeoutMs`. On the engines a run that waits is parked: it holds no worker and no connection.
+   */
+  receive(address: string, options?: ReceiveOptions): Promise<Message | undefined>;
+  /** A fresh address for answers to one `ask`. */
+  replyAddress(): string;
+}
+
+/** Checks an address: a non-empty string without spaces. @throws TypeError naming the bad value. */
+export function checkAddress(owner: string, address: unknown): string {
+  if (typeof address !== 'string' || address.length === 0 || /\s/.test(address)) {
+    throw new TypeError(`${owner}: expected \`address\` to be a non-empty string without spaces, got \`${String(address)}\``);
+  }
+  return address;
+}
+
+export function checkTimeout(owner: string, timeoutMs: unknown): number | undefined {
+  if (timeoutMs === undefined) return undefined;
+  if (typeof timeoutMs !== 'number' || !(timeoutMs >= 0) || !Number.isFinite(timeoutMs)) {
+    throw new TypeError(`${owner}: expected \`timeoutMs\` to be a finite number of milliseconds from 0 and up, got \`${String(timeoutMs)}\``);
+  }
+  return timeoutMs;
+}
