@@ -37,3 +37,4 @@ export {
   type ParkRequest,
   type StepReplay,
 } from './engine/step-mailbox.js';
+export { checkAddress } from './mailbox/message.js';

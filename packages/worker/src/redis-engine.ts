@@ -3,8 +3,10 @@ import type { Redis } from 'ioredis';
 import {
   QueueflowError,
   type Engine,
+  assertJson,
   type FlowDefinition,
   type FlowsOption,
+  type Json,
   type JsonObject,
   type ListRunsOptions,
   type RunHandle,
@@ -12,7 +14,7 @@ import {
   type RunOptions,
   type RunResult,
 } from '@queueflow/runtime';
-import { checkRunInput, encodeCheckpoint, FlowRegistry, initialCheckpoint } from '@queueflow/runtime/interpreter';
+import { checkAddress, checkRunInput, encodeCheckpoint, FlowRegistry, initialCheckpoint } from '@queueflow/runtime/interpreter';
 import { connect, createRedis, type ConnectionOption } from './connection.js';
 import { RedisKeys, normalizePrefix } from './redis-keys.js';
 import { RunEvents } from './run-events.js';
@@ -67,7 +69,7 @@ export class RedisEngine implements Engine {
     createRedis(options.connection, 'client').disconnect(); // validates the connection option now
   }
 
-  async run<S extends JsonObject = JsonObject>(
+  async run<S extends object = JsonObject>(
     flow: FlowDefinition | string,
     shared: S,
     options?: RunOptions,
@@ -76,14 +78,14 @@ export class RedisEngine implements Engine {
     return handle.result();
   }
 
-  async start<S extends JsonObject = JsonObject>(
+  async start<S extends object = JsonObject>(
     flow: FlowDefinition | string,
     shared: S,
     options: RunOptions = {},
   ): Promise<RunHandle<S>> {
     const graph = this.registry.graph(flow);
-    const params = checkRunInput(shared, options.params);
-    const { checkpoint, target } = initialCheckpoint(graph, shared, params);
+    const input = checkRunInput(shared, options.params);
+    const { checkpoint, target } = initialCheckpoint(graph, input.shared, input.params);
     const encoded = encodeCheckpoint(checkpoint, this.settings.maxCheckpointBytes);
     const { store, queue, events } = await this.connect();
     const id = nanoid();
@@ -129,6 +131,19 @@ export class RedisEngine implements Engine {
     if (run && fanOut) await store.cancelChildren(runId, run.step, fanOut.request);
   }
 
+  /**
+   * Sends a message to the mailbox at `address` from outside any run (a person or a service
+   * answering an agent); runs parked on that address wake up.
+   *
+   * @throws QueueflowError NOT_JSON for a body that would not survive JSON; TypeError for a bad address.
+   */
+  async send(address: string, body: Json): Promise<void> {
+    checkAddress('send', address);
+    assertJson(body, 'message body');
+    const { store } = await this.connect();
+    await store.send(address, { id: `m.${nanoid()}`, body, sentAt: Date.now() });
+  }
+
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
@@ -146,8 +161,8 @@ export class RedisEngine implements Engine {
       const redis = createRedis(this.options.connection, 'client', onError);
       const subscriber = createRedis(this.options.connection, 'subscriber', onError);
       await Promise.all([connect(redis), connect(subscriber)]);
-      const store = new RunStore(withScripts(redis), this.keys, this.settings);
       const queue = new StepQueue(redis, this.keys, onError);
+      const store = new RunStore(withScripts(redis), this.keys, { ...this.settings, wake: (jobIds) => queue.promote(jobIds) });
       const events = new RunEvents(subscriber, this.keys.events(), (id) => store.resultIfEnded(id));
       await events.start();
       return { redis, subscriber, store, queue, events };

@@ -35,6 +35,21 @@ export class RedisKeys {
     return `${this.prefix}:run:${runId}:outcomes`;
   }
 
+  /** Hash: messages reserved by a run's current step (`a<n>` address, `m<n>` message of receive n). */
+  reserved(runId: string): string {
+    return `${this.prefix}:run:${runId}:reserved`;
+  }
+
+  /** List: the messages waiting at a mailbox address, oldest first (JSON Messages). */
+  mailbox(address: string): string {
+    return `${this.prefix}:mailbox:${address}`;
+  }
+
+  /** Set: wake job ids of the runs parked on a mailbox address. */
+  mailboxWaiters(address: string): string {
+    return `${this.prefix}:mailbox:${address}:waiters`;
+  }
+
   /** Sorted set: run ids by creation time (ms), for listing. */
   runs(): string {
     return `${this.prefix}:runs`;

@@ -5,12 +5,21 @@ import {
   type JsonObject,
   type ListRunsOptions,
   type MergeConflict,
+  type Message,
   type RunError,
   type RunInfo,
   type RunResult,
   type RunStatus,
 } from '@queueflow/runtime';
-import type { Checkpoint, ChildOutcome, FanOutRequest, StepTarget } from '@queueflow/runtime/interpreter';
+import type {
+  Checkpoint,
+  ChildOutcome,
+  FanOutRequest,
+  OutgoingMessage,
+  ParkRequest,
+  StepReplay,
+  StepTarget,
+} from '@queueflow/runtime/interpreter';
 import type { RedisKeys } from './redis-keys.js';
 import type { ScriptedRedis } from './scripts.js';
 
@@ -34,6 +43,10 @@ export interface StoredRun {
   error?: RunError;
   cancel: boolean;
   parent?: { id: string; step: number; index: number };
+  /** Times the run has parked on a mailbox (wake jobs are `<id>-<step>-p<parkCount>`). */
+  parkCount: number;
+  /** The current step's park and delivered sends, when it parked (see StepReplay). */
+  replay: StepReplay;
 }
 
 /** A waiting parent's fan-out as stored. */
@@ -62,6 +75,8 @@ export interface CommitFields {
   target?: StepTarget;
   /** Errors to append to the run's history; for mode `failed` the last is the one that failed it. */
   errorRecords?: ErrorRecord[];
+  /** The step's sends, delivered if it commits (modes next and completed). */
+  outbox?: OutgoingMessage[];
   runError?: RunError;
   lastAction?: string;
   conflicts?: MergeConflict[];
@@ -82,6 +97,8 @@ export interface RunStoreOptions {
   retentionSeconds: number;
   /** Error records kept per run. */
   maxErrors: number;
+  /** Wakes the parked runs whose wake jobs a script returned (messages reached their mailboxes). */
+  wake?: (jobIds: string[]) => Promise<void>;
 }
 
 const COMMIT_CODES: Record<number, CommitResult> = { 1: 'committed', 0: 'stale', 2: 'cancelled', [-1]: 'missing' };
@@ -173,16 +190,16 @@ export class RunStore {
    */
   async commit(
     runId: string,
-    expectedStep: number,
+    at: StepPosition,
     mode: 'next' | 'retry' | 'completed' | 'failed',
     fields: CommitFields,
     report?: ChildReport,
   ): Promise<{ result: CommitResult; parent: ChildEndedResult | undefined }> {
     const keys = report ? [...this.runKeys(runId), ...this.runKeys(report.parent.id)] : this.runKeys(runId);
-    const [code, parentCode, next] = (await this.redis.commitStep(
+    const [code, parentCode, next, wakes] = (await this.redis.commitStep(
       keys.length,
       ...keys,
-      expectedStep,
+      position(at),
       mode,
       fields.checkpoint ?? '',
       fields.target ? JSON.stringify(fields.target) : '',
@@ -204,8 +221,11 @@ export class RunStore {
             report.failFast ? 1 : 0,
             JSON.stringify(report.parentError),
           ]
-        : ['']),
-    )) as [number, number, number];
+        : ['', '', '', '', '', '']),
+      this.keys.prefix,
+      ...outboxArgs(fields.outbox),
+    )) as [number, number, number, string[]];
+    await this.wake(wakes);
     return {
       result: COMMIT_CODES[code] ?? 'stale',
       parent: report && parentCode !== -1 ? childEndedResult(parentCode, next) : undefined,
@@ -226,11 +246,13 @@ export class RunStore {
       childTarget?: StepTarget;
       /** Walks: each child's checkpoint JSON without `shared`; items: each item's JSON. */
       perChild: string[];
+      /** The step's sends. */
+      outbox: OutgoingMessage[];
     },
   ): Promise<CommitResult> {
-    const code = (await this.redis.fanOut(
+    const [code, wakes] = (await this.redis.fanOut(
       ...this.runKeys(run.id),
-      run.step,
+      position(run),
       fields.checkpoint,
       JSON.stringify(fields.target),
       Date.now(),
@@ -246,8 +268,11 @@ export class RunStore {
       run.fingerprint,
       this.keys.run(''),
       fields.childTarget ? JSON.stringify(fields.childTarget) : '',
+      this.keys.prefix,
+      ...outboxArgs(fields.outbox),
       ...fields.perChild,
-    )) as number;
+    )) as [number, string[]];
+    await this.wake(wakes);
     return COMMIT_CODES[code] ?? 'stale';
   }
 
@@ -284,13 +309,15 @@ export class RunStore {
    * on a fan-out (its children still need cancelling).
    */
   async cancel(runId: string): Promise<'missing' | 'ended' | 'cancelled' | 'cancelled-waiting'> {
-    const code = (await this.redis.cancelRun(
+    const [code, wakes] = (await this.redis.cancelRun(
       ...this.runKeys(runId),
       Date.now(),
       this.keys.events(),
       runId,
       this.options.retentionSeconds,
-    )) as number;
+      this.keys.prefix,
+    )) as [number, string[]];
+    await this.wake(wakes);
     return code === -1 ? 'missing' : code === 0 ? 'ended' : code === 1 ? 'cancelled' : 'cancelled-waiting';
   }
 
@@ -436,15 +463,97 @@ export class RunStore {
     return found;
   }
 
-  private runKeys(runId: string): [string, string, string, string, string] {
+  /**
+   * Reserves a message for receive call `ordinal` of the run's step `step` (reserve-message.lua).
+   * @throws Error when the run has moved past that step (a stale delivery must not take messages).
+   */
+  async reserve(runId: string, at: StepPosition, ordinal: number, address: string): Promise<Message | undefined> {
+    const [code, message] = (await this.redis.reserveMessage(
+      this.keys.run(runId),
+      this.keys.reserved(runId),
+      this.keys.mailbox(address),
+      position(at),
+      ordinal,
+      address,
+    )) as [number, string?];
+    if (code === -1) throw new Error(`run '${runId}' is no longer at step ${at.step}: this run of the step is stale`);
+    return code === 1 ? (JSON.parse(message!) as Message) : undefined;
+  }
+
+  /**
+   * Parks the run on `park.address` (park-run.lua) and delivers the step's sends.
+   * @returns the park count (the wake job id is `<id>-<step>-p<count>`) and whether a message is
+   *   already there; `undefined` when the commit was refused (stale or cancelled).
+   */
+  async park(
+    run: StoredRun,
+    park: ParkRequest,
+    sentTotal: number,
+    outbox: OutgoingMessage[],
+  ): Promise<{ result: CommitResult; parkCount: number; ready: boolean }> {
+    const [code, parkCount, ready, wakes] = (await this.redis.parkRun(
+      ...this.runKeys(run.id),
+      position(run),
+      JSON.stringify(park),
+      park.address,
+      sentTotal,
+      Date.now(),
+      run.id,
+      this.keys.prefix,
+      this.options.retentionSeconds,
+      this.keys.events(),
+      ...outboxArgs(outbox),
+    )) as [number, number, number, string[]];
+    await this.wake(wakes);
+    return { result: COMMIT_CODES[code] ?? 'stale', parkCount, ready: ready === 1 };
+  }
+
+  /** Messages waiting at `address`. */
+  async mailboxSize(address: string): Promise<number> {
+    return this.redis.llen(this.keys.mailbox(address));
+  }
+
+  /** Appends a message to a mailbox from outside any run (send-message.lua) and wakes its waiters. */
+  async send(address: string, message: Message): Promise<void> {
+    const wakes = (await this.redis.sendMessage(
+      this.keys.mailbox(address),
+      this.keys.mailboxWaiters(address),
+      JSON.stringify(message),
+    )) as string[];
+    await this.wake(wakes);
+  }
+
+  private async wake(jobIds: string[] | undefined): Promise<void> {
+    if (jobIds && jobIds.length > 0 && this.options.wake) await this.options.wake(jobIds);
+  }
+
+  private runKeys(runId: string): [string, string, string, string, string, string] {
     return [
       this.keys.run(runId),
       this.keys.errors(runId),
       this.keys.conflicts(runId),
       this.keys.fanOut(runId),
       this.keys.outcomes(runId),
+      this.keys.reserved(runId),
     ];
   }
+}
+
+/** Where a step started: its step counter and the run's park count then (see atStep in Lua). */
+export interface StepPosition {
+  step: number;
+  parkCount: number;
+}
+
+function position(at: StepPosition): string {
+  return `${at.step}:${at.parkCount}`;
+}
+
+/** The outbox as script arguments: its size, then (address, message JSON) pairs. */
+function outboxArgs(outbox: OutgoingMessage[] | undefined): (string | number)[] {
+  const args: (string | number)[] = [outbox?.length ?? 0];
+  for (const { address, message } of outbox ?? []) args.push(address, JSON.stringify(message));
+  return args;
 }
 
 function childEndedResult(code: number, next: number): ChildEndedResult {
@@ -494,6 +603,11 @@ function parseRun(id: string, hash: Record<string, string>): StoredRun {
     ...(hash.lastAction !== undefined ? { lastAction: hash.lastAction } : {}),
     ...(hash.error ? { error: JSON.parse(hash.error) as RunError } : {}),
     cancel: hash.cancel === '1',
+    parkCount: Number(hash.parkCount ?? 0),
+    replay: {
+      sent: Number(hash.sent ?? 0),
+      ...(hash.parked ? { parked: JSON.parse(hash.parked) as ParkRequest } : {}),
+    },
     ...(hash.parentId !== undefined
       ? { parent: { id: hash.parentId, step: Number(hash.parentStep), index: Number(hash.childIndex) } }
       : {}),

@@ -5,13 +5,24 @@ import type { Redis } from 'ioredis';
 const SCRIPTS: Record<string, { file: string; keys?: number }> = {
   // Variable number of keys: the caller passes the count first.
   commitStep: { file: 'commit-step.lua' },
-  fanOut: { file: 'fan-out.lua', keys: 5 },
-  childEnded: { file: 'child-ended.lua', keys: 5 },
-  cancelRun: { file: 'cancel-run.lua', keys: 5 },
+  fanOut: { file: 'fan-out.lua', keys: 6 },
+  childEnded: { file: 'child-ended.lua', keys: 6 },
+  cancelRun: { file: 'cancel-run.lua', keys: 6 },
   markStarted: { file: 'mark-started.lua', keys: 1 },
+  reserveMessage: { file: 'reserve-message.lua', keys: 3 },
+  parkRun: { file: 'park-run.lua', keys: 6 },
+  sendMessage: { file: 'send-message.lua', keys: 2 },
 };
 
-export type ScriptName = 'commitStep' | 'fanOut' | 'childEnded' | 'cancelRun' | 'markStarted';
+export type ScriptName =
+  | 'commitStep'
+  | 'fanOut'
+  | 'childEnded'
+  | 'cancelRun'
+  | 'markStarted'
+  | 'reserveMessage'
+  | 'parkRun'
+  | 'sendMessage';
 
 let sources: Record<ScriptName, string> | undefined;
 

@@ -14,8 +14,11 @@ import {
   type FanOutRequest,
   type FlowRegistry,
   type StepContext,
+  type OutgoingMessage,
+  type ParkRequest,
   type StepOutcome,
   type StepTarget,
+  StepMailbox,
 } from '@queueflow/runtime/interpreter';
 import { CheckpointCache } from './checkpoint-cache.js';
 import { FanOutCache, type FanOutBasics } from './fan-out-cache.js';
@@ -30,13 +33,18 @@ import {
   type RunStore,
   type StoredRun,
 } from './run-store.js';
-import { ITEM_JOB, type ItemJobData, type StepJobData, type StepQueue } from './step-queue.js';
+import { ITEM_JOB, StepQueue, type ItemJobData, type StepJobData } from './step-queue.js';
 
 export interface StepProcessorOptions {
   /** Largest serialized checkpoint, in bytes. */
   maxCheckpointBytes: number;
   /** How long a refused step (other code deployed) waits before another try, in ms. */
   refusalDelayMs: number;
+  /**
+   * Longest a parked run sleeps before it looks at its mailbox again, in ms: a safety net for
+   * a wake-up lost in a crash between a message's delivery and its wake.
+   */
+  parkRecheckMs: number;
 }
 
 type CommitMode = 'next' | 'retry' | 'completed' | 'failed';
@@ -98,8 +106,16 @@ export class StepProcessor {
   }
 
   private async processStep(job: Job<StepJobData>, token: string | undefined): Promise<void> {
-    const run = this.runs.take(job.data.runId, job.data.step) ?? (await this.store.load(job.data.runId));
+    // A wake job always reads the run: it follows a park, which no cache of this worker saw.
+    const cached = job.data.park === undefined ? this.runs.take(job.data.runId, job.data.step) : undefined;
+    const run = cached ?? (await this.store.load(job.data.runId));
     if (!run) return; // expired or never started
+    const parked = run.status === 'waiting' && run.replay.parked !== undefined;
+    if (job.data.park !== undefined && job.data.park !== run.parkCount) {
+      // A wake of an earlier park: the run has parked again or moved on since.
+      return isFinal(run.status) ? this.ensureProgress(run) : undefined;
+    }
+    if (parked && job.data.park === undefined) return this.ensureProgress(run); // it waits for its wake job
     if (!isFinal(run.status) && job.data.step > run.step) {
       // A job is enqueued only after its step was committed; should one still arrive first,
       // it waits a moment rather than being dropped.
@@ -119,13 +135,15 @@ export class StepProcessor {
     const controller = new AbortController();
     this.running.set(run.id, controller);
     try {
+      const reservations = { reserve: (ordinal: number, address: string) => this.store.reserve(run.id, run, ordinal, address) };
       const ctx: StepContext = {
-        attempt: job.attemptsMade,
+        attempt: (job.data.attemptBase ?? 0) + job.attemptsMade,
         fanOut: true,
         signal: controller.signal,
         runtime: { runId: run.id, flowName: run.flow },
+        mailbox: new StepMailbox(reservations, { runId: run.id, step: run.step }, run.replay, Date.now),
       };
-      if (run.status === 'waiting') {
+      if (run.status === 'waiting' && !parked) {
         const fanOut = await this.store.fanOutOf(run.id);
         if (!fanOut || fanOut.ended < fanOut.total) return; // not every child has ended yet
         const outcomes = (await this.store.outcomesOf(run.id, fanOut.total)) as ChildOutcome[];
@@ -174,13 +192,11 @@ export class StepProcessor {
         // The next step's job is added together with the commit (one round trip, not two), and
         // after it on the same connection, so Redis has the commit before the job. Should the
         // commit be refused, the job is harmless: it finds the run elsewhere (ensureProgress).
-        const [result] = await Promise.all([
-          this.commit(run, 'next', { checkpoint, target: outcome.target, conflicts, errorRecords: outcome.errors }),
-          this.queue.addStep(run.id, run.step + 1, outcome.target),
-        ]);
-        if (result === 'committed') {
-          this.runs.remember({ ...run, status: 'running', step: run.step + 1, attempt: 0, target: outcome.target, checkpoint });
-        }
+        const fields = { checkpoint, target: outcome.target, conflicts, errorRecords: outcome.errors, outbox: outcome.outbox };
+        // Remembered before the next job exists, so that job finds it; forgotten if refused.
+        this.runs.remember({ ...run, status: 'running', step: run.step + 1, attempt: 0, target: outcome.target, checkpoint, replay: { sent: 0 } });
+        const [result] = await Promise.all([this.commit(run, 'next', fields), this.queue.addStep(run.id, run.step + 1, outcome.target)]);
+        if (result !== 'committed') this.runs.forget(run.id);
         return;
       }
       case 'retry': {
@@ -192,13 +208,43 @@ export class StepProcessor {
         await this.commit(
           run,
           'completed',
-          { checkpoint, conflicts, errorRecords: outcome.errors, ...(outcome.lastAction === undefined ? {} : { lastAction: outcome.lastAction }) },
+          {
+            checkpoint,
+            conflicts,
+            errorRecords: outcome.errors,
+            outbox: outcome.outbox,
+            ...(outcome.lastAction === undefined ? {} : { lastAction: outcome.lastAction }),
+          },
           outcome.checkpoint.shared,
         );
         return;
       case 'fan-out':
-        return this.startFanOut(run, graph, outcome.checkpoint, checkpoint, outcome.fanOut);
+        return this.startFanOut(run, graph, outcome.checkpoint, checkpoint, outcome.fanOut, outcome.outbox);
+      case 'park':
+        return this.park(run, outcome);
     }
+  }
+
+  /** Parks the run on a mailbox and enqueues its wake job (see park-run.lua). */
+  private async park(run: StoredRun, outcome: Extract<StepOutcome, { type: 'park' }>): Promise<void> {
+    const { result, parkCount, ready } = await this.store.park(run, outcome.park, outcome.sentTotal, outcome.outbox);
+    if (result === 'stale') {
+      const current = await this.store.load(run.id);
+      return current ? this.ensureProgress(current) : undefined;
+    }
+    if (result !== 'committed') return;
+    await this.addWake(run.id, run.step, parkCount, run.target, run.attempt, ready ? undefined : outcome.park);
+    // A message that came between the park and its wake job found no job to promote: look again.
+    if (!ready && (await this.store.mailboxSize(outcome.park.address)) > 0) {
+      await this.queue.promote([StepQueue.wakeJobId(run.id, run.step, parkCount)]);
+    }
+  }
+
+  /** The wake job of a park: due at its deadline (or the re-check), now when `park` is undefined. */
+  private addWake(runId: string, step: number, parkCount: number, target: StepTarget, attemptBase: number, park?: ParkRequest): Promise<void> {
+    const untilDeadline = park?.deadline === null || park === undefined ? Infinity : park.deadline - Date.now();
+    const delayMs = park === undefined ? 0 : Math.min(untilDeadline, this.options.parkRecheckMs);
+    return this.queue.addWake(runId, step, parkCount, target, attemptBase, delayMs);
   }
 
   /**
@@ -207,7 +253,7 @@ export class StepProcessor {
    */
   private async commit(run: StoredRun, mode: CommitMode, fields: CommitFields, finalShared?: JsonObject): Promise<CommitResult> {
     const report = run.parent ? await this.childReport(run, mode, fields, finalShared) : undefined;
-    const { result, parent } = await this.store.commit(run.id, run.step, mode, fields, report);
+    const { result, parent } = await this.store.commit(run.id, run, mode, fields, report);
     if (result === 'stale') {
       const current = await this.store.load(run.id);
       if (current) await this.ensureProgress(current);
@@ -271,6 +317,7 @@ export class StepProcessor {
     checkpoint: Checkpoint,
     encoded: string,
     request: FanOutRequest,
+    outbox: OutgoingMessage[],
   ): Promise<void> {
     const total = request.kind === 'walks' ? request.params.length : request.items.length;
     const startNow = Math.min(request.concurrency ?? total, total);
@@ -296,6 +343,7 @@ export class StepProcessor {
       startNow,
       ...(childTarget ? { childTarget } : {}),
       perChild,
+      outbox,
     });
     if (result === 'stale') {
       const current = await this.store.load(run.id);
@@ -385,6 +433,7 @@ export class StepProcessor {
   async ensureProgress(run: StoredRun): Promise<void> {
     if (isFinal(run.status)) return this.reportEnded(run);
     if (run.status !== 'waiting') return this.queue.addStep(run.id, run.step, run.target);
+    if (run.replay.parked) return this.addWake(run.id, run.step, run.parkCount, run.target, run.attempt, run.replay.parked);
     const fanOut = await this.store.fanOutOf(run.id);
     if (!fanOut || fanOut.step !== run.step) return;
     if (fanOut.ended >= fanOut.total) return this.queue.addStep(run.id, run.step, { node: undefined, maxAttempts: 1 });

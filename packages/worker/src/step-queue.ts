@@ -8,6 +8,10 @@ import type { RedisKeys } from './redis-keys.js';
 export interface StepJobData {
   runId: string;
   step: number;
+  /** A wake job of a parked run: the park it ends (stale once the run parked again or moved on). */
+  park?: number;
+  /** Tries of the step that had failed before it parked: the wake job's tries count on from there. */
+  attemptBase?: number;
 }
 
 /** Data of a job that runs one item of a ParallelBatchNode fan-out. */
@@ -52,6 +56,32 @@ export class StepQueue {
       jobId: StepQueue.stepJobId(runId, step),
       ...attemptOptions(target.maxAttempts),
     });
+  }
+
+  static wakeJobId(runId: string, step: number, parkCount: number): string {
+    return `${runId}-${step}-p${parkCount}`;
+  }
+
+  /**
+   * Enqueues the wake job of a parked run: it runs the parked step again after `delayMs` (its
+   * receive deadline, or a periodic re-check), or as soon as a message promotes it.
+   */
+  async addWake(runId: string, step: number, parkCount: number, target: StepTarget, attemptBase: number, delayMs: number): Promise<void> {
+    await this.queue.add(STEP_JOB, { runId, step, park: parkCount, attemptBase } satisfies StepJobData, {
+      jobId: StepQueue.wakeJobId(runId, step, parkCount),
+      delay: Math.max(0, Math.round(delayMs)),
+      ...attemptOptions(Math.max(1, target.maxAttempts - attemptBase)),
+    });
+  }
+
+  /** Moves the given delayed (wake) jobs to the wait list now; gone or running ones are skipped. */
+  async promote(jobIds: string[]): Promise<void> {
+    await Promise.all(
+      jobIds.map(async (jobId) => {
+        const job = await this.queue.getJob(jobId);
+        if (job && (await job.isDelayed())) await job.promote().catch(() => {});
+      }),
+    );
   }
 
   /** Enqueues the items at `indices` of a ParallelBatchNode fan-out. */

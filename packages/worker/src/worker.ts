@@ -32,6 +32,11 @@ export interface WorkerOptions extends StoreSettings {
    * `maxStalledCount`). @defaultValue 2
    */
   maxStalledCount?: number;
+  /**
+   * Longest a run parked on an empty mailbox sleeps before it looks again, in ms (a safety net
+   * for a wake-up lost in a crash; a send wakes it at once). @defaultValue 60000
+   */
+  parkRecheckMs?: number;
   /** Called with errors outside any run (connection errors, a failed recovery). @defaultValue log to stderr */
   onError?: (error: Error) => void;
 }
@@ -71,11 +76,12 @@ export async function startWorker(options: WorkerOptions): Promise<QueueflowWork
   const subscriber = createRedis(options.connection, 'subscriber', onError);
   await Promise.all([connect(redis), connect(subscriber)]);
   await checkRedisConfig(redis);
-  const store = new RunStore(withScripts(redis), keys, settings);
   const queue = new StepQueue(redis, keys, onError);
+  const store = new RunStore(withScripts(redis), keys, { ...settings, wake: (jobIds) => queue.promote(jobIds) });
   const processor = new StepProcessor(store, queue, registry, {
     maxCheckpointBytes: settings.maxCheckpointBytes,
     refusalDelayMs: 5000,
+    parkRecheckMs: positiveInteger('parkRecheckMs', options.parkRecheckMs, 60_000),
   });
 
   // Cancel requests abort the `exec` of a step running here.

@@ -11,7 +11,11 @@ import type { MergeConflict } from './merge-patches.js';
 export type RunStatus = 'queued' | 'running' | 'waiting' | 'completed' | 'failed' | 'cancelled';
 export type FinalRunStatus = 'completed' | 'failed' | 'cancelled';
 
-export interface RunOptions<P extends JsonObject = JsonObject> {
+/**
+ * Options of a run. `shared` and params are typed as any object (interfaces included); the
+ * engine checks at run time that they survive JSON.
+ */
+export interface RunOptions<P extends object = JsonObject> {
   /** The flow's params (rule S6). Must survive JSON. @defaultValue `{}` */
   params?: P;
 }
@@ -28,7 +32,7 @@ export interface RunError {
 }
 
 /** How a run ended. `shared` is the last committed shared store. */
-export interface RunResult<S extends JsonObject = JsonObject> {
+export interface RunResult<S extends object = JsonObject> {
   id: string;
   status: FinalRunStatus;
   shared: S;
@@ -37,7 +41,7 @@ export interface RunResult<S extends JsonObject = JsonObject> {
   error?: RunError;
 }
 
-export interface RunHandle<S extends JsonObject = JsonObject> {
+export interface RunHandle<S extends object = JsonObject> {
   id: string;
   /** Resolves when the run has ended, also if it ended before the call. */
   result(): Promise<RunResult<S>>;
@@ -87,7 +91,7 @@ export interface ListRunsOptions {
  */
 export interface Engine {
   /** Starts a run and waits for it to end. Never rejects for a failed run: see `status`. */
-  run<S extends JsonObject = JsonObject>(
+  run<S extends object = JsonObject>(
     flow: FlowDefinition | string,
     shared: S,
     options?: RunOptions,
@@ -96,7 +100,7 @@ export interface Engine {
    * Starts a run. @throws QueueflowError `NOT_JSON` (naming the path) when `shared` or params
    * would not survive JSON, `UNKNOWN_FLOW` for an unregistered flow; nothing is written then.
    */
-  start<S extends JsonObject = JsonObject>(
+  start<S extends object = JsonObject>(
     flow: FlowDefinition | string,
     shared: S,
     options?: RunOptions,

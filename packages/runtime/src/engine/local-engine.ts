@@ -132,7 +132,7 @@ export class LocalEngine implements Engine {
     this.mailboxes.send(address, body);
   }
 
-  async run<S extends JsonObject = JsonObject>(
+  async run<S extends object = JsonObject>(
     flow: FlowDefinition | string,
     shared: S,
     options?: RunOptions,
@@ -141,15 +141,15 @@ export class LocalEngine implements Engine {
     return handle.result();
   }
 
-  async start<S extends JsonObject = JsonObject>(
+  async start<S extends object = JsonObject>(
     flow: FlowDefinition | string,
     shared: S,
     options: RunOptions = {},
   ): Promise<RunHandle<S>> {
     this.assertOpen();
     const graph = this.registry.graph(flow);
-    const params = checkRunInput(shared, options.params);
-    const { checkpoint, target } = initialCheckpoint(graph, shared, params);
+    const input = checkRunInput(shared, options.params);
+    const { checkpoint, target } = initialCheckpoint(graph, input.shared, input.params);
     const run = this.createRun(graph, checkpoint, target);
     this.tasks.push({ type: 'step', runId: run.id, step: 0 });
     return { id: run.id, result: () => this.result(run.id) as Promise<RunResult<S>> };

@@ -1,23 +1,27 @@
 --[[
   Cancels a run now: its status becomes `cancelled` and no later commit of it can land (every
   commit requires a run that has not ended). A step in flight is told to abort its `exec`; its
-  result is then refused at its commit, so the run stops at that step boundary.
+  result is then refused at its commit, so the run stops at that step boundary. Messages its
+  step had reserved go back to their mailboxes.
 
-  KEYS[1] run hash   KEYS[2] run error list   KEYS[3] run conflict list
-  KEYS[4] run fan-out hash   KEYS[5] run outcome hash
+  KEYS[1..6] run hash, error list, conflict list, fan-out hash, outcome hash, reserved hash
   ARGV[1] now (epoch ms)   ARGV[2] events channel   ARGV[3] run id
-  ARGV[4] retention of a finished run (seconds)
+  ARGV[4] retention of a finished run (seconds)   ARGV[5] key prefix
 
-  Returns: -1 no such run; 0 already ended; 1 cancelled now; 2 cancelled now while it was
-           waiting on a fan-out (the caller cancels the children)
+  Returns { code, wakes }: code -1 no such run; 0 already ended; 1 cancelled now; 2 cancelled
+          now while it was waiting on a fan-out (the caller cancels the children);
+          wakes: wake job ids of runs parked where messages went back
   Emits: PUBLISH <channel> {type:'cancel', runId} (workers abort its exec), then
          {type:'ended', runId, status:'cancelled'}.
 ]]
 local status = redis.call('HGET', KEYS[1], 'status')
-if not status then return -1 end
-if isFinal(status) then return 0 end
+if not status then return { -1, {} } end
+if isFinal(status) then return { 0, {} } end
+local wakes = {}
 redis.call('HSET', KEYS[1], 'cancel', '1')
+releaseReserved(KEYS[6], ARGV[5], wakes)
 redis.call('PUBLISH', ARGV[2], cjson.encode({ type = 'cancel', runId = ARGV[3] }))
-finish({ KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5] }, ARGV[3], 'cancelled', ARGV[1], ARGV[4], ARGV[2])
-if status == 'waiting' then return 2 end
-return 1
+finish({ KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6] }, ARGV[3], 'cancelled', ARGV[1], ARGV[4], ARGV[2])
+local waitingOnChildren = status == 'waiting' and redis.call('EXISTS', KEYS[4]) == 1
+if waitingOnChildren then return { 2, wakes } end
+return { 1, wakes }

@@ -4,7 +4,7 @@
   Used for item children; a child run reports through commit-step.lua when it ends.
 
   KEYS[1] parent run hash        KEYS[2] parent error list     KEYS[3] parent conflict list
-  KEYS[4] parent fan-out hash    KEYS[5] parent outcome hash
+  KEYS[4] parent fan-out hash    KEYS[5] parent outcome hash   KEYS[6] parent reserved hash
 
   ARGV[1]  parent step counter the child belongs to
   ARGV[2]  child index
@@ -21,7 +21,7 @@
   Returns { code, next } as recordChildEnd (run-lifecycle.lua) says.
   Emits: PUBLISH <channel> {type:'ended', ...} when the parent ends here.
 ]]
-return recordChildEnd({ KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5] }, {
+return recordChildEnd({ KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6] }, {
   parentStep = ARGV[1], index = ARGV[2], outcome = ARGV[3], ok = ARGV[4], failFast = ARGV[5],
   parentError = ARGV[6], now = ARGV[7], channel = ARGV[8], parentId = ARGV[9], retention = ARGV[10],
   errorRecord = ARGV[11],

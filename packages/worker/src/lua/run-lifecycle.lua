@@ -4,6 +4,14 @@ local function isFinal(status)
   return status == 'completed' or status == 'failed' or status == 'cancelled'
 end
 
+-- Whether the run still stands where a step started: same step counter and same park count (a
+-- step that parked and was woken runs again at the same step; writes of an older run of it must
+-- not land). The guard of every write a step makes.
+local function atStep(runKey, step, parkCount)
+  local at = redis.call('HMGET', runKey, 'step', 'parkCount')
+  return at[1] == step and (at[2] or '0') == parkCount
+end
+
 -- Ends a run: status, timings, retention of its keys, and the `ended` event.
 -- keys: { run, errors, conflicts, fanOut, outcomes }
 local function finish(keys, runId, status, now, retention, channel)
@@ -67,4 +75,43 @@ local function recordChildEnd(keys, c)
     return { 1, started }
   end
   return { 1, -1 }
+end
+
+-- Mailboxes (keys built from the prefix: they share its hash tag).
+local function mailboxKey(prefix, address) return prefix .. ':mailbox:' .. address end
+local function waitersKey(prefix, address) return prefix .. ':mailbox:' .. address .. ':waiters' end
+
+-- Takes every run parked on `address` off its waiters: their wake job ids go into `wakes`.
+local function collectWaiters(prefix, address, wakes)
+  local key = waitersKey(prefix, address)
+  for _, jobId in ipairs(redis.call('SMEMBERS', key)) do table.insert(wakes, jobId) end
+  redis.call('DEL', key)
+end
+
+-- Delivers the `count` (address, message JSON) pairs of argv from argv[first] on.
+local function deliverOutbox(prefix, argv, countIndex, wakes)
+  local count = tonumber(argv[countIndex]) or 0
+  for i = 0, count - 1 do
+    local address, message = argv[countIndex + 1 + 2 * i], argv[countIndex + 2 + 2 * i]
+    redis.call('RPUSH', mailboxKey(prefix, address), message)
+    collectWaiters(prefix, address, wakes)
+  end
+end
+
+-- A step that will not commit gives its reserved messages back, at the head of their mailboxes
+-- and in their order. The reserved hash holds a<ordinal> = address, m<ordinal> = message.
+local function releaseReserved(reservedKey, prefix, wakes)
+  local fields = redis.call('HGETALL', reservedKey)
+  local ordinals, addresses, messages = {}, {}, {}
+  for i = 1, #fields, 2 do
+    local kind, ordinal = string.sub(fields[i], 1, 1), tonumber(string.sub(fields[i], 2))
+    if kind == 'a' then addresses[ordinal] = fields[i + 1]; table.insert(ordinals, ordinal) end
+    if kind == 'm' then messages[ordinal] = fields[i + 1] end
+  end
+  table.sort(ordinals, function(x, y) return x > y end)
+  for _, ordinal in ipairs(ordinals) do
+    redis.call('LPUSH', mailboxKey(prefix, addresses[ordinal]), messages[ordinal])
+    collectWaiters(prefix, addresses[ordinal], wakes)
+  end
+  redis.call('DEL', reservedKey)
 end

@@ -1,0 +1,22 @@
+--[[
+  Reserves a message for receive call `ordinal` of a run's current step: the one reserved for it
+  before (the step runs again after a park or a crash: same message, same id), else the head of
+  the mailbox. A reserved message is consumed when the step commits, or given back when the run
+  fails or is cancelled (commit-step.lua, cancel-run.lua).
+
+  KEYS[1] run hash   KEYS[2] run reserved-messages hash   KEYS[3] mailbox list
+  ARGV[1] the step counter of the step, then ':' and its park count (see atStep)
+  ARGV[2] receive call ordinal   ARGV[3] address
+
+  Returns: { 1, message JSON } reserved; { 0 } the mailbox is empty;
+           { -1 } the run has ended or moved past this step (a stale delivery): reserve nothing
+]]
+local status = redis.call('HGET', KEYS[1], 'status')
+local expectedStep, expectedParks = string.match(ARGV[1], '^(%d+):(%d+)$')
+if not status or isFinal(status) or not atStep(KEYS[1], expectedStep, expectedParks) then return { -1 } end
+local held = redis.call('HGET', KEYS[2], 'm' .. ARGV[2])
+if held then return { 1, held } end
+local message = redis.call('LPOP', KEYS[3])
+if not message then return { 0 } end
+redis.call('HSET', KEYS[2], 'a' .. ARGV[2], ARGV[3], 'm' .. ARGV[2], message)
+return { 1, message }
