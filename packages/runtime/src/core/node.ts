@@ -151,8 +151,9 @@ export class Node<S = unknown, P extends NonIterableObject = NonIterableObject> 
   }
 }
 
+/** `error` if it is an Error, else an Error whose message shows it and whose `cause` is it. */
 export function asError(error: unknown): Error {
-  return error instanceof Error ? error : new Error(String(error));
+  return error instanceof Error ? error : new Error(String(error), { cause: error });
 }
 
 function sleep(ms: number, abort?: AbortSignal): Promise<void> {

@@ -2,7 +2,7 @@ import { toItems } from './batch-node.js';
 import { linkedController, mapConcurrent } from './map-concurrent.js';
 import { Node, type NodeOptions } from './node.js';
 import type { NonIterableObject } from './types.js';
-import { checkOptionalPositiveInteger } from './validate-options.js';
+import { checkOptionalPositiveInteger, invalidOption } from './validate-options.js';
 
 /** Options of the parallel batch classes. */
 export interface ParallelOptions {
@@ -37,7 +37,7 @@ export class ParallelBatchNode<S = unknown, P extends NonIterableObject = NonIte
   constructor(options?: NodeOptions & ParallelOptions);
   constructor(maxRetriesOrOptions?: number | (NodeOptions & ParallelOptions), wait?: number) {
     super(maxRetriesOrOptions as number, wait);
-    const options = typeof maxRetriesOrOptions === 'object' ? maxRetriesOrOptions : {};
+    const options = typeof maxRetriesOrOptions === 'object' && maxRetriesOrOptions !== null ? maxRetriesOrOptions : {};
     this.concurrency = checkOptionalPositiveInteger(new.target.name, 'concurrency', options.concurrency);
     this.onItemError = checkItemErrorPolicy(new.target.name, options.onItemError);
   }
@@ -54,5 +54,5 @@ export class ParallelBatchNode<S = unknown, P extends NonIterableObject = NonIte
 
 export function checkItemErrorPolicy(owner: string, value: unknown): 'fail-fast' | 'collect' {
   if (value === undefined || value === 'fail-fast' || value === 'collect') return value ?? 'fail-fast';
-  throw new TypeError(`${owner}: expected \`onItemError\` to be 'fail-fast' or 'collect', got \`${String(value)}\``);
+  throw invalidOption(owner, 'onItemError', "'fail-fast' or 'collect'", value);
 }
