@@ -81,6 +81,8 @@ describe('document pipeline: embedded and on RedisEngine with 2 worker processes
 
   it('merges every document into shared without conflicts and leaves no work items', () => {
     expect(distributed.conflicts).toEqual([]);
+    expect(distributed.queuedMs).toBeGreaterThanOrEqual(0);
+    expect(distributed.elapsedMs).toBeGreaterThan(0);
     expect(distributed.shared.work).toEqual({});
     expect(Object.keys(distributed.shared.records)).toHaveLength(60);
   });
@@ -111,6 +113,7 @@ describe('document pipeline: embedded and on RedisEngine with 2 worker processes
     expect(stdout).toContain('queueflow document pipeline (distributed)');
     expect(stdout).toMatch(/Documents {8}20 {2}\(ok 20, failed 0/);
     expect(stdout).toContain('Merge conflicts  none');
+    expect(stdout).toMatch(/Waiting {10}[\d.]+ s for a worker/);
     expect(stderr).toMatch(/Run \S+ started on redis:\/\/.+, prefix /);
   }, 60_000);
 });

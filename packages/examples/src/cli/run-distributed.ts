@@ -71,6 +71,7 @@ export async function runDistributed(selection: DocumentSelection, options: Dist
       notes: [
         `Engine           RedisEngine on ${where}, run ${result.runId}; up to ${options.concurrency} documents in flight across the workers`,
         'Classifier       naive Bayes, trained by each worker on the same fixed split when it loaded the flows module (not counted below)',
+        `Waiting          ${(result.queuedMs / 1000).toFixed(1)} s for a worker to take the run's first step (not counted below)`,
         `Merge conflicts  ${conflicts}`,
       ],
     };

@@ -27,6 +27,11 @@ export interface RunOnEngineOptions {
 
 export interface EngineRunResult extends DocumentPipelineResult {
   runId: string;
+  /**
+   * How long the run waited for a worker to take its first step, in milliseconds (from the run's
+   * record: created by the client, started by a worker; their clocks may differ a little).
+   */
+  queuedMs: number;
   /** Paths two documents both wrote (none expected: each writes only its own record). */
   conflicts: MergeConflict[];
 }
@@ -38,9 +43,9 @@ export interface EngineRunResult extends DocumentPipelineResult {
  * the batch waits on its fan-out. The records come from the run's final `shared`, in selection
  * order, as `runDocumentPipeline` gives them embedded.
  *
- * `elapsedMs` is the run's whole time as the client sees it: from the start to the result,
- * including queueing, the fan-out, the merge of every document's record and the transfer of
- * the final `shared`.
+ * `elapsedMs` is the run's time as the client sees it once a worker has taken its first step
+ * (`queuedMs`, the wait for a worker, apart): the fan-out, every document, the merge of their
+ * records and the transfer of the final `shared`.
  *
  * @throws Error when the run does not complete, or a selected document has no record.
  */
@@ -75,7 +80,7 @@ export async function runDocumentPipelineOnEngine(
     stopPolling.abort();
     await polling;
   }
-  const elapsedMs = performance.now() - started;
+  const totalMs = performance.now() - started;
   if (result.status !== 'completed') {
     const why = result.error ? `: ${result.error.code ? `${result.error.code} ` : ''}${result.error.message}` : '';
     throw new Error(`run ${handle.id} of the document pipeline ${result.status}${why}`);
@@ -87,8 +92,9 @@ export async function runDocumentPipelineOnEngine(
     throw new Error(`run ${handle.id}: ${missing.length} selected documents have no record (first: ${missing[0]!.docId})`);
   }
   options.onProgress?.(docs.length, docs.length, undefined);
-  const conflicts = (await engine.get(handle.id))?.conflicts ?? [];
-  return { runId: handle.id, records, shared, elapsedMs, conflicts };
+  const info = await engine.get(handle.id);
+  const queuedMs = info?.startedAt === undefined ? 0 : Math.min(totalMs, Math.max(0, info.startedAt - info.createdAt));
+  return { runId: handle.id, records, shared, elapsedMs: totalMs - queuedMs, queuedMs, conflicts: info?.conflicts ?? [] };
 }
 
 /** Documents done according to a run's record: its ended children while it waits on them. */
