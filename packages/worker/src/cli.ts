@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 import { Command, InvalidArgumentError, Option } from 'commander';
-import type { JsonObject, RunStatus } from '@queueflow/runtime';
+import type { Json, JsonObject, RunStatus } from '@queueflow/runtime';
 import { loadFlows } from './load-flows.js';
 import { RedisEngine } from './redis-engine.js';
 import { startWorker } from './worker.js';
@@ -106,6 +106,37 @@ program
   });
 
 program
+  .command('wait <runId>')
+  .description('wait for a run to end and print its result')
+  .addOption(redisOption())
+  .addOption(prefixOption())
+  .action(async (runId: string, options: { redis: string; prefix: string }) => {
+    const engine = new RedisEngine({ connection: options.redis, flows: [], prefix: options.prefix });
+    try {
+      const result = await engine.result(runId);
+      console.log(JSON.stringify(result, null, 2));
+      process.exitCode = result.status === 'completed' ? 0 : 1;
+    } finally {
+      await engine.close();
+    }
+  });
+
+program
+  .command('send <address> <json>')
+  .description('send a message (JSON) to a mailbox, e.g. to answer an agent')
+  .addOption(redisOption())
+  .addOption(prefixOption())
+  .action(async (address: string, json: string, options: { redis: string; prefix: string }) => {
+    const engine = new RedisEngine({ connection: options.redis, flows: [], prefix: options.prefix });
+    try {
+      await engine.send(address, parseJson(json));
+      console.log(`sent to ${address}`);
+    } finally {
+      await engine.close();
+    }
+  });
+
+program
   .command('list')
   .description('list runs, newest first')
   .addOption(new Option('--status <status>', 'only runs with this status').choices(['queued', 'running', 'waiting', 'completed', 'failed', 'cancelled']))
@@ -146,13 +177,16 @@ function positiveInteger(value: string): number {
   return number;
 }
 
-function parseJsonObject(value: string): JsonObject {
-  let parsed: unknown;
+function parseJson(value: string): Json {
   try {
-    parsed = JSON.parse(value);
+    return JSON.parse(value) as Json;
   } catch (error) {
     throw new InvalidArgumentError(`not JSON: ${(error as Error).message}`);
   }
+}
+
+function parseJsonObject(value: string): JsonObject {
+  const parsed = parseJson(value);
   if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) throw new InvalidArgumentError('expected a JSON object');
   return parsed as JsonObject;
 }
