@@ -213,6 +213,8 @@ describe('infra/Dockerfile', () => {
     for (const pkg of ['runtime', 'worker', 'examples']) {
       expect(fromBuild).toContain(`/app/packages/${pkg}/package.json`);
       expect(fromBuild).toContain(`/app/packages/${pkg}/dist`);
+      expect(fromBuild).toContain(`/app/packages/${pkg}/node_modules`); // what npm could not hoist
+      expect(text).toContain(`packages/${pkg}/node_modules`); // made to exist in the build stage
     }
     expect(fromBuild).toContain('/app/node_modules');
     expect(instructions.find((i) => i.op === 'USER')?.args).toBe('node');
