@@ -1,0 +1,202 @@
+/**
+ * The mailbox contract (DESIGN "Mailboxes", issue 5), one scenario at a time on `flow.run`
+ * (process-wide in-memory mailboxes), LocalEngine and RedisEngine with a `queueflow worker`
+ * process: the same messages arrive in the same order on all three.
+ */
+import { fileURLToPath } from 'node:url';
+import { nanoid } from 'nanoid';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { setWarningHandler, type Json } from '@queueflow/runtime';
+import { RedisEngine } from '@queueflow/worker';
+import { deletePrefix, redisUrl, testPrefix } from '../support/test-redis.js';
+import { spawnWorker, stopWorkers, type WorkerProcess } from '../support/worker-process.js';
+import { engineHarness, flowRunHarness, localHarness, type Harness } from './harness.js';
+import {
+  answer,
+  ask,
+  collect,
+  mailboxFlows,
+  produce,
+  refuse,
+  waitOnce,
+  type AnswerShared,
+  type AskShared,
+  type CollectShared,
+  type WaitOnceShared,
+} from './mailbox-flows.js';
+
+const FLOWS = fileURLToPath(new URL('./mailbox-flows.ts', import.meta.url));
+
+const bodies = (shared: CollectShared): Json[] => shared.got.map((m) => m.body);
+
+const prefix = testPrefix('mbox-parity');
+let worker: WorkerProcess | undefined;
+const harnesses: Record<string, Harness> = {};
+
+beforeAll(async () => {
+  setWarningHandler(() => {});
+  worker = await spawnWorker({ flows: FLOWS, redisUrl: redisUrl(), prefix, concurrency: 4 });
+  harnesses['flow.run'] = flowRunHarness();
+  harnesses['LocalEngine'] = localHarness(mailboxFlows);
+  harnesses['RedisEngine'] = engineHarness('RedisEngine', new RedisEngine({ connection: redisUrl(), flows: mailboxFlows, prefix }));
+}, 60_000);
+
+afterAll(async () => {
+  setWarningHandler(null);
+  for (const harness of Object.values(harnesses)) await harness.close();
+  await stopWorkers(worker ? [worker] : []);
+  await deletePrefix(redisUrl(), prefix);
+});
+
+describe.each(['flow.run', 'LocalEngine', 'RedisEngine'])('mailboxes on %s', (name) => {
+  const h = (): Harness => harnesses[name]!;
+  /** Addresses of this test only (flow.run's mailboxes are process-wide). */
+  const address = (what: string): string => `${what}.${nanoid(8)}`;
+
+  it('FIFO per address and durable: messages sent before any receiver waits are received later, in send order', async () => {
+    const a = address('fifo');
+    for (const n of [1, 2, 3]) await h().send(a, { from: 'outside', n });
+    const producer = await h().start(produce, {}, { address: a, bodies: [{ from: 'run', n: 4 }, { from: 'run', n: 5 }] });
+    expect((await producer.result()).status).toBe('completed');
+
+    const receiver = await h().start(collect, { got: [] } as CollectShared, { address: a, count: 5 });
+    const result = await receiver.result();
+    expect(result.status, result.error?.message).toBe('completed');
+    expect(bodies(result.shared)).toEqual([
+      { from: 'outside', n: 1 },
+      { from: 'outside', n: 2 },
+      { from: 'outside', n: 3 },
+      { from: 'run', n: 4 },
+      { from: 'run', n: 5 },
+    ]);
+    expect(new Set(result.shared.got.map((m) => m.id)).size).toBe(5);
+  });
+
+  it('a send wakes a parked receiver; a step receiving several messages parks between them and keeps their order', async () => {
+    const one = address('one-per-step');
+    const all = address('all-in-one-step');
+    const perStep = await h().start(collect, { got: [] } as CollectShared, { address: one, count: 3 });
+    const inOneStep = await h().start(collect, { got: [] } as CollectShared, { address: all, count: 3, perStep: false });
+    await h().parked(perStep);
+    await h().parked(inOneStep);
+    for (const n of [1, 2, 3]) {
+      await h().send(one, { n });
+      await h().send(all, { n });
+    }
+    for (const run of [perStep, inOneStep]) {
+      const result = await run.result();
+      expect(result.status, result.error?.message).toBe('completed');
+      expect(bodies(result.shared)).toEqual([{ n: 1 }, { n: 2 }, { n: 3 }]);
+    }
+  });
+
+  it('a timeout wakes the parked run and receive resolves undefined; a later message waits for the next receiver', async () => {
+    const a = address('timeout');
+    const timingOut = await h().start(waitOnce, {} as WaitOnceShared, { address: a, timeoutMs: 300 });
+    await h().parked(timingOut);
+    const result = await timingOut.result();
+    expect(result.status, result.error?.message).toBe('completed');
+    expect(result.shared.got).toBeNull();
+
+    await h().send(a, { late: true });
+    const next = await (await h().start(waitOnce, {} as WaitOnceShared, { address: a, timeoutMs: 30_000 })).result();
+    expect(next.shared.got?.body).toEqual({ late: true });
+  });
+
+  it('ask/reply between two runs: the questions wait until the answerer starts, answers come back in order', async () => {
+    const desk = address('desk');
+    const asker = await h().start(ask, { answers: [] } as AskShared, { address: desk, questions: ['a', 'b', 'c'] });
+    await h().parked(asker);
+    const answerer = await h().start(answer, { answered: 0 } as AnswerShared, { address: desk, count: 3 });
+    const [asked, answered] = await Promise.all([asker.result(), answerer.result()]);
+    expect(asked.status, asked.error?.message).toBe('completed');
+    expect(answered.status, answered.error?.message).toBe('completed');
+    expect(asked.shared.answers).toEqual([
+      { a: 'A', n: 0 },
+      { a: 'B', n: 1 },
+      { a: 'C', n: 2 },
+    ]);
+    expect(answered.shared.answered).toBe(3);
+  });
+
+  it('engine.send answers an ask from outside any run (human in the loop)', async () => {
+    const human = address('human');
+    const asker = await h().start(ask, { answers: [] } as AskShared, { address: human, questions: ['may I deploy?'] });
+    // The person's inbox: a run that takes the question (with its reply address) off the mailbox.
+    const inbox = await (await h().start(waitOnce, {} as WaitOnceShared, { address: human })).result();
+    const question = inbox.shared.got;
+    expect(question?.body).toEqual({ q: 'may I deploy?' });
+    expect(question?.replyTo).toEqual(expect.any(String));
+
+    await h().send(question!.replyTo!, { a: 'yes, after lunch' });
+    const asked = await asker.result();
+    expect(asked.status, asked.error?.message).toBe('completed');
+    expect(asked.shared.answers).toEqual([{ a: 'yes, after lunch' }]);
+  });
+
+  it('an ask nobody answers resolves undefined after its timeout; the question stays for a later receiver', async () => {
+    const nobody = address('nobody');
+    const asked = await (await h().start(ask, { answers: [] } as AskShared, { address: nobody, questions: ['anyone?'], timeoutMs: 300 })).result();
+    expect(asked.status, asked.error?.message).toBe('completed');
+    expect(asked.shared.answers).toEqual([null]);
+    const later = await (await h().start(waitOnce, {} as WaitOnceShared, { address: nobody, timeoutMs: 30_000 })).result();
+    expect(later.shared.got?.body).toEqual({ q: 'anyone?' });
+  });
+});
+
+
+/**
+ * At-least-once delivery on the engines: a received message counts as consumed only when its
+ * step commits. `flow.run` has no commit (a receive takes the message), see the last test.
+ */
+describe.each(['LocalEngine', 'RedisEngine'])('at-least-once delivery on %s', (name) => {
+  const h = (): Harness => harnesses[name]!;
+  const address = (what: string): string => `${what}.${nanoid(8)}`;
+
+  it(
+    'a message whose receiving step does not commit goes back to the head of its mailbox, same id (at-least-once)',
+    async () => {
+      const a = address('refused');
+      await h().send(a, { n: 1 });
+      await h().send(a, { n: 2 });
+      const refused = await (await h().start(refuse, {}, { address: a })).result();
+      expect(refused.status).toBe('failed');
+      const refusedId = /refused message (\S+)/.exec(refused.error?.message ?? '')?.[1];
+      expect(refusedId, refused.error?.message).toBeDefined();
+
+      const result = await (await h().start(collect, { got: [] } as CollectShared, { address: a, count: 2 })).result();
+      expect(bodies(result.shared)).toEqual([{ n: 1 }, { n: 2 }]);
+      expect(result.shared.got[0]!.id).toBe(refusedId); // the same message, recognisable by its id
+    },
+  );
+
+  it(
+    'cancelling a run parked with a reserved message gives the message back, ahead of later ones',
+    async () => {
+      const a = address('cancelled');
+      await h().send(a, { n: 1 });
+      // Receives {n:1} (reserved), then parks waiting for a second message in the same step.
+      const holder = await h().start(collect, { got: [] } as CollectShared, { address: a, count: 2, perStep: false });
+      await h().parked(holder);
+      await h().cancel(holder);
+      expect((await holder.result()).status).toBe('cancelled');
+
+      await h().send(a, { n: 2 });
+      const result = await (await h().start(collect, { got: [] } as CollectShared, { address: a, count: 2 })).result();
+      expect(result.status, result.error?.message).toBe('completed');
+      expect(bodies(result.shared)).toEqual([{ n: 1 }, { n: 2 }]);
+    },
+  );
+});
+
+describe('flow.run', () => {
+  it('takes a message out of the mailbox when receive resolves: a run that fails after it does not give it back', async () => {
+    const h = harnesses['flow.run']!;
+    const a = `taken.${nanoid(8)}`;
+    await h.send(a, { n: 1 });
+    await h.send(a, { n: 2 });
+    expect((await (await h.start(refuse, {}, { address: a })).result()).status).toBe('failed');
+    const result = await (await h.start(collect, { got: [] } as CollectShared, { address: a, count: 1 })).result();
+    expect(bodies(result.shared)).toEqual([{ n: 2 }]);
+  });
+});
