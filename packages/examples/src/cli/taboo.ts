@@ -1,0 +1,130 @@
+#!/usr/bin/env node
+/**
+ * The Taboo game's command line: `npm run taboo -w @queueflow/examples -- [options]`. Embedded by
+ * default (both agents in this process); with `--redis URL` the agents' steps run on the workers
+ * started with `queueflow worker --flows packages/examples/dist/taboo/taboo-flows.js`.
+ */
+import { Command, InvalidArgumentError, Option } from 'commander';
+import { LocalEngine, type Engine } from '@queueflow/runtime';
+import { RedisEngine } from '@queueflow/worker';
+import { formatTranscript, playTaboo } from '../taboo/play-taboo.js';
+import { TABOO_DECK } from '../taboo/taboo-deck.js';
+import { tabooGuesser, tabooHinter } from '../taboo/taboo-flows.js';
+import type { Players } from '../taboo/types.js';
+import { llmConfigFromEnv } from '../utils/llm-summary.js';
+
+interface CliOptions {
+  engine: 'flow' | 'local';
+  redis?: string;
+  prefix: string;
+  words?: string[];
+  turns: number;
+  offline?: boolean;
+  turnTimeout?: number;
+}
+
+/** How long the agents' runs may stay queued before the CLI says how to start workers. */
+const NO_WORKER_HINT_MS = 10_000;
+
+function positiveInteger(value: string): number {
+  const parsed = Number(value);
+  if (!Number.isInteger(parsed) || parsed < 1) throw new InvalidArgumentError(`expected an integer from 1 and up, got '${value}'`);
+  return parsed;
+}
+
+const program = new Command()
+  .name('taboo')
+  .description(
+    'Two agents play Taboo: a hinter describes a secret word without its forbidden words, a guesser guesses. ' +
+      'Each agent is a queueflow Flow looping on its own mailbox. Offline rule-based players by default; ' +
+      'a model plays when OPENAI_BASE_URL, OPENAI_API_KEY and OPENAI_MODEL are set.',
+  )
+  .addOption(new Option('--engine <engine>', 'embedded: flow.run or the LocalEngine').choices(['flow', 'local']).default('flow'))
+  .option(
+    '--redis <url>',
+    'run the agents on the queueflow workers using this Redis; start them with: ' +
+      'npx queueflow worker --flows packages/examples/dist/taboo/taboo-flows.js --redis <url>',
+  )
+  .option('--prefix <prefix>', "with --redis: the workers' key prefix", '{qf}')
+  .option('--words <list>', `the cards to play, comma-separated (deck: ${TABOO_DECK.map((c) => c.word).join(', ')})`, (v) =>
+    v.split(',').map((w) => w.trim()).filter(Boolean),
+  )
+  .option('--turns <n>', 'hints per card', positiveInteger, 3)
+  .option('--offline', 'rule-based players even when an OpenAI-compatible endpoint is configured')
+  .option('--turn-timeout <ms>', 'how long an agent waits for the other before it ends the game', positiveInteger)
+  .showHelpAfterError();
+
+async function main(): Promise<void> {
+  const options = program.parse().opts<CliOptions>();
+  const players: Players = !options.offline && llmConfigFromEnv() !== null ? 'llm' : 'rules';
+  let engine: Engine | undefined;
+  let where: string;
+  if (options.redis) {
+    engine = new RedisEngine({ connection: options.redis, flows: [tabooHinter, tabooGuesser], prefix: options.prefix });
+    where = `on queueflow workers (${redactUrl(options.redis)}, prefix ${options.prefix})`;
+  } else if (options.engine === 'local') {
+    engine = new LocalEngine({ flows: [tabooHinter, tabooGuesser] });
+    where = 'embedded (LocalEngine)';
+  } else {
+    where = 'embedded (flow.run)';
+  }
+  console.error(
+    `Taboo: ${options.words?.length ?? TABOO_DECK.length} cards, ${options.turns} hints each, ` +
+      `${players === 'llm' ? `model players (${llmConfigFromEnv()!.model})` : 'rule-based players'}, ${where}`,
+  );
+  if (players === 'llm' && options.redis) console.error('The workers call the model with the OPENAI_* variables of their own environment.');
+
+  let hint: NodeJS.Timeout | undefined;
+  let runs: { hinter: string; guesser: string } | undefined;
+  const onSigint = (): void => {
+    if (!engine || !runs) process.exit(130);
+    console.error('\nCancelling the game...');
+    void Promise.allSettled([engine.cancel(runs.hinter), engine.cancel(runs.guesser)]).finally(() => process.exit(130));
+  };
+  process.once('SIGINT', onSigint);
+  try {
+    const game = await playTaboo({
+      ...(engine ? { engine } : {}),
+      ...(options.words ? { words: options.words } : {}),
+      maxTurns: options.turns,
+      players,
+      ...(options.turnTimeout ? { turnTimeoutMs: options.turnTimeout } : {}),
+      onStart: (started) => {
+        runs = started;
+        if (!options.redis) return;
+        console.error(`Hinter run ${started.hinter}, guesser run ${started.guesser}; waiting for workers...`);
+        hint = setTimeout(() => {
+          void engine!.get(started.hinter).then((info) => {
+            if (info?.status !== 'queued') return;
+            console.error(
+              `No worker has taken a step after ${NO_WORKER_HINT_MS / 1000} s. Start two with\n` +
+                `  npx queueflow worker --flows packages/examples/dist/taboo/taboo-flows.js --redis ${redactUrl(options.redis!)} --prefix '${options.prefix}'\n` +
+                '(from the repository root, after npm run build); the game waits for them.',
+            );
+          });
+        }, NO_WORKER_HINT_MS);
+      },
+    });
+    console.log(formatTranscript(game.transcript));
+  } finally {
+    clearTimeout(hint);
+    process.off('SIGINT', onSigint);
+    await engine?.close();
+  }
+}
+
+/** The URL without its password, for printing. */
+function redactUrl(url: string): string {
+  try {
+    const parsed = new URL(url);
+    if (parsed.password) parsed.password = '***';
+    return parsed.toString().replace(/\/$/, '');
+  } catch {
+    return url;
+  }
+}
+
+main().catch((error: unknown) => {
+  console.error(error instanceof Error ? (error.stack ?? error.message) : error);
+  process.exitCode = 1;
+});
