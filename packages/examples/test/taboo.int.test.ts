@@ -1,0 +1,87 @@
+/**
+ * The Taboo example distributed: the offline game on RedisEngine with two `queueflow worker`
+ * processes loading `src/taboo/taboo-flows.ts` gives the transcript of the embedded game. Also
+ * the game's CLI with `--redis`.
+ */
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { RedisEngine } from '@queueflow/worker';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { formatTranscript, parseExecTrace, playTaboo, tabooGuesser, tabooHinter, type TabooGame } from '../src/index.js';
+import { deletePrefix, redisUrl, testPrefix } from '../../../tests/support/test-redis.js';
+import { spawnWorker, stopWorkers, type WorkerProcess } from '../../../tests/support/worker-process.js';
+import { EXPECTED_GAME } from './taboo-expected.js';
+
+const EXAMPLES = fileURLToPath(new URL('..', import.meta.url));
+const FLOWS = path.join(EXAMPLES, 'src/taboo/taboo-flows.ts');
+const CLI = path.join(EXAMPLES, 'src/cli/taboo.ts');
+
+describe('Taboo on RedisEngine with the agents on two worker processes', () => {
+  const url = redisUrl();
+  const prefix = testPrefix('taboo');
+  const markerDir = mkdtempSync(path.join(tmpdir(), 'queueflow-taboo-'));
+  let workers: WorkerProcess[] = [];
+  let engine: RedisEngine;
+  let embedded: TabooGame;
+  let distributed: TabooGame;
+
+  beforeAll(async () => {
+    delete process.env.OPENAI_BASE_URL; // never a model in tests (the workers inherit this env)
+    workers = await Promise.all([1, 2].map(() => spawnWorker({ flows: FLOWS, redisUrl: url, prefix, concurrency: 2 })));
+    engine = new RedisEngine({ connection: url, flows: [tabooHinter, tabooGuesser], prefix });
+    embedded = await playTaboo();
+    distributed = await playTaboo({ engine, turnTimeoutMs: 30_000, hinter: { markerDir }, guesser: { markerDir } });
+  }, 60_000);
+
+  afterAll(async () => {
+    await engine?.close();
+    await stopWorkers(workers);
+    await deletePrefix(url, prefix);
+    rmSync(markerDir, { recursive: true, force: true });
+  });
+
+  it('gives the same transcript and guesser log as the embedded game', () => {
+    expect(formatTranscript(distributed.transcript)).toBe(EXPECTED_GAME);
+    expect(distributed.transcript).toEqual(embedded.transcript);
+    expect(distributed.guesserLog).toEqual(embedded.guesserLog);
+  });
+
+  // Which worker takes which step is up to BullMQ (any worker may take any step: workers are
+  // stateless); in practice both agents hop between the two processes. The fault test makes the
+  // move from one process to the other certain.
+  it('runs every agent step on the worker processes, each message consumed once', () => {
+    const pids = new Set(workers.map((w) => w.pid));
+    const hinterSteps = parseExecTrace(readFileSync(path.join(markerDir, 'hinter.log'), 'utf8'));
+    const guesserSteps = parseExecTrace(readFileSync(path.join(markerDir, 'guesser.log'), 'utf8'));
+    expect(hinterSteps).toHaveLength(11); // the opening hint and one step per guess
+    expect(guesserSteps).toHaveLength(10); // one per hint (the end takes no exec)
+    for (const step of [...hinterSteps, ...guesserSteps]) expect(pids.has(step.pid), `pid ${step.pid}`).toBe(true);
+    expect(new Set(distributed.hinter.received).size).toBe(10);
+    expect(new Set(distributed.guesser.received).size).toBe(11);
+  });
+
+  it('leaves both runs completed, at their final node', async () => {
+    for (const runId of [distributed.hinter.runId!, distributed.guesser.runId!]) {
+      const info = await engine.get(runId);
+      expect(info?.status).toBe('completed');
+    }
+  });
+
+  it('plays from the CLI with --redis: the same game on the same workers', async () => {
+    const args = ['--import', 'tsx', CLI, '--redis', url, '--prefix', prefix, '--words', 'volcano,lighthouse', '--offline'];
+    const child = spawn(process.execPath, args, { cwd: EXAMPLES, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, NODE_NO_WARNINGS: '1' } });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+    expect(code, stderr).toBe(0);
+    expect(stderr).toMatch(/Taboo: 2 cards, 3 hints each, rule-based players, on queueflow workers \(redis:\/\/.+, prefix /);
+    expect(stderr).toMatch(/Hinter run \S+, guesser run \S+; waiting for workers/);
+    const expected = await playTaboo({ words: ['volcano', 'lighthouse'] });
+    expect(stdout.trim()).toBe(formatTranscript(expected.transcript));
+  }, 30_000);
+});
