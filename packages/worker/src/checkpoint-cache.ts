@@ -1,4 +1,4 @@
-import type { StoredRun } from './run-store.js';
+import type { StoredRun } from './stored-run.js';
 
 /**
  * The runs this worker itself advanced last, by run id: when the next step of a run lands on

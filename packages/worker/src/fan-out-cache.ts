@@ -1,5 +1,5 @@
 import type { FanOutRequest, StepTarget } from '@queueflow/runtime/interpreter';
-import type { RunStore } from './run-store.js';
+import type { FanOutStore } from './fan-out-store.js';
 
 /** What every child of a fan-out needs from its parent; it does not change while they run. */
 export interface FanOutBasics {
@@ -23,7 +23,7 @@ export class FanOutCache {
   private readonly entries = new Map<string, FanOutBasics>();
 
   constructor(
-    private readonly store: RunStore,
+    private readonly store: FanOutStore,
     private readonly capacity = 64,
   ) {}
 

@@ -18,10 +18,9 @@ import { checkAddress, checkRunInput, encodeCheckpoint, FlowRegistry, initialChe
 import { connect, createRedis, type ConnectionOption } from './connection.js';
 import { RedisKeys, normalizePrefix } from './redis-keys.js';
 import { RunEvents } from './run-events.js';
-import { RunStore } from './run-store.js';
-import { withScripts } from './scripts.js';
 import { StepQueue } from './step-queue.js';
 import { storeOptions, type StoreSettings } from './store-settings.js';
+import { createStores, type Stores } from './stores.js';
 
 export interface RedisEngineOptions extends StoreSettings {
   /** Redis to use: a URL or ioredis options. @defaultValue `REDIS_URL`, else `redis://127.0.0.1:6379` */
@@ -37,7 +36,7 @@ export interface RedisEngineOptions extends StoreSettings {
 interface Connected {
   redis: Redis;
   subscriber: Redis;
-  store: RunStore;
+  stores: Stores;
   queue: StepQueue;
   events: RunEvents;
 }
@@ -87,13 +86,13 @@ export class RedisEngine implements Engine {
     const input = checkRunInput(shared, options.params);
     const { checkpoint, target } = initialCheckpoint(graph, input.shared, input.params);
     const encoded = encodeCheckpoint(checkpoint, this.settings.maxCheckpointBytes);
-    const { store, queue, events } = await this.connect();
+    const { stores, queue, events } = await this.connect();
     const id = nanoid();
-    await store.create({ id, flow: graph.flowName, fingerprint: graph.fingerprint, checkpoint: encoded, target, now: Date.now() });
+    await stores.runs.create({ id, flow: graph.flowName, fingerprint: graph.fingerprint, checkpoint: encoded, target, now: Date.now() });
     try {
       await queue.addStep(id, 0, target);
     } catch (error) {
-      await store.discard(id).catch(() => {});
+      await stores.runs.discard(id).catch(() => {});
       throw error;
     }
     return { id, result: () => events.wait(id) as Promise<RunResult<S>> };
@@ -106,13 +105,13 @@ export class RedisEngine implements Engine {
   }
 
   async get(runId: string): Promise<RunInfo | undefined> {
-    const { store } = await this.connect();
-    return store.info(runId);
+    const { stores } = await this.connect();
+    return stores.runs.info(runId);
   }
 
   async list(options?: ListRunsOptions): Promise<RunInfo[]> {
-    const { store } = await this.connect();
-    return store.list(options);
+    const { stores } = await this.connect();
+    return stores.runs.list(options);
   }
 
   /**
@@ -123,12 +122,12 @@ export class RedisEngine implements Engine {
    * @throws QueueflowError RUN_NOT_FOUND for an unknown (or expired) run id.
    */
   async cancel(runId: string): Promise<void> {
-    const { store } = await this.connect();
-    const result = await store.cancel(runId);
+    const { stores } = await this.connect();
+    const result = await stores.runs.cancel(runId);
     if (result === 'missing') throw new QueueflowError('RUN_NOT_FOUND', `no run '${runId}' under prefix '${this.keys.prefix}'`);
     if (result !== 'cancelled-waiting') return;
-    const [run, fanOut] = await Promise.all([store.load(runId), store.fanOutOf(runId)]);
-    if (run && fanOut) await store.cancelChildren(runId, run.step, fanOut.request);
+    const [run, fanOut] = await Promise.all([stores.runs.load(runId), stores.fanOuts.fanOutOf(runId)]);
+    if (run && fanOut) await stores.fanOuts.cancelChildren(runId, run.step, fanOut.request);
   }
 
   /**
@@ -140,8 +139,8 @@ export class RedisEngine implements Engine {
   async send(address: string, body: Json): Promise<void> {
     checkAddress('send', address);
     assertJson(body, 'message body');
-    const { store } = await this.connect();
-    await store.send(address, { id: `m.${nanoid()}`, body, sentAt: Date.now() });
+    const { stores } = await this.connect();
+    await stores.mailboxes.send(address, { id: `m.${nanoid()}`, body, sentAt: Date.now() });
   }
 
   async close(): Promise<void> {
@@ -162,10 +161,10 @@ export class RedisEngine implements Engine {
       const subscriber = createRedis(this.options.connection, 'subscriber', onError);
       await Promise.all([connect(redis), connect(subscriber)]);
       const queue = new StepQueue(redis, this.keys, onError);
-      const store = new RunStore(withScripts(redis), this.keys, { ...this.settings, wake: (jobIds) => queue.promote(jobIds) });
-      const events = new RunEvents(subscriber, this.keys.events(), (id) => store.resultIfEnded(id));
+      const stores = createStores(redis, this.keys, { ...this.settings, wake: (jobIds) => queue.promote(jobIds) });
+      const events = new RunEvents(subscriber, this.keys.events(), (id) => stores.runs.resultIfEnded(id));
       await events.start();
-      return { redis, subscriber, store, queue, events };
+      return { redis, subscriber, stores, queue, events };
     })();
     this.connected.catch(() => {
       this.connected = undefined; // the next call tries again

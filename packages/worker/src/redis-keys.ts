@@ -50,6 +50,11 @@ export class RedisKeys {
     return `${this.prefix}:mailbox:${address}:waiters`;
   }
 
+  /** The six keys of a run, in the order every script that takes them expects. */
+  runKeys(runId: string): [string, string, string, string, string, string] {
+    return [this.run(runId), this.errors(runId), this.conflicts(runId), this.fanOut(runId), this.outcomes(runId), this.reserved(runId)];
+  }
+
   /** Sorted set: run ids by creation time (ms), for listing. */
   runs(): string {
     return `${this.prefix}:runs`;

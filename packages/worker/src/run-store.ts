@@ -5,70 +5,16 @@ import {
   type JsonObject,
   type ListRunsOptions,
   type MergeConflict,
-  type Message,
   type RunError,
   type RunInfo,
   type RunResult,
   type RunStatus,
 } from '@queueflow/runtime';
-import type {
-  Checkpoint,
-  ChildOutcome,
-  FanOutRequest,
-  OutgoingMessage,
-  ParkRequest,
-  StepReplay,
-  StepTarget,
-} from '@queueflow/runtime/interpreter';
+import type { Checkpoint, ChildOutcome, OutgoingMessage, StepTarget } from '@queueflow/runtime/interpreter';
 import type { RedisKeys } from './redis-keys.js';
 import type { ScriptedRedis } from './scripts.js';
-
-/** A run's record as stored in its Redis hash. */
-export interface StoredRun {
-  id: string;
-  flow: string;
-  fingerprint: string;
-  status: RunStatus;
-  step: number;
-  /** Failed tries of the current step. */
-  attempt: number;
-  /** JSON; a fan-out child's first checkpoint has no `shared` (it starts from the snapshot). */
-  checkpoint: string;
-  target: StepTarget;
-  createdAt: number;
-  startedAt?: number;
-  updatedAt: number;
-  finishedAt?: number;
-  lastAction?: string;
-  error?: RunError;
-  cancel: boolean;
-  parent?: { id: string; step: number; index: number };
-  /** Times the run has parked on a mailbox (wake jobs are `<id>-<step>-p<parkCount>`). */
-  parkCount: number;
-  /** The current step's park and delivered sends, when it parked (see StepReplay). */
-  replay: StepReplay;
-}
-
-/** A waiting parent's fan-out as stored. */
-export interface StoredFanOut {
-  request: FanOutRequest;
-  total: number;
-  started: number;
-  ended: number;
-  failed: number;
-  step: number;
-}
-
-/** What a commit did (the codes of commit-step.lua and fan-out.lua). */
-export type CommitResult = 'committed' | 'stale' | 'cancelled' | 'missing';
-
-/** What recording a child's end asks the caller to do (child-ended.lua). */
-export type ChildEndedResult =
-  | { type: 'ignored' }
-  | { type: 'recorded'; startIndex: number | undefined }
-  | { type: 'parent-ended' }
-  | { type: 'fan-in' }
-  | { type: 'duplicate' };
+import { childEndedResult, commitResult, outboxArgs, wakeParked, type ChildEndedResult, type CommitResult, type StoreOptions } from './script-replies.js';
+import { isFinal, parseRun, position, type StepPosition, type StoredRun } from './stored-run.js';
 
 export interface CommitFields {
   checkpoint?: string;
@@ -92,26 +38,16 @@ export interface ChildReport {
   parentError: RunError;
 }
 
-export interface RunStoreOptions {
-  /** How long a finished run's record is kept, in seconds. */
-  retentionSeconds: number;
-  /** Error records kept per run. */
-  maxErrors: number;
-  /** Wakes the parked runs whose wake jobs a script returned (messages reached their mailboxes). */
-  wake?: (jobIds: string[]) => Promise<void>;
-}
-
-const COMMIT_CODES: Record<number, CommitResult> = { 1: 'committed', 0: 'stale', 2: 'cancelled', [-1]: 'missing' };
-
 /**
  * The run records in Redis: creating runs, atomic step commits guarded by the step counter,
- * fan-out bookkeeping, cancellation and the read side (`get`, `list`).
+ * cancellation and the read side (`get`, `list`). Fan-outs: {@link FanOutStore}; mailboxes:
+ * {@link MailboxStore}.
  */
 export class RunStore {
   constructor(
     readonly redis: ScriptedRedis,
     readonly keys: RedisKeys,
-    readonly options: RunStoreOptions,
+    readonly options: StoreOptions,
   ) {}
 
   /** Writes a new run record and indexes it. */
@@ -195,7 +131,7 @@ export class RunStore {
     fields: CommitFields,
     report?: ChildReport,
   ): Promise<{ result: CommitResult; parent: ChildEndedResult | undefined }> {
-    const keys = report ? [...this.runKeys(runId), ...this.runKeys(report.parent.id)] : this.runKeys(runId);
+    const keys = report ? [...this.keys.runKeys(runId), ...this.keys.runKeys(report.parent.id)] : this.keys.runKeys(runId);
     const [code, parentCode, next, wakes] = (await this.redis.commitStep(
       keys.length,
       ...keys,
@@ -225,83 +161,14 @@ export class RunStore {
       this.keys.prefix,
       ...outboxArgs(fields.outbox),
     )) as [number, number, number, string[]];
-    await this.wake(wakes);
+    await wakeParked(this.options, wakes);
     return {
-      result: COMMIT_CODES[code] ?? 'stale',
+      result: commitResult(code),
       parent: report && parentCode !== -1 ? childEndedResult(parentCode, next) : undefined,
     };
   }
 
-  /** Commits a fan-out step and creates the child records (fan-out.lua). */
-  async fanOut(
-    run: StoredRun,
-    fields: {
-      checkpoint: string;
-      target: StepTarget;
-      request: FanOutRequest;
-      snapshot: string;
-      total: number;
-      startNow: number;
-      /** Walks: the children's first target. */
-      childTarget?: StepTarget;
-      /** Walks: each child's checkpoint JSON without `shared`; items: each item's JSON. */
-      perChild: string[];
-      /** The step's sends. */
-      outbox: OutgoingMessage[];
-    },
-  ): Promise<CommitResult> {
-    const [code, wakes] = (await this.redis.fanOut(
-      ...this.runKeys(run.id),
-      position(run),
-      fields.checkpoint,
-      JSON.stringify(fields.target),
-      Date.now(),
-      JSON.stringify(storedRequest(fields.request)),
-      fields.snapshot,
-      fields.total,
-      fields.startNow,
-      fields.request.kind,
-      this.keys.events(),
-      run.id,
-      this.options.retentionSeconds,
-      run.flow,
-      run.fingerprint,
-      this.keys.run(''),
-      fields.childTarget ? JSON.stringify(fields.childTarget) : '',
-      this.keys.prefix,
-      ...outboxArgs(fields.outbox),
-      ...fields.perChild,
-    )) as [number, string[]];
-    await this.wake(wakes);
-    return COMMIT_CODES[code] ?? 'stale';
-  }
 
-  /** Records a child's end on its parent (child-ended.lua). */
-  async childEnded(
-    parentId: string,
-    parentStep: number,
-    index: number,
-    outcome: ChildOutcome,
-    failFast: boolean,
-    parentError: RunError,
-    errorRecord?: ErrorRecord,
-  ): Promise<ChildEndedResult> {
-    const [code, next] = (await this.redis.childEnded(
-      ...this.runKeys(parentId),
-      parentStep,
-      index,
-      JSON.stringify(outcome),
-      outcome.status === 'completed' ? 1 : 0,
-      failFast ? 1 : 0,
-      JSON.stringify(parentError),
-      Date.now(),
-      this.keys.events(),
-      parentId,
-      this.options.retentionSeconds,
-      errorRecord ? JSON.stringify(errorRecord) : '',
-    )) as [number, number];
-    return childEndedResult(code, next);
-  }
 
 
   /**
@@ -310,70 +177,20 @@ export class RunStore {
    */
   async cancel(runId: string): Promise<'missing' | 'ended' | 'cancelled' | 'cancelled-waiting'> {
     const [code, wakes] = (await this.redis.cancelRun(
-      ...this.runKeys(runId),
+      ...this.keys.runKeys(runId),
       Date.now(),
       this.keys.events(),
       runId,
       this.options.retentionSeconds,
       this.keys.prefix,
     )) as [number, string[]];
-    await this.wake(wakes);
+    await wakeParked(this.options, wakes);
     return code === -1 ? 'missing' : code === 0 ? 'ended' : code === 1 ? 'cancelled' : 'cancelled-waiting';
   }
 
-  /**
-   * Cancels a fan-out's child runs (walks), and theirs in turn. Item children need nothing: their
-   * jobs find the parent ended and stop.
-   */
-  async cancelChildren(parentId: string, parentStep: number, request: FanOutRequest): Promise<void> {
-    if (request.kind !== 'walks') return;
-    const total = Number(await this.redis.hget(this.keys.fanOut(parentId), 'total')) || 0;
-    for (let index = 0; index < total; index++) {
-      const id = childRunId(parentId, parentStep, index);
-      if ((await this.cancel(id)) !== 'cancelled-waiting') continue;
-      // The child was itself waiting on a fan-out: cancel that one too.
-      const [step, fanOut] = await Promise.all([this.redis.hget(this.keys.run(id), 'step'), this.fanOutOf(id)]);
-      if (fanOut && step !== null) await this.cancelChildren(id, Number(step), fanOut.request);
-    }
-  }
 
-  async fanOutOf(parentId: string): Promise<StoredFanOut | undefined> {
-    const [request, total, started, ended, failed, step] = await this.redis.hmget(
-      this.keys.fanOut(parentId),
-      'request',
-      'total',
-      'started',
-      'ended',
-      'failed',
-      'step',
-    );
-    if (request === null || request === undefined) return undefined;
-    return {
-      request: JSON.parse(request) as FanOutRequest,
-      total: Number(total),
-      started: Number(started),
-      ended: Number(ended),
-      failed: Number(failed),
-      step: Number(step),
-    };
-  }
 
-  /** A fan-out's request (without per-child data) and snapshot, and its parent's flow identity. */
-  async fanOutBasics(
-    parentId: string,
-  ): Promise<{ request: FanOutRequest; snapshot: string; step: number; flow: string; fingerprint: string } | undefined> {
-    const [[request, snapshot, step], [flow, fingerprint]] = await Promise.all([
-      this.redis.hmget(this.keys.fanOut(parentId), 'request', 'snapshot', 'step'),
-      this.redis.hmget(this.keys.run(parentId), 'flow', 'fingerprint'),
-    ]);
-    if (!request || typeof snapshot !== 'string' || !flow || !fingerprint) return undefined;
-    return { request: JSON.parse(request) as FanOutRequest, snapshot, step: Number(step), flow, fingerprint };
-  }
 
-  /** Input of item `index` of a ParallelBatchNode fan-out. */
-  async itemOf(parentId: string, index: number): Promise<string | null> {
-    return this.redis.hget(this.keys.fanOut(parentId), `i${index}`);
-  }
 
   /** Appends error records to a run's history (failed tries of a fan-out item). */
   async appendErrors(runId: string, records: ErrorRecord[]): Promise<void> {
@@ -395,13 +212,6 @@ export class RunStore {
     await this.redis.hset(this.keys.run(runId), 'refusal', message);
   }
 
-  /** Outcomes recorded so far, by child index. */
-  async outcomesOf(parentId: string, total: number): Promise<(ChildOutcome | undefined)[]> {
-    const hash = await this.redis.hgetall(this.keys.outcomes(parentId));
-    const outcomes = new Array<ChildOutcome | undefined>(total);
-    for (const [index, json] of Object.entries(hash)) outcomes[Number(index)] = JSON.parse(json) as ChildOutcome;
-    return outcomes;
-  }
 
   /** The run's record as {@link RunInfo}, or `undefined` when there is none (or it expired). */
   async info(runId: string): Promise<RunInfo | undefined> {
@@ -463,155 +273,11 @@ export class RunStore {
     return found;
   }
 
-  /**
-   * Reserves a message for receive call `ordinal` of the run's step `step` (reserve-message.lua).
-   * @throws Error when the run has moved past that step (a stale delivery must not take messages).
-   */
-  async reserve(runId: string, at: StepPosition, ordinal: number, address: string): Promise<Message | undefined> {
-    const [code, message] = (await this.redis.reserveMessage(
-      this.keys.run(runId),
-      this.keys.reserved(runId),
-      this.keys.mailbox(address),
-      position(at),
-      ordinal,
-      address,
-    )) as [number, string?];
-    if (code === -1) throw new Error(`run '${runId}' is no longer at step ${at.step}: this run of the step is stale`);
-    return code === 1 ? (JSON.parse(message!) as Message) : undefined;
-  }
 
-  /**
-   * Parks the run on `park.address` (park-run.lua) and delivers the step's sends.
-   * @returns the park count (the wake job id is `<id>-<step>-p<count>`) and whether a message is
-   *   already there; `undefined` when the commit was refused (stale or cancelled).
-   */
-  async park(
-    run: StoredRun,
-    park: ParkRequest,
-    sentTotal: number,
-    outbox: OutgoingMessage[],
-  ): Promise<{ result: CommitResult; parkCount: number; ready: boolean }> {
-    const [code, parkCount, ready, wakes] = (await this.redis.parkRun(
-      ...this.runKeys(run.id),
-      position(run),
-      JSON.stringify(park),
-      park.address,
-      sentTotal,
-      Date.now(),
-      run.id,
-      this.keys.prefix,
-      this.options.retentionSeconds,
-      this.keys.events(),
-      ...outboxArgs(outbox),
-    )) as [number, number, number, string[]];
-    await this.wake(wakes);
-    return { result: COMMIT_CODES[code] ?? 'stale', parkCount, ready: ready === 1 };
-  }
 
-  /** Messages waiting at `address`. */
-  async mailboxSize(address: string): Promise<number> {
-    return this.redis.llen(this.keys.mailbox(address));
-  }
 
-  /** Appends a message to a mailbox from outside any run (send-message.lua) and wakes its waiters. */
-  async send(address: string, message: Message): Promise<void> {
-    const wakes = (await this.redis.sendMessage(
-      this.keys.mailbox(address),
-      this.keys.mailboxWaiters(address),
-      JSON.stringify(message),
-    )) as string[];
-    await this.wake(wakes);
-  }
 
-  private async wake(jobIds: string[] | undefined): Promise<void> {
-    if (jobIds && jobIds.length > 0 && this.options.wake) await this.options.wake(jobIds);
-  }
 
-  private runKeys(runId: string): [string, string, string, string, string, string] {
-    return [
-      this.keys.run(runId),
-      this.keys.errors(runId),
-      this.keys.conflicts(runId),
-      this.keys.fanOut(runId),
-      this.keys.outcomes(runId),
-      this.keys.reserved(runId),
-    ];
-  }
-}
-
-/** Where a step started: its step counter and the run's park count then (see atStep in Lua). */
-export interface StepPosition {
-  step: number;
-  parkCount: number;
-}
-
-function position(at: StepPosition): string {
-  return `${at.step}:${at.parkCount}`;
-}
-
-/** The outbox as script arguments: its size, then (address, message JSON) pairs. */
-function outboxArgs(outbox: OutgoingMessage[] | undefined): (string | number)[] {
-  const args: (string | number)[] = [outbox?.length ?? 0];
-  for (const { address, message } of outbox ?? []) args.push(address, JSON.stringify(message));
-  return args;
-}
-
-function childEndedResult(code: number, next: number): ChildEndedResult {
-  switch (code) {
-    case 1:
-      return { type: 'recorded', startIndex: next >= 0 ? next : undefined };
-    case 2:
-      return { type: 'parent-ended' };
-    case 3:
-      return { type: 'fan-in' };
-    case 4:
-      return { type: 'duplicate' };
-    default:
-      return { type: 'ignored' };
-  }
-}
-
-/** Id of child `index` of the fan-out a parent made at `parentStep` (see fan-out.lua). */
-export function childRunId(parentId: string, parentStep: number, index: number): string {
-  return `${parentId}.${parentStep}.${index}`;
-}
-
-export function isFinal(status: RunStatus | undefined): boolean {
-  return status === 'completed' || status === 'failed' || status === 'cancelled';
-}
-
-/** The request as stored on the parent: without the per-child data (params, items). */
-function storedRequest(request: FanOutRequest): FanOutRequest {
-  return request.kind === 'walks' ? { ...request, params: [] } : { ...request, items: [] };
-}
-
-function parseRun(id: string, hash: Record<string, string>): StoredRun {
-  const number = (field: string): number | undefined => (hash[field] === undefined ? undefined : Number(hash[field]));
-  return {
-    id,
-    flow: hash.flow ?? '',
-    fingerprint: hash.fingerprint ?? '',
-    status: hash.status as RunStatus,
-    step: number('step') ?? 0,
-    attempt: number('attempt') ?? 0,
-    checkpoint: hash.checkpoint ?? '{"shared":{},"frames":[]}',
-    target: hash.target ? (JSON.parse(hash.target) as StepTarget) : { node: undefined, maxAttempts: 1 },
-    createdAt: number('createdAt') ?? 0,
-    ...(hash.startedAt !== undefined ? { startedAt: Number(hash.startedAt) } : {}),
-    updatedAt: number('updatedAt') ?? 0,
-    ...(hash.finishedAt !== undefined ? { finishedAt: Number(hash.finishedAt) } : {}),
-    ...(hash.lastAction !== undefined ? { lastAction: hash.lastAction } : {}),
-    ...(hash.error ? { error: JSON.parse(hash.error) as RunError } : {}),
-    cancel: hash.cancel === '1',
-    parkCount: Number(hash.parkCount ?? 0),
-    replay: {
-      sent: Number(hash.sent ?? 0),
-      ...(hash.parked ? { parked: JSON.parse(hash.parked) as ParkRequest } : {}),
-    },
-    ...(hash.parentId !== undefined
-      ? { parent: { id: hash.parentId, step: Number(hash.parentStep), index: Number(hash.childIndex) } }
-      : {}),
-  };
 }
 
 function throwOnMultiError(results: [Error | null, unknown][] | null): void {

@@ -23,16 +23,11 @@ import {
 import { CheckpointCache } from './checkpoint-cache.js';
 import { FanOutCache, type FanOutBasics } from './fan-out-cache.js';
 import { RetryStep } from './retry-step.js';
-import {
-  childRunId,
-  isFinal,
-  type ChildEndedResult,
-  type ChildReport,
-  type CommitFields,
-  type CommitResult,
-  type RunStore,
-  type StoredRun,
-} from './run-store.js';
+import { childRunId } from './fan-out-store.js';
+import type { ChildReport, CommitFields } from './run-store.js';
+import type { ChildEndedResult, CommitResult } from './script-replies.js';
+import type { Stores } from './stores.js';
+import { isFinal, type StoredRun } from './stored-run.js';
 import { ITEM_JOB, StepQueue, type ItemJobData, type StepJobData } from './step-queue.js';
 
 export interface StepProcessorOptions {
@@ -60,15 +55,15 @@ export class StepProcessor {
   /** Abort controllers of the steps running here, by run id (cancel events abort them). */
   private readonly running = new Map<string, AbortController>();
   private readonly runs = new CheckpointCache();
-  private readonly fanOuts: FanOutCache;
+  private readonly fanOutCache: FanOutCache;
 
   constructor(
-    private readonly store: RunStore,
+    private readonly stores: Stores,
     private readonly queue: StepQueue,
     private readonly registry: FlowRegistry,
     private readonly options: StepProcessorOptions,
   ) {
-    this.fanOuts = new FanOutCache(store);
+    this.fanOutCache = new FanOutCache(stores.fanOuts);
   }
 
   /** The BullMQ processor. */
@@ -95,10 +90,10 @@ export class StepProcessor {
       at: Date.now(),
       ...(job.attemptsMade ? { attempt: job.attemptsMade - 1 } : {}),
     };
-    const run = await this.store.load(data.runId);
+    const run = await this.stores.runs.load(data.runId);
     if (!run || isFinal(run.status) || run.step !== data.step) return;
     if (job.name === ITEM_JOB) {
-      const fanOut = await this.fanOuts.get(run.id, run.step);
+      const fanOut = await this.fanOutCache.get(run.id, run.step);
       if (fanOut) await this.itemEnded(run.id, run.step, (data as ItemJobData).index, fanOut.request, { status: 'failed', error: record });
       return;
     }
@@ -108,7 +103,7 @@ export class StepProcessor {
   private async processStep(job: Job<StepJobData>, token: string | undefined): Promise<void> {
     // A wake job always reads the run: it follows a park, which no cache of this worker saw.
     const cached = job.data.park === undefined ? this.runs.take(job.data.runId, job.data.step) : undefined;
-    const run = cached ?? (await this.store.load(job.data.runId));
+    const run = cached ?? (await this.stores.runs.load(job.data.runId));
     if (!run) return; // expired or never started
     const parked = run.status === 'waiting' && run.replay.parked !== undefined;
     if (job.data.park !== undefined && job.data.park !== run.parkCount) {
@@ -131,11 +126,11 @@ export class StepProcessor {
     const checkpoint = await this.checkpointOf(run);
     // Not awaited: it goes out before this step's commit on the same connection, so Redis
     // applies it first, and the step does not wait a round trip for it.
-    if (run.status === 'queued') this.store.markStarted(run.id).catch(() => {});
+    if (run.status === 'queued') this.stores.runs.markStarted(run.id).catch(() => {});
     const controller = new AbortController();
     this.running.set(run.id, controller);
     try {
-      const reservations = { reserve: (ordinal: number, address: string) => this.store.reserve(run.id, run, ordinal, address) };
+      const reservations = { reserve: (ordinal: number, address: string) => this.stores.mailboxes.reserve(run.id, run, ordinal, address) };
       const ctx: StepContext = {
         attempt: (job.data.attemptBase ?? 0) + job.attemptsMade,
         fanOut: true,
@@ -144,9 +139,9 @@ export class StepProcessor {
         mailbox: new StepMailbox(reservations, { runId: run.id, step: run.step }, run.replay, Date.now),
       };
       if (run.status === 'waiting' && !parked) {
-        const fanOut = await this.store.fanOutOf(run.id);
+        const fanOut = await this.stores.fanOuts.fanOutOf(run.id);
         if (!fanOut || fanOut.ended < fanOut.total) return; // not every child has ended yet
-        const outcomes = (await this.store.outcomesOf(run.id, fanOut.total)) as ChildOutcome[];
+        const outcomes = (await this.stores.fanOuts.outcomesOf(run.id, fanOut.total)) as ChildOutcome[];
         const resumed = await resumeFanOut(graph, checkpoint, outcomes, ctx);
         return await this.apply(run, graph, resumed.outcome, resumed.conflicts);
       }
@@ -160,7 +155,7 @@ export class StepProcessor {
   private async checkpointOf(run: StoredRun): Promise<Checkpoint> {
     const checkpoint = JSON.parse(run.checkpoint) as Checkpoint;
     if (checkpoint.shared === undefined) {
-      const fanOut = run.parent && (await this.fanOuts.get(run.parent.id, run.parent.step));
+      const fanOut = run.parent && (await this.fanOutCache.get(run.parent.id, run.parent.step));
       if (!fanOut) throw new Error(`the fan-out snapshot of run '${run.parent?.id}' is gone (expired?)`);
       checkpoint.shared = JSON.parse(fanOut.snapshot) as JsonObject;
     }
@@ -227,15 +222,15 @@ export class StepProcessor {
 
   /** Parks the run on a mailbox and enqueues its wake job (see park-run.lua). */
   private async park(run: StoredRun, outcome: Extract<StepOutcome, { type: 'park' }>): Promise<void> {
-    const { result, parkCount, ready } = await this.store.park(run, outcome.park, outcome.sentTotal, outcome.outbox);
+    const { result, parkCount, ready } = await this.stores.mailboxes.park(run, outcome.park, outcome.sentTotal, outcome.outbox);
     if (result === 'stale') {
-      const current = await this.store.load(run.id);
+      const current = await this.stores.runs.load(run.id);
       return current ? this.ensureProgress(current) : undefined;
     }
     if (result !== 'committed') return;
     await this.addWake(run.id, run.step, parkCount, run.target, run.attempt, ready ? undefined : outcome.park);
     // A message that came between the park and its wake job found no job to promote: look again.
-    if (!ready && (await this.store.mailboxSize(outcome.park.address)) > 0) {
+    if (!ready && (await this.stores.mailboxes.mailboxSize(outcome.park.address)) > 0) {
       await this.queue.promote([StepQueue.wakeJobId(run.id, run.step, parkCount)]);
     }
   }
@@ -253,9 +248,9 @@ export class StepProcessor {
    */
   private async commit(run: StoredRun, mode: CommitMode, fields: CommitFields, finalShared?: JsonObject): Promise<CommitResult> {
     const report = run.parent ? await this.childReport(run, mode, fields, finalShared) : undefined;
-    const { result, parent } = await this.store.commit(run.id, run, mode, fields, report);
+    const { result, parent } = await this.stores.runs.commit(run.id, run, mode, fields, report);
     if (result === 'stale') {
-      const current = await this.store.load(run.id);
+      const current = await this.stores.runs.load(run.id);
       if (current) await this.ensureProgress(current);
     }
     if (parent && report) await this.followChildEnded(report.parent.id, report.parent.step, parent);
@@ -265,7 +260,7 @@ export class StepProcessor {
   /** How a child's end is reported to its parent, should this commit end it. */
   private async childReport(run: StoredRun, mode: CommitMode, fields: CommitFields, finalShared?: JsonObject): Promise<ChildReport | undefined> {
     const parent = run.parent!;
-    const fanOut = await this.fanOuts.get(parent.id, parent.step);
+    const fanOut = await this.fanOutCache.get(parent.id, parent.step);
     if (!fanOut) return undefined; // the parent's fan-out is gone: nobody waits for this child
     let outcome: ChildOutcome | undefined;
     if (mode === 'completed' && finalShared) {
@@ -290,19 +285,19 @@ export class StepProcessor {
     switch (result.type) {
       case 'recorded': {
         if (result.startIndex === undefined) return;
-        const fanOut = await this.fanOuts.get(parentId, parentStep);
+        const fanOut = await this.fanOutCache.get(parentId, parentStep);
         if (fanOut) await this.startChildren(parentId, parentStep, fanOut, [result.startIndex]);
         return;
       }
       case 'fan-in':
         return this.queue.addStep(parentId, parentStep, { node: undefined, maxAttempts: 1 });
       case 'parent-ended': {
-        const fanOut = await this.fanOuts.get(parentId, parentStep);
-        if (fanOut) await this.store.cancelChildren(parentId, parentStep, fanOut.request);
+        const fanOut = await this.fanOutCache.get(parentId, parentStep);
+        if (fanOut) await this.stores.fanOuts.cancelChildren(parentId, parentStep, fanOut.request);
         return;
       }
       case 'duplicate': {
-        const parent = await this.store.load(parentId);
+        const parent = await this.stores.runs.load(parentId);
         if (parent) await this.ensureProgress(parent);
         return;
       }
@@ -334,7 +329,7 @@ export class StepProcessor {
     } else {
       perChild = request.items.map((item) => JSON.stringify(item ?? null));
     }
-    const result = await this.store.fanOut(run, {
+    const result = await this.stores.fanOuts.fanOut(run, {
       checkpoint: encoded,
       target: { node: request.kind === 'walks' ? request.flow : request.node, maxAttempts: 1 },
       request,
@@ -346,11 +341,11 @@ export class StepProcessor {
       outbox,
     });
     if (result === 'stale') {
-      const current = await this.store.load(run.id);
+      const current = await this.stores.runs.load(run.id);
       return current ? this.ensureProgress(current) : undefined;
     }
     if (result !== 'committed') return;
-    const basics = this.fanOuts.remember(run.id, run.step + 1, {
+    const basics = this.fanOutCache.remember(run.id, run.step + 1, {
       request,
       snapshot,
       flow: run.flow,
@@ -368,12 +363,12 @@ export class StepProcessor {
       const inputs = await Promise.all(
         indices.map(async (index) => ({
           index,
-          item: items ? (items[index] ?? null) : (JSON.parse((await this.store.itemOf(parentId, index)) ?? 'null') as Json),
+          item: items ? (items[index] ?? null) : (JSON.parse((await this.stores.fanOuts.itemOf(parentId, index)) ?? 'null') as Json),
         })),
       );
       return this.queue.addItems(parentId, parentStep, inputs, request.maxAttempts);
     }
-    const target = fanOut.childTarget ?? (await this.store.load(childRunId(parentId, parentStep, indices[0]!)))?.target;
+    const target = fanOut.childTarget ?? (await this.stores.runs.load(childRunId(parentId, parentStep, indices[0]!)))?.target;
     if (!target) return;
     await this.queue.addFirstSteps(
       indices.map((index) => childRunId(parentId, parentStep, index)),
@@ -384,9 +379,9 @@ export class StepProcessor {
   private async processItem(job: Job<ItemJobData>, token: string | undefined): Promise<void> {
     const { runId, step, index } = job.data;
     // A cheap check first: the items of a parent that has ended (failed fast, cancelled) stop.
-    const status = await this.store.status(runId);
+    const status = await this.stores.runs.status(runId);
     if (status !== 'waiting') return;
-    const fanOut = await this.fanOuts.get(runId, step);
+    const fanOut = await this.fanOutCache.get(runId, step);
     if (fanOut?.request.kind !== 'items') return;
     const { request } = fanOut;
     const graph = await this.graphFor({ id: runId, flow: fanOut.flow, fingerprint: fanOut.fingerprint }, job, token);
@@ -399,7 +394,7 @@ export class StepProcessor {
     };
     const outcome = await executeItem(graph, request.node, request.params, job.data.item, ctx);
     const rescued = outcome.type === 'failed' ? outcome.errors.filter((e) => e !== outcome.error) : outcome.errors;
-    await this.store.appendErrors(runId, rescued);
+    await this.stores.runs.appendErrors(runId, rescued);
     if (outcome.type === 'retry') throw new RetryStep(outcome.error, outcome.delayMs);
     await this.itemEnded(
       runId,
@@ -414,7 +409,7 @@ export class StepProcessor {
 
   private async itemEnded(parentId: string, parentStep: number, index: number, request: FanOutRequest, outcome: ChildOutcome): Promise<void> {
     const record = outcome.status === 'failed' ? outcome.error : undefined;
-    const result = await this.store.childEnded(
+    const result = await this.stores.fanOuts.childEnded(
       parentId,
       parentStep,
       index,
@@ -434,16 +429,16 @@ export class StepProcessor {
     if (isFinal(run.status)) return this.reportEnded(run);
     if (run.status !== 'waiting') return this.queue.addStep(run.id, run.step, run.target);
     if (run.replay.parked) return this.addWake(run.id, run.step, run.parkCount, run.target, run.attempt, run.replay.parked);
-    const fanOut = await this.store.fanOutOf(run.id);
+    const fanOut = await this.stores.fanOuts.fanOutOf(run.id);
     if (!fanOut || fanOut.step !== run.step) return;
     if (fanOut.ended >= fanOut.total) return this.queue.addStep(run.id, run.step, { node: undefined, maxAttempts: 1 });
-    const basics = await this.fanOuts.get(run.id, run.step);
+    const basics = await this.fanOutCache.get(run.id, run.step);
     if (!basics) return;
-    const outcomes = await this.store.outcomesOf(run.id, fanOut.total);
+    const outcomes = await this.stores.fanOuts.outcomesOf(run.id, fanOut.total);
     const pending = Array.from({ length: fanOut.started }, (_, i) => i).filter((i) => !outcomes[i]);
     if (fanOut.request.kind === 'items') return this.startChildren(run.id, run.step, basics, pending);
     for (const index of pending) {
-      const child = await this.store.load(childRunId(run.id, run.step, index));
+      const child = await this.stores.runs.load(childRunId(run.id, run.step, index));
       if (child) await this.ensureProgress(child);
     }
   }
@@ -451,7 +446,7 @@ export class StepProcessor {
   /** An ended child whose parent may not have heard of it (a redelivery): report it again. */
   private async reportEnded(run: StoredRun): Promise<void> {
     if (!run.parent) return;
-    const fanOut = await this.fanOuts.get(run.parent.id, run.parent.step);
+    const fanOut = await this.fanOutCache.get(run.parent.id, run.parent.step);
     if (!fanOut) return;
     let outcome: ChildOutcome;
     if (run.status === 'completed') {
@@ -462,13 +457,13 @@ export class StepProcessor {
         ...(run.lastAction === undefined ? {} : { lastAction: run.lastAction }),
       };
     } else if (run.status === 'failed') {
-      const last = (await this.store.info(run.id))?.errors.at(-1);
+      const last = (await this.stores.runs.info(run.id))?.errors.at(-1);
       outcome = { status: 'failed', error: last ?? { name: 'Error', message: run.error?.message ?? 'failed', retryable: false } };
     } else {
       outcome = { status: 'cancelled' };
     }
     const record = outcome.status === 'failed' ? outcome.error : undefined;
-    const result = await this.store.childEnded(
+    const result = await this.stores.fanOuts.childEnded(
       run.parent.id,
       run.parent.step,
       run.parent.index,
@@ -498,7 +493,7 @@ export class StepProcessor {
     } catch (error) {
       problem = `this worker cannot build flow '${run.flow}' of run '${run.id}': ${(error as Error).message}`;
     }
-    await this.store.noteRefusal(run.id, `${new Date().toISOString()} ${problem}`);
+    await this.stores.runs.noteRefusal(run.id, `${new Date().toISOString()} ${problem}`);
     await job.moveToDelayed(Date.now() + this.options.refusalDelayMs, token);
     throw new DelayedError(problem);
   }

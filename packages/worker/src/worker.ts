@@ -5,11 +5,10 @@ import { checkRedisConfig, connect, createRedis, type ConnectionOption } from '.
 import { RedisKeys, normalizePrefix } from './redis-keys.js';
 import { stepBackoff } from './retry-step.js';
 import { parseEvent } from './run-events.js';
-import { RunStore } from './run-store.js';
-import { withScripts } from './scripts.js';
 import { StepProcessor } from './step-processor.js';
 import { StepQueue } from './step-queue.js';
 import { storeOptions, type StoreSettings } from './store-settings.js';
+import { createStores } from './stores.js';
 
 export interface WorkerOptions extends StoreSettings {
   /** Redis to use: a URL or ioredis options. @defaultValue `REDIS_URL`, else `redis://127.0.0.1:6379` */
@@ -77,8 +76,8 @@ export async function startWorker(options: WorkerOptions): Promise<QueueflowWork
   await Promise.all([connect(redis), connect(subscriber)]);
   await checkRedisConfig(redis);
   const queue = new StepQueue(redis, keys, onError);
-  const store = new RunStore(withScripts(redis), keys, { ...settings, wake: (jobIds) => queue.promote(jobIds) });
-  const processor = new StepProcessor(store, queue, registry, {
+  const stores = createStores(redis, keys, { ...settings, wake: (jobIds) => queue.promote(jobIds) });
+  const processor = new StepProcessor(stores, queue, registry, {
     maxCheckpointBytes: settings.maxCheckpointBytes,
     refusalDelayMs: 5000,
     parkRecheckMs: positiveInteger('parkRecheckMs', options.parkRecheckMs, 60_000),
