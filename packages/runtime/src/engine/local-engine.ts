@@ -13,16 +13,16 @@ import type {
   RunInfo,
   RunOptions,
   RunResult,
-  RunStatus,
 } from './engine.js';
 import { executeItem, resumeFanOut, walkCheckpoint, type ChildOutcome, type FanOutRequest } from './fan-out.js';
 import { FlowRegistry, type FlowDefinition, type FlowsOption } from './flow-definition.js';
 import type { CompiledGraph } from './graph.js';
 import type { Json, JsonObject } from './json.js';
 import { LocalMailboxes } from './local-mailboxes.js';
-import { diffShared, type MergeConflict } from './merge-patches.js';
+import { diffShared } from './merge-patches.js';
 import { checkRunInput, encodeCheckpoint, runErrorOf } from './run-input.js';
 import { executeStep, initialCheckpoint, type StepOutcome, type StepTarget } from './step-interpreter.js';
+import { infoOf, isFinal, resultOf, type LocalRun } from './local-run.js';
 import { TaskQueue } from './task-queue.js';
 
 export interface LocalEngineOptions {
@@ -36,41 +36,6 @@ export interface LocalEngineOptions {
   maxCheckpointBytes?: number;
   /** Time source for retry delays; tests inject a fake one. @defaultValue the system clock */
   clock?: Clock;
-}
-
-interface LocalFanOut {
-  request: FanOutRequest;
-  /** The parent's `shared` when it fanned out (walks start from it). */
-  snapshot: string;
-  outcomes: (ChildOutcome | undefined)[];
-  childIds: (string | undefined)[];
-  started: number;
-  ended: number;
-  failed: number;
-}
-
-interface LocalRun {
-  id: string;
-  flow: string;
-  graph: CompiledGraph;
-  status: RunStatus;
-  checkpoint: string;
-  target: StepTarget;
-  step: number;
-  attempt: number;
-  cancelRequested: boolean;
-  abort: AbortController;
-  createdAt: number;
-  startedAt?: number;
-  finishedAt?: number;
-  updatedAt: number;
-  lastAction?: string;
-  error?: RunError;
-  errors: ErrorRecord[];
-  conflicts: MergeConflict[];
-  parent?: { id: string; index: number };
-  fanOut?: LocalFanOut;
-  waiters: ((result: RunResult) => void)[];
 }
 
 type Task =
@@ -157,7 +122,7 @@ export class LocalEngine implements Engine {
 
   async get(runId: string): Promise<RunInfo | undefined> {
     const run = this.runs.get(runId);
-    return run && this.info(run);
+    return run && infoOf(run);
   }
 
   async list(options: ListRunsOptions = {}): Promise<RunInfo[]> {
@@ -167,7 +132,7 @@ export class LocalEngine implements Engine {
       if (found.length >= limit) break;
       if (options.status && run.status !== options.status) continue;
       if (options.flow && run.flow !== options.flow) continue;
-      found.push(this.info(run));
+      found.push(infoOf(run));
     }
     return found;
   }
@@ -216,7 +181,7 @@ export class LocalEngine implements Engine {
   private result(runId: string): Promise<RunResult> {
     const run = this.runs.get(runId);
     if (!run) return Promise.reject(new QueueflowError('RUN_NOT_FOUND', `no run '${runId}' in this engine`));
-    if (isFinal(run.status)) return Promise.resolve(this.resultOf(run));
+    if (isFinal(run.status)) return Promise.resolve(resultOf(run));
     return new Promise((resolve) => run.waiters.push(resolve));
   }
 
@@ -383,7 +348,7 @@ export class LocalEngine implements Engine {
         if (child) this.requestCancel(child);
       }
     }
-    const result = this.resultOf(run);
+    const result = resultOf(run);
     for (const resolve of run.waiters.splice(0)) resolve(result);
     this.retain(run.id);
     if (run.parent) {
@@ -418,43 +383,4 @@ export class LocalEngine implements Engine {
     this.finished.push(runId);
     while (this.finished.length > this.retainFinishedRuns) this.runs.delete(this.finished.shift()!);
   }
-
-  private resultOf(run: LocalRun): RunResult {
-    const checkpoint = JSON.parse(run.checkpoint) as Checkpoint;
-    return {
-      id: run.id,
-      status: run.status as FinalRunStatus,
-      shared: checkpoint.shared,
-      ...(run.lastAction === undefined ? {} : { lastAction: run.lastAction }),
-      ...(run.error ? { error: run.error } : {}),
-    };
-  }
-
-  private info(run: LocalRun): RunInfo {
-    const checkpoint = JSON.parse(run.checkpoint) as Checkpoint;
-    const fanOut = run.fanOut;
-    return {
-      id: run.id,
-      flow: run.flow,
-      status: run.status,
-      ...(run.target.node === undefined || isFinal(run.status) ? {} : { currentNode: run.target.node }),
-      steps: run.step,
-      attempts: run.attempt,
-      createdAt: run.createdAt,
-      ...(run.startedAt === undefined ? {} : { startedAt: run.startedAt }),
-      ...(run.finishedAt === undefined ? {} : { finishedAt: run.finishedAt }),
-      updatedAt: run.updatedAt,
-      ...(run.lastAction === undefined ? {} : { lastAction: run.lastAction }),
-      ...(run.error ? { error: run.error } : {}),
-      errors: [...run.errors],
-      conflicts: [...run.conflicts],
-      ...(run.parent ? { parentId: run.parent.id } : {}),
-      ...(fanOut ? { children: { total: fanOut.outcomes.length, ended: fanOut.ended, failed: fanOut.failed } } : {}),
-      shared: checkpoint.shared,
-    };
-  }
-}
-
-function isFinal(status: RunStatus): status is FinalRunStatus {
-  return status === 'completed' || status === 'failed' || status === 'cancelled';
 }
