@@ -4,10 +4,9 @@
  * `RedisEngine` instead; this entry point is for engine implementations.
  */
 export type { Checkpoint, Frame, FrameKind, Visit } from './engine/checkpoint.js';
+export { initialCheckpoint, targetOf, enterPlainFlows, walkParams } from './engine/walk.js';
 export {
   executeStep,
-  initialCheckpoint,
-  targetOf,
   type StepContext,
   type StepOutcome,
   type StepTarget,

@@ -6,7 +6,8 @@ import type { Checkpoint } from './checkpoint.js';
 import { graphNode, type CompiledGraph } from './graph.js';
 import type { Json, JsonObject } from './json.js';
 import { mergePatches, type MergeConflict, type PatchOperation } from './merge-patches.js';
-import { advancePast, enterPlainFlows, Step, targetOf, walkParams, type StepContext, type StepOutcome, type StepResult, type StepTarget } from './step-interpreter.js';
+import { Step, type StepContext, type StepOutcome, type StepResult, type StepTarget } from './step-interpreter.js';
+import { advancePast, enterPlainFlows, targetOf, walkParams } from './walk.js';
 
 /**
  * A parallel class asks its engine to fan out (DESIGN "Fan-out"):

@@ -21,7 +21,8 @@ import type { Json, JsonObject } from './json.js';
 import { LocalMailboxes } from './local-mailboxes.js';
 import { diffShared } from './merge-patches.js';
 import { checkRunInput, encodeCheckpoint, runErrorOf } from './run-input.js';
-import { executeStep, initialCheckpoint, type StepOutcome, type StepTarget } from './step-interpreter.js';
+import { executeStep, type StepOutcome, type StepTarget } from './step-interpreter.js';
+import { initialCheckpoint } from './walk.js';
 import { infoOf, isFinal, resultOf, type LocalRun } from './local-run.js';
 import { TaskQueue } from './task-queue.js';
 
