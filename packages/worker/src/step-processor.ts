@@ -1,34 +1,29 @@
 import { DelayedError, type Job } from 'bullmq';
-import { QueueflowError, toErrorRecord, type ErrorRecord, type Json, type JsonObject, type RunError } from '@queueflow/runtime';
+import { QueueflowError, toErrorRecord, type ErrorRecord, type JsonObject } from '@queueflow/runtime';
 import {
-  diffShared,
   encodeCheckpoint,
-  executeItem,
   executeStep,
   resumeFanOut,
   runErrorOf,
-  walkCheckpoint,
+  StepMailbox,
   type Checkpoint,
   type ChildOutcome,
   type CompiledGraph,
-  type FanOutRequest,
   type FlowRegistry,
-  type StepContext,
-  type OutgoingMessage,
   type ParkRequest,
+  type StepContext,
   type StepOutcome,
   type StepTarget,
-  StepMailbox,
 } from '@queueflow/runtime/interpreter';
 import { CheckpointCache } from './checkpoint-cache.js';
-import { FanOutCache, type FanOutBasics } from './fan-out-cache.js';
+import { FanOutCache } from './fan-out-cache.js';
+import { FanOutCoordinator } from './fan-out-coordinator.js';
 import { RetryStep } from './retry-step.js';
-import { childRunId } from './fan-out-store.js';
-import type { ChildReport, CommitFields } from './run-store.js';
-import type { ChildEndedResult, CommitResult } from './script-replies.js';
+import type { CommitFields } from './run-store.js';
+import type { CommitResult } from './script-replies.js';
+import { ITEM_JOB, StepQueue, type ItemJobData, type StepJobData } from './step-queue.js';
 import type { Stores } from './stores.js';
 import { isFinal, type StoredRun } from './stored-run.js';
-import { ITEM_JOB, StepQueue, type ItemJobData, type StepJobData } from './step-queue.js';
 
 export interface StepProcessorOptions {
   /** Largest serialized checkpoint, in bytes. */
@@ -56,6 +51,7 @@ export class StepProcessor {
   private readonly running = new Map<string, AbortController>();
   private readonly runs = new CheckpointCache();
   private readonly fanOutCache: FanOutCache;
+  private readonly fanOut: FanOutCoordinator;
 
   constructor(
     private readonly stores: Stores,
@@ -64,11 +60,12 @@ export class StepProcessor {
     private readonly options: StepProcessorOptions,
   ) {
     this.fanOutCache = new FanOutCache(stores.fanOuts);
+    this.fanOut = new FanOutCoordinator(stores, queue, this.fanOutCache, this);
   }
 
   /** The BullMQ processor. */
   async process(job: Job, token?: string): Promise<void> {
-    if (job.name === ITEM_JOB) return this.processItem(job as Job<ItemJobData>, token);
+    if (job.name === ITEM_JOB) return this.fanOut.processItem(job as Job<ItemJobData>, token);
     return this.processStep(job as Job<StepJobData>, token);
   }
 
@@ -94,7 +91,7 @@ export class StepProcessor {
     if (!run || isFinal(run.status) || run.step !== data.step) return;
     if (job.name === ITEM_JOB) {
       const fanOut = await this.fanOutCache.get(run.id, run.step);
-      if (fanOut) await this.itemEnded(run.id, run.step, (data as ItemJobData).index, fanOut.request, { status: 'failed', error: record });
+      if (fanOut) await this.fanOut.itemEnded(run.id, run.step, (data as ItemJobData).index, fanOut.request, { status: 'failed', error: record });
       return;
     }
     await this.commit(run, 'failed', { errorRecords: [record], runError: runErrorOf(record) });
@@ -152,7 +149,7 @@ export class StepProcessor {
   }
 
   /** The run's checkpoint; a fan-out child's first one starts from its parent's snapshot. */
-  private async checkpointOf(run: StoredRun): Promise<Checkpoint> {
+  async checkpointOf(run: StoredRun): Promise<Checkpoint> {
     const checkpoint = JSON.parse(run.checkpoint) as Checkpoint;
     if (checkpoint.shared === undefined) {
       const fanOut = run.parent && (await this.fanOutCache.get(run.parent.id, run.parent.step));
@@ -214,7 +211,7 @@ export class StepProcessor {
         );
         return;
       case 'fan-out':
-        return this.startFanOut(run, graph, outcome.checkpoint, checkpoint, outcome.fanOut, outcome.outbox);
+        return this.fanOut.startFanOut(run, graph, outcome.checkpoint, checkpoint, outcome.fanOut, outcome.outbox);
       case 'park':
         return this.park(run, outcome);
     }
@@ -247,240 +244,40 @@ export class StepProcessor {
    * here reports to its parent in the same commit; `finalShared` is its `shared` when completed.
    */
   private async commit(run: StoredRun, mode: CommitMode, fields: CommitFields, finalShared?: JsonObject): Promise<CommitResult> {
-    const report = run.parent ? await this.childReport(run, mode, fields, finalShared) : undefined;
+    const report = run.parent ? await this.fanOut.childReport(run, mode, fields, finalShared) : undefined;
     const { result, parent } = await this.stores.runs.commit(run.id, run, mode, fields, report);
     if (result === 'stale') {
       const current = await this.stores.runs.load(run.id);
       if (current) await this.ensureProgress(current);
     }
-    if (parent && report) await this.followChildEnded(report.parent.id, report.parent.step, parent);
+    if (parent && report) await this.fanOut.followChildEnded(report.parent.id, report.parent.step, parent);
     return result;
   }
 
-  /** How a child's end is reported to its parent, should this commit end it. */
-  private async childReport(run: StoredRun, mode: CommitMode, fields: CommitFields, finalShared?: JsonObject): Promise<ChildReport | undefined> {
-    const parent = run.parent!;
-    const fanOut = await this.fanOutCache.get(parent.id, parent.step);
-    if (!fanOut) return undefined; // the parent's fan-out is gone: nobody waits for this child
-    let outcome: ChildOutcome | undefined;
-    if (mode === 'completed' && finalShared) {
-      outcome = {
-        status: 'completed',
-        patch: diffShared(JSON.parse(fanOut.snapshot) as JsonObject, finalShared),
-        ...(fields.lastAction === undefined ? {} : { lastAction: fields.lastAction }),
-      };
-    } else if (mode === 'failed' && fields.errorRecords?.length) {
-      outcome = { status: 'failed', error: fields.errorRecords[fields.errorRecords.length - 1]! };
-    }
-    return {
-      parent,
-      ...(outcome ? { outcome } : {}),
-      failFast: fanOut.request.onItemError === 'fail-fast',
-      parentError: childFailedError(fanOut.request, parent.index, fields.errorRecords?.at(-1)),
-    };
-  }
 
-  /** Does what recording a child's end asked for: start the next child, resume, or cancel. */
-  private async followChildEnded(parentId: string, parentStep: number, result: ChildEndedResult): Promise<void> {
-    switch (result.type) {
-      case 'recorded': {
-        if (result.startIndex === undefined) return;
-        const fanOut = await this.fanOutCache.get(parentId, parentStep);
-        if (fanOut) await this.startChildren(parentId, parentStep, fanOut, [result.startIndex]);
-        return;
-      }
-      case 'fan-in':
-        return this.queue.addStep(parentId, parentStep, { node: undefined, maxAttempts: 1 });
-      case 'parent-ended': {
-        const fanOut = await this.fanOutCache.get(parentId, parentStep);
-        if (fanOut) await this.stores.fanOuts.cancelChildren(parentId, parentStep, fanOut.request);
-        return;
-      }
-      case 'duplicate': {
-        const parent = await this.stores.runs.load(parentId);
-        if (parent) await this.ensureProgress(parent);
-        return;
-      }
-      case 'ignored':
-        return;
-    }
-  }
 
-  private async startFanOut(
-    run: StoredRun,
-    graph: CompiledGraph,
-    checkpoint: Checkpoint,
-    encoded: string,
-    request: FanOutRequest,
-    outbox: OutgoingMessage[],
-  ): Promise<void> {
-    const total = request.kind === 'walks' ? request.params.length : request.items.length;
-    const startNow = Math.min(request.concurrency ?? total, total);
-    const snapshot = JSON.stringify(checkpoint.shared);
-    let perChild: string[];
-    let childTarget: StepTarget | undefined;
-    if (request.kind === 'walks') {
-      // Each child's checkpoint without `shared`: children read the snapshot stored once.
-      perChild = request.params.map((_params, index) => {
-        const child = walkCheckpoint(graph, request, index, {});
-        childTarget ??= child.target;
-        return JSON.stringify({ frames: child.checkpoint.frames });
-      });
-    } else {
-      perChild = request.items.map((item) => JSON.stringify(item ?? null));
-    }
-    const result = await this.stores.fanOuts.fanOut(run, {
-      checkpoint: encoded,
-      target: { node: request.kind === 'walks' ? request.flow : request.node, maxAttempts: 1 },
-      request,
-      snapshot,
-      total,
-      startNow,
-      ...(childTarget ? { childTarget } : {}),
-      perChild,
-      outbox,
-    });
-    if (result === 'stale') {
-      const current = await this.stores.runs.load(run.id);
-      return current ? this.ensureProgress(current) : undefined;
-    }
-    if (result !== 'committed') return;
-    const basics = this.fanOutCache.remember(run.id, run.step + 1, {
-      request,
-      snapshot,
-      flow: run.flow,
-      fingerprint: run.fingerprint,
-      ...(childTarget ? { childTarget } : {}),
-    });
-    const first = Array.from({ length: startNow }, (_, i) => i);
-    await this.startChildren(run.id, run.step + 1, basics, first, request.kind === 'items' ? request.items : undefined);
-  }
 
-  /** Enqueues the first step of the children at `indices` (idempotent: deterministic job ids). */
-  private async startChildren(parentId: string, parentStep: number, fanOut: FanOutBasics, indices: number[], items?: Json[]): Promise<void> {
-    const { request } = fanOut;
-    if (request.kind === 'items') {
-      const inputs = await Promise.all(
-        indices.map(async (index) => ({
-          index,
-          item: items ? (items[index] ?? null) : (JSON.parse((await this.stores.fanOuts.itemOf(parentId, index)) ?? 'null') as Json),
-        })),
-      );
-      return this.queue.addItems(parentId, parentStep, inputs, request.maxAttempts);
-    }
-    const target = fanOut.childTarget ?? (await this.stores.runs.load(childRunId(parentId, parentStep, indices[0]!)))?.target;
-    if (!target) return;
-    await this.queue.addFirstSteps(
-      indices.map((index) => childRunId(parentId, parentStep, index)),
-      target,
-    );
-  }
 
-  private async processItem(job: Job<ItemJobData>, token: string | undefined): Promise<void> {
-    const { runId, step, index } = job.data;
-    // A cheap check first: the items of a parent that has ended (failed fast, cancelled) stop.
-    const status = await this.stores.runs.status(runId);
-    if (status !== 'waiting') return;
-    const fanOut = await this.fanOutCache.get(runId, step);
-    if (fanOut?.request.kind !== 'items') return;
-    const { request } = fanOut;
-    const graph = await this.graphFor({ id: runId, flow: fanOut.flow, fingerprint: fanOut.fingerprint }, job, token);
-    const controller = new AbortController();
-    const ctx: StepContext = {
-      attempt: job.attemptsMade,
-      fanOut: true,
-      signal: controller.signal,
-      runtime: { runId, flowName: fanOut.flow },
-    };
-    const outcome = await executeItem(graph, request.node, request.params, job.data.item, ctx);
-    const rescued = outcome.type === 'failed' ? outcome.errors.filter((e) => e !== outcome.error) : outcome.errors;
-    await this.stores.runs.appendErrors(runId, rescued);
-    if (outcome.type === 'retry') throw new RetryStep(outcome.error, outcome.delayMs);
-    await this.itemEnded(
-      runId,
-      step,
-      index,
-      request,
-      outcome.type === 'completed'
-        ? { status: 'completed', ...(outcome.value === undefined ? {} : { value: outcome.value }) }
-        : { status: 'failed', error: outcome.error },
-    );
-  }
 
-  private async itemEnded(parentId: string, parentStep: number, index: number, request: FanOutRequest, outcome: ChildOutcome): Promise<void> {
-    const record = outcome.status === 'failed' ? outcome.error : undefined;
-    const result = await this.stores.fanOuts.childEnded(
-      parentId,
-      parentStep,
-      index,
-      outcome,
-      request.onItemError === 'fail-fast',
-      childFailedError(request, index, record),
-      record,
-    );
-    await this.followChildEnded(parentId, parentStep, result);
-  }
 
   /**
    * Re-enqueues whatever `run` needs next; every enqueue is idempotent. Called when a delivery
    * finds its run past its step: the delivery that committed may have died before enqueueing.
    */
   async ensureProgress(run: StoredRun): Promise<void> {
-    if (isFinal(run.status)) return this.reportEnded(run);
+    if (isFinal(run.status)) return this.fanOut.reportEnded(run);
     if (run.status !== 'waiting') return this.queue.addStep(run.id, run.step, run.target);
     if (run.replay.parked) return this.addWake(run.id, run.step, run.parkCount, run.target, run.attempt, run.replay.parked);
-    const fanOut = await this.stores.fanOuts.fanOutOf(run.id);
-    if (!fanOut || fanOut.step !== run.step) return;
-    if (fanOut.ended >= fanOut.total) return this.queue.addStep(run.id, run.step, { node: undefined, maxAttempts: 1 });
-    const basics = await this.fanOutCache.get(run.id, run.step);
-    if (!basics) return;
-    const outcomes = await this.stores.fanOuts.outcomesOf(run.id, fanOut.total);
-    const pending = Array.from({ length: fanOut.started }, (_, i) => i).filter((i) => !outcomes[i]);
-    if (fanOut.request.kind === 'items') return this.startChildren(run.id, run.step, basics, pending);
-    for (const index of pending) {
-      const child = await this.stores.runs.load(childRunId(run.id, run.step, index));
-      if (child) await this.ensureProgress(child);
-    }
+    return this.fanOut.ensureChildren(run);
   }
 
-  /** An ended child whose parent may not have heard of it (a redelivery): report it again. */
-  private async reportEnded(run: StoredRun): Promise<void> {
-    if (!run.parent) return;
-    const fanOut = await this.fanOutCache.get(run.parent.id, run.parent.step);
-    if (!fanOut) return;
-    let outcome: ChildOutcome;
-    if (run.status === 'completed') {
-      const { shared } = await this.checkpointOf(run);
-      outcome = {
-        status: 'completed',
-        patch: diffShared(JSON.parse(fanOut.snapshot) as JsonObject, shared),
-        ...(run.lastAction === undefined ? {} : { lastAction: run.lastAction }),
-      };
-    } else if (run.status === 'failed') {
-      const last = (await this.stores.runs.info(run.id))?.errors.at(-1);
-      outcome = { status: 'failed', error: last ?? { name: 'Error', message: run.error?.message ?? 'failed', retryable: false } };
-    } else {
-      outcome = { status: 'cancelled' };
-    }
-    const record = outcome.status === 'failed' ? outcome.error : undefined;
-    const result = await this.stores.fanOuts.childEnded(
-      run.parent.id,
-      run.parent.step,
-      run.parent.index,
-      outcome,
-      fanOut.request.onItemError === 'fail-fast',
-      childFailedError(fanOut.request, run.parent.index, record),
-      record,
-    );
-    await this.followChildEnded(run.parent.id, run.parent.step, result);
-  }
 
   /**
    * The graph for `run`, built by this worker. A worker whose graph has another shape (other
    * code deployed mid-run) or lacks the flow refuses the step: the job goes back to the delayed
    * set without using up a try, so a worker with the matching code can take it.
    */
-  private async graphFor(
+  async graphFor(
     run: Pick<StoredRun, 'id' | 'flow' | 'fingerprint'>,
     job: Job,
     token: string | undefined,
@@ -497,15 +294,4 @@ export class StepProcessor {
     await job.moveToDelayed(Date.now() + this.options.refusalDelayMs, token);
     throw new DelayedError(problem);
   }
-}
-
-function childFailedError(request: FanOutRequest, index: number, record: ErrorRecord | undefined): RunError {
-  const owner = request.kind === 'walks' ? request.flow : request.node;
-  return {
-    name: 'QueueflowError',
-    code: 'CHILD_FAILED',
-    message: `child ${index} of '${owner}' failed: ${record?.message ?? 'it was cancelled'}`,
-    ...(record?.node ? { node: record.node } : {}),
-    ...(record?.attempt !== undefined ? { attempts: record.attempt + 1 } : {}),
-  };
 }
