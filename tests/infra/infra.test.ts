@@ -69,7 +69,7 @@ function expectWorkerCommand(argv: string[], where: string): Map<string, string>
 
 describe('the worker command and flows module the infra files run', () => {
   it('is the bin of @queueflow/worker, whose worker command reads REDIS_URL', () => {
-    expect(WORKER_CLI).toBe('packages/worker/dist/cli.js');
+    expect(WORKER_CLI).toBe('packages/worker/bin/queueflow.js');
     expect(existsSync(path.join(ROOT, WORKER_CLI))).toBe(true);
     expect(cliEnvVars).toContain('REDIS_URL');
     expect(helpDefault('--prefix')).toBe('{qf}');
