@@ -1,0 +1,277 @@
+/**
+ * Mailbox round trip: a ping-pong between two agents on RedisEngine vs a raw Redis LPUSH/BRPOP
+ * ping-pong between two processes, on the same Redis. Printed per round trip, with the ratio.
+ *
+ * - queueflow: two runs, `pinger` (each step `ask`s the ponger and waits for the answer) and
+ *   `ponger` (each step receives a question and `reply`s), on TWO WORKER PROCESSES (this file
+ *   with `--role worker`: `startWorker` at concurrency 8, as `queueflow worker` starts it). Any
+ *   worker takes any step: both agents move between the two processes. This process only starts
+ *   the runs and waits for their results.
+ * - raw: this process `LPUSH ping` then `BRPOP pong`; a second process `BRPOP ping` then
+ *   `LPUSH pong`. Four commands and two one-way hops per round trip: the floor for two processes
+ *   talking through Redis.
+ *
+ * The worker processes count every Redis command they send (ioredis `sendCommand`, Lua scripts
+ * by name), so the report also says what one round trip costs in Redis commands.
+ *
+ * Where the extra time goes (from a MONITOR trace of this benchmark and the counts it prints).
+ * Each agent waits as a parked run, and every wake-up and every next step is a BullMQ job, so one
+ * round trip is four steps, four jobs and about 36 to 47 Redis commands from the workers (raw: 4):
+ *   1. pinger, step k: `ask` → reserve-message (empty) → park-run (delivers the question and
+ *      returns the ponger's wake job id) → promote that job (HGETALL of the job, ZSCORE in the
+ *      delayed set, the promote script) ‖ add its own wake job (delayed) + LLEN of its mailbox.
+ *   2. ponger, woken: BZPOPMIN on BullMQ's marker returns → moveToActive → HGETALL of the run
+ *      (a wake always reloads it) → reserve-message (the question) → commit-step (consumes it,
+ *      delivers the answer, returns the pinger's wake job) ‖ add its next step's job → promote
+ *      the pinger's wake job (3 commands) → moveToFinished.
+ *   3. pinger, woken: BZPOPMIN → moveToActive → HGETALL → reserve-message (the answer) →
+ *      commit-step ‖ add step k+1's job → moveToFinished.
+ *   4. ponger, next step: moveToActive → reserve-message (empty) → park-run → add its wake job,
+ *      LLEN (when the next question is already there, it promotes its own wake job at once).
+ * The critical path of one round trip is about 19 sequential Redis round trips (park, 3 for the
+ * promote, the marker wake-up, moveToActive, HGETALL, reserve, commit, 3 for the promote, the
+ * wake-up, moveToActive, HGETALL, reserve, commit, then the pinger's next step: moveToActive,
+ * reserve) against 2 for the raw ping-pong (LPUSH, BRPOP wakes; LPUSH, BRPOP wakes), plus each
+ * step's own CPU time (checkpoint JSON, the interpreter). Idle worker slots add BZPOPMIN
+ * wake-ups and empty moveToActive calls off the critical path: about 4 per round trip at
+ * concurrency 1, about 10 at concurrency 8. A wake job is sometimes promoted twice (by the
+ * sender and by the parking step that found the message already there): 3 wasted commands.
+ *
+ * Usage: npm run bench -w @queueflow/worker   or   tsx bench/ping-pong.bench.ts [--exchanges 500 --rounds 3 --concurrency 8]
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { Redis } from 'ioredis';
+import { nanoid } from 'nanoid';
+import { defineFlow, Flow, Node, setWarningHandler, type Message } from '@queueflow/runtime';
+import { RedisEngine, startWorker } from '../src/index.js';
+import { deleteKeys, redisUrl } from './bench-support.js';
+
+const { values } = parseArgs({
+  options: {
+    role: { type: 'string', default: 'main' },
+    prefix: { type: 'string' },
+    key: { type: 'string' },
+    exchanges: { type: 'string', default: '500' },
+    rounds: { type: 'string', default: '3' },
+    concurrency: { type: 'string', default: '8' },
+  },
+});
+
+// --- the two agents ----------------------------------------------------------------------------
+
+interface PingShared {
+  n: number;
+  limit: number;
+}
+interface PingParams {
+  address: string;
+  [key: string]: unknown;
+}
+
+class Ping extends Node<PingShared, PingParams> {
+  override prep(shared: PingShared): Promise<Message | undefined> {
+    return this.ask(this.params.address, { n: shared.n });
+  }
+  override post(shared: PingShared, answer: Message): string {
+    if ((answer.body as { n: number }).n !== shared.n) throw new Error(`answer ${JSON.stringify(answer.body)} to ping ${shared.n}`);
+    shared.n += 1;
+    return shared.n < shared.limit ? 'again' : 'done';
+  }
+}
+
+class Pong extends Node<PingShared, PingParams> {
+  override prep(): Promise<Message | undefined> {
+    return this.receive(this.params.address);
+  }
+  override async post(shared: PingShared, question: Message): Promise<string> {
+    await this.reply(question, question.body);
+    shared.n += 1;
+    return shared.n < shared.limit ? 'again' : 'done';
+  }
+}
+
+function looping(node: Node<PingShared, PingParams>): Flow {
+  node.on('again', node);
+  node.on('done', new Node({ name: `${node.name}-done` }));
+  return new Flow(node);
+}
+
+const pinger = defineFlow('bench-pinger', () => looping(new Ping({ name: 'ping' })));
+const ponger = defineFlow('bench-ponger', () => looping(new Pong({ name: 'pong' })));
+
+// --- worker process: a queueflow worker that counts the Redis commands it sends ------------------
+
+type Counts = Record<string, number>;
+
+function countRedisCommands(): { counts: Counts; reset(): void } {
+  let counts: Counts = {};
+  const pipelines = new WeakSet<object>();
+  const proto = Redis.prototype as unknown as {
+    sendCommand(command: { name: string; args: unknown[] }, stream?: object): unknown;
+    scriptsSet?: Record<string, { sha: string }>;
+  };
+  const original = proto.sendCommand;
+  proto.sendCommand = function (this: typeof proto, command, stream) {
+    let name = command.name.toLowerCase();
+    if (name === 'evalsha' || name === 'eval') {
+      const sha = String(command.args[0]);
+      const script = Object.entries(this.scriptsSet ?? {}).find(([, s]) => s.sha === sha)?.[0];
+      name = `lua:${script ?? '?'}`;
+    }
+    counts[name] = (counts[name] ?? 0) + 1;
+    if (stream && !pipelines.has(stream)) {
+      pipelines.add(stream);
+      counts['(pipelines)'] = (counts['(pipelines)'] ?? 0) + 1;
+    }
+    return original.call(this, command, stream);
+  };
+  return {
+    get counts() {
+      return counts;
+    },
+    reset: () => {
+      counts = {};
+    },
+  };
+}
+
+async function workerRole(): Promise<void> {
+  setWarningHandler(() => {});
+  const counter = countRedisCommands();
+  const worker = await startWorker({ connection: redisUrl(), flows: [pinger, ponger], prefix: values.prefix!, concurrency: Number(values.concurrency) });
+  process.on('message', (message: { type: string }) => {
+    if (message.type === 'reset') {
+      counter.reset();
+      process.send!({ type: 'reset' });
+    }
+    if (message.type === 'report') process.send!({ type: 'counts', counts: counter.counts });
+    if (message.type === 'stop') void worker.close().then(() => process.exit(0));
+  });
+  process.send!({ type: 'ready' });
+}
+
+// --- raw process: BRPOP ping, LPUSH pong, until told to stop ------------------------------------
+
+async function rawPongRole(): Promise<void> {
+  const redis = new Redis(redisUrl());
+  const key = values.key!;
+  process.send!({ type: 'ready' });
+  for (;;) {
+    const [, value] = (await redis.brpop(`${key}:ping`, 0))!;
+    if (value === 'stop') break;
+    await redis.lpush(`${key}:pong`, value);
+  }
+  redis.disconnect();
+  process.exit(0);
+}
+
+// --- main --------------------------------------------------------------------------------------
+
+function spawnRole(role: string, args: string[]): Promise<ChildProcess> {
+  const child = spawn(process.execPath, ['--import', 'tsx', fileURLToPath(import.meta.url), '--role', role, ...args], {
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    env: { ...process.env, NODE_NO_WARNINGS: '1' },
+  });
+  return new Promise((resolve, reject) => {
+    child.once('message', () => resolve(child));
+    child.once('exit', (code) => reject(new Error(`${role} process exited (${code}) before it was ready`)));
+  });
+}
+
+function ask<T>(child: ChildProcess, type: string): Promise<T> {
+  return new Promise((resolve) => {
+    child.once('message', resolve as (message: unknown) => void);
+    child.send({ type });
+  });
+}
+
+/** Milliseconds per round trip of one queueflow ping-pong of `exchanges` round trips. */
+async function queueflowGame(engine: RedisEngine, exchanges: number): Promise<number> {
+  const address = `pong.${nanoid(8)}`;
+  const shared = { n: 0, limit: exchanges };
+  const pong = await engine.start(ponger, { ...shared }, { params: { address } });
+  const started = performance.now();
+  const ping = await engine.start(pinger, { ...shared }, { params: { address } });
+  const [a, b] = await Promise.all([ping.result(), pong.result()]);
+  const ms = performance.now() - started;
+  if (a.status !== 'completed' || b.status !== 'completed') throw new Error(`ping-pong failed: ${JSON.stringify(a.error ?? b.error)}`);
+  return ms / exchanges;
+}
+
+/** Milliseconds per round trip of a raw LPUSH/BRPOP ping-pong with the raw process. */
+async function rawGame(redis: Redis, key: string, exchanges: number): Promise<number> {
+  const started = performance.now();
+  for (let i = 0; i < exchanges; i++) {
+    await redis.lpush(`${key}:ping`, String(i));
+    const [, value] = (await redis.brpop(`${key}:pong`, 0))!;
+    if (value !== String(i)) throw new Error(`raw pong ${value} to ping ${i}`);
+  }
+  return (performance.now() - started) / exchanges;
+}
+
+async function main(): Promise<void> {
+  const exchanges = Number(values.exchanges);
+  const rounds = Number(values.rounds);
+  const prefix = `{bench-pp-${nanoid(6)}}`;
+  const key = `{bench-raw-${nanoid(6)}}`;
+  setWarningHandler(() => {});
+  const workerArgs = ['--prefix', prefix, '--concurrency', values.concurrency!];
+
+  const workers = await Promise.all([spawnRole('worker', workerArgs), spawnRole('worker', workerArgs)]);
+  const engine = new RedisEngine({ connection: redisUrl(), flows: [pinger, ponger], prefix });
+  const rawPong = await spawnRole('raw-pong', ['--key', key]);
+  const redis = new Redis(redisUrl());
+  const ours: number[] = [];
+  const raw: number[] = [];
+  let counts: Counts = {};
+  try {
+    await queueflowGame(engine, 50); // warm-up: scripts loaded, code hot
+    await rawGame(redis, key, 200);
+    for (let round = 0; round < rounds; round++) {
+      raw.push(await rawGame(redis, key, exchanges));
+      await Promise.all(workers.map((w) => ask(w, 'reset')));
+      ours.push(await queueflowGame(engine, exchanges));
+      const reports = await Promise.all(workers.map((w) => ask<{ counts: Counts }>(w, 'report')));
+      counts = {};
+      for (const report of reports) for (const [name, n] of Object.entries(report.counts)) counts[name] = (counts[name] ?? 0) + n;
+    }
+  } finally {
+    await redis.lpush(`${key}:ping`, 'stop');
+    redis.disconnect();
+    await engine.close();
+    await Promise.all(
+      [...workers, rawPong].map(
+        (child) =>
+          new Promise<void>((resolve) => {
+            if (child.exitCode !== null) return resolve();
+            child.once('exit', () => resolve());
+            if (child !== rawPong) child.send({ type: 'stop' });
+          }),
+      ),
+    );
+    await deleteKeys(prefix);
+    await deleteKeys(key);
+  }
+
+  const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+  const perExchange = (n: number): string => (n / exchanges).toFixed(1);
+  const total = Object.entries(counts).filter(([name]) => name !== '(pipelines)').reduce((sum, [, n]) => sum + n, 0);
+  const byCount = Object.entries(counts)
+    .filter(([name, n]) => name !== '(pipelines)' && n / exchanges >= 0.05)
+    .sort((a, b) => b[1] - a[1])
+    .map(([name, n]) => `${name} ${perExchange(n)}`);
+  console.log(`mailbox ping-pong, ${exchanges} round trips, median of ${rounds} rounds, same Redis (${redisUrl().replace(/\/\/.*@/, '//***@')})`);
+  const line = (label: string, value: string): void => console.log(`  ${label.padEnd(53)}: ${value}`);
+  line('queueflow RedisEngine, ask/reply, 2 worker processes', `${median(ours).toFixed(3)} ms per round trip`);
+  line('raw LPUSH/BRPOP, 2 processes', `${median(raw).toFixed(3)} ms per round trip`);
+  line('ratio', `${(median(ours) / median(raw)).toFixed(1)} (queueflow / raw)`);
+  const pipelines = counts['(pipelines)'] ?? 0;
+  line('Redis commands per round trip, both workers', `${perExchange(total)} (raw: 4)${pipelines > 0 ? `, in ${perExchange(pipelines)} pipelines` : ''}`);
+  console.log(`    ${byCount.join(', ')}`);
+}
+
+if (values.role === 'worker') await workerRole();
+else if (values.role === 'raw-pong') await rawPongRole();
+else await main();
