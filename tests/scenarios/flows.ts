@@ -285,6 +285,163 @@ export const loop = defineFlow('loop', () => {
   return new Flow(counter);
 });
 
+// Nesting of fan-outs (issue 4): a ParallelBatchFlow whose children contain ParallelBatchNodes,
+// a BatchFlow inside a ParallelBatchFlow, a ParallelBatchFlow inside a BatchFlow, and a
+// ParallelBatchFlow inside a ParallelBatchFlow. Children write disjoint paths (so `flow.run`,
+// where they share one object, gives the same `shared`), and nodes record the params they see:
+// outer flow params, then outer item, then inner item (rule S9).
+
+/** A plain copy of a node's params, keys sorted (what the node saw). */
+function seen(params: object): JsonObject {
+  return Object.fromEntries(Object.entries(params).sort(([a], [b]) => a.localeCompare(b))) as JsonObject;
+}
+
+class Docs extends ParallelBatchFlow<Shared> {
+  override prep(shared: Shared): JsonObject[] {
+    return Object.keys(shared.corpus as object).map((doc) => ({ doc, level: 'doc' }));
+  }
+}
+/** Per doc: its chunks as ParallelBatchNode items; a chunk with '!' fails its first try. */
+class Chunks extends ParallelBatchNode<Shared> {
+  constructor() {
+    super({ name: 'chunks', maxRetries: 2, concurrency: 2 });
+  }
+  override prep(shared: Shared): string[] {
+    return shared.corpus[this.params.doc as string] as string[];
+  }
+  override async exec(chunk: string): Promise<string> {
+    if (chunk.includes('!') && this.currentRetry === 0) throw new Error(`chunk ${chunk} fails its first try`);
+    await new Promise((resolve) => setTimeout(resolve, 1));
+    return `${chunk.toUpperCase()} (try ${this.currentRetry}, ${this.params.lang as string}/${this.params.doc as string})`;
+  }
+  override post(shared: Shared, chunks: string[], results: string[]): string {
+    (shared.chunks ??= {})[this.params.doc as string] = { results, params: seen(this.params), count: chunks.length };
+    return 'chunked';
+  }
+}
+class Total extends Node<Shared> {
+  override post(shared: Shared): string {
+    shared.total = Object.values((shared.chunks ?? {}) as Record<string, { count: number }>).reduce((sum, d) => sum + d.count, 0);
+    return 'summed';
+  }
+}
+export const nestedParallelNode = defineFlow('n1-parallel-flow-of-parallel-nodes', () => {
+  const docs = new Docs(new Chunks(), { name: 'docs' });
+  docs.next(new Total({ name: 'total' }));
+  return new Flow(docs);
+});
+
+class Regions extends ParallelBatchFlow<Shared> {
+  override prep(shared: Shared): JsonObject[] {
+    return Object.keys(shared.cities as object).map((region) => ({ region, level: 'outer', tag: `t-${region}` }));
+  }
+}
+class Cities extends BatchFlow<Shared> {
+  override prep(shared: Shared): JsonObject[] | null {
+    const cities = shared.cities[this.params.region as string] as string[] | null;
+    return cities && cities.map((city) => ({ city, level: 'inner' }));
+  }
+  override post(shared: Shared, list: JsonObject[]): string {
+    (shared.batches ??= {})[this.params.region as string] = list.length;
+    return 'visited';
+  }
+}
+class Visit extends Node<Shared> {
+  override post(shared: Shared): string {
+    const { region, city } = this.params as { region: string; city: string };
+    ((shared.visits ??= {})[region] ??= {})[city] = seen(this.params);
+    return `at-${city}`;
+  }
+}
+export const batchInParallel = defineFlow('n2-batch-flow-in-parallel-flow', () => {
+  const regions = new Regions(new Cities(new Visit({ name: 'visit' }), { name: 'cities' }), { name: 'regions', concurrency: 2 });
+  regions.next(new Mark({ name: 'after-regions' }));
+  return new Flow(regions);
+});
+
+class Batches extends BatchFlow<Shared> {
+  override prep(shared: Shared): JsonObject[] {
+    return (shared.batches as number[]).map((batch) => ({ batch, level: 'outer' }));
+  }
+}
+class Parts extends ParallelBatchFlow<Shared> {
+  override prep(shared: Shared): JsonObject[] {
+    return (shared.parts as string[]).map((part) => ({ part, level: 'inner' }));
+  }
+  override post(shared: Shared): string {
+    (shared.fanIns ??= []).push(this.params.batch); // once per batch, in batch order
+    return 'parts-done';
+  }
+}
+class Cell2 extends Node<Shared> {
+  override post(shared: Shared): void {
+    (shared.cells ??= {})[`${this.params.batch as number}-${this.params.part as string}`] = seen(this.params);
+  }
+}
+export const parallelInBatch = defineFlow('n3-parallel-flow-in-batch-flow', () => {
+  const batches = new Batches(new Parts(new Cell2({ name: 'cell' }), { name: 'parts' }), { name: 'batches' });
+  batches.next(new Mark({ name: 'after-batches' }));
+  return new Flow(batches);
+});
+
+class Teams extends ParallelBatchFlow<Shared> {
+  override prep(shared: Shared): JsonObject[] {
+    return Object.keys(shared.teams as object).map((team) => ({ team }));
+  }
+}
+class Members extends ParallelBatchFlow<Shared> {
+  override prep(shared: Shared): JsonObject[] {
+    return (shared.teams[this.params.team as string] as string[]).map((member) => ({ member }));
+  }
+  override post(shared: Shared): string {
+    (shared.teamsDone ??= {})[this.params.team as string] = true;
+    return 'team-done';
+  }
+}
+class Enrol extends Node<Shared> {
+  override post(shared: Shared): string {
+    const { team, member } = this.params as { team: string; member: string };
+    ((shared.roster ??= {})[team] ??= {})[member] = seen(this.params);
+    return 'enrolled';
+  }
+}
+export const parallelInParallel = defineFlow('n4-parallel-flow-in-parallel-flow', () => {
+  const teams = new Teams(new Members(new Enrol({ name: 'enrol' }), { name: 'members', concurrency: 2 }), { name: 'teams' });
+  return new Flow(teams);
+});
+
+class Rounds extends BatchFlow<Shared> {
+  override prep(shared: Shared): JsonObject[] {
+    return (shared.rounds as number[]).map((round) => ({ round }));
+  }
+}
+class Shards extends ParallelBatchFlow<Shared> {
+  override prep(shared: Shared): JsonObject[] {
+    return (shared.shards as string[]).map((shard) => ({ shard }));
+  }
+}
+/** One ParallelBatchNode fan-out per shard and round; its items carry round and shard. */
+class Pieces extends ParallelBatchNode<Shared> {
+  constructor() {
+    super({ name: 'pieces', maxRetries: 2 });
+  }
+  override prep(): string[] {
+    return ['p', 'q'].map((piece) => `${this.params.round as number}.${this.params.shard as string}.${piece}`);
+  }
+  override exec(piece: string): string {
+    if (piece.endsWith('.q') && this.currentRetry === 0) throw new Error(`piece ${piece} fails its first try`);
+    return `${piece}@${this.currentRetry}`;
+  }
+  override post(shared: Shared, _pieces: unknown, results: string[]): void {
+    (shared.pieces ??= {})[`${this.params.round as number}.${this.params.shard as string}`] = results;
+  }
+}
+export const deepNesting = defineFlow('n5-batch-of-parallel-flows-of-parallel-nodes', () => {
+  const rounds = new Rounds(new Shards(new Pieces(), { name: 'shards', concurrency: 2 }), { name: 'rounds' });
+  rounds.next(new Mark({ name: 'after-rounds' }));
+  return new Flow(rounds);
+});
+
 /** One parity case: a flow, its initial shared store and params. */
 export interface Scenario {
   name: string;
@@ -317,4 +474,39 @@ export const scenarios: Scenario[] = [
   { name: 'S12 async classes', flow: asyncClasses, shared: { start: 41 } },
   { name: 'branching loop (even)', flow: loop, shared: { limit: 20 } },
   { name: 'branching loop (odd)', flow: loop, shared: { limit: 7 } },
+  {
+    name: 'nesting: ParallelBatchFlow whose children contain ParallelBatchNodes',
+    flow: nestedParallelNode,
+    shared: { corpus: { intro: ['a', 'b!', 'c'], body: ['d', 'e', 'f!', 'g'], empty: [] } },
+    params: { lang: 'fr', level: 'run' },
+  },
+  {
+    name: 'nesting: a ParallelBatchFlow with no param sets goes straight to post',
+    flow: nestedParallelNode,
+    shared: { corpus: {} },
+    params: { lang: 'fr' },
+  },
+  {
+    name: 'nesting: BatchFlow inside a ParallelBatchFlow (params: run, outer item, inner item)',
+    flow: batchInParallel,
+    shared: { cities: { eu: ['paris', 'rome'], us: ['austin', 'boston', 'denver'], none: null } },
+    params: { lang: 'de', level: 'run', tag: 'run-tag' },
+  },
+  {
+    name: 'nesting: ParallelBatchFlow inside a BatchFlow (one fan-out per batch)',
+    flow: parallelInBatch,
+    shared: { batches: [1, 2, 3], parts: ['x', 'y', 'z'] },
+    params: { lang: 'en', level: 'run' },
+  },
+  {
+    name: 'nesting: BatchFlow of ParallelBatchFlows of ParallelBatchNodes (a fan-out per round and shard)',
+    flow: deepNesting,
+    shared: { rounds: [1, 2], shards: ['s1', 's2', 's3'] },
+  },
+  {
+    name: 'nesting: ParallelBatchFlow inside a ParallelBatchFlow',
+    flow: parallelInParallel,
+    shared: { teams: { red: ['ann', 'bob'], blue: ['cy', 'di', 'ed'] } },
+    params: { season: 'spring' },
+  },
 ];
