@@ -95,6 +95,10 @@ export class FanOutCoordinator {
       case 'parent-ended': {
         const fanOut = await this.cache.get(parentId, parentStep);
         if (fanOut) await this.stores.fanOuts.cancelChildren(parentId, parentStep, fanOut.request);
+        // The parent ended inside a script (failed fast, or cancelled): if it is a child itself,
+        // its own parent hears of it now.
+        const parent = await this.stores.runs.load(parentId);
+        if (parent?.parent) await this.reportEnded(parent);
         return;
       }
       case 'duplicate': {
@@ -231,8 +235,7 @@ export class FanOutCoordinator {
         ...(run.lastAction === undefined ? {} : { lastAction: run.lastAction }),
       };
     } else if (run.status === 'failed') {
-      const last = (await this.stores.runs.info(run.id))?.errors.at(-1);
-      outcome = { status: 'failed', error: last ?? { name: 'Error', message: run.error?.message ?? 'failed', retryable: false } };
+      outcome = { status: 'failed', error: runErrorRecord(run.error) };
     } else {
       outcome = { status: 'cancelled' };
     }
@@ -248,6 +251,18 @@ export class FanOutCoordinator {
     );
     await this.followChildEnded(run.parent.id, run.parent.step, result);
   }
+}
+
+/** A failed child's error as its parent sees it: the child run's own error. */
+export function runErrorRecord(error: RunError | undefined): ErrorRecord {
+  return {
+    name: error?.name ?? 'Error',
+    message: error?.message ?? 'failed',
+    retryable: false,
+    ...(error?.code ? { code: error.code } : {}),
+    ...(error?.node ? { node: error.node } : {}),
+    ...(error?.attempts !== undefined ? { attempt: error.attempts - 1 } : {}),
+  };
 }
 
 export function childFailedError(request: FanOutRequest, index: number, record: ErrorRecord | undefined): RunError {

@@ -71,6 +71,7 @@ export class FanOutStore {
     await wakeParked(this.options, wakes);
     return commitResult(code);
   }
+
   /** Records a child's end on its parent (child-ended.lua). */
   async childEnded(
     parentId: string,
@@ -97,6 +98,7 @@ export class FanOutStore {
     )) as [number, number];
     return childEndedResult(code, next);
   }
+
   /**
    * Cancels a fan-out's child runs (walks), and theirs in turn. Item children need nothing: their
    * jobs find the parent ended and stop.
@@ -112,6 +114,7 @@ export class FanOutStore {
       if (fanOut && step !== null) await this.cancelChildren(id, Number(step), fanOut.request);
     }
   }
+
   async fanOutOf(parentId: string): Promise<StoredFanOut | undefined> {
     const [request, total, started, ended, failed, step] = await this.redis.hmget(
       this.keys.fanOut(parentId),
@@ -132,6 +135,7 @@ export class FanOutStore {
       step: Number(step),
     };
   }
+
   /** A fan-out's request (without per-child data) and snapshot, and its parent's flow identity. */
   async fanOutBasics(
     parentId: string,
@@ -143,10 +147,12 @@ export class FanOutStore {
     if (!request || typeof snapshot !== 'string' || !flow || !fingerprint) return undefined;
     return { request: JSON.parse(request) as FanOutRequest, snapshot, step: Number(step), flow, fingerprint };
   }
+
   /** Input of item `index` of a ParallelBatchNode fan-out. */
   async itemOf(parentId: string, index: number): Promise<string | null> {
     return this.redis.hget(this.keys.fanOut(parentId), `i${index}`);
   }
+
   /** Outcomes recorded so far, by child index. */
   async outcomesOf(parentId: string, total: number): Promise<(ChildOutcome | undefined)[]> {
     const hash = await this.redis.hgetall(this.keys.outcomes(parentId));

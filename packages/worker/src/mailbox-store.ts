@@ -1,5 +1,5 @@
 import type { Message } from '@queueflow/runtime';
-import type { OutgoingMessage, ParkRequest } from '@queueflow/runtime/interpreter';
+import type { OutgoingMessage, ParkRequest, StepReplay } from '@queueflow/runtime/interpreter';
 import type { RedisKeys } from './redis-keys.js';
 import type { ScriptedRedis } from './scripts.js';
 import { commitResult, outboxArgs, wakeParked, type CommitResult, type StoreOptions } from './script-replies.js';
@@ -32,6 +32,7 @@ export class MailboxStore {
     if (code === -1) throw new Error(`run '${runId}' is no longer at step ${at.step}: this run of the step is stale`);
     return code === 1 ? (JSON.parse(message!) as Message) : undefined;
   }
+
   /**
    * Parks the run on `park.address` (park-run.lua) and delivers the step's sends.
    * @returns the park count (the wake job id is `<id>-<step>-p<count>`) and whether a message is
@@ -40,15 +41,15 @@ export class MailboxStore {
   async park(
     run: StoredRun,
     park: ParkRequest,
-    sentTotal: number,
+    replay: StepReplay,
     outbox: OutgoingMessage[],
   ): Promise<{ result: CommitResult; parkCount: number; ready: boolean }> {
     const [code, parkCount, ready, wakes] = (await this.redis.parkRun(
       ...this.keys.runKeys(run.id),
       position(run),
-      JSON.stringify(park),
+      JSON.stringify(replay),
       park.address,
-      sentTotal,
+      '',
       Date.now(),
       run.id,
       this.keys.prefix,
@@ -59,10 +60,12 @@ export class MailboxStore {
     await wakeParked(this.options, wakes);
     return { result: commitResult(code), parkCount, ready: ready === 1 };
   }
+
   /** Messages waiting at `address`. */
   async mailboxSize(address: string): Promise<number> {
     return this.redis.llen(this.keys.mailbox(address));
   }
+
   /** Appends a message to a mailbox from outside any run (send-message.lua) and wakes its waiters. */
   async send(address: string, message: Message): Promise<void> {
     const wakes = (await this.redis.sendMessage(

@@ -122,12 +122,19 @@ export class RedisEngine implements Engine {
    * @throws QueueflowError RUN_NOT_FOUND for an unknown (or expired) run id.
    */
   async cancel(runId: string): Promise<void> {
-    const { stores } = await this.connect();
+    const { stores, queue } = await this.connect();
     const result = await stores.runs.cancel(runId);
     if (result === 'missing') throw new QueueflowError('RUN_NOT_FOUND', `no run '${runId}' under prefix '${this.keys.prefix}'`);
-    if (result !== 'cancelled-waiting') return;
-    const [run, fanOut] = await Promise.all([stores.runs.load(runId), stores.fanOuts.fanOutOf(runId)]);
-    if (run && fanOut) await stores.fanOuts.cancelChildren(runId, run.step, fanOut.request);
+    if (result === 'ended') return;
+    const run = await stores.runs.load(runId);
+    if (!run) return;
+    if (result === 'cancelled-waiting') {
+      const fanOut = await stores.fanOuts.fanOutOf(runId);
+      if (fanOut) await stores.fanOuts.cancelChildren(runId, run.step, fanOut.request);
+    }
+    // A cancelled fan-out child must be reported to its parent: a worker that takes its step
+    // job finds it ended and does that (the job may exist already; the add is then a no-op).
+    if (run.parent) await queue.addStep(runId, run.step, run.target);
   }
 
   /**

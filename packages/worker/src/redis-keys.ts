@@ -45,9 +45,12 @@ export class RedisKeys {
     return `${this.prefix}:mailbox:${address}`;
   }
 
-  /** Set: wake job ids of the runs parked on a mailbox address. */
+  /**
+   * Set: wake job ids of the runs parked on a mailbox address. In a namespace of its own, so no
+   * address can name it (`<a>:waiters` is just another mailbox).
+   */
   mailboxWaiters(address: string): string {
-    return `${this.prefix}:mailbox:${address}:waiters`;
+    return `${this.prefix}:waiters:${address}`;
   }
 
   /** The six keys of a run, in the order every script that takes them expects. */

@@ -219,7 +219,7 @@ export class StepProcessor {
 
   /** Parks the run on a mailbox and enqueues its wake job (see park-run.lua). */
   private async park(run: StoredRun, outcome: Extract<StepOutcome, { type: 'park' }>): Promise<void> {
-    const { result, parkCount, ready } = await this.stores.mailboxes.park(run, outcome.park, outcome.sentTotal, outcome.outbox);
+    const { result, parkCount, ready } = await this.stores.mailboxes.park(run, outcome.park, outcome.replay, outcome.outbox);
     if (result === 'stale') {
       const current = await this.stores.runs.load(run.id);
       return current ? this.ensureProgress(current) : undefined;

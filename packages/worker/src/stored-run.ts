@@ -1,5 +1,5 @@
 import type { RunError, RunStatus } from '@queueflow/runtime';
-import type { ParkRequest, StepReplay, StepTarget } from '@queueflow/runtime/interpreter';
+import type { StepReplay, StepTarget } from '@queueflow/runtime/interpreter';
 
 /** A run's record as stored in its Redis hash. */
 export interface StoredRun {
@@ -60,10 +60,7 @@ export function parseRun(id: string, hash: Record<string, string>): StoredRun {
     ...(hash.error ? { error: JSON.parse(hash.error) as RunError } : {}),
     cancel: hash.cancel === '1',
     parkCount: Number(hash.parkCount ?? 0),
-    replay: {
-      sent: Number(hash.sent ?? 0),
-      ...(hash.parked ? { parked: JSON.parse(hash.parked) as ParkRequest } : {}),
-    },
+    replay: hash.replay ? (JSON.parse(hash.replay) as StepReplay) : { sent: 0 },
     ...(hash.parentId !== undefined
       ? { parent: { id: hash.parentId, step: Number(hash.parentStep), index: Number(hash.childIndex) } }
       : {}),

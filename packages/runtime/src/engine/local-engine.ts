@@ -219,7 +219,7 @@ export class LocalEngine implements Engine {
     for (const error of outcome.errors) this.recordError(run, error);
     if (outcome.type === 'park') {
       run.status = 'waiting';
-      return this.mailboxes.park(run.id, outcome.park, outcome.sentTotal, outcome.outbox);
+      return this.mailboxes.park(run.id, outcome.park, outcome.replay, outcome.outbox);
     }
     if (outcome.type === 'failed') {
       if (!outcome.errors.includes(outcome.error)) this.recordError(run, outcome.error);
@@ -360,13 +360,7 @@ export class LocalEngine implements Engine {
 
   private childOutcome(parent: LocalRun, child: LocalRun, result: RunResult): ChildOutcome {
     if (result.status === 'cancelled') return { status: 'cancelled' };
-    if (result.status === 'failed') {
-      const last = child.errors[child.errors.length - 1];
-      return {
-        status: 'failed',
-        error: { name: 'Error', retryable: false, ...last, message: result.error?.message ?? 'failed' },
-      };
-    }
+    if (result.status === 'failed') return { status: 'failed', error: childError(child) };
     const snapshot = JSON.parse(parent.fanOut?.snapshot ?? '{}') as JsonObject;
     return {
       status: 'completed',
@@ -384,4 +378,17 @@ export class LocalEngine implements Engine {
     this.finished.push(runId);
     while (this.finished.length > this.retainFinishedRuns) this.runs.delete(this.finished.shift()!);
   }
+}
+
+/** A failed child's error as its parent sees it: the child run's own error. */
+function childError(child: LocalRun): ErrorRecord {
+  const error = child.error;
+  return {
+    name: error?.name ?? 'Error',
+    message: error?.message ?? 'failed',
+    retryable: false,
+    ...(error?.code ? { code: error.code } : {}),
+    ...(error?.node ? { node: error.node } : {}),
+    ...(error?.attempts !== undefined ? { attempt: error.attempts - 1 } : {}),
+  };
 }

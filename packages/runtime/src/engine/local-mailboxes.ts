@@ -67,9 +67,9 @@ export class LocalMailboxes {
   }
 
   /** Parks `runId` on `park.address` until a message comes or `park.deadline` passes. */
-  park(runId: string, park: ParkRequest, sentTotal: number, outbox: OutgoingMessage[]): void {
+  park(runId: string, park: ParkRequest, replay: StepReplay, outbox: OutgoingMessage[]): void {
     const state = this.state(runId);
-    state.replay = { sent: sentTotal, parked: park };
+    state.replay = replay;
     this.deliver(outbox);
     if (this.messages.size(park.address) > 0) return this.wake(runId);
     state.parkedOn = park.address;

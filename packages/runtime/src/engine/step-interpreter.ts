@@ -13,7 +13,7 @@ import { graphNode, isLeaf, type CompiledGraph, type GraphNode } from './graph.j
 import { assertJson, type Json, type JsonObject } from './json.js';
 import { attachRuntime, type NodeRuntime } from './node-runtime.js';
 import { attachMailbox } from '../mailbox/mailbox-of.js';
-import { noMailbox, type OutgoingMessage, type ParkRequest, type StepMailbox } from './step-mailbox.js';
+import { noMailbox, type OutgoingMessage, type ParkRequest, type StepMailbox, type StepReplay } from './step-mailbox.js';
 
 /**
  * The resumable step interpreter: given a run's checkpoint, takes one step (one node visit, plus
@@ -56,7 +56,7 @@ export interface StepContext {
  * - `fan-out`: commit, start the children in `fanOut`, and resume with {@link resumeFanOut}
  *   when the last one has ended.
  * - `park`: a `receive` found its mailbox empty. Keep the stored checkpoint, deliver the outbox,
- *   remember `park` and `sentTotal`, and run the same step again when a message comes to
+ *   keep `replay` with the run, and run the same step again when a message comes to
  *   `park.address` or at `park.deadline`.
  */
 export type StepOutcome = StepResult & {
@@ -82,8 +82,8 @@ export type StepResult =
       /** Unchanged from the start of the step: a parked step commits nothing but its sends. */
       checkpoint: Checkpoint;
       park: ParkRequest;
-      /** Sends of this step delivered once the outbox is (see {@link StepReplay.sent}). */
-      sentTotal: number;
+      /** What the step must find when it runs again: keep it with the run until the step commits. */
+      replay: StepReplay;
     };
 
 /** Most flow boundaries one step may cross without visiting a node (guards empty loops). */
@@ -132,7 +132,7 @@ export class Step {
     const mailbox = this.ctx.mailbox;
     // A receive that parked wins over what the code made of its signal (even if it caught it).
     if (mailbox?.parkRequest) {
-      result = { type: 'park', checkpoint: this.checkpoint, park: mailbox.parkRequest, sentTotal: mailbox.sentTotal };
+      result = { type: 'park', checkpoint: this.checkpoint, park: mailbox.parkRequest, replay: mailbox.replayAfterPark() };
     }
     return { ...result, errors: this.failedTries, outbox: mailbox?.outbox ?? [] };
   }

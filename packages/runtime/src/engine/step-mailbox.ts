@@ -22,6 +22,8 @@ export interface StepReplay {
   sent: number;
   /** Where the step parked last. */
   parked?: ParkRequest | undefined;
+  /** Receive calls (ordinals) that timed out in an earlier run of the step: they stay `undefined`. */
+  timedOut?: number[] | undefined;
 }
 
 /**
@@ -51,6 +53,7 @@ export class ParkSignal extends QueueflowError {
 export class StepMailbox implements Mailbox {
   readonly outbox: OutgoingMessage[] = [];
   parkRequest: ParkRequest | undefined;
+  private readonly timedOut = new Set<number>();
   private sends = 0;
   private receives = 0;
   private replies = 0;
@@ -62,14 +65,21 @@ export class StepMailbox implements Mailbox {
     private readonly now: () => number,
   ) {}
 
-  /** Sends so far in this step, delivered ones included. */
-  get sentTotal(): number {
-    return this.sends;
+  /** What the step, parked now, must find when it runs again. */
+  replayAfterPark(): StepReplay {
+    return {
+      sent: this.sends,
+      ...(this.parkRequest ? { parked: this.parkRequest } : {}),
+      ...(this.timedOut.size > 0 ? { timedOut: [...this.timedOut].sort((a, b) => a - b) } : {}),
+    };
   }
 
   async send(address: string, body: Json, options: SendOptions = {}): Promise<void> {
     checkAddress('send', address);
     assertJson(body, `message body sent to '${address}'`);
+    // After a receive parked the step, nothing it does counts: the step will run again (code
+    // that caught the park signal must not get its fallback's sends delivered).
+    if (this.parkRequest) return;
     const ordinal = this.sends++;
     if (ordinal < this.replay.sent) return; // delivered when this step parked before
     this.outbox.push({
@@ -88,18 +98,24 @@ export class StepMailbox implements Mailbox {
     const timeoutMs = checkTimeout('receive', options.timeoutMs);
     if (this.parkRequest) throw new ParkSignal(this.parkRequest); // parking already: go no further
     const ordinal = this.receives++;
+    if (this.replay.timedOut?.includes(ordinal)) return this.timeOut(ordinal);
     const message = await this.reservations.reserve(ordinal, address);
     if (message) return message;
     const parked = this.replay.parked;
     const sameWait = parked?.ordinal === ordinal && parked.address === address;
     const deadline = sameWait ? parked.deadline : timeoutMs === undefined ? null : this.now() + timeoutMs;
-    if (deadline !== null && this.now() >= deadline) return undefined;
+    if (deadline !== null && this.now() >= deadline) return this.timeOut(ordinal);
     this.parkRequest = { ordinal, address, deadline };
     throw new ParkSignal(this.parkRequest);
   }
 
   replyAddress(): string {
     return `${this.ids.runId}.${this.ids.step}.reply${this.replies++}`;
+  }
+
+  private timeOut(ordinal: number): undefined {
+    this.timedOut.add(ordinal);
+    return undefined;
   }
 }
 

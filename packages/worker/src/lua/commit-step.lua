@@ -112,7 +112,7 @@ redis.call('DEL', KEYS[6])
 deliverOutbox(prefix, ARGV, 21, wakes)
 redis.call('HINCRBY', runKey, 'step', 1)
 redis.call('HSET', runKey, 'attempt', 0)
-redis.call('HDEL', runKey, 'parked', 'sent')
+redis.call('HDEL', runKey, 'replay')
 if ARGV[3] ~= '' then redis.call('HSET', runKey, 'checkpoint', ARGV[3]) end
 if ARGV[4] ~= '' then redis.call('HSET', runKey, 'target', ARGV[4]) end
 redis.call('DEL', KEYS[4], KEYS[5])

@@ -49,7 +49,7 @@ end
 redis.call('DEL', KEYS[6])
 deliverOutbox(prefix, ARGV, 18, wakes)
 local first = 19 + 2 * (tonumber(ARGV[18]) or 0)
-redis.call('HDEL', runKey, 'parked', 'sent')
+redis.call('HDEL', runKey, 'replay')
 
 local step = redis.call('HINCRBY', runKey, 'step', 1)
 redis.call('HSET', runKey, 'status', 'waiting', 'attempt', 0, 'checkpoint', ARGV[2], 'target', ARGV[3], 'updatedAt', now)

@@ -7,9 +7,10 @@
   KEYS[1..6] run hash, error list, conflict list, fan-out hash, outcome hash, reserved hash
 
   ARGV[1]  expected step counter, then ':' and the expected park count (see atStep)
-  ARGV[2]  park JSON { ordinal, address, deadline }
+  ARGV[2]  replay JSON (StepReplay: sends delivered, the park, receives timed out): kept on the
+           run as `replay` until the step commits
   ARGV[3]  the address it waits on
-  ARGV[4]  sends of this step delivered once this park is committed
+  ARGV[4]  (unused)
   ARGV[5]  now (epoch ms)   ARGV[6] run id   ARGV[7] key prefix
   ARGV[8]  retention of a finished run (seconds)   ARGV[9] events channel
   ARGV[10] outbox size n, then n pairs (address, message JSON)
@@ -32,7 +33,7 @@ if redis.call('HGET', KEYS[1], 'cancel') == '1' then
   return { 2, 0, 0, wakes }
 end
 local parkCount = redis.call('HINCRBY', KEYS[1], 'parkCount', 1)
-redis.call('HSET', KEYS[1], 'status', 'waiting', 'parked', ARGV[2], 'sent', ARGV[4], 'updatedAt', ARGV[5])
+redis.call('HSET', KEYS[1], 'status', 'waiting', 'replay', ARGV[2], 'updatedAt', ARGV[5])
 redis.call('HSETNX', KEYS[1], 'startedAt', ARGV[5])
 deliverOutbox(prefix, ARGV, 10, wakes)
 redis.call('SADD', waitersKey(prefix, ARGV[3]), ARGV[6] .. '-' .. expectedStep .. '-p' .. parkCount)

@@ -79,7 +79,7 @@ end
 
 -- Mailboxes (keys built from the prefix: they share its hash tag).
 local function mailboxKey(prefix, address) return prefix .. ':mailbox:' .. address end
-local function waitersKey(prefix, address) return prefix .. ':mailbox:' .. address .. ':waiters' end
+local function waitersKey(prefix, address) return prefix .. ':waiters:' .. address end
 
 -- Takes every run parked on `address` off its waiters: their wake job ids go into `wakes`.
 local function collectWaiters(prefix, address, wakes)
