@@ -9,7 +9,6 @@ import {
   type FlowDefinition,
   type Json,
   type JsonObject,
-  type RunStatus,
 } from '@queueflow/runtime';
 import { waitFor } from '../support/wait-for.js';
 
@@ -79,7 +78,13 @@ export function engineHarness(name: string, engine: Engine): Harness {
     },
     send: (address, body) => engine.send(address, body),
     parked: async (run) => {
-      await waitFor(`run ${run.id} to park`, async () => (await status(engine, run.id!)) === 'waiting');
+      await waitFor(`run ${run.id} to park`, async () => {
+        const info = await engine.get(run.id!);
+        if (info && ['completed', 'failed', 'cancelled'].includes(info.status)) {
+          throw new Error(`run ${run.id} ended ${info.status} instead of parking: ${info.error?.message ?? ''}`);
+        }
+        return info?.status === 'waiting';
+      });
     },
     cancel: (run) => engine.cancel(run.id!),
     close: () => engine.close(),
@@ -88,8 +93,4 @@ export function engineHarness(name: string, engine: Engine): Harness {
 
 export function localHarness(flows: FlowDefinition[]): Harness {
   return engineHarness('LocalEngine', new LocalEngine({ flows }));
-}
-
-async function status(engine: Engine, runId: string): Promise<RunStatus | undefined> {
-  return (await engine.get(runId))?.status;
 }

@@ -6,7 +6,7 @@
  */
 import { appendFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { defineFlow, Flow, Node, NonRetryableError, type Json, type Message } from '@queueflow/runtime';
+import { defineFlow, Flow, Node, NonRetryableError, ParallelBatchFlow, type Json, type JsonObject, type Message } from '@queueflow/runtime';
 
 /** A message as a run keeps it in `shared`. */
 export interface Received {
@@ -215,5 +215,93 @@ export const slowConsume = defineFlow('mb-slow-consume', () => {
   return new Flow(node);
 });
 
+
+// ---------------------------------------------------------------------------------------------
+// first-then-second: one step with two receives: `first` with a timeout, then `second`. When the
+// first times out it says so on `log` (the step's send leaves when it parks on the second).
+
+export interface TwoReceivesShared {
+  first?: Json | null;
+  second?: Json | null;
+}
+export interface TwoReceivesParams {
+  first: string;
+  second: string;
+  log: string;
+  firstTimeoutMs: number;
+  [key: string]: unknown;
+}
+
+class TwoReceives extends Node<TwoReceivesShared, TwoReceivesParams> {
+  override async prep(): Promise<{ first: Json | null; second: Json | null }> {
+    const { first, second, log, firstTimeoutMs } = this.params;
+    const a = await this.receive(first, { timeoutMs: firstTimeoutMs });
+    if (!a) await this.send(log, { timedOut: first });
+    const b = await this.receive(second);
+    return { first: a ? a.body : null, second: b ? b.body : null };
+  }
+  override post(shared: TwoReceivesShared, got: { first: Json | null; second: Json | null }): undefined {
+    shared.first = got.first;
+    shared.second = got.second;
+    return undefined;
+  }
+}
+
+export const twoReceives = defineFlow('mb-two-receives', () => new Flow(new TwoReceives({ name: 'two-receives' })));
+
+// ---------------------------------------------------------------------------------------------
+// ask-in-exec: the agent asks from its exec and, like much model-calling code, turns any error
+// into a fallback answer; post reports the answer on `out`.
+
+export interface AskInExecParams {
+  address: string;
+  out: string;
+  [key: string]: unknown;
+}
+
+class AskInExec extends Node<{ result?: Json }, AskInExecParams> {
+  override async exec(): Promise<Json> {
+    try {
+      const reply = await this.ask(this.params.address, { q: 'status?' });
+      return reply ? reply.body : 'no reply';
+    } catch {
+      return 'fallback';
+    }
+  }
+  override async post(shared: { result?: Json }, _prep: unknown, result: Json): Promise<undefined> {
+    shared.result = result;
+    await this.send(this.params.out, { result });
+    return undefined;
+  }
+}
+
+export const askInExec = defineFlow('mb-ask-in-exec', () => new Flow(new AskInExec({ name: 'ask-in-exec' })));
+
+// ---------------------------------------------------------------------------------------------
+// fan-out: a ParallelBatchFlow whose children each wait on a mailbox of their own
+// (`<base>.<i>`): on the engines, child runs that park while their parent waits on them.
+
+export interface FanInShared {
+  got: Record<string, Json>;
+}
+
+class ReceiveOwn extends Node<FanInShared, { base: string; i: number; [key: string]: unknown }> {
+  override prep(): Promise<Message | undefined> {
+    return this.receive(`${this.params.base}.${this.params.i}`);
+  }
+  override post(shared: FanInShared, message: Message): undefined {
+    shared.got[String(this.params.i)] = message.body;
+    return undefined;
+  }
+}
+
+class EachChild extends ParallelBatchFlow<FanInShared> {
+  override prep(): JsonObject[] {
+    return [0, 1, 2].map((i) => ({ i }));
+  }
+}
+
+export const fanIn = defineFlow('mb-fan-in', () => new Flow(new EachChild(new ReceiveOwn({ name: 'receive-own' }), { name: 'each-child' })));
+
 /** Every flow of this module. */
-export const mailboxFlows = [collect, produce, waitOnce, answer, ask, refuse, slowConsume];
+export const mailboxFlows = [collect, produce, waitOnce, answer, ask, refuse, slowConsume, twoReceives, askInExec, fanIn];

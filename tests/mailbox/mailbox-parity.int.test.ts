@@ -14,12 +14,17 @@ import { engineHarness, flowRunHarness, localHarness, type Harness } from './har
 import {
   answer,
   ask,
+  askInExec,
   collect,
+  fanIn,
   mailboxFlows,
   produce,
   refuse,
+  twoReceives,
   waitOnce,
   type AnswerShared,
+  type FanInShared,
+  type TwoReceivesShared,
   type AskShared,
   type CollectShared,
   type WaitOnceShared,
@@ -142,8 +147,76 @@ describe.each(['flow.run', 'LocalEngine', 'RedisEngine'])('mailboxes on %s', (na
     const later = await (await h().start(waitOnce, {} as WaitOnceShared, { address: nobody, timeoutMs: 30_000 })).result();
     expect(later.shared.got?.body).toEqual({ q: 'anyone?' });
   });
-});
+  it('the children of a ParallelBatchFlow each wait on their own mailbox; the parent resumes when all have their message', async () => {
+    const base = address('child');
+    const run = await h().start(fanIn, { got: {} } as FanInShared, { base });
+    for (const i of [2, 0, 1]) await h().send(`${base}.${i}`, { for: i });
+    const result = await run.result();
+    expect(result.status, result.error?.message).toBe('completed');
+    expect(result.shared.got).toEqual({ '0': { for: 0 }, '1': { for: 1 }, '2': { for: 2 } });
+  });
 
+  // On Redis the set of runs parked on an address is a key of its own; it once was
+  // `<prefix>:mailbox:<a>:waiters`, the mailbox key of address `<a>:waiters` (WRONGTYPE both ways).
+  it('a run parks on an address while a message waits at that address plus ":waiters"', async () => {
+    const y = address('y');
+    await h().send(`${y}:waiters`, { to: 'y:waiters' });
+    const onY = await h().start(waitOnce, {} as WaitOnceShared, { address: y });
+    await h().parked(onY);
+    await h().send(y, { to: 'y' });
+    const result = await onY.result();
+    expect(result.status, result.error?.message).toBe('completed');
+    expect(result.shared.got?.body).toEqual({ to: 'y' });
+    const other = await (await h().start(waitOnce, {} as WaitOnceShared, { address: `${y}:waiters`, timeoutMs: 2000 })).result();
+    expect(other.shared.got?.body).toEqual({ to: 'y:waiters' });
+  });
+
+  it('a send to an address plus ":waiters" while a run is parked on the address', async () => {
+    const x = address('x');
+    const onX = await h().start(waitOnce, {} as WaitOnceShared, { address: x });
+    await h().parked(onX);
+    await h().send(`${x}:waiters`, { to: 'x:waiters' });
+    await h().send(x, { to: 'x' });
+    const result = await onX.result();
+    expect(result.status, result.error?.message).toBe('completed');
+    expect(result.shared.got?.body).toEqual({ to: 'x' });
+    const other = await (await h().start(waitOnce, {} as WaitOnceShared, { address: `${x}:waiters`, timeoutMs: 2000 })).result();
+    expect(other.shared.got?.body).toEqual({ to: 'x:waiters' });
+  });
+
+  // A woken step runs again from its start: a receive that timed out in an earlier run of the
+  // step must resolve `undefined` again, not take a message that came since (nor wait anew).
+  it('a step whose first receive timed out before its second parked keeps that timeout: a late message for the first stays in its mailbox', async () => {
+    const [first, second, log] = [address('first'), address('second'), address('log')];
+    const run = await h().start(twoReceives, {} as TwoReceivesShared, { first, second, log, firstTimeoutMs: 200 });
+    // The step says when its first receive timed out; on an engine that message leaves as the
+    // step parks on its second receive.
+    const logged = await (await h().start(waitOnce, {} as WaitOnceShared, { address: log })).result();
+    expect(logged.shared.got?.body).toEqual({ timedOut: first });
+
+    await h().send(first, { late: true });
+    await h().send(second, { n: 2 });
+    const result = await run.result();
+    expect(result.status, result.error?.message).toBe('completed');
+    expect(result.shared).toEqual({ first: null, second: { n: 2 } });
+    const late = await (await h().start(waitOnce, {} as WaitOnceShared, { address: first, timeoutMs: 2000 })).result();
+    expect(late.shared.got?.body).toEqual({ late: true });
+  });
+
+  // Sends made after the step's receive parked (code that caught the park signal and went on)
+  // must not leave: the step, woken, sends for real with the same ordinals.
+  it('an ask from exec whose code catches the park (as fallback code does) still sends its report once, with the answer', async () => {
+    const [desk, out] = [address('desk'), address('out')];
+    const asker = await h().start(askInExec, {}, { address: desk, out });
+    const answerer = await h().start(answer, { answered: 0 } as AnswerShared, { address: desk, count: 1 });
+    const [asked, answered] = await Promise.all([asker.result(), answerer.result()]);
+    expect(answered.status, answered.error?.message).toBe('completed');
+    expect(asked.status, asked.error?.message).toBe('completed');
+    expect(asked.shared).toEqual({ result: { a: 'STATUS?', n: 0 } });
+    const reports = await (await h().start(collect, { got: [] } as CollectShared, { address: out, count: 2, timeoutMs: 1000 })).result();
+    expect(bodies(reports.shared)).toEqual([{ result: { a: 'STATUS?', n: 0 } }]);
+  });
+});
 
 /**
  * At-least-once delivery on the engines: a received message counts as consumed only when its
