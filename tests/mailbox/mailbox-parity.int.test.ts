@@ -108,6 +108,17 @@ describe.each(['flow.run', 'LocalEngine', 'RedisEngine'])('mailboxes on %s', (na
     expect(next.shared.got?.body).toEqual({ late: true });
   });
 
+  it('competing receivers on one address: each message goes to exactly one of them', async () => {
+    const shared = address('shared');
+    const receivers = await Promise.all(Array.from({ length: 5 }, () => h().start(waitOnce, {} as WaitOnceShared, { address: shared })));
+    for (const run of receivers) await h().parked(run);
+    for (const n of [1, 2, 3, 4, 5]) await h().send(shared, { n });
+    const results = await Promise.all(receivers.map((run) => run.result()));
+    expect(results.map((r) => r.status)).toEqual(Array(5).fill('completed'));
+    const got = results.map((r) => (r.shared.got?.body as { n: number }).n).sort();
+    expect(got).toEqual([1, 2, 3, 4, 5]);
+  });
+
   it('ask/reply between two runs: the questions wait until the answerer starts, answers come back in order', async () => {
     const desk = address('desk');
     const asker = await h().start(ask, { answers: [] } as AskShared, { address: desk, questions: ['a', 'b', 'c'] });
