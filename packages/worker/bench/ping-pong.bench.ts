@@ -264,7 +264,7 @@ async function main(): Promise<void> {
     .map(([name, n]) => `${name} ${perExchange(n)}`);
   console.log(`mailbox ping-pong, ${exchanges} round trips, median of ${rounds} rounds, same Redis (${redisUrl().replace(/\/\/.*@/, '//***@')})`);
   const line = (label: string, value: string): void => console.log(`  ${label.padEnd(53)}: ${value}`);
-  line('queueflow RedisEngine, ask/reply, 2 worker processes', `${median(ours).toFixed(3)} ms per round trip`);
+  line(`queueflow RedisEngine, ask/reply, 2 workers × ${values.concurrency} slots`, `${median(ours).toFixed(3)} ms per round trip`);
   line('raw LPUSH/BRPOP, 2 processes', `${median(raw).toFixed(3)} ms per round trip`);
   line('ratio', `${(median(ours) / median(raw)).toFixed(1)} (queueflow / raw)`);
   const pipelines = counts['(pipelines)'] ?? 0;
