@@ -36,11 +36,6 @@ describe('Redis mailboxes clean up after timeouts', () => {
     return redis.keys(keys.mailboxWaiters('*'));
   }
 
-  // BUG: a run woken by its receive's timeout stays in the waiters set of the address it parked
-  // on; the set has no TTL and is only cleared by a later send to that address, so every
-  // timed-out receive on an address nobody writes to again (every unanswered `ask`: its reply
-  // address is used once) leaves a key in Redis forever. Expected: no waiters set once the runs
-  // have ended; actual: the waiters sets of `lonely` and of `<run id>.0.reply0`, without expiry.
   it('leaves no waiters set behind once runs woken by their timeout have ended', async () => {
     const waited = await engine.run(waitOnce, {} as WaitOnceShared, { params: { address: 'lonely', timeoutMs: 200 } });
     const asked = await engine.run(ask, { answers: [] } as AskShared, { params: { address: 'nobody', questions: ['?'], timeoutMs: 200 } });

@@ -72,6 +72,7 @@ export class MailboxStore {
       this.keys.mailbox(address),
       this.keys.mailboxWaiters(address),
       JSON.stringify(message),
+      this.options.retentionSeconds,
     )) as string[];
     await wakeParked(this.options, wakes);
   }

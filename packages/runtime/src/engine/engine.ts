@@ -15,7 +15,7 @@ export type FinalRunStatus = 'completed' | 'failed' | 'cancelled';
  * Options of a run. `shared` and params are typed as any object (interfaces included); the
  * engine checks at run time that they survive JSON.
  */
-export interface RunOptions<P extends object = JsonObject> {
+export interface RunOptions<P extends object = object> {
   /** The flow's params (rule S6). Must survive JSON. @defaultValue `{}` */
   params?: P;
 }

@@ -18,6 +18,7 @@ local status = redis.call('HGET', KEYS[1], 'status')
 if not status then return { -1, {} } end
 if isFinal(status) then return { 0, {} } end
 local wakes = {}
+leaveWaiters(KEYS[1], ARGV[5], ARGV[3])
 redis.call('HSET', KEYS[1], 'cancel', '1')
 releaseReserved(KEYS[6], ARGV[5], wakes)
 redis.call('PUBLISH', ARGV[2], cjson.encode({ type = 'cancel', runId = ARGV[3] }))

@@ -68,6 +68,7 @@ if not status then return { -1, -1, -1, wakes } end
 if isFinal(status) then return { 0, -1, -1, wakes } end
 if not atStep(runKey, expectedStep, expectedParks) then return { 0, -1, -1, wakes } end
 
+leaveWaiters(runKey, prefix, runId)
 if redis.call('HGET', runKey, 'cancel') == '1' then
   releaseReserved(KEYS[6], prefix, wakes)
   finish(runKeys, runId, 'cancelled', now, retention, channel)
@@ -109,7 +110,7 @@ end
 
 -- The step commits: what it received is consumed, what it sent leaves.
 redis.call('DEL', KEYS[6])
-deliverOutbox(prefix, ARGV, 21, wakes)
+deliverOutbox(prefix, ARGV, 21, wakes, retention)
 redis.call('HINCRBY', runKey, 'step', 1)
 redis.call('HSET', runKey, 'attempt', 0)
 redis.call('HDEL', runKey, 'replay')

@@ -46,8 +46,9 @@ if redis.call('HGET', runKey, 'cancel') == '1' then
   return { 2, wakes }
 end
 -- The step commits: what it received is consumed, what it sent leaves.
+leaveWaiters(runKey, prefix, runId)
 redis.call('DEL', KEYS[6])
-deliverOutbox(prefix, ARGV, 18, wakes)
+deliverOutbox(prefix, ARGV, 18, wakes, ARGV[12])
 local first = 19 + 2 * (tonumber(ARGV[18]) or 0)
 redis.call('HDEL', runKey, 'replay')
 

@@ -32,10 +32,11 @@ if redis.call('HGET', KEYS[1], 'cancel') == '1' then
   finish(keys, ARGV[6], 'cancelled', ARGV[5], ARGV[8], ARGV[9])
   return { 2, 0, 0, wakes }
 end
+leaveWaiters(KEYS[1], prefix, ARGV[6])
 local parkCount = redis.call('HINCRBY', KEYS[1], 'parkCount', 1)
 redis.call('HSET', KEYS[1], 'status', 'waiting', 'replay', ARGV[2], 'updatedAt', ARGV[5])
 redis.call('HSETNX', KEYS[1], 'startedAt', ARGV[5])
-deliverOutbox(prefix, ARGV, 10, wakes)
+deliverOutbox(prefix, ARGV, 10, wakes, ARGV[8])
 redis.call('SADD', waitersKey(prefix, ARGV[3]), ARGV[6] .. '-' .. expectedStep .. '-p' .. parkCount)
 local ready = 0
 if redis.call('LLEN', mailboxKey(prefix, ARGV[3])) > 0 then ready = 1 end

@@ -88,14 +88,33 @@ local function collectWaiters(prefix, address, wakes)
   redis.call('DEL', key)
 end
 
+-- Appends a message to a mailbox. A mailbox nobody touches for the retention period expires
+-- (a late answer to an `ask` that timed out does not stay forever).
+local function pushMessage(prefix, address, message, retention)
+  local key = mailboxKey(prefix, address)
+  redis.call('RPUSH', key, message)
+  local ttl = tonumber(retention)
+  if ttl and ttl > 0 then redis.call('EXPIRE', key, ttl) end
+end
+
 -- Delivers the `count` (address, message JSON) pairs of argv from argv[first] on.
-local function deliverOutbox(prefix, argv, countIndex, wakes)
+local function deliverOutbox(prefix, argv, countIndex, wakes, retention)
   local count = tonumber(argv[countIndex]) or 0
   for i = 0, count - 1 do
     local address, message = argv[countIndex + 1 + 2 * i], argv[countIndex + 2 + 2 * i]
-    redis.call('RPUSH', mailboxKey(prefix, address), message)
+    pushMessage(prefix, address, message, retention)
     collectWaiters(prefix, address, wakes)
   end
+end
+
+-- The run stops waiting where its step last parked (it commits, parks again, or ends): its wake
+-- job leaves that address's waiters, so no set outlives the runs it lists.
+local function leaveWaiters(runKey, prefix, runId)
+  local fields = redis.call('HMGET', runKey, 'replay', 'step', 'parkCount')
+  if not fields[1] then return end
+  local parked = cjson.decode(fields[1]).parked
+  if type(parked) ~= 'table' or type(parked.address) ~= 'string' then return end
+  redis.call('SREM', waitersKey(prefix, parked.address), runId .. '-' .. fields[2] .. '-p' .. (fields[3] or '0'))
 end
 
 -- A step that will not commit gives its reserved messages back, at the head of their mailboxes
