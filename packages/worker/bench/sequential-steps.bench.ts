@@ -93,3 +93,7 @@ console.log(`sequential flow, ${steps} steps, 1 worker at concurrency 1, median 
 console.log(`  queueflow RedisEngine : ${formatRate(median(ours))} steps/s`);
 console.log(`  raw BullMQ chained    : ${formatRate(median(raw))} jobs/s`);
 console.log(`  ratio                 : ${(median(ours) / median(raw)).toFixed(2)} (queueflow / BullMQ; the bar is ≥ 0.5)`);
+// A worker's close() leaves open the Redis connection startWorker hands to BullMQ's Worker (and
+// the raw round's duplicated connections stay open too): exit once the figures are out, so that
+// `npm run bench` goes on to the next benchmark.
+process.exit(0);
