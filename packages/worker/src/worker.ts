@@ -90,8 +90,10 @@ export async function startWorker(options: WorkerOptions): Promise<QueueflowWork
   });
   await subscriber.subscribe(keys.events());
 
+  // BullMQ does not close a connection it was given: ours to quit after `worker.close()`.
+  const workerConnection = redis.duplicate();
   const worker = new Worker(keys.stepQueue, (job, token) => processor.process(job, token), {
-    connection: redis.duplicate(),
+    connection: workerConnection,
     prefix: keys.prefix,
     concurrency,
     lockDuration,
@@ -116,7 +118,7 @@ export async function startWorker(options: WorkerOptions): Promise<QueueflowWork
       (closing ??= (async () => {
         await worker.close();
         await queue.close().catch(() => {});
-        await Promise.all([redis.quit().catch(() => {}), subscriber.quit().catch(() => {})]);
+        await Promise.all([redis, subscriber, workerConnection].map((connection) => connection.quit().catch(() => {})));
       })()),
   };
 }
