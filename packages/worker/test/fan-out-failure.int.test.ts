@@ -289,9 +289,7 @@ describe.each(subjects)('fan-out failure policy on %s', (_name, open) => {
     try {
       const handle = await subject.engine.start<S>(nestedFailFast, { token, keys: ['nest', 'broken'] });
 
-      // BUG (RedisEngine): a fan-out child that is itself waiting on a fan-out and fails there
-      // (fail-fast) never reports its end to its own parent: recordChildEnd (run-lifecycle.lua)
-      // finishes it `failed`, and nothing records that on the root, which waits forever.
+      // A child that fails inside a script (its own child failed fast) still reports to the root.
       const result = await within(handle.result(), 10_000, 'the root still waits after its child failed');
       expect(result.status).toBe('failed');
       expect(result.error?.code).toBe('CHILD_FAILED');
@@ -322,7 +320,6 @@ describe.each(subjects)('fan-out failure policy on %s', (_name, open) => {
   it('collect over children that fail fast in their own ParallelBatchNode: the root goes on with { ok: false, error } (the child\'s run error) for them', async () => {
     const { engine } = await open();
     const token = `nested-collect-${Math.random()}`;
-    // BUG (RedisEngine): as above, the failed child's end never reaches the collecting root.
     const result = await within(engine.run<S>(nestedCollect, { token, keys: ['k0', 'broken', 'k2'] }), 10_000, 'the root still waits after its child failed');
 
     expect(result.status, JSON.stringify(result.error)).toBe('completed');
@@ -331,9 +328,6 @@ describe.each(subjects)('fan-out failure policy on %s', (_name, open) => {
       {
         ok: false,
         // The child run's own error: it failed because its item `broken-a` did.
-        // BUG (LocalEngine): the outcome takes `name` from the child's last error record (the
-        // item's plain Error) and `message` from the child's run error, and drops its code:
-        // { name: 'Error', message: "child 0 of 'child-items' failed: …" } without CHILD_FAILED.
         error: { name: 'QueueflowError', code: 'CHILD_FAILED', message: "child 0 of 'child-items' failed: broken-a fails try 1" },
       },
       { ok: true, value: 'items-of-k2' },
