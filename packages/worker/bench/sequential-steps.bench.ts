@@ -57,6 +57,7 @@ async function bullmqRound(): Promise<number> {
   const queue = new Queue('chain', { connection, prefix });
   let done!: () => void;
   const finished = new Promise<void>((resolve) => (done = resolve));
+  const workerConnection = connection.duplicate(); // BullMQ leaves it open: closed below
   const worker = new Worker(
     'chain',
     async (job) => {
@@ -64,7 +65,7 @@ async function bullmqRound(): Promise<number> {
       if (n >= steps) return done();
       await queue.add('step', { n: n + 1 }, { jobId: `chain-${n + 1}`, removeOnComplete: true });
     },
-    { connection: connection.duplicate(), prefix, concurrency: 1 },
+    { connection: workerConnection, prefix, concurrency: 1 },
   );
   await worker.waitUntilReady();
   try {
@@ -76,6 +77,7 @@ async function bullmqRound(): Promise<number> {
     await worker.close();
     await queue.close();
     connection.disconnect();
+    workerConnection.disconnect();
     await deleteKeys(prefix);
   }
 }
@@ -93,7 +95,3 @@ console.log(`sequential flow, ${steps} steps, 1 worker at concurrency 1, median 
 console.log(`  queueflow RedisEngine : ${formatRate(median(ours))} steps/s`);
 console.log(`  raw BullMQ chained    : ${formatRate(median(raw))} jobs/s`);
 console.log(`  ratio                 : ${(median(ours) / median(raw)).toFixed(2)} (queueflow / BullMQ; the bar is ≥ 0.5)`);
-// A worker's close() leaves open the Redis connection startWorker hands to BullMQ's Worker (and
-// the raw round's duplicated connections stay open too): exit once the figures are out, so that
-// `npm run bench` goes on to the next benchmark.
-process.exit(0);
