@@ -117,9 +117,10 @@ const flowFailFast = defineFlow('policy-flow-fail-fast', () => then(new Fan(new 
 /**
  * Nested fan-outs: each `fan` child fans out again (`inner`). The grandchildren of child `nest`
  * wait until they are aborted (and record why) or released by the test; the one grandchild of
- * child `broken` fails every try.
+ * child `broken` fails every try, once all three of `nest`'s grandchildren are running.
  */
 const abortCodes = new Tally<string | undefined>();
+const nestRunning = new Map<string, Gate>();
 class Inner extends ParallelBatchFlow<S> {
   override prep(): JsonObject[] {
     return this.params.key === 'nest' ? [{ g: 0 }, { g: 1 }, { g: 2 }] : [{ g: 0 }];
@@ -134,7 +135,11 @@ class Grandchild extends Node<S> {
   }
   override async exec(token: string): Promise<string> {
     tries.add(token, `${this.params.key as string}/${this.params.g as number}#${this.currentRetry}`);
-    if (this.params.key === 'broken') throw new Error(`grandchild of broken fails try ${this.currentRetry}`);
+    if (this.params.key === 'broken') {
+      await nestRunning.get(token)!.promise;
+      throw new Error(`grandchild of broken fails try ${this.currentRetry}`);
+    }
+    if (tries.of(token).filter((t) => t.startsWith('nest/')).length === 3) nestRunning.get(token)!.open();
     const released = gates.get(token)!.promise.then(() => new Error('released by the test'));
     const reason = await Promise.race([aborted(this.signal), released]);
     if (!(reason instanceof Error && reason.message === 'released by the test')) abortCodes.add(token, (reason as { code?: string } | undefined)?.code);
@@ -150,7 +155,9 @@ class ChildItems extends ParallelBatchNode<S> {
     super({ name: 'child-items', maxRetries: 2 });
   }
   override prep(shared: S): string[] {
-    return [`${shared.token as string}/${this.params.key as string}-a`, `${shared.token as string}/${this.params.key as string}-b`];
+    // Two items: the child's key (a `broken…` key fails) and `ok-<key>`, which never fails.
+    const [token, key] = [shared.token as string, this.params.key as string];
+    return [`${token}/${key}`, `${token}/ok-${key}`];
   }
   override exec(item: string): Promise<string> {
     const [token, key] = item.split('/') as [string, string];
@@ -286,6 +293,7 @@ describe.each(subjects)('fan-out failure policy on %s', (_name, open) => {
     const subject = await open();
     const token = `nested-${Math.random()}`;
     gates.set(token, gate());
+    nestRunning.set(token, gate());
     try {
       const handle = await subject.engine.start<S>(nestedFailFast, { token, keys: ['nest', 'broken'] });
 
@@ -313,7 +321,9 @@ describe.each(subjects)('fan-out failure policy on %s', (_name, open) => {
       expect(posts.count(token)).toBe(0);
       expect(afters.count(token)).toBe(0);
     } finally {
-      gates.get(token)!.open(); // lets hanging grandchildren end, should the test fail
+      // Lets hanging grandchildren end, should the test fail.
+      nestRunning.get(token)!.open();
+      gates.get(token)!.open();
     }
   });
 
@@ -327,12 +337,12 @@ describe.each(subjects)('fan-out failure policy on %s', (_name, open) => {
       { ok: true, value: 'items-of-k0' },
       {
         ok: false,
-        // The child run's own error: it failed because its item `broken-a` did.
-        error: { name: 'QueueflowError', code: 'CHILD_FAILED', message: "child 0 of 'child-items' failed: broken-a fails try 1" },
+        // The child run's own error: it failed because its item `broken` did.
+        error: { name: 'QueueflowError', code: 'CHILD_FAILED', message: "child 0 of 'child-items' failed: broken fails try 1" },
       },
       { ok: true, value: 'items-of-k2' },
     ]);
-    expect(result.shared.done).toEqual({ k0: ['k0-a', 'k0-b'], k2: ['k2-a', 'k2-b'] });
+    expect(result.shared.done).toEqual({ k0: ['k0', 'ok-k0'], k2: ['k2', 'ok-k2'] });
     expect(result.shared.after).toBe(true);
   });
 
