@@ -102,6 +102,8 @@ describe('fan-out: a child that fails by stalling is an ordinary failure', () =>
   async function runStalling(name: string, flow: FlowDefinition) {
     const { engine, redis, workers, probeKey } = await cluster(name);
     const handle = await engine.start<Shared>(flow, { keys: KEYS }, { params: { probeUrl: redisUrl(), probeKey, hangKey: 'hang' } });
+    // The other children end first, so that only the hanging one is in flight when workers die.
+    await waitFor('the other children to end', async () => (await engine.get(handle.id))?.children?.ended === KEYS.length - 1);
     const killed = await stallTwice(redis, probeKey, workers);
     const result = await handle.result();
     // The first stall was recovered: the child ran again, on another process; the second failed it.
