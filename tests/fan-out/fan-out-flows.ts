@@ -87,7 +87,7 @@ class Tries extends ParallelBatchNode<Shared, ProbeParams> {
     const entry = { item, attempt, at: Date.now(), pid: process.pid };
     await probe(this.params.probeUrl).rpush(`${this.params.probeKey}:tries`, JSON.stringify(entry));
     if (attempt < item % 3) throw new Error(`item ${item} fails try ${attempt}`);
-    await delay(10);
+    await delay(30);
     return { item, attempt, pid: process.pid };
   }
   override post(shared: Shared, _items: unknown, results: JsonObject[]): string {

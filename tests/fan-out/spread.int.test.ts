@@ -50,7 +50,8 @@ describe('fan-out over 3 worker processes', () => {
   it('ParallelBatchFlow: children run on more than one process; post runs once, after the last child', async () => {
     const keys = range(60);
     const params = probeParams();
-    const result = await engine.run<Shared>(spread, { keys }, { params: { ...params, holdMs: 20 } });
+    // 60 children of 50 ms on 24 slots: no one worker can take them all while the others idle.
+    const result = await engine.run<Shared>(spread, { keys }, { params: { ...params, holdMs: 50 } });
 
     expect(result.status, JSON.stringify(result.error)).toBe('completed');
     expect(result.lastAction).toBe('gathered');
@@ -65,7 +66,7 @@ describe('fan-out over 3 worker processes', () => {
   });
 
   it('ParallelBatchNode: one job per item over several processes, retries with backoff per item, own try index, results in item order', async () => {
-    const list = Array.from({ length: 12 }, (_, i) => i);
+    const list = Array.from({ length: 24 }, (_, i) => i); // more items than one worker's 8 slots
     const params = probeParams();
     const result = await engine.run<Shared>(items, { items: list }, { params });
 
