@@ -37,3 +37,4 @@ export {
   type StepReplay,
 } from './engine/step-mailbox.js';
 export { checkAddress } from './mailbox/message.js';
+export { recordOfRunError } from './errors/error-record.js';

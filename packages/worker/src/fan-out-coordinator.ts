@@ -2,6 +2,7 @@ import type { Job } from 'bullmq';
 import type { ErrorRecord, Json, JsonObject, RunError } from '@queueflow/runtime';
 import {
   diffShared,
+  recordOfRunError,
   executeItem,
   walkCheckpoint,
   type Checkpoint,
@@ -235,7 +236,7 @@ export class FanOutCoordinator {
         ...(run.lastAction === undefined ? {} : { lastAction: run.lastAction }),
       };
     } else if (run.status === 'failed') {
-      outcome = { status: 'failed', error: runErrorRecord(run.error) };
+      outcome = { status: 'failed', error: recordOfRunError(run.error) };
     } else {
       outcome = { status: 'cancelled' };
     }
@@ -251,18 +252,6 @@ export class FanOutCoordinator {
     );
     await this.followChildEnded(run.parent.id, run.parent.step, result);
   }
-}
-
-/** A failed child's error as its parent sees it: the child run's own error. */
-export function runErrorRecord(error: RunError | undefined): ErrorRecord {
-  return {
-    name: error?.name ?? 'Error',
-    message: error?.message ?? 'failed',
-    retryable: false,
-    ...(error?.code ? { code: error.code } : {}),
-    ...(error?.node ? { node: error.node } : {}),
-    ...(error?.attempts !== undefined ? { attempt: error.attempts - 1 } : {}),
-  };
 }
 
 export function childFailedError(request: FanOutRequest, index: number, record: ErrorRecord | undefined): RunError {

@@ -1,6 +1,6 @@
 import { nanoid } from 'nanoid';
 import { checkOptionalPositiveInteger } from '../core/validate-options.js';
-import type { ErrorRecord } from '../errors/error-record.js';
+import { recordOfRunError, type ErrorRecord } from '../errors/error-record.js';
 import { QueueflowError } from '../errors/queueflow-error.js';
 import type { Checkpoint } from './checkpoint.js';
 import { systemClock, type Clock } from './clock.js';
@@ -360,7 +360,7 @@ export class LocalEngine implements Engine {
 
   private childOutcome(parent: LocalRun, child: LocalRun, result: RunResult): ChildOutcome {
     if (result.status === 'cancelled') return { status: 'cancelled' };
-    if (result.status === 'failed') return { status: 'failed', error: childError(child) };
+    if (result.status === 'failed') return { status: 'failed', error: recordOfRunError(child.error) };
     const snapshot = JSON.parse(parent.fanOut?.snapshot ?? '{}') as JsonObject;
     return {
       status: 'completed',
@@ -378,17 +378,4 @@ export class LocalEngine implements Engine {
     this.finished.push(runId);
     while (this.finished.length > this.retainFinishedRuns) this.runs.delete(this.finished.shift()!);
   }
-}
-
-/** A failed child's error as its parent sees it: the child run's own error. */
-function childError(child: LocalRun): ErrorRecord {
-  const error = child.error;
-  return {
-    name: error?.name ?? 'Error',
-    message: error?.message ?? 'failed',
-    retryable: false,
-    ...(error?.code ? { code: error.code } : {}),
-    ...(error?.node ? { node: error.node } : {}),
-    ...(error?.attempts !== undefined ? { attempt: error.attempts - 1 } : {}),
-  };
 }

@@ -46,3 +46,18 @@ export function fromErrorRecord(record: ErrorRecord): Error {
   if (record.stack) error.stack = record.stack;
   return error;
 }
+
+/**
+ * A run's error (`RunError`) as an {@link ErrorRecord}: how a failed fan-out child's error
+ * reaches its parent, on every engine.
+ */
+export function recordOfRunError(error: { name?: string; message: string; code?: string; node?: string; attempts?: number } | undefined): ErrorRecord {
+  return {
+    name: error?.name ?? 'Error',
+    message: error?.message ?? 'failed',
+    retryable: false,
+    ...(error?.code ? { code: error.code } : {}),
+    ...(error?.node ? { node: error.node } : {}),
+    ...(error?.attempts !== undefined ? { attempt: error.attempts - 1 } : {}),
+  };
+}

@@ -34,19 +34,16 @@ export class InMemoryMailboxes implements Mailbox {
 
   /** Appends a built message and wakes the first waiting receiver of `address`. */
   post(address: string, message: Message): void {
-    const waiter = this.waiters.get(address)?.shift();
-    if (waiter) {
-      clearTimeout(waiter.timer);
-      waiter.resolve(message);
-      return;
-    }
-    const queue = this.queues.get(address) ?? [];
-    queue.push(message);
-    this.queues.set(address, queue);
+    this.deliver(address, message, 'tail');
   }
 
   /** Puts a message back at the head of `address` (a receiving step that did not commit). */
   putBack(address: string, message: Message): void {
+    this.deliver(address, message, 'head');
+  }
+
+  /** Hands `message` to the first waiting receiver of `address`, else queues it at `end`. */
+  private deliver(address: string, message: Message, end: 'head' | 'tail'): void {
     const waiter = this.waiters.get(address)?.shift();
     if (waiter) {
       clearTimeout(waiter.timer);
@@ -54,7 +51,8 @@ export class InMemoryMailboxes implements Mailbox {
       return;
     }
     const queue = this.queues.get(address) ?? [];
-    queue.unshift(message);
+    if (end === 'head') queue.unshift(message);
+    else queue.push(message);
     this.queues.set(address, queue);
   }
 
