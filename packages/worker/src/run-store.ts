@@ -202,9 +202,15 @@ export class RunStore {
       .exec();
   }
 
-  /** Marks a queued run as running as its first step starts (mark-started.lua). */
-  async markStarted(runId: string): Promise<void> {
-    await this.redis.markStarted(this.keys.run(runId), Date.now());
+  /**
+   * Loads a run for the step a worker is about to take, marking a queued run as running when
+   * its flow and graph fingerprint are among `runnable` (load-run.lua): one round trip.
+   */
+  async loadForStep(runId: string, runnable: readonly (readonly [flow: string, fingerprint: string])[]): Promise<StoredRun | undefined> {
+    const flat = (await this.redis.loadRun(this.keys.run(runId), Date.now(), ...runnable.flat())) as string[];
+    const hash: Record<string, string> = {};
+    for (let i = 0; i < flat.length; i += 2) hash[flat[i]!] = flat[i + 1]!;
+    return hash.status ? parseRun(runId, hash) : undefined;
   }
 
   /** Notes on a run why a worker refused its step (other code deployed); the run stays resumable. */

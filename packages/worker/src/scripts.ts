@@ -8,7 +8,7 @@ const SCRIPTS: Record<string, { file: string; keys?: number }> = {
   fanOut: { file: 'fan-out.lua', keys: 6 },
   childEnded: { file: 'child-ended.lua', keys: 6 },
   cancelRun: { file: 'cancel-run.lua', keys: 6 },
-  markStarted: { file: 'mark-started.lua', keys: 1 },
+  loadRun: { file: 'load-run.lua', keys: 1 },
   reserveMessage: { file: 'reserve-message.lua', keys: 3 },
   parkRun: { file: 'park-run.lua', keys: 6 },
   sendMessage: { file: 'send-message.lua', keys: 2 },
@@ -19,7 +19,7 @@ export type ScriptName =
   | 'fanOut'
   | 'childEnded'
   | 'cancelRun'
-  | 'markStarted'
+  | 'loadRun'
   | 'reserveMessage'
   | 'parkRun'
   | 'sendMessage';

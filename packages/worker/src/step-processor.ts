@@ -52,6 +52,8 @@ export class StepProcessor {
   private readonly runs = new CheckpointCache();
   private readonly fanOutCache: FanOutCache;
   private readonly fanOut: FanOutCoordinator;
+  /** The flows this worker runs, with their graph fingerprints. */
+  private readonly runnable: (readonly [string, string])[];
 
   constructor(
     private readonly stores: Stores,
@@ -60,6 +62,7 @@ export class StepProcessor {
     private readonly options: StepProcessorOptions,
   ) {
     this.fanOutCache = new FanOutCache(stores.fanOuts);
+    this.runnable = registry.names().map((name) => [name, registry.graph(name).fingerprint] as const);
     this.fanOut = new FanOutCoordinator(stores, queue, this.fanOutCache, this);
   }
 
@@ -100,7 +103,7 @@ export class StepProcessor {
   private async processStep(job: Job<StepJobData>, token: string | undefined): Promise<void> {
     // A wake job always reads the run: it follows a park, which no cache of this worker saw.
     const cached = job.data.park === undefined ? this.runs.take(job.data.runId, job.data.step) : undefined;
-    const run = cached ?? (await this.stores.runs.load(job.data.runId));
+    const run = cached ?? (await this.stores.runs.loadForStep(job.data.runId, this.runnable));
     if (!run) return; // expired or never started
     const parked = run.status === 'waiting' && run.replay.parked !== undefined;
     if (job.data.park !== undefined && job.data.park !== run.parkCount) {
@@ -121,9 +124,6 @@ export class StepProcessor {
       return;
     }
     const checkpoint = await this.checkpointOf(run);
-    // Not awaited: it goes out before this step's commit on the same connection, so Redis
-    // applies it first, and the step does not wait a round trip for it.
-    if (run.status === 'queued') this.stores.runs.markStarted(run.id).catch(() => {});
     const controller = new AbortController();
     this.running.set(run.id, controller);
     try {

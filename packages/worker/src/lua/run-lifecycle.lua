@@ -12,8 +12,10 @@ local function atStep(runKey, step, parkCount)
   return at[1] == step and (at[2] or '0') == parkCount
 end
 
--- Ends a run: status, timings, retention of its keys, and the `ended` event.
--- keys: { run, errors, conflicts, fanOut, outcomes }
+-- Ends a run: status, timings, retention of its keys, and the `ended` event. A fan-out child's
+-- end is not published: its parent hears of it through recordChildEnd, and thousands of children
+-- would flood every subscriber (a `result()` of a child still resolves, by its periodic check).
+-- keys: { run, errors, conflicts, fanOut, outcomes, reserved }
 local function finish(keys, runId, status, now, retention, channel)
   redis.call('HSET', keys[1], 'status', status, 'finishedAt', now, 'updatedAt', now)
   redis.call('HSETNX', keys[1], 'startedAt', now)
@@ -21,7 +23,9 @@ local function finish(keys, runId, status, now, retention, channel)
   if ttl and ttl > 0 then
     for _, key in ipairs(keys) do redis.call('EXPIRE', key, ttl) end
   end
-  redis.call('PUBLISH', channel, cjson.encode({ type = 'ended', runId = runId, status = status }))
+  if redis.call('HEXISTS', keys[1], 'parentId') == 0 then
+    redis.call('PUBLISH', channel, cjson.encode({ type = 'ended', runId = runId, status = status }))
+  end
 end
 
 --[[
