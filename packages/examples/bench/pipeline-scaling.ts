@@ -17,7 +17,7 @@ import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Command, InvalidArgumentError } from 'commander';
-import { Redis } from 'ioredis';
+import { deletePrefix } from '../../../tests/support/redis-prefix.js';
 
 const EXAMPLES = fileURLToPath(new URL('..', import.meta.url));
 const PIPELINE = path.join(EXAMPLES, 'dist/cli/pipeline.js');
@@ -94,7 +94,7 @@ async function distributed(count: number): Promise<Trial> {
     );
   } finally {
     await Promise.all(workers.map(stop));
-    await deletePrefix(prefix);
+    await deletePrefix(options.redis, prefix);
   }
 }
 
@@ -140,20 +140,6 @@ function parseReport(report: string): Trial {
   if (!throughput) throw new Error(`no Throughput line in the report:\n${report}`);
   const accuracy = /accuracy ([\d.]+%)/.exec(report)?.[1];
   return { setup: '', docsPerSecond: Number(throughput[1]), seconds: Number(throughput[2]), accuracy };
-}
-
-async function deletePrefix(prefix: string): Promise<void> {
-  const redis = new Redis(options.redis, { maxRetriesPerRequest: 1 });
-  try {
-    let cursor = '0';
-    do {
-      const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000);
-      cursor = next;
-      if (keys.length > 0) await redis.del(...keys);
-    } while (cursor !== '0');
-  } finally {
-    redis.disconnect();
-  }
 }
 
 main().catch((error: unknown) => {

@@ -1,23 +1,13 @@
-import { Redis } from 'ioredis';
+import { deletePrefix } from '../../../tests/support/redis-prefix.js';
 
 /** The Redis the benchmarks use: `REDIS_URL`, else the local default. */
 export function redisUrl(): string {
   return process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 }
 
-/** Deletes every key under `prefix`. */
-export async function deleteKeys(prefix: string): Promise<void> {
-  const redis = new Redis(redisUrl());
-  try {
-    let cursor = '0';
-    do {
-      const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000);
-      cursor = next;
-      if (keys.length > 0) await redis.del(...keys);
-    } while (cursor !== '0');
-  } finally {
-    redis.disconnect();
-  }
+/** Deletes every key under `prefix` of the benchmarks' Redis. */
+export function deleteKeys(prefix: string): Promise<void> {
+  return deletePrefix(redisUrl(), prefix);
 }
 
 export function formatRate(perSecond: number): string {
