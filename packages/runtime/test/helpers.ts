@@ -5,6 +5,9 @@
 import { afterEach, beforeEach } from 'vitest';
 import { setWarningHandler, type WarningCode } from '../src/index.js';
 
+/** Waits for a promise or fails after a deadline (shared with the Redis tests). */
+export { within } from '../../../tests/support/wait-for.js';
+
 export interface Deferred<T> {
   promise: Promise<T>;
   resolve: (value: T) => void;
@@ -60,22 +63,5 @@ export class InFlight {
   }
   leave(): void {
     this.current--;
-  }
-}
-
-/**
- * Waits for `promise`, or rejects with `message` after `ms` real milliseconds. Only the failure
- * path waits: used where a broken rule would otherwise hang a test (e.g. work that should overlap
- * but runs one at a time).
- */
-export async function within<T>(promise: Promise<T>, ms: number, message: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(message)), ms);
-  });
-  try {
-    return await Promise.race([promise, timeout]);
-  } finally {
-    clearTimeout(timer);
   }
 }

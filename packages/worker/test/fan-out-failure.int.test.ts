@@ -27,8 +27,9 @@ import {
   type JsonObject,
   type RunInfo,
 } from '@queueflow/runtime';
-import { waitFor } from '../../../tests/support/wait-for.js';
-import { aborted, gate, Tally, useHarness, within, type Gate } from './harness.js';
+import { waitFor, within } from '../../../tests/support/wait-for.js';
+import { aborted, gate, Tally, type Gate } from '../../../tests/support/node-probes.js';
+import { useRedisHarness } from '../../../tests/support/redis-harness.js';
 
 type S = Record<string, any>;
 
@@ -185,7 +186,7 @@ interface Subject {
   childIds?(parent: RunInfo, total: number): string[];
 }
 
-const setup = useHarness();
+const setup = useRedisHarness();
 const closers: (() => Promise<void>)[] = [];
 afterEach(async () => {
   for (const close of closers.splice(0)) await close();
@@ -206,7 +207,7 @@ const subjects: [string, () => Promise<Subject>][] = [
     async () => {
       const harness = await setup('fan-out-policy', { flows, workers: 0 });
       const workers = [await harness.worker({ concurrency: 4 }), await harness.worker({ concurrency: 4 })];
-      const events = await subscribe(harness.redis, harness.keys.events());
+      const events = await subscribe(harness.connection, harness.keys.events());
       closers.push(events.close);
       return {
         engine: harness.engine,

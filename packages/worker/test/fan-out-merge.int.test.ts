@@ -11,7 +11,7 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { defineFlow, Flow, LocalEngine, Node, ParallelBatchFlow, type Engine, type FlowDefinition, type JsonObject } from '@queueflow/runtime';
-import { useHarness } from './harness.js';
+import { useRedisHarness } from '../../../tests/support/redis-harness.js';
 
 type S = Record<string, any>;
 interface ChildParams {
@@ -91,7 +91,7 @@ async function viaFlowRun(flow: FlowDefinition, shared: S, params: JsonObject = 
   return { shared: JSON.parse(JSON.stringify(copy)) as S, lastAction };
 }
 
-const setup = useHarness();
+const setup = useRedisHarness();
 const locals: LocalEngine[] = [];
 afterEach(async () => {
   for (const engine of locals.splice(0)) await engine.close();

@@ -7,7 +7,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { defineFlow, Flow, LocalEngine, Node, ParallelBatchFlow, ParallelBatchNode, type Engine, type JsonObject } from '@queueflow/runtime';
 import { waitFor } from '../../../tests/support/wait-for.js';
-import { gate, Tally, useHarness, type Gate } from './harness.js';
+import { gate, Tally, type Gate } from '../../../tests/support/node-probes.js';
+import { useRedisHarness } from '../../../tests/support/redis-harness.js';
 
 type S = Record<string, any>;
 
@@ -79,7 +80,7 @@ const nested = defineFlow(
 const doubles = defineFlow('waiting-items', () => new Flow(new Doubles({ name: 'doubles' })));
 const flows = [many, nested, doubles];
 
-const setup = useHarness();
+const setup = useRedisHarness();
 const locals: LocalEngine[] = [];
 afterEach(async () => {
   for (const engine of locals.splice(0)) await engine.close();

@@ -1,0 +1,106 @@
+/**
+ * Set-up of a test on RedisEngine: one key prefix per test, an engine, in-process workers and a
+ * plain Redis connection to inspect keys, all closed and deleted after the test. Node code runs in
+ * this process (in-process workers), so tests observe it through plain module-level state
+ * (node-probes.ts). The conformance suite's engine factory builds on it (tests/conformance).
+ */
+import { afterEach } from 'vitest';
+import { Redis } from 'ioredis';
+import type { FlowDefinition, RunInfo } from '@queueflow/runtime';
+import {
+  RedisEngine,
+  RedisKeys,
+  startWorker,
+  type QueueflowWorker,
+  type RedisEngineOptions,
+  type WorkerOptions,
+} from '@queueflow/worker';
+import { keysUnder } from './redis-prefix.js';
+import { deletePrefix, redisUrl, testPrefix } from './test-redis.js';
+import { untilRun } from './wait-for.js';
+
+export interface RedisHarness {
+  url: string;
+  prefix: string;
+  keys: RedisKeys;
+  engine: RedisEngine;
+  /** A plain connection for inspecting keys (TTL, SCAN, HGET). */
+  connection: Redis;
+  /** Starts an in-process worker on this prefix (closed after the test unless closed before). */
+  worker(options?: Partial<WorkerOptions>): Promise<QueueflowWorker>;
+  /** Another engine client on this prefix (closed after the test). */
+  client(options?: Partial<RedisEngineOptions>): RedisEngine;
+  /** Polls `engine.get(runId)` until `condition` holds; returns that info. */
+  until(runId: string, what: string, condition: (info: RunInfo) => boolean, timeoutMs?: number): Promise<RunInfo>;
+  /** Every key under the prefix. */
+  scanKeys(): Promise<string[]>;
+}
+
+export interface RedisHarnessOptions {
+  /** Flows the engine client knows. */
+  flows: FlowDefinition[];
+  /** In-process workers to start now with `flows`. @defaultValue 1 */
+  workers?: number;
+  /** Concurrency of those workers. @defaultValue 4 */
+  concurrency?: number;
+  /** Redis URL (e.g. with another db). @defaultValue the suite's Redis */
+  url?: string;
+  /** Extra options for the workers started now. */
+  workerOptions?: Partial<WorkerOptions>;
+  /** Extra options for the engine. */
+  engineOptions?: Partial<RedisEngineOptions>;
+}
+
+/**
+ * Call at the top of a test file or `describe`: returns `setup`, which builds a
+ * {@link RedisHarness} for one test under a prefix named after `name`.
+ */
+export function useRedisHarness(): (name: string, options: RedisHarnessOptions) => Promise<RedisHarness> {
+  const cleanups: (() => Promise<void>)[] = [];
+  afterEach(async () => {
+    for (const cleanup of cleanups.splice(0).reverse()) await cleanup().catch(() => {});
+  });
+
+  return async (name, options) => {
+    const url = options.url ?? redisUrl();
+    const prefix = testPrefix(name);
+    const keys = new RedisKeys(prefix);
+    const connection = new Redis(url, { maxRetriesPerRequest: 1 });
+    connection.on('error', () => {});
+    cleanups.push(async () => {
+      await deletePrefix(url, prefix);
+      connection.disconnect();
+    });
+    const worker = async (extra: Partial<WorkerOptions> = {}): Promise<QueueflowWorker> => {
+      const started = await startWorker({
+        connection: url,
+        flows: options.flows,
+        prefix,
+        concurrency: options.concurrency ?? 4,
+        onError: () => {},
+        ...options.workerOptions,
+        ...extra,
+      });
+      cleanups.push(() => started.close());
+      return started;
+    };
+    const client = (extra: Partial<RedisEngineOptions> = {}): RedisEngine => {
+      const created = new RedisEngine({ connection: url, flows: options.flows, prefix, ...options.engineOptions, ...extra });
+      cleanups.push(() => created.close());
+      return created;
+    };
+    const engine = client();
+    for (let i = 0; i < (options.workers ?? 1); i++) await worker();
+    return {
+      url,
+      prefix,
+      keys,
+      engine,
+      connection,
+      worker,
+      client,
+      until: (runId, what, condition, timeoutMs) => untilRun(engine, runId, what, condition, timeoutMs),
+      scanKeys: () => keysUnder(connection, prefix),
+    };
+  };
+}
