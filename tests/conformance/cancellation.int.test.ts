@@ -1,14 +1,16 @@
 /**
- * RedisEngine contract: cancellation (issue 3 item 5). `cancel(runId)` stops a run at its next
- * step boundary and its status becomes `cancelled`: at once for a step parked in a retry backoff,
- * at the end of the step for an exec in flight (whose `this.signal` aborts), and a cancelled
+ * Contract: cancellation. `cancel(runId)` stops a run at its next step boundary and its status
+ * becomes `cancelled`: at once for a step parked in a retry backoff or a run still queued, at the
+ * end of the step for an exec in flight (whose `this.signal` aborts); a cancelled
  * ParallelBatchFlow parent cancels its children. Unknown ids throw RUN_NOT_FOUND; a finished run
  * is left as it is.
  */
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { defineFlow, Flow, Node, ParallelBatchFlow } from '@queueflow/runtime';
-import { waitFor } from '../../../tests/support/wait-for.js';
-import { aborted, gate, Tally, useHarness, within, type Gate } from './harness.js';
+import { aborted, gate, Tally, type Gate } from '../support/node-probes.js';
+import { useRedisHarness } from '../support/redis-harness.js';
+import { waitFor, within } from '../support/wait-for.js';
+import { engines, useEngine } from './engine-harness.js';
 
 type S = Record<string, any>;
 
@@ -99,17 +101,15 @@ class Done extends Node<S> {
   }
 }
 
+const withAfter = (name: string, first: () => Node<S>) =>
+  defineFlow(name, () => {
+    const node = first();
+    node.next(new After({ name: 'after' }));
+    return new Flow(node);
+  });
 const backoff = defineFlow('cancel-backoff', () => new Flow(new Backoff()));
-const stubborn = defineFlow('cancel-stubborn', () => {
-  const work = new Stubborn({ name: 'work' });
-  work.next(new After({ name: 'after' }));
-  return new Flow(work);
-});
-const obedient = defineFlow('cancel-obedient', () => {
-  const work = new Obedient({ name: 'work' });
-  work.next(new After({ name: 'after' }));
-  return new Flow(work);
-});
+const stubborn = withAfter('cancel-stubborn', () => new Stubborn({ name: 'work' }));
+const obedient = withAfter('cancel-obedient', () => new Obedient({ name: 'work' }));
 const fan = defineFlow('cancel-fan', () => {
   const batch = new Fan(new Child({ name: 'child' }), { name: 'fan' });
   batch.next(new After({ name: 'after' }));
@@ -118,29 +118,40 @@ const fan = defineFlow('cancel-fan', () => {
 const done = defineFlow('cancel-done', () => new Flow(new Done({ name: 'done' })));
 const flows = [backoff, stubborn, obedient, fan, done];
 
-describe('RedisEngine: cancellation', () => {
-  const setup = useHarness();
+describe.each(engines)('%s: cancellation', (name) => {
+  const setup = useEngine(name);
+  // Registered after the engine's own cleanup, so it runs first: no exec is left waiting on a gate
+  // when the engine (and its workers) close.
+  afterEach(() => {
+    for (const open of gates.values()) open.open();
+  });
 
-  it('cancels a run parked in a long retry backoff promptly, without another try', async () => {
-    const { engine, until, keys, redis } = await setup('cancel-backoff', { flows });
-    const token = 'backoff';
+  it('cancels a run parked in a retry backoff promptly, without another try', async () => {
+    const { engine, until, clock, redis } = await setup('cancel-backoff', { flows });
+    const token = `backoff-${name}`;
     const handle = await engine.start(backoff, { token });
     await until(handle.id, 'the first try to fail', (info) => info.attempts === 1);
 
     await engine.cancel(handle.id);
+    expect(await engine.get(handle.id)).toMatchObject({ status: 'cancelled' });
     // The retry would run in 60 s: the cancel must not wait for it.
     const result = await within(handle.result(), 10_000, 'the cancel waited for the retry backoff');
     expect(result.status).toBe('cancelled');
+    if (clock) {
+      clock.advance(60_000); // the retry's time comes: nothing runs
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(clock.pending()).toEqual([]);
+    }
     expect(execs.of(token)).toEqual([0]);
     const info = await engine.get(handle.id);
     expect(info).toMatchObject({ status: 'cancelled' });
     expect(info?.finishedAt).toBeGreaterThanOrEqual(info!.createdAt);
-    expect(await redis.ttl(keys.run(handle.id))).toBeGreaterThan(0); // kept for the retention, then gone
+    if (redis) expect(await redis.connection.ttl(redis.keys.run(handle.id))).toBeGreaterThan(0); // kept for the retention, then gone
   });
 
   it("stops a run whose exec is in flight at the end of the step, and aborts the exec's this.signal", async () => {
-    const { engine, until } = await setup('cancel-inflight', { flows });
-    const token = 'stubborn';
+    const { engine } = await setup('cancel-inflight', { flows });
+    const token = `stubborn-${name}`;
     gates.set(token, gate());
     const handle = await engine.start(stubborn, { token });
     await waitFor('exec to start', () => execs.count(token) === 1);
@@ -153,12 +164,12 @@ describe('RedisEngine: cancellation', () => {
     const result = await within(handle.result(), 10_000, 'the run did not stop after its step');
     expect(result.status).toBe('cancelled');
     expect(after.count(token)).toBe(0); // the next step never ran
-    await until(handle.id, 'the record to say cancelled', (info) => info.status === 'cancelled');
+    expect((await engine.get(handle.id))?.status).toBe('cancelled');
   });
 
   it('cancels promptly when the exec in flight honours this.signal', async () => {
     const { engine } = await setup('cancel-obedient', { flows });
-    const token = 'obedient';
+    const token = `obedient-${name}`;
     const handle = await engine.start(obedient, { token });
     await waitFor('exec to start', () => execs.count(token) === 1);
 
@@ -170,21 +181,40 @@ describe('RedisEngine: cancellation', () => {
     expect(after.count(token)).toBe(0);
   });
 
+  it('cancels a queued run at once; its step never runs', async () => {
+    const { engine } = await setup('cancel-queued', { flows, concurrency: 1 });
+    const blocker = `blocker-${name}`;
+    gates.set(blocker, gate());
+    const busy = await engine.start(stubborn, { token: blocker });
+    await waitFor('the only slot to be taken', () => execs.count(blocker) === 1);
+    const token = `queued-${name}`;
+    const queued = await engine.start(obedient, { token });
+    expect((await engine.get(queued.id))?.status).toBe('queued');
+
+    await engine.cancel(queued.id);
+    const result = await within(queued.result(), 5000, 'the queued run was not cancelled while the only slot was busy');
+    expect(result.status).toBe('cancelled');
+    gates.get(blocker)!.open();
+    expect((await busy.result()).status).toBe('completed');
+    await engine.run(done, {}); // the slot has taken (and dropped) the queued step by now
+    expect(execs.count(token)).toBe(0);
+  });
+
   it('cancels the children of a cancelled ParallelBatchFlow parent', async () => {
-    const { engine, until } = await setup('cancel-fan', { flows, concurrency: 4 });
-    const token = 'fan';
+    const { engine, until, childRuns } = await setup('cancel-fan', { flows, concurrency: 4 });
+    const token = `fan-${name}`;
     const handle = await engine.start(fan, { token });
     await waitFor('the three children to be in exec', () => execs.count(token) === 3);
-    const waiting = await until(handle.id, 'the parent to wait on its children', (info) => info.status === 'waiting');
-    expect(waiting.children).toMatchObject({ total: 3, ended: 0 });
-    // Child runs are `<parent id>.<parent step>.<index>` (fan-out.lua).
-    const childIds = [0, 1, 2].map((i) => `${handle.id}.${waiting.steps}.${i}`);
-    for (const id of childIds) expect((await engine.get(id))?.parentId).toBe(handle.id);
+    const waiting = await engine.get(handle.id);
+    expect(waiting).toMatchObject({ status: 'waiting', children: { total: 3, ended: 0 } });
+    const children = await childRuns(waiting!);
+    expect(children).toHaveLength(3);
+    for (const id of children) expect((await engine.get(id))?.parentId).toBe(handle.id);
 
     await engine.cancel(handle.id);
     const result = await within(handle.result(), 10_000, 'the cancelled parent did not end');
     expect(result.status).toBe('cancelled');
-    for (const id of childIds) await until(id, `child ${id} to be cancelled`, (info) => info.status === 'cancelled');
+    for (const id of children) await until(id, `child ${id} to be cancelled`, (info) => info.status === 'cancelled');
     expect(abortCodes.of(token)).toEqual(['RUN_CANCELLED', 'RUN_CANCELLED', 'RUN_CANCELLED']);
     expect(after.count(token)).toBe(0);
   });
@@ -195,20 +225,26 @@ describe('RedisEngine: cancellation', () => {
   });
 
   it('leaves a finished run as it is', async () => {
-    const { engine } = await setup('cancel-finished', { flows });
+    const { engine, redis } = await setup('cancel-finished', { flows });
     const result = await engine.run(done, {});
     expect(result.status).toBe('completed');
     const before = await engine.get(result.id);
 
     await engine.cancel(result.id);
     expect(await engine.get(result.id)).toEqual(before);
+    expect(before?.status).toBe('completed');
     expect(await engine.run(done, {})).toMatchObject({ status: 'completed' }); // the engine goes on as usual
-    expect(await within(engine.result(result.id), 5000, 'result() hung')).toEqual(result);
+    // RedisEngine answers result(runId) for any run id (LocalEngine: a handle's result() only).
+    if (redis) expect(await within(redis.engine.result(result.id), 5000, 'result() hung')).toEqual(result);
   });
+});
+
+describe('RedisEngine: cancelling without a worker', () => {
+  const setup = useRedisHarness();
 
   it('cancels a queued run that no worker has taken yet, and its step never runs', async () => {
-    const { engine, worker } = await setup('cancel-queued', { flows, workers: 0 });
-    const token = 'queued';
+    const { engine, worker } = await setup('cancel-no-worker', { flows, workers: 0 });
+    const token = 'queued-without-worker';
     const handle = await engine.start(obedient, { token });
     expect((await engine.get(handle.id))?.status).toBe('queued');
 

@@ -1,14 +1,17 @@
 /**
- * RedisEngine contract: completion that cannot hang (issue 3 item 4, DESIGN "Clients").
- * `result()` resolves from run events, also for a run that ended before the caller began to
- * wait; awaiting 1,000 runs uses a small, constant number of Redis connections; `get` answers
- * for finished runs, whose records expire after the documented retention.
+ * Contract: completion that cannot hang (DESIGN "Clients"). `result()` resolves also for a run
+ * that ended before the caller began to wait, and for 1,000 runs awaited at once; `get` answers
+ * for finished runs. How long finished runs are kept is each engine's own: LocalEngine keeps the
+ * last `retainFinishedRuns`, RedisEngine lets its records expire after the retention; RedisEngine
+ * awaits runs over a small, constant number of connections.
  */
 import { describe, expect, it } from 'vitest';
 import { defineFlow, Flow, Node } from '@queueflow/runtime';
-import { redisUrl } from '../../../tests/support/test-redis.js';
-import { waitFor } from '../../../tests/support/wait-for.js';
-import { gate, useHarness, within } from './harness.js';
+import { gate } from '../support/node-probes.js';
+import { useRedisHarness } from '../support/redis-harness.js';
+import { redisUrl } from '../support/test-redis.js';
+import { waitFor, within } from '../support/wait-for.js';
+import { engines, useEngine, useLocalEngine } from './engine-harness.js';
 
 type S = Record<string, any>;
 
@@ -49,6 +52,64 @@ const boom = defineFlow('boom', () => new Flow(new Boom({ name: 'boom', maxRetri
 const held = defineFlow('held', () => new Flow(new Held({ name: 'held' })));
 const flows = [double, boom, held];
 
+describe.each(engines)('%s: completion that cannot hang', (name) => {
+  const setup = useEngine(name);
+
+  it('result() resolves for a run that ended before the caller began to wait', async () => {
+    const { engine, until, redis } = await setup('ended-before', { flows });
+    const handle = await engine.start(double, { n: 21 });
+    await until(handle.id, 'the run to complete', (info) => info.status === 'completed');
+
+    const result = await within(handle.result(), 10_000, 'result() hung for a run that had already ended');
+    expect(result).toMatchObject({ id: handle.id, status: 'completed', shared: { n: 21, doubled: 42 } });
+
+    if (redis) {
+      // A client that never saw the run start (another process, say) gets the same answer.
+      const other = redis.client();
+      const again = await within(other.result(handle.id), 10_000, 'result() hung on a fresh client');
+      expect(again).toEqual(result);
+    }
+  });
+
+  it('resolves 1,000 runs awaited at once', async () => {
+    const { engine } = await setup('thousand-results', { flows, concurrency: 50 });
+    const handles = await Promise.all(Array.from({ length: 1000 }, (_, i) => engine.start(held, { i })));
+    const results = await Promise.all(handles.map((handle) => handle.result()));
+    expect(results.filter((result) => result.status === 'completed')).toHaveLength(1000);
+    expect(results.map((result) => result.shared.i)).toEqual(Array.from({ length: 1000 }, (_, i) => i));
+  });
+
+  it('get() answers for finished runs, completed and failed, and for no unknown run', async () => {
+    const { engine } = await setup('finished', { flows });
+    const completed = await engine.run(double, { n: 1 });
+    const failed = await engine.run(boom, {});
+    expect(completed.status).toBe('completed');
+    expect(failed.status).toBe('failed');
+
+    expect(await engine.get(completed.id)).toMatchObject({ status: 'completed', shared: { n: 1, doubled: 2 } });
+    expect(await engine.get(failed.id)).toMatchObject({ status: 'failed', error: { node: 'boom', attempts: 2 } });
+    expect(await engine.get('no-such-run')).toBeUndefined();
+  });
+});
+
+describe('LocalEngine: finished runs kept in memory', () => {
+  const setup = useLocalEngine();
+
+  it('get() answers for finished runs within retainFinishedRuns, the oldest forgotten first', async () => {
+    const { engine } = await setup('retain', { flows, retainFinishedRuns: 2 });
+    const first = await engine.run(double, { n: 1 });
+    const failed = await engine.run(boom, {});
+    expect(await engine.get(first.id)).toMatchObject({ status: 'completed', shared: { n: 1 } });
+    expect(await engine.get(failed.id)).toMatchObject({ status: 'failed', error: { node: 'boom', attempts: 2 } });
+
+    const third = await engine.run(double, { n: 3 });
+    expect(await engine.get(first.id)).toBeUndefined();
+    expect(await engine.get(failed.id)).toMatchObject({ status: 'failed' });
+    expect(await engine.get(third.id)).toMatchObject({ status: 'completed' });
+    expect(await engine.get('no-such-run')).toBeUndefined();
+  });
+});
+
 const DB = 11;
 /** The suite's Redis on database `db`: `CLIENT LIST` then tells this test's connections apart. */
 function onDb(url: string, db: number): string {
@@ -57,22 +118,8 @@ function onDb(url: string, db: number): string {
   return parsed.toString();
 }
 
-describe('RedisEngine: completion that cannot hang', () => {
-  const setup = useHarness();
-
-  it('result() resolves for a run that ended before the caller began to wait', async () => {
-    const { engine, until, client } = await setup('ended-before', { flows });
-    const handle = await engine.start(double, { n: 21 });
-    await until(handle.id, 'the run to complete', (info) => info.status === 'completed');
-
-    const result = await within(handle.result(), 10_000, 'result() hung for a run that had already ended');
-    expect(result).toMatchObject({ id: handle.id, status: 'completed', shared: { n: 21, doubled: 42 } });
-
-    // A client that never saw the run start (another process, say) gets the same answer.
-    const other = client();
-    const again = await within(other.result(handle.id), 10_000, 'result() hung on a fresh client');
-    expect(again).toEqual(result);
-  });
+describe('RedisEngine: results from run events, records with a retention', () => {
+  const setup = useRedisHarness();
 
   it('result() of a run id that does not exist rejects with RUN_NOT_FOUND instead of waiting forever', async () => {
     const { engine } = await setup('unknown-result', { flows });
@@ -84,10 +131,10 @@ describe('RedisEngine: completion that cannot hang', () => {
   it('awaits 1,000 runs at once over a small, constant number of Redis connections', async () => {
     hold = gate();
     const url = onDb(redisUrl(), DB);
-    const { engine, redis } = await setup('thousand', { flows, url, concurrency: 50 });
-    const myId = Number(await redis.client('ID'));
+    const { engine, connection } = await setup('thousand', { flows, url, concurrency: 50 });
+    const myId = Number(await connection.client('ID'));
     const connections = async (): Promise<{ all: number; queueflow: number }> => {
-      const lines = ((await redis.client('LIST')) as string).split('\n').filter((line) => line.includes(` db=${DB} `));
+      const lines = ((await connection.client('LIST')) as string).split('\n').filter((line) => line.includes(` db=${DB} `));
       const others = lines.filter((line) => !line.startsWith(`id=${myId} `));
       return { all: others.length, queueflow: others.filter((line) => / name=queueflow:/.test(line)).length };
     };
@@ -121,31 +168,27 @@ describe('RedisEngine: completion that cannot hang', () => {
 
   it('get() answers for finished runs, whose records expire after the retention', async () => {
     const retentionMs = 60_000;
-    const { engine, keys, redis } = await setup('retention', {
+    const { engine, keys, connection } = await setup('retention', {
       flows,
       workerOptions: { retentionMs },
       engineOptions: { retentionMs },
     });
     const completed = await engine.run(double, { n: 1 });
     const failed = await engine.run(boom, {});
-    expect(completed.status).toBe('completed');
-    expect(failed.status).toBe('failed');
-
     expect(await engine.get(completed.id)).toMatchObject({ status: 'completed', shared: { n: 1, doubled: 2 } });
     expect(await engine.get(failed.id)).toMatchObject({ status: 'failed', error: { node: 'boom', attempts: 2 } });
-    expect(await engine.get('no-such-run')).toBeUndefined();
 
     for (const key of [keys.run(completed.id), keys.run(failed.id), keys.errors(failed.id)]) {
-      const ttl = await redis.ttl(key);
+      const ttl = await connection.ttl(key);
       expect(ttl, key).toBeGreaterThan(0);
       expect(ttl, key).toBeLessThanOrEqual(retentionMs / 1000);
     }
   });
 
   it('keeps finished runs for 7 days by default', async () => {
-    const { engine, keys, redis } = await setup('retention-default', { flows });
+    const { engine, keys, connection } = await setup('retention-default', { flows });
     const result = await engine.run(double, { n: 2 });
-    const ttl = await redis.ttl(keys.run(result.id));
+    const ttl = await connection.ttl(keys.run(result.id));
     expect(ttl).toBeGreaterThan(7 * 24 * 3600 - 60);
     expect(ttl).toBeLessThanOrEqual(7 * 24 * 3600);
   });

@@ -1,12 +1,13 @@
 /**
- * RedisEngine contract: what `get` and `list` say about runs (issue 3 "RunInfo", DESIGN
- * "Clients"): status transitions, current node, steps, attempts, timings, the error of a failed
- * run; `list` newest first, filtered by status and flow.
+ * Contract: what `get` and `list` say about runs (DESIGN "Clients"): status transitions, current
+ * node, steps, attempts, timings, the error of a failed run; `list` newest first, filtered by
+ * status and flow.
  */
-import { describe, expect, it } from 'vitest';
-import { defineFlow, Flow, Node, type RunInfo } from '@queueflow/runtime';
-import { waitFor } from '../../../tests/support/wait-for.js';
-import { gate, Tally, useHarness, type Gate } from './harness.js';
+import { afterEach, describe, expect, it } from 'vitest';
+import { defineFlow, Flow, Node, type Engine, type RunInfo } from '@queueflow/runtime';
+import { gate, Tally, type Gate } from '../support/node-probes.js';
+import { waitFor } from '../support/wait-for.js';
+import { engines, useEngine } from './engine-harness.js';
 
 type S = Record<string, any>;
 
@@ -63,15 +64,23 @@ function expectTimings(info: RunInfo | undefined): void {
   expect(info?.updatedAt).toBeGreaterThanOrEqual(info!.startedAt!);
 }
 
-describe('RedisEngine: run info', () => {
-  const setup = useHarness();
+describe.each(engines)('%s: run info', (name) => {
+  const setup = useEngine(name);
+  // Registered after the engine's own cleanup, so it runs first (see cancellation.int.test.ts).
+  afterEach(() => {
+    for (const open of gates.values()) open.open();
+  });
 
   it('goes queued → running → completed, with the current node, steps and timings', async () => {
-    const { engine, worker, until } = await setup('info-complete', { flows, workers: 0 });
-    const token = 'complete';
+    const { engine, advance } = await setup('info-complete', { flows, concurrency: 1 });
+    const blocker = `blocker-${name}`;
+    gates.set(blocker, gate());
+    const busy = await engine.start(holdsFirst, { token: blocker });
+    await waitFor('the only slot to be taken', () => execs.count(blocker) === 1);
+
+    const token = `complete-${name}`;
     gates.set(token, gate());
     const handle = await engine.start(holdsSecond, { token });
-
     const queued = await engine.get(handle.id);
     expect(queued).toMatchObject({ id: handle.id, flow: 'holds-second', status: 'queued', currentNode: 'one', steps: 0, attempts: 0 });
     expect(queued?.createdAt).toEqual(expect.any(Number));
@@ -79,16 +88,18 @@ describe('RedisEngine: run info', () => {
     expect(queued?.finishedAt).toBeUndefined();
     expect(queued?.errors).toEqual([]);
 
-    await worker();
+    await advance(10);
+    gates.get(blocker)!.open();
+    await busy.result();
     await waitFor("step 'two' to be in exec", () => execs.of(token).includes('two'));
-    const running = await until(handle.id, 'the run to be in step two', (info) => info.currentNode === 'two');
+    const running = await engine.get(handle.id);
     expect(running).toMatchObject({ status: 'running', currentNode: 'two', steps: 1, shared: { token, visited: ['one'] } });
-    expect(running.startedAt).toBeGreaterThanOrEqual(running.createdAt);
-    expect(running.finishedAt).toBeUndefined();
+    expect(running?.startedAt).toBeGreaterThanOrEqual(running!.createdAt);
+    expect(running?.finishedAt).toBeUndefined();
 
+    await advance(10);
     gates.get(token)!.open();
-    const result = await handle.result();
-    expect(result).toMatchObject({ status: 'completed', lastAction: 'default' });
+    expect(await handle.result()).toMatchObject({ status: 'completed', lastAction: 'default' });
     const completed = await engine.get(handle.id);
     expect(completed).toMatchObject({ status: 'completed', steps: 3, lastAction: 'default', shared: { visited: ['one', 'two', 'three'] } });
     expect(completed?.currentNode).toBeUndefined();
@@ -98,25 +109,25 @@ describe('RedisEngine: run info', () => {
 
   it('says running, with startedAt, while the first step is in exec', async () => {
     const { engine } = await setup('info-first', { flows });
-    const token = 'first';
+    const token = `first-${name}`;
     gates.set(token, gate());
     const handle = await engine.start(holdsFirst, { token });
     await waitFor("step 'one' to be in exec", () => execs.of(token).includes('one'));
     const info = await engine.get(handle.id);
-    gates.get(token)!.open();
     expect(info).toMatchObject({ status: 'running', currentNode: 'one', steps: 0 });
     expect(info?.startedAt).toBeGreaterThanOrEqual(info!.createdAt);
+    gates.get(token)!.open();
     expect((await handle.result()).status).toBe('completed');
   });
 
-  it('reports a failed run: status, the error with node and attempts, timings', async () => {
+  it('reports a failed run: status, the error with node and attempts, every try, timings', async () => {
     const { engine } = await setup('info-failed', { flows });
-    const result = await engine.run(fails, { token: 'failed' });
+    const result = await engine.run(fails, { token: `failed-${name}` });
     expect(result.status).toBe('failed');
     expect(result.error).toMatchObject({ node: 'boom', attempts: 3, message: 'boom 2' });
     const info = await engine.get(result.id);
-    expect(info).toMatchObject({ status: 'failed', steps: 1, error: { node: 'boom', attempts: 3, message: 'boom 2' } });
-    expect(info?.shared).toEqual({ token: 'failed', visited: ['one'] });
+    expect(info).toMatchObject({ status: 'failed', steps: 1, attempts: 3, error: { node: 'boom', attempts: 3, message: 'boom 2' } });
+    expect(info?.shared).toEqual({ token: `failed-${name}`, visited: ['one'] });
     expect(info?.currentNode).toBeUndefined();
     expect(info?.errors.map((e) => e.attempt)).toEqual([0, 1, 2]);
     expectTimings(info);
@@ -124,31 +135,28 @@ describe('RedisEngine: run info', () => {
 
   it('counts every try of the step that failed the run in attempts', async () => {
     const { engine } = await setup('info-attempts', { flows });
-    const result = await engine.run(fails, { token: 'attempts' });
+    const result = await engine.run(fails, { token: `attempts-${name}` });
     const info = await engine.get(result.id);
     expect(info?.error?.attempts).toBe(3);
     expect(info?.attempts).toBe(3);
   });
 
   it('lists runs newest first, filtered by status and flow', async () => {
-    const { engine, until } = await setup('info-list', { flows });
-    const token = 'list';
+    const { engine, until, advance } = await setup('info-list', { flows });
+    const token = `list-${name}`;
     gates.set(token, gate());
-    const ids: string[] = [];
-    const startAfterTick = async (start: () => Promise<{ id: string }>): Promise<string> => {
-      const { id } = await start();
-      const { createdAt } = (await engine.get(id))!;
-      await waitFor('the clock to move on', () => Date.now() > createdAt, { intervalMs: 1 }); // distinct createdAt
-      ids.push(id);
-      return id;
-    };
-    const first = await startAfterTick(async () => engine.run(quick, { token: 'l1' }));
-    const failed = await startAfterTick(async () => engine.run(fails, { token: 'l2' }));
-    const third = await startAfterTick(async () => engine.run(quick, { token: 'l3' }));
-    const running = await startAfterTick(() => engine.start(holdsSecond, { token }));
-    await until(running, 'the last run to be in step two', (info) => info.status === 'running' && info.currentNode === 'two');
+    // Each run is created a millisecond of engine time after the one before: distinct createdAt.
+    const first = (await engine.run(quick, { token: `l1-${name}` })).id;
+    await advance(1);
+    const failed = (await engine.run(fails, { token: `l2-${name}` })).id;
+    await advance(1);
+    const third = (await engine.run(quick, { token: `l3-${name}` })).id;
+    await advance(1);
+    const running = (await engine.start(holdsSecond, { token })).id;
+    await waitFor('the last run to be in step two', () => execs.of(token).includes('two'));
+    await until(running, 'the last run to say so', (info) => info.status === 'running' && info.currentNode === 'two');
 
-    const idsOf = async (options?: Parameters<typeof engine.list>[0]): Promise<string[]> =>
+    const idsOf = async (options?: Parameters<Engine['list']>[0]): Promise<string[]> =>
       (await engine.list(options)).map((info) => info.id);
     expect(await idsOf()).toEqual([running, third, failed, first]);
     expect(await idsOf({ status: 'completed' })).toEqual([third, first]);

@@ -1,9 +1,10 @@
 /**
- * A clock for LocalEngine tests (xstate's `SimulatedClock` habit): retry delays become timers
- * that fire only when the test moves time on, so nothing sleeps and every delay asked for can
- * be read back.
+ * A clock for LocalEngine (xstate's `SimulatedClock` habit): retry delays become timers that fire
+ * only when the test moves time on, so nothing sleeps and every delay asked for can be read back.
+ * With `autoAdvance`, time jumps to each timer as soon as it is set (on the next macrotask): runs
+ * go on without the test's help, and the delays can still be read back.
  */
-import type { Clock } from '../src/index.js';
+import type { Clock } from '@queueflow/runtime';
 
 interface Timer {
   at: number;
@@ -18,6 +19,8 @@ export class FakeClock implements Clock {
   /** Every delay asked for through `setTimeout`, in order. */
   readonly requested: number[] = [];
 
+  constructor(private readonly options: { autoAdvance?: boolean } = {}) {}
+
   now(): number {
     return this.time;
   }
@@ -26,6 +29,12 @@ export class FakeClock implements Clock {
     const id = this.nextId++;
     this.timers.set(id, { at: this.time + delayMs, delayMs, callback });
     this.requested.push(delayMs);
+    if (this.options.autoAdvance) {
+      setImmediate(() => {
+        const timer = this.timers.get(id);
+        if (timer) this.advance(Math.max(0, timer.at - this.time));
+      });
+    }
     return id;
   }
 
@@ -46,19 +55,5 @@ export class FakeClock implements Clock {
       this.timers.delete(id);
       timer.callback();
     }
-  }
-}
-
-/**
- * Polls `condition` between macrotasks until it holds (in-process engine work needs no real
- * time); gives up after `timeoutMs` real milliseconds.
- */
-export async function until<T>(what: string, condition: () => T | Promise<T>, timeoutMs = 5000): Promise<NonNullable<T>> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await condition();
-    if (value) return value as NonNullable<T>;
-    if (Date.now() > deadline) throw new Error(`gave up waiting for ${what}`);
-    await new Promise((resolve) => setImmediate(resolve));
   }
 }

@@ -1,14 +1,17 @@
 /**
- * RedisEngine contract: graph identity (DESIGN "Graph identity"). A worker whose build of a
- * flow gives another graph shape (new code deployed mid-run) refuses the step, naming the flow
- * and both fingerprints; the run stays where it was and a worker with the matching code then
- * completes it. An unknown flow cannot be started.
+ * Contract: graph identity (DESIGN "Graph identity"). An engine cannot start a flow it does not
+ * know. On RedisEngine, where the code of a flow lives in each worker: a worker whose build of a
+ * flow gives another graph shape (new code deployed mid-run) refuses the step, naming the flow and
+ * both fingerprints; the run stays where it was and a worker with the matching code then completes
+ * it.
  */
 import { describe, expect, it } from 'vitest';
 import { defineFlow, Flow, Node } from '@queueflow/runtime';
 import { compileGraph } from '@queueflow/runtime/interpreter';
-import { waitFor } from '../../../tests/support/wait-for.js';
-import { gate, Tally, useHarness, within, type Gate } from './harness.js';
+import { gate, Tally, type Gate } from '../support/node-probes.js';
+import { useRedisHarness } from '../support/redis-harness.js';
+import { waitFor, within } from '../support/wait-for.js';
+import { engines, useEngine } from './engine-harness.js';
 
 type S = Record<string, any>;
 
@@ -55,11 +58,21 @@ const v2 = defineFlow('deployed', () => {
 });
 const other = defineFlow('other', () => new Flow(new B({ name: 'b' })));
 
-describe('RedisEngine: graph identity', () => {
-  const setup = useHarness();
+describe.each(engines)('%s: graph identity', (name) => {
+  const setup = useEngine(name);
+
+  it('rejects starting a flow the engine does not know with UNKNOWN_FLOW', async () => {
+    const { engine } = await setup('identity-unknown', { flows: [v1], workers: 0 });
+    await expect(engine.start(other.name, {})).rejects.toMatchObject({ code: 'UNKNOWN_FLOW' });
+    await expect(engine.run('nope', {})).rejects.toMatchObject({ code: 'UNKNOWN_FLOW' });
+  });
+});
+
+describe('RedisEngine: graph identity across workers', () => {
+  const setup = useRedisHarness();
 
   it('a worker with another graph shape refuses the step; a worker with the matching code completes the run', async () => {
-    const { engine, worker, until, redis, keys } = await setup('identity', { flows: [v1], workers: 0, concurrency: 1 });
+    const { engine, worker, until, connection, keys } = await setup('identity', { flows: [v1], workers: 0, concurrency: 1 });
     const fingerprints = { v1: compileGraph('deployed', v1.build()).fingerprint, v2: compileGraph('deployed', v2.build()).fingerprint };
     expect(fingerprints.v1).not.toBe(fingerprints.v2);
 
@@ -75,7 +88,7 @@ describe('RedisEngine: graph identity', () => {
     gates.get(token)!.open();
     await leaving;
 
-    const refusal = await waitFor('the v2 worker to refuse the step', () => redis.hget(keys.run(handle.id), 'refusal'));
+    const refusal = await waitFor('the v2 worker to refuse the step', () => connection.hget(keys.run(handle.id), 'refusal'));
     expect(refusal).toContain("flow 'deployed'");
     expect(refusal).toContain(fingerprints.v1);
     expect(refusal).toContain(fingerprints.v2);
@@ -95,10 +108,10 @@ describe('RedisEngine: graph identity', () => {
   }, 30_000);
 
   it('a worker that does not know the flow refuses its step and leaves the run queued', async () => {
-    const { engine, worker, redis, keys } = await setup('identity-missing', { flows: [v1], workers: 0 });
+    const { engine, worker, connection, keys } = await setup('identity-missing', { flows: [v1], workers: 0 });
     const stranger = await worker({ flows: [other] });
     const handle = await engine.start(v1, { token: 'unknown-here' });
-    const refusal = await waitFor('the worker to refuse the step', () => redis.hget(keys.run(handle.id), 'refusal'));
+    const refusal = await waitFor('the worker to refuse the step', () => connection.hget(keys.run(handle.id), 'refusal'));
     expect(refusal).toContain("'deployed'");
     expect(await engine.get(handle.id)).toMatchObject({ status: 'queued', steps: 0 });
     expect(visits.count('unknown-here')).toBe(0);
@@ -108,10 +121,4 @@ describe('RedisEngine: graph identity', () => {
     const result = await within(handle.result(), 20_000, 'the matching worker did not take the run');
     expect(result.status).toBe('completed');
   }, 30_000);
-
-  it('rejects starting a flow the engine does not know with UNKNOWN_FLOW', async () => {
-    const { engine } = await setup('identity-unknown', { flows: [v1], workers: 0 });
-    await expect(engine.start(other.name, {})).rejects.toMatchObject({ code: 'UNKNOWN_FLOW' });
-    await expect(engine.run('nope', {})).rejects.toMatchObject({ code: 'UNKNOWN_FLOW' });
-  });
 });
