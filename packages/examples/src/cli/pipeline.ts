@@ -12,7 +12,7 @@ import { DEFAULT_PIPELINE_PARAMS, type DocumentSelection, type PipelineParams } 
 import { writeJsonl } from '../report/jsonl.js';
 import { formatReport } from '../report/format-report.js';
 import { buildReport } from '../report/pipeline-report.js';
-import { llmConfigFromEnv } from '../utils/llm-summary.js';
+import { llmConfigFromEnv } from '../utils/llm-client.js';
 import { expandSelection } from '../utils/document-selection.js';
 import { DEFAULT_SAMPLE_SIZE, listCorpus } from '../utils/spam-assassin-corpus.js';
 import { runDistributed } from './run-distributed.js';

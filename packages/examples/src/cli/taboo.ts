@@ -11,7 +11,7 @@ import { formatTranscript, playTaboo } from '../taboo/play-taboo.js';
 import { TABOO_DECK } from '../taboo/taboo-deck.js';
 import { tabooGuesser, tabooHinter } from '../taboo/taboo-flows.js';
 import type { Players } from '../taboo/types.js';
-import { llmConfigFromEnv } from '../utils/llm-summary.js';
+import { llmConfigFromEnv } from '../utils/llm-client.js';
 
 interface CliOptions {
   engine: 'flow' | 'local';

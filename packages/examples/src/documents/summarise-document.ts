@@ -1,4 +1,5 @@
-import { llmConfigFromEnv, llmSummary } from '../utils/llm-summary.js';
+import { llmConfigFromEnv } from '../utils/llm-client.js';
+import { llmSummary } from '../utils/llm-summary.js';
 import { DocumentStage, type ResolvedParams, type StageResult } from './document-stage.js';
 import type { WorkItem } from './types.js';
 

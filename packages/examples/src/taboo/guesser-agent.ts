@@ -1,5 +1,5 @@
 import { Node } from '@queueflow/runtime';
-import { llmConfigFromEnv } from '../utils/llm-summary.js';
+import { llmConfigFromEnv } from '../utils/llm-client.js';
 import { llmGuess } from '../utils/llm-taboo.js';
 import { traceExec } from './exec-trace.js';
 import { DEFAULT_TURN_TIMEOUT_MS } from './hinter-agent.js';

@@ -1,5 +1,5 @@
 import { Node, type Message } from '@queueflow/runtime';
-import { llmConfigFromEnv } from '../utils/llm-summary.js';
+import { llmConfigFromEnv } from '../utils/llm-client.js';
 import { llmHint } from '../utils/llm-taboo.js';
 import { traceExec } from './exec-trace.js';
 import { ruleBasedHint } from './rule-based-players.js';

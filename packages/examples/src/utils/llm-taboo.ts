@@ -1,5 +1,4 @@
-import OpenAI from 'openai';
-import type { LlmConfig } from './llm-summary.js';
+import { llmClient, type LlmConfig } from './llm-client.js';
 
 /**
  * The Taboo players' model calls, through the official `openai` client on any OpenAI-compatible
@@ -7,19 +6,8 @@ import type { LlmConfig } from './llm-summary.js';
  * call these from their `exec`; the runtime knows nothing of models. Never used in tests.
  */
 
-let client: { key: string; openai: OpenAI } | undefined;
-
-function clientFor(config: LlmConfig): OpenAI {
-  const key = `${config.baseURL}\n${config.apiKey}`;
-  if (client?.key !== key) {
-    // Retries are the node's business (maxRetries / wait), not the client's.
-    client = { key, openai: new OpenAI({ baseURL: config.baseURL, apiKey: config.apiKey, maxRetries: 0 }) };
-  }
-  return client.openai;
-}
-
 async function complete(config: LlmConfig, system: string, user: string, maxTokens: number, signal?: AbortSignal): Promise<string> {
-  const response = await clientFor(config).chat.completions.create(
+  const response = await llmClient(config).chat.completions.create(
     {
       model: config.model,
       temperature: 0,
