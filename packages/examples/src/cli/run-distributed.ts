@@ -3,6 +3,7 @@ import { documents } from '../documents/documents-flow.js';
 import { runDocumentPipelineOnEngine } from '../documents/run-document-pipeline-on-engine.js';
 import type { DocumentSelection } from '../documents/types.js';
 import { createProgressBar, type Progress } from './progress-bar.js';
+import { redactUrl } from './redact-url.js';
 import type { RunnerOptions, RunnerResult } from './run-embedded.js';
 
 export interface DistributedRunnerOptions extends RunnerOptions {
@@ -78,16 +79,5 @@ export async function runDistributed(selection: DocumentSelection, options: Dist
   } finally {
     process.off('SIGINT', onSigint);
     await engine.close();
-  }
-}
-
-/** The URL without its password, for printing. */
-export function redactUrl(url: string): string {
-  try {
-    const parsed = new URL(url);
-    if (parsed.password) parsed.password = '***';
-    return parsed.toString().replace(/\/$/, '');
-  } catch {
-    return url;
   }
 }

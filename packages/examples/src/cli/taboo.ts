@@ -12,6 +12,7 @@ import { TABOO_DECK } from '../taboo/taboo-deck.js';
 import { tabooGuesser, tabooHinter } from '../taboo/taboo-flows.js';
 import type { Players } from '../taboo/types.js';
 import { llmConfigFromEnv } from '../utils/llm-client.js';
+import { redactUrl } from './redact-url.js';
 
 interface CliOptions {
   engine: 'flow' | 'local';
@@ -110,17 +111,6 @@ async function main(): Promise<void> {
     clearTimeout(hint);
     process.off('SIGINT', onSigint);
     await engine?.close();
-  }
-}
-
-/** The URL without its password, for printing. */
-function redactUrl(url: string): string {
-  try {
-    const parsed = new URL(url);
-    if (parsed.password) parsed.password = '***';
-    return parsed.toString().replace(/\/$/, '');
-  } catch {
-    return url;
   }
 }
 
