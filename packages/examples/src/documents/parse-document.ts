@@ -1,4 +1,4 @@
-import { parseEmail } from '../utils/email-parser.js';
+import { parseEmail, type ParsedEmail } from '../utils/email-parser.js';
 import { readDocumentBytes } from '../utils/document-reader.js';
 import { checkNotBinary, checkNotEmpty, decodeText } from '../utils/raw-content-checks.js';
 import { firstLineTitle } from '../utils/text-cleaner.js';
@@ -11,14 +11,12 @@ export interface ParseInput {
   maxTextChars: number;
 }
 
-export interface ParseOutput {
+/**
+ * What the parse stage keeps: an email's fields (a text or Markdown file fills the subject and the
+ * plain text), and the document's size in bytes.
+ */
+export interface ParseOutput extends ParsedEmail {
   bytes: number;
-  subject: string | null;
-  senderDomain: string | null;
-  date: string | null;
-  plainText: string | null;
-  html: string | null;
-  warnings: string[];
 }
 
 /**
