@@ -57,9 +57,8 @@ export interface EngineHarness {
    */
   stored(): Promise<string[]>;
   /**
-   * Ids of the child runs of a fan-out parent (`info` from `get`). LocalEngine lists them with
-   * the other runs; RedisEngine's `list` leaves them out, and names them
-   * `<parent id>.<parent step>.<index>` (fan-out.lua).
+   * Ids of the child runs of a fan-out parent (`info` from `get`): both engines leave them out of
+   * `list` and name them `<parent id>.<parent step>.<index>` (fan-out.lua, LocalEngine.createRun).
    */
   childRuns(parent: RunInfo): Promise<string[]>;
   /** LocalEngine only: its clock, to read the delays asked for and to move time on. */
@@ -106,7 +105,7 @@ export function useLocalEngine(): (test: string, options: LocalSetup) => Promise
       until: (runId, what, condition, timeoutMs) => untilRun(engine, runId, what, condition, timeoutMs),
       advance: async (ms) => clock.advance(ms),
       stored: async () => (await engine.list()).map((info) => info.id),
-      childRuns: async (parent) => (await engine.list()).filter((info) => info.parentId === parent.id).map((info) => info.id),
+      childRuns: async (parent) => childRunIds(parent),
     };
   };
 }
@@ -130,7 +129,11 @@ function useRedisEngine(): (test: string, options: EngineSetup) => Promise<Engin
         await waitFor(`${ms} ms to pass`, () => Date.now() >= end, { intervalMs: 1 });
       },
       stored: redis.scanKeys,
-      childRuns: async (parent) => Array.from({ length: parent.children?.total ?? 0 }, (_, i) => `${parent.id}.${parent.steps}.${i}`),
+      childRuns: async (parent) => childRunIds(parent),
     };
   };
+}
+
+function childRunIds(parent: RunInfo): string[] {
+  return Array.from({ length: parent.children?.total ?? 0 }, (_, i) => `${parent.id}.${parent.steps}.${i}`);
 }

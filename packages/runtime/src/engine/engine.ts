@@ -107,7 +107,9 @@ export interface Engine {
   ): Promise<RunHandle<S>>;
   /** The run's record, finished runs included (within the engine's retention). */
   get(runId: string): Promise<RunInfo | undefined>;
-  /** Runs, newest first. */
+  /** Resolves when run `runId` has ended, also if it already has. @throws QueueflowError RUN_NOT_FOUND for an unknown run id. */
+  result(runId: string): Promise<RunResult>;
+  /** Runs started with `run`/`start`, newest first (fan-out children are seen through their parent). */
   list(options?: ListRunsOptions): Promise<RunInfo[]>;
   /**
    * Cancels the run now: its status becomes `cancelled`, and a step in flight commits nothing

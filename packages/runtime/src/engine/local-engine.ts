@@ -131,6 +131,7 @@ export class LocalEngine implements Engine {
     const found: RunInfo[] = [];
     for (const run of [...this.runs.values()].reverse()) {
       if (found.length >= limit) break;
+      if (run.parent) continue; // fan-out children are seen through their parent
       if (options.status && run.status !== options.status) continue;
       if (options.flow && run.flow !== options.flow) continue;
       found.push(infoOf(run));
@@ -158,7 +159,8 @@ export class LocalEngine implements Engine {
   private createRun(graph: CompiledGraph, checkpoint: Checkpoint, target: StepTarget, parent?: LocalRun['parent']): LocalRun {
     const now = this.clock.now();
     const run: LocalRun = {
-      id: nanoid(),
+      // A fan-out child is named as on RedisEngine (fan-out.lua): `<parent id>.<parent step>.<index>`.
+      id: parent ? `${parent.id}.${parent.step}.${parent.index}` : nanoid(),
       flow: graph.flowName,
       graph,
       status: 'queued',
@@ -179,7 +181,8 @@ export class LocalEngine implements Engine {
     return run;
   }
 
-  private result(runId: string): Promise<RunResult> {
+  /** Resolves when run `runId` has ended. @throws QueueflowError RUN_NOT_FOUND for an unknown id. */
+  result(runId: string): Promise<RunResult> {
     const run = this.runs.get(runId);
     if (!run) return Promise.reject(new QueueflowError('RUN_NOT_FOUND', `no run '${runId}' in this engine`));
     if (isFinal(run.status)) return Promise.resolve(resultOf(run));
@@ -277,7 +280,7 @@ export class LocalEngine implements Engine {
       return this.tasks.push({ type: 'item', runId: parent.id, step: parent.step, index, attempt: 0 });
     }
     const { checkpoint, target } = walkCheckpoint(parent.graph, fanOut.request, index, JSON.parse(fanOut.snapshot));
-    const child = this.createRun(parent.graph, checkpoint, target, { id: parent.id, index });
+    const child = this.createRun(parent.graph, checkpoint, target, { id: parent.id, step: parent.step, index });
     fanOut.childIds[index] = child.id;
     this.tasks.push({ type: 'step', runId: child.id, step: 0 });
   }

@@ -38,7 +38,8 @@ export interface LocalRun {
   error?: RunError;
   errors: ErrorRecord[];
   conflicts: MergeConflict[];
-  parent?: { id: string; index: number };
+  /** For a fan-out child: its parent, the parent's step that fanned out, and the child's index. */
+  parent?: { id: string; step: number; index: number };
   fanOut?: LocalFanOut;
   waiters: ((result: RunResult) => void)[];
 }
