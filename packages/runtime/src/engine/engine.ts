@@ -56,7 +56,6 @@ export interface RunInfo {
   currentNode?: string;
   /** Steps committed so far. */
   steps: number;
-  /** Tries of the current step so far (0 before the first). */
   /** Failed tries of the current step so far (for a failed run: every try of the failed step). */
   attempts: number;
   createdAt: number;
