@@ -215,7 +215,6 @@ export const slowConsume = defineFlow('mb-slow-consume', () => {
   return new Flow(node);
 });
 
-
 // ---------------------------------------------------------------------------------------------
 // first-then-second: one step with two receives: `first` with a timeout, then `second`. When the
 // first times out it says so on `log` (the step's send leaves when it parks on the second).

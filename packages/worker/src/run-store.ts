@@ -168,9 +168,6 @@ export class RunStore {
     };
   }
 
-
-
-
   /**
    * Cancels a run now (cancel-run.lua): `cancelled`, or `cancelled-waiting` when it was waiting
    * on a fan-out (its children still need cancelling).
@@ -187,10 +184,6 @@ export class RunStore {
     await wakeParked(this.options, wakes);
     return code === -1 ? 'missing' : code === 0 ? 'ended' : code === 1 ? 'cancelled' : 'cancelled-waiting';
   }
-
-
-
-
 
   /** Appends error records to a run's history (failed tries of a fan-out item). */
   async appendErrors(runId: string, records: ErrorRecord[]): Promise<void> {
@@ -217,7 +210,6 @@ export class RunStore {
   async noteRefusal(runId: string, message: string): Promise<void> {
     await this.redis.hset(this.keys.run(runId), 'refusal', message);
   }
-
 
   /** The run's record as {@link RunInfo}, or `undefined` when there is none (or it expired). */
   async info(runId: string): Promise<RunInfo | undefined> {
@@ -278,11 +270,6 @@ export class RunStore {
     }
     return found;
   }
-
-
-
-
-
 
 }
 

@@ -254,12 +254,6 @@ export class StepProcessor {
     return result;
   }
 
-
-
-
-
-
-
   /**
    * Re-enqueues whatever `run` needs next; every enqueue is idempotent. Called when a delivery
    * finds its run past its step: the delivery that committed may have died before enqueueing.
@@ -270,7 +264,6 @@ export class StepProcessor {
     if (run.replay.parked) return this.addWake(run.id, run.step, run.parkCount, run.target, run.attempt, run.replay.parked);
     return this.fanOut.ensureChildren(run);
   }
-
 
   /**
    * The graph for `run`, built by this worker. A worker whose graph has another shape (other

@@ -44,7 +44,6 @@ export interface LocalRun {
   waiters: ((result: RunResult) => void)[];
 }
 
-
 export function resultOf(run: LocalRun): RunResult {
   const checkpoint = JSON.parse(run.checkpoint) as Checkpoint;
   return {
