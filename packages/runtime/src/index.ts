@@ -38,6 +38,7 @@ export type {
   ListRunsOptions,
 } from './engine/engine.js';
 export { LocalEngine, type LocalEngineOptions } from './engine/local-engine.js';
+export { toMermaid, type MermaidOptions } from './engine/mermaid.js';
 export type { Clock } from './engine/clock.js';
 export { assertJson, type Json, type JsonObject } from './engine/json.js';
 export type { MergeConflict } from './engine/merge-patches.js';

@@ -1,12 +1,13 @@
 #!/usr/bin/env node
 import { Command, InvalidArgumentError, Option } from 'commander';
-import type { Json, JsonObject, RunStatus } from '@queueflow/runtime';
+import { toMermaid, type Json, type JsonObject, type RunStatus } from '@queueflow/runtime';
 import { loadFlows } from './load-flows.js';
 import { RedisEngine } from './redis-engine.js';
 import { startWorker } from './worker.js';
 
 /**
- * The `queueflow` command: start workers, and start, inspect, list and cancel runs.
+ * The `queueflow` command: start workers; start, inspect, list and cancel runs; send messages;
+ * print a flow's graph.
  * `REDIS_URL` is the default connection everywhere.
  */
 const program = new Command()
@@ -169,6 +170,18 @@ program
     } finally {
       await engine.close();
     }
+  });
+
+program
+  .command('graph <flow>')
+  .description("print a flow's graph as a Mermaid flowchart (node ids as runs report them)")
+  .requiredOption('--flows <module>', 'module exporting FlowDefinitions (defineFlow)')
+  .addOption(new Option('--direction <direction>', 'flowchart direction').choices(['TD', 'LR']).default('TD'))
+  .action(async (flow: string, options: { flows: string; direction: 'TD' | 'LR' }) => {
+    const flows = await loadFlows(options.flows);
+    const definition = flows.find((candidate) => candidate.name === flow);
+    if (!definition) throw new Error(`flows module '${options.flows}' has no flow '${flow}' (it has: ${flows.map((f) => f.name).join(', ')})`);
+    console.log(toMermaid(definition, { direction: options.direction }));
   });
 
 function positiveInteger(value: string): number {

@@ -1,0 +1,89 @@
+import { BaseNode } from '../core/base-node.js';
+import { DEFAULT_ACTION } from '../core/types.js';
+import { invalidOption } from '../core/validate-options.js';
+import { compileGraph, type CompiledGraph, type GraphNode } from './graph.js';
+import type { FlowDefinition } from './flow-definition.js';
+
+/** Options of {@link toMermaid}. */
+export interface MermaidOptions {
+  /** Mermaid flowchart direction: top-down or left-right. @defaultValue 'TD' */
+  direction?: 'TD' | 'LR';
+}
+
+/**
+ * The graph of a flow as a Mermaid flowchart (https://mermaid.js.org/syntax/flowchart.html),
+ * for docs and debugging. Node labels are the stable ids that runs report as `currentNode`
+ * (see `defineFlow`), with the kind when it is not a plain node; each Flow is a subgraph;
+ * edges carry their action, unlabelled for `"default"`; `start` points at the root's start node.
+ *
+ * @param flow - a FlowDefinition (its `build` is called once) or a node or flow object.
+ * @returns the flowchart source, one statement per line.
+ * @throws TypeError when `flow` is neither; QueueflowError `INVALID_OPTION` when two nodes share a name.
+ * @example
+ * ```ts
+ * console.log(toMermaid(review)); // paste into any Mermaid renderer
+ * ```
+ */
+export function toMermaid(flow: FlowDefinition | BaseNode<any, any>, options: MermaidOptions = {}): string {
+  const graph = graphOf(flow);
+  const direction = options.direction ?? 'TD';
+  if (direction !== 'TD' && direction !== 'LR') throw invalidOption('toMermaid', 'direction', "'TD' or 'LR'", direction);
+
+  // Mermaid ids must be plain words: node ids ("Summarize#3", "a b") become n0, n1, ... labelled with the id.
+  const mermaidId = new Map([...graph.nodes.keys()].map((id, index) => [id, `n${index}`] as const));
+  const lines = [`flowchart ${direction}`];
+  const placed = new Set<string>();
+  const place = (node: GraphNode, indent: string): void => {
+    if (placed.has(node.id)) return;
+    placed.add(node.id);
+    const ref = mermaidId.get(node.id)!;
+    const label = escapeLabel(node.kind === 'node' ? node.id : `${node.id} (${node.kind})`);
+    if (node.start === undefined) {
+      lines.push(`${indent}${ref}["${label}"]`);
+      return;
+    }
+    lines.push(`${indent}subgraph ${ref}["${label}"]`);
+    for (const member of membersOf(graph, node.start, placed)) place(member, `${indent}  `);
+    lines.push(`${indent}end`);
+  };
+  const root = graph.nodes.get(graph.rootId)!;
+  place(root, '  ');
+  for (const node of graph.nodes.values()) place(node, '  '); // successors of the root, if any
+
+  const entry = root.start ?? root.id;
+  lines.push(`  start((start)) --> ${mermaidId.get(entry)}`);
+  for (const node of graph.nodes.values()) {
+    for (const [action, successor] of node.successors) {
+      const arrow = action === DEFAULT_ACTION ? '-->' : `-->|"${escapeLabel(action)}"|`;
+      lines.push(`  ${mermaidId.get(node.id)} ${arrow} ${mermaidId.get(successor)}`);
+    }
+  }
+  return lines.join('\n');
+}
+
+function graphOf(flow: FlowDefinition | BaseNode<any, any>): CompiledGraph {
+  if (flow instanceof BaseNode) return compileGraph(flow.name ?? flow.constructor.name, flow);
+  if (typeof flow === 'object' && flow !== null && typeof flow.build === 'function') return compileGraph(flow.name, flow.build());
+  throw invalidOption('toMermaid', 'flow', 'a FlowDefinition or a node', flow);
+}
+
+/** The nodes a flow walks from `startId` along successors, not yet placed in an outer subgraph. */
+function membersOf(graph: CompiledGraph, startId: string, placed: ReadonlySet<string>): GraphNode[] {
+  const members: GraphNode[] = [];
+  const seen = new Set<string>();
+  const pending = [startId];
+  while (pending.length > 0) {
+    const id = pending.shift()!;
+    if (seen.has(id) || placed.has(id)) continue;
+    seen.add(id);
+    const node = graph.nodes.get(id)!;
+    members.push(node);
+    pending.push(...node.successors.values());
+  }
+  return members;
+}
+
+/** A label inside Mermaid double quotes: `"` is written as an entity (Mermaid's escape). */
+function escapeLabel(text: string): string {
+  return text.replace(/"/g, '#quot;');
+}
