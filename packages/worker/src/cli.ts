@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 import { Command, InvalidArgumentError, Option } from 'commander';
-import { toMermaid, type Json, type JsonObject, type RunStatus } from '@queueflow/runtime';
+import { toMermaid, type FlowDefinition, type Json, type JsonObject, type RunStatus } from '@queueflow/runtime';
 import { loadFlows } from './load-flows.js';
 import { RedisEngine } from './redis-engine.js';
 import { startWorker } from './worker.js';
@@ -70,7 +70,7 @@ program
   .addOption(redisOption())
   .addOption(prefixOption())
   .action(async (flow: string, options: { flows: string; shared: JsonObject; params: JsonObject; detach?: boolean; redis: string; prefix: string }) => {
-    const engine = new RedisEngine({ connection: options.redis, flows: await loadFlows(options.flows), prefix: options.prefix });
+    const engine = openEngine(options, await loadFlows(options.flows));
     try {
       const handle = await engine.start(flow, options.shared, { params: options.params });
       if (options.detach) {
@@ -92,7 +92,7 @@ program
   .addOption(redisOption())
   .addOption(prefixOption())
   .action(async (runId: string, options: { redis: string; prefix: string }) => {
-    const engine = new RedisEngine({ connection: options.redis, flows: [], prefix: options.prefix });
+    const engine = openEngine(options);
     try {
       const info = await engine.get(runId);
       if (!info) {
@@ -112,7 +112,7 @@ program
   .addOption(redisOption())
   .addOption(prefixOption())
   .action(async (runId: string, options: { redis: string; prefix: string }) => {
-    const engine = new RedisEngine({ connection: options.redis, flows: [], prefix: options.prefix });
+    const engine = openEngine(options);
     try {
       const result = await engine.result(runId);
       console.log(JSON.stringify(result, null, 2));
@@ -123,14 +123,16 @@ program
   });
 
 program
-  .command('send <address> <json>')
+  .command('send')
   .description('send a message (JSON) to a mailbox, e.g. to answer an agent')
+  .argument('<address>', 'mailbox address')
+  .argument('<json>', 'message body, JSON', parseJson)
   .addOption(redisOption())
   .addOption(prefixOption())
-  .action(async (address: string, json: string, options: { redis: string; prefix: string }) => {
-    const engine = new RedisEngine({ connection: options.redis, flows: [], prefix: options.prefix });
+  .action(async (address: string, body: Json, options: { redis: string; prefix: string }) => {
+    const engine = openEngine(options);
     try {
-      await engine.send(address, parseJson(json));
+      await engine.send(address, body);
       console.log(`sent to ${address}`);
     } finally {
       await engine.close();
@@ -145,7 +147,7 @@ program
   .addOption(redisOption())
   .addOption(prefixOption())
   .action(async (options: { status?: RunStatus; limit: number; redis: string; prefix: string }) => {
-    const engine = new RedisEngine({ connection: options.redis, flows: [], prefix: options.prefix });
+    const engine = openEngine(options);
     try {
       const runs = await engine.list({ limit: options.limit, ...(options.status ? { status: options.status } : {}) });
       for (const run of runs) {
@@ -163,7 +165,7 @@ program
   .addOption(redisOption())
   .addOption(prefixOption())
   .action(async (runId: string, options: { redis: string; prefix: string }) => {
-    const engine = new RedisEngine({ connection: options.redis, flows: [], prefix: options.prefix });
+    const engine = openEngine(options);
     try {
       await engine.cancel(runId);
       console.log(`cancel requested for run ${runId}`);
@@ -183,6 +185,28 @@ program
     if (!definition) throw new Error(`flows module '${options.flows}' has no flow '${flow}' (it has: ${flows.map((f) => f.name).join(', ')})`);
     console.log(toMermaid(definition, { direction: options.direction }));
   });
+
+/** The last error a Redis connection of this command reported, and where that Redis is. */
+let redisTrouble: { url: string; error: Error } | undefined;
+
+/** A client engine whose connection errors are kept, to say which Redis failed if the command fails. */
+function openEngine(options: { redis: string; prefix: string }, flows: FlowDefinition[] = []): RedisEngine {
+  const onError = (error: Error): void => {
+    redisTrouble = { url: options.redis, error };
+  };
+  return new RedisEngine({ connection: options.redis, flows, prefix: options.prefix, onError });
+}
+
+/** `url` with its password (if any) masked, fit to print. */
+function printableUrl(url: string): string {
+  try {
+    const parsed = new URL(url);
+    if (parsed.password) parsed.password = '***';
+    return parsed.href;
+  } catch {
+    return url;
+  }
+}
 
 function positiveInteger(value: string): number {
   const number = Number(value);
@@ -205,6 +229,8 @@ function parseJsonObject(value: string): JsonObject {
 }
 
 program.parseAsync().catch((error: unknown) => {
-  console.error(`queueflow: ${error instanceof Error ? error.message : String(error)}`);
+  // ioredis rejects with a bare "Connection is closed.": name the Redis and what it reported.
+  const where = redisTrouble ? ` (Redis at ${printableUrl(redisTrouble.url)}: ${redisTrouble.error.message})` : '';
+  console.error(`queueflow: ${error instanceof Error ? error.message : String(error)}${where}`);
   process.exit(1);
 });

@@ -1,0 +1,75 @@
+/**
+ * Flows for the CLI tests, loaded by `queueflow worker|run|graph --flows` (through tsx). Fake
+ * nodes only: no network, no timers. `cli-hold` parks on a mailbox until a message comes, so a
+ * test holds a run open without sleeping and releases it with `queueflow send`.
+ */
+import { defineFlow, Flow, Node, type Json, type Message } from '@queueflow/runtime';
+
+// ---------------------------------------------------------------------------------------------
+// cli-greet: greet --greeted--> sign. Reads `shared.name` and `params.greeting`; the last action
+// is 'signed'.
+
+export interface GreetShared {
+  name: string;
+  text?: string;
+  visited?: string[];
+}
+export interface GreetParams {
+  greeting: string;
+  [key: string]: unknown;
+}
+
+class Greet extends Node<GreetShared, GreetParams> {
+  override prep(shared: GreetShared): string {
+    return shared.name;
+  }
+  override exec(name: string): string {
+    return `${this.params.greeting}, ${name}`;
+  }
+  override post(shared: GreetShared, _name: string, text: string): string {
+    shared.text = text;
+    shared.visited = [...(shared.visited ?? []), 'greet'];
+    return 'greeted';
+  }
+}
+
+class Sign extends Node<GreetShared, GreetParams> {
+  override post(shared: GreetShared): string {
+    shared.text = `${shared.text ?? ''}!`;
+    shared.visited = [...(shared.visited ?? []), 'sign'];
+    return 'signed';
+  }
+}
+
+export const greet = defineFlow('cli-greet', () => {
+  const first = new Greet({ name: 'greet' });
+  first.on('greeted', new Sign({ name: 'sign' }));
+  return new Flow(first);
+});
+
+// ---------------------------------------------------------------------------------------------
+// cli-fail: one node whose only try throws `boom: <params.reason>` (after `prep` ran).
+
+class Explode extends Node<{ before?: boolean }, { reason: string; [key: string]: unknown }> {
+  override exec(): never {
+    throw new Error(`boom: ${this.params.reason}`);
+  }
+}
+
+export const fail = defineFlow('cli-fail', () => new Flow(new Explode({ name: 'explode' })));
+
+// ---------------------------------------------------------------------------------------------
+// cli-hold: waits (no timeout) for one message on `params.address`, keeps its body in
+// `shared.got`.
+
+class Hold extends Node<{ got?: Json }, { address: string; [key: string]: unknown }> {
+  override prep(): Promise<Message | undefined> {
+    return this.receive(this.params.address);
+  }
+  override post(shared: { got?: Json }, message: Message | undefined): string {
+    shared.got = message ? message.body : null;
+    return 'released';
+  }
+}
+
+export const hold = defineFlow('cli-hold', () => new Flow(new Hold({ name: 'hold' })));

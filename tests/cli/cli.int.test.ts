@@ -1,0 +1,446 @@
+/**
+ * The `queueflow` command as a user runs it: the built CLI (packages/worker/dist/cli.js) in child
+ * processes against the suite's Redis, each describe under a key prefix of its own. Exit codes
+ * and output are checked exactly; bad input must fail with an error naming the bad value, write
+ * nothing to Redis, and never hang (every process is killed after a deadline, failing the test).
+ */
+import { spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { RunInfo, RunResult } from '@queueflow/runtime';
+import { RedisEngine } from '@queueflow/worker';
+import { keysUnder } from '../support/redis-prefix.js';
+import { deletePrefix, redisUrl, testPrefix } from '../support/test-redis.js';
+import { untilRun } from '../support/wait-for.js';
+import { spawnWorker, stopWorkers, type WorkerProcess } from '../support/worker-process.js';
+
+const CLI = fileURLToPath(new URL('../../packages/worker/dist/cli.js', import.meta.url));
+const FLOWS = fileURLToPath(new URL('./cli-flows.ts', import.meta.url));
+const NO_FLOWS = fileURLToPath(new URL('./no-flows.ts', import.meta.url));
+const MISSING_FLOWS = fileURLToPath(new URL('./no-such-flows.js', import.meta.url));
+
+/** A run id as the engine makes them (nanoid). */
+const RUN_ID = /^[\w-]{21}$/;
+
+interface CliOutput {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/**
+ * Runs `queueflow <args>` in a process of its own (no `--import tsx`: the CLI loads a `.ts` flows
+ * module through tsx itself) and resolves with its exit code and output.
+ *
+ * @throws Error with the output so far when it has not exited after `timeoutMs` (it is killed).
+ */
+function queueflow(args: string[], timeoutMs = 10_000): Promise<CliOutput> {
+  const env: NodeJS.ProcessEnv = { ...process.env, NODE_NO_WARNINGS: '1' };
+  delete env.REDIS_URL; // every command names its Redis with --redis
+  const child = spawn(process.execPath, [CLI, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`queueflow ${args.join(' ')} did not exit within ${timeoutMs} ms\nstdout: ${stdout}\nstderr: ${stderr}`));
+    }, timeoutMs);
+    child.once('error', (error) => {
+      clearTimeout(timer);
+      reject(error);
+    });
+    child.once('close', (code, signal) => {
+      clearTimeout(timer);
+      resolve({ code: code ?? (signal ? -1 : null), stdout, stderr });
+    });
+  });
+}
+
+/** `--redis <suite Redis> --prefix <prefix>` */
+function at(prefix: string): string[] {
+  return ['--redis', redisUrl(), '--prefix', prefix];
+}
+
+/** What the CLI prints for a JSON value. */
+function pretty(value: unknown): string {
+  return `${JSON.stringify(value, null, 2)}\n`;
+}
+
+/** Stdout parsed as JSON; the whole output in the error when it is not. */
+function parsed<T>(out: CliOutput): T {
+  try {
+    return JSON.parse(out.stdout) as T;
+  } catch {
+    throw new Error(`expected JSON on stdout, got (exit ${out.code}):\nstdout: ${out.stdout}\nstderr: ${out.stderr}`);
+  }
+}
+
+/** Stdout holds `value` as JSON and nothing else (that is: `value` printed as the CLI prints it). */
+function expectJsonOutput(out: CliOutput): void {
+  expect(out.stdout).toBe(pretty(parsed(out)));
+}
+
+/** The first line of stderr (commander adds the command's usage after it). */
+function firstLine(text: string): string {
+  return text.split('\n')[0]!;
+}
+
+const redis = new Redis(redisUrl(), { maxRetriesPerRequest: 1 });
+redis.on('error', () => {});
+const prefixes: string[] = [];
+
+/** A prefix of this file's, deleted after the file. */
+function prefixFor(name: string): string {
+  const prefix = testPrefix(`cli-${name}`);
+  prefixes.push(prefix);
+  return prefix;
+}
+
+afterAll(async () => {
+  redis.disconnect();
+  await Promise.all(prefixes.map((prefix) => deletePrefix(redisUrl(), prefix)));
+});
+
+describe('queueflow run, status, wait, cancel, send, graph with a worker', () => {
+  const prefix = prefixFor('runs');
+  const engine = new RedisEngine({ connection: redisUrl(), flows: [], prefix }); // to see when a run has parked
+  let worker: WorkerProcess | undefined;
+
+  beforeAll(async () => {
+    worker = await spawnWorker({ flows: FLOWS, redisUrl: redisUrl(), prefix, concurrency: 4 });
+  }, 30_000);
+
+  afterAll(async () => {
+    await engine.close();
+    await stopWorkers(worker ? [worker] : []);
+  });
+
+  it('run prints the RunResult (completed, final shared, last action) and exits 0', async () => {
+    const out = await queueflow(['run', 'cli-greet', '--flows', FLOWS, ...at(prefix), '--shared', '{"name":"Ada"}', '--params', '{"greeting":"Hello"}']);
+    const result = parsed<RunResult>(out);
+    expect(result).toEqual({
+      id: expect.stringMatching(RUN_ID),
+      status: 'completed',
+      shared: { name: 'Ada', text: 'Hello, Ada!', visited: ['greet', 'sign'] },
+      lastAction: 'signed',
+    });
+    expect(out).toEqual({ code: 0, stdout: pretty(result), stderr: `run ${result.id} started\n` });
+  });
+
+  it('run of a failing flow prints status failed with the error and exits 1', async () => {
+    const out = await queueflow(['run', 'cli-fail', '--flows', FLOWS, ...at(prefix), '--shared', '{"before":true}', '--params', '{"reason":"bad input"}']);
+    const result = parsed<RunResult>(out);
+    expect(result).toEqual({
+      id: expect.stringMatching(RUN_ID),
+      status: 'failed',
+      shared: { before: true },
+      error: { name: 'Error', message: 'boom: bad input', node: 'explode', attempts: 1 },
+    });
+    expect(out).toEqual({ code: 1, stdout: pretty(result), stderr: `run ${result.id} started\n` });
+  });
+
+  it('run --detach prints only the run id; status prints its RunInfo; wait prints its result', async () => {
+    const detached = await queueflow(['run', 'cli-greet', '--flows', FLOWS, ...at(prefix), '--detach', '--shared', '{"name":"Bo"}', '--params', '{"greeting":"Hi"}']);
+    expect(detached).toEqual({ code: 0, stdout: expect.stringMatching(/^[\w-]{21}\n$/), stderr: '' });
+    const id = detached.stdout.trim();
+
+    // Right away the run may be anywhere between queued and completed.
+    const early = await queueflow(['status', id, ...at(prefix)]);
+    expect(early.code, early.stderr).toBe(0);
+    expectJsonOutput(early);
+    expect(parsed<RunInfo>(early)).toMatchObject({ id, flow: 'cli-greet' });
+    expect(['queued', 'running', 'completed']).toContain(parsed<RunInfo>(early).status);
+
+    const waited = await queueflow(['wait', id, ...at(prefix)]);
+    expect(waited).toEqual({
+      code: 0,
+      stdout: pretty({ id, status: 'completed', shared: { name: 'Bo', text: 'Hi, Bo!', visited: ['greet', 'sign'] }, lastAction: 'signed' }),
+      stderr: '',
+    });
+
+    const done = await queueflow(['status', id, ...at(prefix)]);
+    expect(done.code, done.stderr).toBe(0);
+    expect(done.stderr).toBe('');
+    expectJsonOutput(done);
+    const info = parsed<RunInfo>(done);
+    expect(info).toMatchObject({ id, flow: 'cli-greet', status: 'completed', steps: 2, attempts: 0, lastAction: 'signed', errors: [], conflicts: [] });
+    expect(info.shared).toEqual({ name: 'Bo', text: 'Hi, Bo!', visited: ['greet', 'sign'] });
+    expect(info.finishedAt).toBeGreaterThanOrEqual(info.createdAt);
+    expect(info).toEqual(JSON.parse(JSON.stringify(await engine.get(id))));
+  });
+
+  it('cancel of a run parked on a mailbox: wait then reports it cancelled and exits 1', async () => {
+    const detached = await queueflow(['run', 'cli-hold', '--flows', FLOWS, ...at(prefix), '--detach', '--params', '{"address":"cancel-desk"}']);
+    expect(detached.code, detached.stderr).toBe(0);
+    const id = detached.stdout.trim();
+    await untilRun(engine, id, 'the run to park on its mailbox', (info) => info.status === 'waiting');
+
+    expect(await queueflow(['cancel', id, ...at(prefix)])).toEqual({ code: 0, stdout: `cancel requested for run ${id}\n`, stderr: '' });
+    expect(await queueflow(['wait', id, ...at(prefix)])).toEqual({ code: 1, stdout: pretty({ id, status: 'cancelled', shared: {} }), stderr: '' });
+    const status = await queueflow(['status', id, ...at(prefix)]);
+    expect(status.code, status.stderr).toBe(0);
+    expect(parsed<RunInfo>(status)).toMatchObject({ id, flow: 'cli-hold', status: 'cancelled', steps: 0 });
+  });
+
+  it('send releases a run waiting on that address', async () => {
+    const detached = await queueflow(['run', 'cli-hold', '--flows', FLOWS, ...at(prefix), '--detach', '--params', '{"address":"send-desk"}']);
+    expect(detached.code, detached.stderr).toBe(0);
+    const id = detached.stdout.trim();
+    await untilRun(engine, id, 'the run to park on its mailbox', (info) => info.status === 'waiting');
+
+    expect(await queueflow(['send', 'send-desk', '{"answer":42,"by":"cli"}', ...at(prefix)])).toEqual({ code: 0, stdout: 'sent to send-desk\n', stderr: '' });
+    expect(await queueflow(['wait', id, ...at(prefix)])).toEqual({
+      code: 0,
+      stdout: pretty({ id, status: 'completed', shared: { got: { answer: 42, by: 'cli' } }, lastAction: 'released' }),
+      stderr: '',
+    });
+  });
+
+  it('graph prints the flow as a Mermaid flowchart (needs no Redis)', async () => {
+    const expected = [
+      'flowchart TD',
+      '  subgraph n0["Flow#0 (flow)"]',
+      '    n1["greet"]',
+      '    n2["sign"]',
+      '  end',
+      '  start((start)) --> n1',
+      '  n1 -->|"greeted"| n2',
+      '',
+    ].join('\n');
+    expect(await queueflow(['graph', 'cli-greet', '--flows', FLOWS])).toEqual({ code: 0, stdout: expected, stderr: '' });
+    expect(await queueflow(['graph', 'cli-greet', '--flows', FLOWS, '--direction', 'LR'])).toEqual({
+      code: 0,
+      stdout: expected.replace('flowchart TD', 'flowchart LR'),
+      stderr: '',
+    });
+  });
+});
+
+describe('queueflow list', () => {
+  const prefix = prefixFor('list');
+  const engine = new RedisEngine({ connection: redisUrl(), flows: [], prefix });
+  let worker: WorkerProcess | undefined;
+  /** One line of `list` for run `id`, as the engine has it now. */
+  const line = async (id: string): Promise<string> => {
+    const info = (await engine.get(id))!;
+    const created = new Date(info.createdAt).toISOString();
+    return `${id}  ${info.flow}  ${info.status.padEnd(9)}  steps ${info.steps}  ${created}${info.error ? `  ${info.error.message}` : ''}`;
+  };
+  const ids: { greet: string; fail: string; hold: string } = { greet: '', fail: '', hold: '' };
+
+  beforeAll(async () => {
+    worker = await spawnWorker({ flows: FLOWS, redisUrl: redisUrl(), prefix, concurrency: 2 });
+    // Three runs, one after the other (newest last): completed, failed, parked on a mailbox.
+    const greet = await queueflow(['run', 'cli-greet', '--flows', FLOWS, ...at(prefix), '--shared', '{"name":"Cy"}', '--params', '{"greeting":"Yo"}']);
+    ids.greet = parsed<RunResult>(greet).id;
+    const fail = await queueflow(['run', 'cli-fail', '--flows', FLOWS, ...at(prefix), '--params', '{"reason":"listed"}']);
+    ids.fail = parsed<RunResult>(fail).id;
+    const hold = await queueflow(['run', 'cli-hold', '--flows', FLOWS, ...at(prefix), '--detach', '--params', '{"address":"list-desk"}']);
+    ids.hold = hold.stdout.trim();
+    await untilRun(engine, ids.hold, 'the run to park on its mailbox', (info) => info.status === 'waiting');
+  }, 30_000);
+
+  afterAll(async () => {
+    await engine.close();
+    await stopWorkers(worker ? [worker] : []);
+  });
+
+  it('lists the runs newest first: id, flow, status, steps, creation time, error', async () => {
+    const expected = [await line(ids.hold), await line(ids.fail), await line(ids.greet)];
+    expect(expected[0]).toMatch(/  cli-hold  waiting    steps 0  /);
+    expect(expected[1]).toMatch(/  cli-fail  failed     steps 0  .*Z  boom: listed$/);
+    expect(expected[2]).toMatch(/  cli-greet  completed  steps 2  /);
+    expect(await queueflow(['list', ...at(prefix)])).toEqual({ code: 0, stdout: `${expected.join('\n')}\n`, stderr: '' });
+  });
+
+  it('--status keeps the runs with that status; --limit keeps the newest', async () => {
+    const [listFailed, listCompleted, listCancelled, limited, both] = await Promise.all([
+      queueflow(['list', '--status', 'failed', ...at(prefix)]),
+      queueflow(['list', '--status', 'completed', ...at(prefix)]),
+      queueflow(['list', '--status', 'cancelled', ...at(prefix)]),
+      queueflow(['list', '--limit', '2', ...at(prefix)]),
+      queueflow(['list', '--status', 'waiting', '--limit', '1', ...at(prefix)]),
+    ]);
+    expect(listFailed).toEqual({ code: 0, stdout: `${await line(ids.fail)}\n`, stderr: '' });
+    expect(listCompleted).toEqual({ code: 0, stdout: `${await line(ids.greet)}\n`, stderr: '' });
+    expect(listCancelled).toEqual({ code: 0, stdout: '', stderr: '' });
+    expect(limited).toEqual({ code: 0, stdout: `${await line(ids.hold)}\n${await line(ids.fail)}\n`, stderr: '' });
+    expect(both).toEqual({ code: 0, stdout: `${await line(ids.hold)}\n`, stderr: '' });
+  });
+
+  it('rejects a status or limit that is not one', async () => {
+    const [badStatus, badLimit] = await Promise.all([
+      queueflow(['list', '--status', 'done', ...at(prefix)]),
+      queueflow(['list', '--limit', '0', ...at(prefix)]),
+    ]);
+    expect(badStatus.code).toBe(1);
+    expect(badStatus.stdout).toBe('');
+    expect(firstLine(badStatus.stderr)).toBe(
+      "error: option '--status <status>' argument 'done' is invalid. Allowed choices are queued, running, waiting, completed, failed, cancelled.",
+    );
+    expect(badLimit.code).toBe(1);
+    expect(badLimit.stdout).toBe('');
+    expect(firstLine(badLimit.stderr)).toBe("error: option '--limit <n>' argument '0' is invalid. expected an integer from 1 and up, got '0'");
+  });
+});
+
+describe.concurrent('queueflow with bad input: a clear error, a non-zero exit, nothing written to Redis', () => {
+  it('run of an unknown flow names it and the flows the module has', async () => {
+    const prefix = prefixFor('unknown-flow');
+    expect(await queueflow(['run', 'nope', '--flows', FLOWS, ...at(prefix)])).toEqual({
+      code: 1,
+      stdout: '',
+      stderr: "queueflow: unknown flow 'nope'; registered: 'cli-fail', 'cli-greet', 'cli-hold'\n",
+    });
+    expect(await keysUnder(redis, prefix)).toEqual([]);
+  });
+
+  it('run --shared that is not JSON', async () => {
+    const prefix = prefixFor('shared-not-json');
+    const out = await queueflow(['run', 'cli-greet', '--flows', FLOWS, ...at(prefix), '--shared', 'not json']);
+    expect(out.code).toBe(1);
+    expect(out.stdout).toBe('');
+    // The rest of the line is V8's JSON.parse message.
+    expect(firstLine(out.stderr)).toMatch(/^error: option '--shared <json>' argument 'not json' is invalid\. not JSON: .+/);
+    expect(out.stderr).toContain('Usage: queueflow run [options] <flow>');
+    expect(await keysUnder(redis, prefix)).toEqual([]);
+  });
+
+  it('run --shared or --params that is JSON but not an object', async () => {
+    const prefix = prefixFor('shared-array');
+    const [array, nullParams] = await Promise.all([
+      queueflow(['run', 'cli-greet', '--flows', FLOWS, ...at(prefix), '--shared', '[1]']),
+      queueflow(['run', 'cli-greet', '--flows', FLOWS, ...at(prefix), '--params', 'null']),
+    ]);
+    expect(array.code).toBe(1);
+    expect(array.stdout).toBe('');
+    expect(firstLine(array.stderr)).toBe("error: option '--shared <json>' argument '[1]' is invalid. expected a JSON object");
+    expect(nullParams.code).toBe(1);
+    expect(nullParams.stdout).toBe('');
+    expect(firstLine(nullParams.stderr)).toBe("error: option '--params <json>' argument 'null' is invalid. expected a JSON object");
+    expect(await keysUnder(redis, prefix)).toEqual([]);
+  });
+
+  it('worker --concurrency 0 or abc', async () => {
+    const prefix = prefixFor('concurrency');
+    const [zero, abc] = await Promise.all(
+      ['0', 'abc'].map((value) => queueflow(['worker', '--flows', FLOWS, ...at(prefix), '--concurrency', value])),
+    );
+    for (const [out, value] of [[zero!, '0'], [abc!, 'abc']] as const) {
+      expect(out.code).toBe(1);
+      expect(out.stdout).toBe('');
+      expect(firstLine(out.stderr)).toBe(`error: option '--concurrency <n>' argument '${value}' is invalid. expected an integer from 1 and up, got '${value}'`);
+      expect(out.stderr).toContain('Usage: queueflow worker [options]');
+    }
+    expect(await keysUnder(redis, prefix)).toEqual([]);
+  });
+
+  it('a --flows module that does not exist', async () => {
+    const prefix = prefixFor('missing-module');
+    const [run, worker] = await Promise.all([
+      queueflow(['run', 'cli-greet', '--flows', MISSING_FLOWS, ...at(prefix)]),
+      queueflow(['worker', '--flows', MISSING_FLOWS, ...at(prefix)]),
+    ]);
+    for (const out of [run, worker]) {
+      expect(out.code).toBe(1);
+      expect(out.stdout).toBe('');
+      expect(out.stderr).toMatch(new RegExp(`^queueflow: cannot import flows module '${escape(MISSING_FLOWS)}': Cannot find module '${escape(MISSING_FLOWS)}'`));
+    }
+    expect(await keysUnder(redis, prefix)).toEqual([]);
+  });
+
+  it('a --flows module that exports no flow', async () => {
+    const prefix = prefixFor('no-flow');
+    const expected = {
+      code: 1,
+      stdout: '',
+      stderr: `queueflow: flows module '${NO_FLOWS}' exports no flow: export the results of defineFlow(name, build)\n`,
+    };
+    const outs = await Promise.all([
+      queueflow(['run', 'cli-greet', '--flows', NO_FLOWS, ...at(prefix)]),
+      queueflow(['worker', '--flows', NO_FLOWS, ...at(prefix)]),
+      queueflow(['graph', 'cli-greet', '--flows', NO_FLOWS]),
+    ]);
+    for (const out of outs) expect(out).toEqual(expected);
+    expect(await keysUnder(redis, prefix)).toEqual([]);
+  });
+
+  it('graph of a flow the module does not have', async () => {
+    expect(await queueflow(['graph', 'nope', '--flows', FLOWS])).toEqual({
+      code: 1,
+      stdout: '',
+      stderr: `queueflow: flows module '${FLOWS}' has no flow 'nope' (it has: cli-fail, cli-greet, cli-hold)\n`,
+    });
+  });
+
+  it('send of a body that is not JSON fails before connecting', async () => {
+    const prefix = prefixFor('send-not-json');
+    const out = await queueflow(['send', 'desk', 'not json', ...at(prefix)]);
+    expect(out.code).toBe(1);
+    expect(out.stdout).toBe('');
+    expect(firstLine(out.stderr)).toMatch(/^error: command-argument value 'not json' is invalid for argument 'json'\. not JSON: .+/);
+    expect(out.stderr).toContain('Usage: queueflow send [options] <address> <json>');
+    expect(await keysUnder(redis, prefix)).toEqual([]);
+  });
+
+  it('status, wait and cancel of an unknown run id (wait does not hang: RUN_NOT_FOUND)', async () => {
+    const prefix = prefixFor('unknown-id');
+    const [status, wait, cancel] = await Promise.all([
+      queueflow(['status', 'no-such-run', ...at(prefix)]),
+      queueflow(['wait', 'no-such-run', ...at(prefix)], 8_000),
+      queueflow(['cancel', 'no-such-run', ...at(prefix)]),
+    ]);
+    expect(status).toEqual({ code: 1, stdout: '', stderr: "no run 'no-such-run' (never started, or expired)\n" });
+    expect(wait).toEqual({ code: 1, stdout: '', stderr: `queueflow: no run 'no-such-run' under prefix '${prefix}' (never started, or expired)\n` });
+    expect(cancel).toEqual({ code: 1, stdout: '', stderr: `queueflow: no run 'no-such-run' under prefix '${prefix}'\n` });
+    // No run record, job or message; BullMQ's queue meta is the known exception (see the next test).
+    expect((await keysUnder(redis, prefix)).filter((key) => key !== `${prefix}:steps:meta`)).toEqual([]);
+  });
+
+  // KNOWN BUG, left open: every client command connects a BullMQ Queue (StepQueue in
+  // RedisEngine.connect), whose constructor writes `<prefix>:steps:meta`, so even a read-only
+  // `status`/`wait`/`list` of a mistyped prefix leaves a key behind. A fix belongs in the engine
+  // (e.g. `skipMetasUpdate` for the client's Queue); this test then passes and must lose `.fails`.
+  it.fails('read-only commands (status, wait, list) write no key at all', async () => {
+    const prefix = prefixFor('read-only');
+    await Promise.all([
+      queueflow(['status', 'no-such-run', ...at(prefix)]),
+      queueflow(['wait', 'no-such-run', ...at(prefix)], 8_000),
+      queueflow(['list', ...at(prefix)]),
+    ]);
+    expect(await keysUnder(redis, prefix)).toEqual([]);
+  });
+
+  it('an unreachable --redis: status and wait fail within seconds, naming the Redis and the cause', async () => {
+    const started = Date.now();
+    const [status, wait] = await Promise.all([
+      queueflow(['status', 'some-run', '--redis', 'redis://127.0.0.1:1'], 8_000),
+      queueflow(['wait', 'some-run', '--redis', 'redis://127.0.0.1:1'], 8_000),
+    ]);
+    const expected = {
+      code: 1,
+      stdout: '',
+      stderr: 'queueflow: Connection is closed. (Redis at redis://127.0.0.1:1: connect ECONNREFUSED 127.0.0.1:1)\n',
+    };
+    expect(status).toEqual(expected);
+    expect(wait).toEqual(expected);
+    expect(Date.now() - started).toBeLessThan(8_000);
+  });
+
+  it('an unreachable --redis with a password: the password is not printed', async () => {
+    const out = await queueflow(['list', '--redis', 'redis://someone:s3cret@127.0.0.1:1'], 8_000);
+    expect(out).toEqual({
+      code: 1,
+      stdout: '',
+      stderr: 'queueflow: Connection is closed. (Redis at redis://someone:***@127.0.0.1:1: connect ECONNREFUSED 127.0.0.1:1)\n',
+    });
+  });
+});
+
+/** `text` with the characters special in a RegExp escaped. */
+function escape(text: string): string {
+  return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+}
