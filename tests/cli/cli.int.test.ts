@@ -400,11 +400,8 @@ describe.concurrent('queueflow with bad input: a clear error, a non-zero exit, n
     expect((await keysUnder(redis, prefix)).filter((key) => key !== `${prefix}:steps:meta`)).toEqual([]);
   });
 
-  // KNOWN BUG, left open: every client command connects a BullMQ Queue (StepQueue in
-  // RedisEngine.connect), whose constructor writes `<prefix>:steps:meta`, so even a read-only
-  // `status`/`wait`/`list` of a mistyped prefix leaves a key behind. A fix belongs in the engine
-  // (e.g. `skipMetasUpdate` for the client's Queue); this test then passes and must lose `.fails`.
-  it.fails('read-only commands (status, wait, list) write no key at all', async () => {
+  // A mistyped prefix must not leave keys behind: the client's queue skips BullMQ's meta write.
+  it('read-only commands (status, wait, list) write no key at all', async () => {
     const prefix = prefixFor('read-only');
     await Promise.all([
       queueflow(['status', 'no-such-run', ...at(prefix)]),
@@ -415,7 +412,6 @@ describe.concurrent('queueflow with bad input: a clear error, a non-zero exit, n
   });
 
   it('an unreachable --redis: status and wait fail within seconds, naming the Redis and the cause', async () => {
-    const started = Date.now();
     const [status, wait] = await Promise.all([
       queueflow(['status', 'some-run', '--redis', 'redis://127.0.0.1:1'], 8_000),
       queueflow(['wait', 'some-run', '--redis', 'redis://127.0.0.1:1'], 8_000),
@@ -426,8 +422,7 @@ describe.concurrent('queueflow with bad input: a clear error, a non-zero exit, n
       stderr: 'queueflow: Connection is closed. (Redis at redis://127.0.0.1:1: connect ECONNREFUSED 127.0.0.1:1)\n',
     };
     expect(status).toEqual(expected);
-    expect(wait).toEqual(expected);
-    expect(Date.now() - started).toBeLessThan(8_000);
+    expect(wait).toEqual(expected); // each command would have been killed at 8 s: a hang fails above
   });
 
   it('an unreachable --redis with a password: the password is not printed', async () => {

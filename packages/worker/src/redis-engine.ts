@@ -167,7 +167,7 @@ export class RedisEngine implements Engine {
       const redis = createRedis(this.options.connection, 'client', onError);
       const subscriber = createRedis(this.options.connection, 'subscriber', onError);
       await Promise.all([connect(redis), connect(subscriber)]);
-      const queue = new StepQueue(redis, this.keys, onError);
+      const queue = new StepQueue(redis, this.keys, onError, { client: true });
       const stores = createStores(redis, this.keys, { ...this.settings, wake: (jobIds) => queue.promote(jobIds) });
       const events = new RunEvents(subscriber, this.keys.events(), (id) => stores.runs.resultIfEnded(id));
       await events.start();

@@ -37,8 +37,13 @@ export const BACKOFF_TYPE = 'queueflow';
 export class StepQueue {
   readonly queue: Queue;
 
-  constructor(connection: Redis, keys: RedisKeys, onError: (error: Error) => void) {
-    this.queue = new Queue(keys.stepQueue, { connection, prefix: keys.prefix });
+  /**
+   * @param options.client - true for an engine client: its queue does not write BullMQ's queue
+   *   meta key on creation (`skipMetasUpdate`), so a client that only reads (status, list, wait)
+   *   writes nothing; adding a job writes what BullMQ needs.
+   */
+  constructor(connection: Redis, keys: RedisKeys, onError: (error: Error) => void, options: { client?: boolean } = {}) {
+    this.queue = new Queue(keys.stepQueue, { connection, prefix: keys.prefix, skipMetasUpdate: options.client ?? false });
     this.queue.on('error', onError);
   }
 
