@@ -393,11 +393,10 @@ describe.concurrent('queueflow with bad input: a clear error, a non-zero exit, n
       queueflow(['wait', 'no-such-run', ...at(prefix)], 8_000),
       queueflow(['cancel', 'no-such-run', ...at(prefix)]),
     ]);
-    expect(status).toEqual({ code: 1, stdout: '', stderr: "no run 'no-such-run' (never started, or expired)\n" });
+    expect(status).toEqual({ code: 1, stdout: '', stderr: `queueflow: no run 'no-such-run' under prefix '${prefix}' (never started, or expired)\n` });
     expect(wait).toEqual({ code: 1, stdout: '', stderr: `queueflow: no run 'no-such-run' under prefix '${prefix}' (never started, or expired)\n` });
     expect(cancel).toEqual({ code: 1, stdout: '', stderr: `queueflow: no run 'no-such-run' under prefix '${prefix}'\n` });
-    // No run record, job or message; BullMQ's queue meta is the known exception (see the next test).
-    expect((await keysUnder(redis, prefix)).filter((key) => key !== `${prefix}:steps:meta`)).toEqual([]);
+    expect(await keysUnder(redis, prefix)).toEqual([]);
   });
 
   // A mistyped prefix must not leave keys behind: the client's queue skips BullMQ's meta write.
@@ -423,6 +422,14 @@ describe.concurrent('queueflow with bad input: a clear error, a non-zero exit, n
     };
     expect(status).toEqual(expected);
     expect(wait).toEqual(expected); // each command would have been killed at 8 s: a hang fails above
+  });
+
+  it('an unreachable --redis for a worker: it exits, naming the Redis and the cause', async () => {
+    const out = await queueflow(['worker', '--flows', FLOWS, '--redis', 'redis://127.0.0.1:1'], 8_000);
+    expect(out.code).toBe(1);
+    expect(out.stdout).toBe('');
+    expect(out.stderr).toMatch(/^queueflow worker \d+: connect ECONNREFUSED 127\.0\.0\.1:1\n/);
+    expect(out.stderr).toMatch(/\nqueueflow: .+ \(Redis at redis:\/\/127\.0\.0\.1:1: connect ECONNREFUSED 127\.0\.0\.1:1\)\n$/);
   });
 
   it('an unreachable --redis with a password: the password is not printed', async () => {

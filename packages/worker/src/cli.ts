@@ -32,6 +32,10 @@ program
     const flows = await loadFlows(options.flows);
     const worker = await startWorker({
       connection: options.redis,
+      onError: (error) => {
+        redisTrouble = { url: options.redis, error };
+        console.error(`queueflow worker ${process.pid}: ${error.message}`);
+      },
       flows,
       prefix: options.prefix,
       concurrency: options.concurrency,
@@ -96,7 +100,7 @@ program
     try {
       const info = await engine.get(runId);
       if (!info) {
-        console.error(`no run '${runId}' (never started, or expired)`);
+        console.error(`queueflow: no run '${runId}' under prefix '${options.prefix}' (never started, or expired)`);
         process.exitCode = 1;
         return;
       }
