@@ -418,7 +418,7 @@ describe.concurrent('queueflow with bad input: a clear error, a non-zero exit, n
     const expected = {
       code: 1,
       stdout: '',
-      stderr: 'queueflow: Connection is closed. (Redis at redis://127.0.0.1:1: connect ECONNREFUSED 127.0.0.1:1)\n',
+      stderr: 'queueflow: cannot connect to Redis at redis://127.0.0.1:1: connect ECONNREFUSED 127.0.0.1:1\n',
     };
     expect(status).toEqual(expected);
     expect(wait).toEqual(expected); // each command would have been killed at 8 s: a hang fails above
@@ -429,7 +429,7 @@ describe.concurrent('queueflow with bad input: a clear error, a non-zero exit, n
     expect(out.code).toBe(1);
     expect(out.stdout).toBe('');
     expect(out.stderr).toMatch(/^queueflow worker \d+: connect ECONNREFUSED 127\.0\.0\.1:1\n/);
-    expect(out.stderr).toMatch(/\nqueueflow: .+ \(Redis at redis:\/\/127\.0\.0\.1:1: connect ECONNREFUSED 127\.0\.0\.1:1\)\n$/);
+    expect(out.stderr).toMatch(/\nqueueflow: cannot connect to Redis at redis:\/\/127\.0\.0\.1:1: connect ECONNREFUSED 127\.0\.0\.1:1\n$/);
   });
 
   it('an unreachable --redis with a password: the password is not printed', async () => {
@@ -437,7 +437,7 @@ describe.concurrent('queueflow with bad input: a clear error, a non-zero exit, n
     expect(out).toEqual({
       code: 1,
       stdout: '',
-      stderr: 'queueflow: Connection is closed. (Redis at redis://someone:***@127.0.0.1:1: connect ECONNREFUSED 127.0.0.1:1)\n',
+      stderr: 'queueflow: cannot connect to Redis at redis://someone@127.0.0.1:1: connect ECONNREFUSED 127.0.0.1:1\n',
     });
   });
 });

@@ -22,6 +22,11 @@ export interface LocalRedisServer {
 export interface RedisServerOptions {
   /** Turn AOF on with `appendfsync always` (nothing acknowledged is lost on a crash). */
   appendOnly?: boolean;
+  /**
+   * Require this ACL user (all keys, channels and commands) and turn the `default` user off; `url`
+   * then carries the credentials (`redis://user:password@…`).
+   */
+  aclUser?: { name: string; password: string };
 }
 
 /** A free TCP port on 127.0.0.1. */
@@ -40,10 +45,13 @@ export function freePort(): Promise<number> {
 export async function startRedisServer(options: RedisServerOptions = {}): Promise<LocalRedisServer> {
   const port = await freePort();
   const dir = mkdtempSync(join(tmpdir(), 'queueflow-redis-'));
-  const url = `redis://127.0.0.1:${port}`;
+  const { aclUser } = options;
+  const credentials = aclUser ? `${encodeURIComponent(aclUser.name)}:${encodeURIComponent(aclUser.password)}@` : '';
+  const url = `redis://${credentials}127.0.0.1:${port}`;
   const args = ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--save', '', '--maxmemory-policy', 'noeviction'];
   if (options.appendOnly) args.push('--appendonly', 'yes', '--appendfsync', 'always');
   else args.push('--appendonly', 'no');
+  if (aclUser) args.push('--user', 'default', 'off', '--user', aclUser.name, 'on', `>${aclUser.password}`, '~*', '&*', '+@all');
   let child: ChildProcess | undefined;
 
   const launch = async (): Promise<void> => {

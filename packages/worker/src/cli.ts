@@ -32,10 +32,7 @@ program
     const flows = await loadFlows(options.flows);
     const worker = await startWorker({
       connection: options.redis,
-      onError: (error) => {
-        redisTrouble = { url: options.redis, error };
-        console.error(`queueflow worker ${process.pid}: ${error.message}`);
-      },
+      onError: (error) => console.error(`queueflow worker ${process.pid}: ${error.message}`),
       flows,
       prefix: options.prefix,
       concurrency: options.concurrency,
@@ -190,26 +187,9 @@ program
     console.log(toMermaid(definition, { direction: options.direction }));
   });
 
-/** The last error a Redis connection of this command reported, and where that Redis is. */
-let redisTrouble: { url: string; error: Error } | undefined;
-
-/** A client engine whose connection errors are kept, to say which Redis failed if the command fails. */
+/** A client engine for a command that needs no flows, or the given ones. */
 function openEngine(options: { redis: string; prefix: string }, flows: FlowDefinition[] = []): RedisEngine {
-  const onError = (error: Error): void => {
-    redisTrouble = { url: options.redis, error };
-  };
-  return new RedisEngine({ connection: options.redis, flows, prefix: options.prefix, onError });
-}
-
-/** `url` with its password (if any) masked, fit to print. */
-function printableUrl(url: string): string {
-  try {
-    const parsed = new URL(url);
-    if (parsed.password) parsed.password = '***';
-    return parsed.href;
-  } catch {
-    return url;
-  }
+  return new RedisEngine({ connection: options.redis, flows, prefix: options.prefix });
 }
 
 function positiveInteger(value: string): number {
@@ -233,8 +213,6 @@ function parseJsonObject(value: string): JsonObject {
 }
 
 program.parseAsync().catch((error: unknown) => {
-  // ioredis rejects with a bare "Connection is closed.": name the Redis and what it reported.
-  const where = redisTrouble ? ` (Redis at ${printableUrl(redisTrouble.url)}: ${redisTrouble.error.message})` : '';
-  console.error(`queueflow: ${error instanceof Error ? error.message : String(error)}${where}`);
+  console.error(`queueflow: ${error instanceof Error ? error.message : String(error)}`);
   process.exit(1);
 });

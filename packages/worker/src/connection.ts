@@ -1,4 +1,5 @@
 import { Redis, type RedisOptions } from 'ioredis';
+import { QueueflowError } from '@queueflow/runtime';
 import { warn } from '@queueflow/runtime/interpreter';
 
 /**
@@ -53,23 +54,48 @@ export function createRedis(
   return redis;
 }
 
-/** Connects `redis` if it is not connected yet. */
+/**
+ * Connects `redis` if it is not connected yet.
+ *
+ * @throws QueueflowError `REDIS_UNAVAILABLE` naming the server (never its password) and the last
+ *   error ioredis reported, e.g. `connect ECONNREFUSED 127.0.0.1:6379` or `WRONGPASS ...`.
+ */
 export async function connect(redis: Redis): Promise<void> {
-  if (redis.status === 'wait') await redis.connect();
-  else if (redis.status !== 'ready') {
-    await new Promise<void>((resolve, reject) => {
-      const onReady = (): void => {
-        redis.off('end', onEnd);
-        resolve();
-      };
-      const onEnd = (): void => {
-        redis.off('ready', onReady);
-        reject(new Error('Redis connection ended before it was ready'));
-      };
-      redis.once('ready', onReady);
-      redis.once('end', onEnd);
-    });
+  let lastError: Error | undefined;
+  const remember = (error: Error): void => {
+    lastError = error;
+  };
+  redis.on('error', remember);
+  try {
+    if (redis.status === 'wait') await redis.connect();
+    else if (redis.status !== 'ready') {
+      await new Promise<void>((resolve, reject) => {
+        const onReady = (): void => {
+          redis.off('end', onEnd);
+          resolve();
+        };
+        const onEnd = (): void => {
+          redis.off('ready', onReady);
+          reject(new Error('Redis connection ended before it was ready'));
+        };
+        redis.once('ready', onReady);
+        redis.once('end', onEnd);
+      });
+    }
+  } catch (error) {
+    const cause = lastError ?? (error as Error);
+    throw new QueueflowError('REDIS_UNAVAILABLE', `cannot connect to Redis at ${serverOf(redis)}: ${cause.message}`, { cause });
+  } finally {
+    redis.off('error', remember);
   }
+}
+
+/** Where `redis` connects, as a URL without the password. */
+function serverOf(redis: Redis): string {
+  const { host, port, path, username, db, tls } = redis.options;
+  if (path) return `unix://${path}`;
+  const user = username ? `${encodeURIComponent(username)}@` : '';
+  return `${tls ? 'rediss' : 'redis'}://${user}${host}:${port}${db ? `/${db}` : ''}`;
 }
 
 /**

@@ -15,6 +15,7 @@ export type QueueflowErrorCode =
   | 'RUN_NOT_FOUND'
   | 'MAILBOX_TIMEOUT'
   | 'ENGINE_CLOSED'
+  | 'REDIS_UNAVAILABLE'
   | 'CHILD_FAILED'
   | 'INTERNAL';
 
