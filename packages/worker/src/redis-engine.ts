@@ -44,7 +44,10 @@ interface Connected {
 /**
  * The distributed engine's client: starts runs of registered flows in Redis, where workers
  * (`startWorker`, `queueflow worker`) take their steps, and awaits their results. One instance
- * uses two Redis connections (commands, events) however many runs it awaits.
+ * uses two Redis connections (commands, events) however many runs it awaits, opened on the first
+ * call. Every method rejects with QueueflowError `REDIS_UNAVAILABLE` (naming the server and the
+ * reason) when they cannot be opened; while Redis is unreachable later, commands fail fast rather
+ * than queue (BullMQ's advice for producers), and the call may be retried.
  *
  * @example
  * ```ts
