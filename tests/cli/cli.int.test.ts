@@ -12,7 +12,7 @@ import type { RunInfo, RunResult } from '@queueflow/runtime';
 import { RedisEngine } from '@queueflow/worker';
 import { keysUnder } from '../support/redis-prefix.js';
 import { deletePrefix, redisUrl, testPrefix } from '../support/test-redis.js';
-import { untilRun } from '../support/wait-for.js';
+import { untilRun, waitFor } from '../support/wait-for.js';
 import { spawnWorker, stopWorkers, type WorkerProcess } from '../support/worker-process.js';
 
 const CLI = fileURLToPath(new URL('../../packages/worker/dist/cli.js', import.meta.url));
@@ -29,13 +29,19 @@ interface CliOutput {
   stderr: string;
 }
 
+/** A `queueflow` process: its output so far, and its end. */
+interface CliProcess {
+  output(): CliOutput;
+  signal(signal: NodeJS.Signals): void;
+  /** Resolves with the exit code and output. @throws Error with the output after `timeoutMs` (it is killed). */
+  exited: Promise<CliOutput>;
+}
+
 /**
- * Runs `queueflow <args>` in a process of its own (no `--import tsx`: the CLI loads a `.ts` flows
- * module through tsx itself) and resolves with its exit code and output.
- *
- * @throws Error with the output so far when it has not exited after `timeoutMs` (it is killed).
+ * Starts `queueflow <args>` in a process of its own (no `--import tsx`: the CLI loads a `.ts`
+ * flows module through tsx itself).
  */
-function queueflow(args: string[], timeoutMs = 10_000): Promise<CliOutput> {
+function startQueueflow(args: string[], timeoutMs = 10_000): CliProcess {
   const env: NodeJS.ProcessEnv = { ...process.env, NODE_NO_WARNINGS: '1' };
   delete env.REDIS_URL; // every command names its Redis with --redis
   const child = spawn(process.execPath, [CLI, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env });
@@ -43,7 +49,7 @@ function queueflow(args: string[], timeoutMs = 10_000): Promise<CliOutput> {
   let stderr = '';
   child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
   child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-  return new Promise((resolve, reject) => {
+  const exited = new Promise<CliOutput>((resolve, reject) => {
     const timer = setTimeout(() => {
       child.kill('SIGKILL');
       reject(new Error(`queueflow ${args.join(' ')} did not exit within ${timeoutMs} ms\nstdout: ${stdout}\nstderr: ${stderr}`));
@@ -57,6 +63,12 @@ function queueflow(args: string[], timeoutMs = 10_000): Promise<CliOutput> {
       resolve({ code: code ?? (signal ? -1 : null), stdout, stderr });
     });
   });
+  return { output: () => ({ code: child.exitCode, stdout, stderr }), signal: (signal) => child.kill(signal), exited };
+}
+
+/** Runs `queueflow <args>` to its end. @throws Error with the output when it has not exited after `timeoutMs`. */
+function queueflow(args: string[], timeoutMs = 10_000): Promise<CliOutput> {
+  return startQueueflow(args, timeoutMs).exited;
 }
 
 /** `--redis <suite Redis> --prefix <prefix>` */
@@ -199,6 +211,16 @@ describe('queueflow run, status, wait, cancel, send, graph with a worker', () =>
     });
   });
 
+  it('cancel of a run that has ended says so and leaves it as it is', async () => {
+    const done = parsed<RunResult>(await queueflow(['run', 'cli-greet', '--flows', FLOWS, ...at(prefix), '--shared', '{"name":"Bo"}']));
+    expect(await queueflow(['cancel', done.id, ...at(prefix)])).toEqual({
+      code: 0,
+      stdout: `run ${done.id} has already ended (completed): nothing to cancel\n`,
+      stderr: '',
+    });
+    expect((await engine.get(done.id))?.status).toBe('completed');
+  });
+
   it('graph prints the flow as a Mermaid flowchart (needs no Redis)', async () => {
     const expected = [
       'flowchart TD',
@@ -217,6 +239,30 @@ describe('queueflow run, status, wait, cancel, send, graph with a worker', () =>
       stderr: '',
     });
   });
+});
+
+describe('queueflow run with no worker', () => {
+  const prefix = prefixFor('no-worker');
+  const engine = new RedisEngine({ connection: redisUrl(), flows: [], prefix });
+  afterAll(() => engine.close());
+
+  it('says after 10 s that no worker has taken the run; Ctrl-C leaves the run queued and says how to cancel it', async () => {
+    const cli = startQueueflow(['run', 'cli-greet', '--flows', FLOWS, ...at(prefix), '--shared', '{"name":"Cy"}'], 30_000);
+    const hint = await waitFor('the queued hint', () => (/still queued/.test(cli.output().stderr) ? cli.output().stderr : undefined), {
+      timeoutMs: 25_000,
+    });
+    const id = /^run (\S+) started\n/.exec(hint)![1]!;
+    expect(hint).toBe(
+      `run ${id} started\n` +
+        `run ${id} is still queued: no worker has taken it yet. Is one running? Start one with: queueflow worker --flows ${FLOWS} --prefix '${prefix}'\n`,
+    );
+    cli.signal('SIGINT');
+    const out = await cli.exited;
+    expect(out.code).toBe(130);
+    expect(out.stderr.endsWith(`\ninterrupted: run ${id} goes on without this command; \`queueflow cancel ${id}\` stops it\n`)).toBe(true);
+    expect((await engine.get(id))?.status).toBe('queued');
+    await engine.cancel(id);
+  }, 40_000);
 });
 
 describe('queueflow list', () => {
@@ -347,9 +393,18 @@ describe.concurrent('queueflow with bad input: a clear error, a non-zero exit, n
     for (const out of [run, worker]) {
       expect(out.code).toBe(1);
       expect(out.stdout).toBe('');
-      expect(out.stderr).toMatch(new RegExp(`^queueflow: cannot import flows module '${escape(MISSING_FLOWS)}': Cannot find module '${escape(MISSING_FLOWS)}'`));
+      expect(out.stderr).toBe(`queueflow: cannot import flows module '${MISSING_FLOWS}': no such file under ${process.cwd()}\n`);
     }
     expect(await keysUnder(redis, prefix)).toEqual([]);
+  });
+
+  it('a --flows path that is a directory', async () => {
+    const directory = fileURLToPath(new URL('.', import.meta.url)).replace(/\/$/, '');
+    expect(await queueflow(['graph', 'cli-greet', '--flows', directory])).toEqual({
+      code: 1,
+      stdout: '',
+      stderr: `queueflow: flows module '${directory}' is a directory: pass the module file that exports the flows (e.g. dist/flows.js)\n`,
+    });
   });
 
   it('a --flows module that exports no flow', async () => {
@@ -441,8 +496,3 @@ describe.concurrent('queueflow with bad input: a clear error, a non-zero exit, n
     });
   });
 });
-
-/** `text` with the characters special in a RegExp escaped. */
-function escape(text: string): string {
-  return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
-}

@@ -93,7 +93,7 @@ describe('RedisEngine: graph identity across workers', () => {
     expect(refusal).toContain(fingerprints.v1);
     expect(refusal).toContain(fingerprints.v2);
     const held = await engine.get(handle.id);
-    expect(held).toMatchObject({ status: 'running', steps: 1, currentNode: 'b', shared: { token, a: true } });
+    expect(held).toMatchObject({ status: 'running', steps: 1, currentNode: 'b', refusal, shared: { token, a: true } });
     expect(held?.shared.b).toBeUndefined();
     expect(visits.of(token)).toEqual(['a']);
 
@@ -105,6 +105,8 @@ describe('RedisEngine: graph identity across workers', () => {
     expect(result.shared).toEqual({ token, a: true, b: true });
     expect(visits.of(token)).toEqual(['a', 'b']);
     await until(handle.id, 'the record to say completed', (info) => info.status === 'completed' && info.steps === 2);
+    expect((await engine.get(handle.id))?.refusal).toBeUndefined(); // cleared by the commit
+    expect(await connection.hget(keys.run(handle.id), 'refusal')).toBeNull();
   }, 30_000);
 
   it('a worker that does not know the flow refuses its step and leaves the run queued', async () => {
@@ -113,7 +115,7 @@ describe('RedisEngine: graph identity across workers', () => {
     const handle = await engine.start(v1, { token: 'unknown-here' });
     const refusal = await waitFor('the worker to refuse the step', () => connection.hget(keys.run(handle.id), 'refusal'));
     expect(refusal).toContain("'deployed'");
-    expect(await engine.get(handle.id)).toMatchObject({ status: 'queued', steps: 0 });
+    expect(await engine.get(handle.id)).toMatchObject({ status: 'queued', steps: 0, refusal });
     expect(visits.count('unknown-here')).toBe(0);
 
     await stranger.close();

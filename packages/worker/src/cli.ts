@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 import { Command, InvalidArgumentError, Option } from 'commander';
-import { toMermaid, type FlowDefinition, type Json, type JsonObject, type RunStatus } from '@queueflow/runtime';
+import { toMermaid, type FlowDefinition, type Json, type JsonObject, type RunResult, type RunStatus } from '@queueflow/runtime';
 import { loadFlows } from './load-flows.js';
 import { RedisEngine } from './redis-engine.js';
 import { startWorker } from './worker.js';
@@ -27,7 +27,7 @@ program
   .addOption(prefixOption())
   .option('--concurrency <n>', 'steps run at once', positiveInteger, 8)
   .option('--lock-duration <ms>', 'step lock duration in ms; a dead worker loses its steps after it', positiveInteger)
-  .option('--stalled-interval <ms>', 'how often to look for stalled steps, in ms', positiveInteger)
+  .option('--stalled-interval <ms>', 'how often to look for stalled steps, in ms (default: half the lock duration)', positiveInteger)
   .action(async (options: { flows: string; redis: string; prefix: string; concurrency: number; lockDuration?: number; stalledInterval?: number }) => {
     const flows = await loadFlows(options.flows);
     const worker = await startWorker({
@@ -79,7 +79,7 @@ program
         return;
       }
       console.error(`run ${handle.id} started`);
-      const result = await handle.result();
+      const result = await awaitResult(engine, handle.id, options);
       console.log(JSON.stringify(result, null, 2));
       process.exitCode = result.status === 'completed' ? 0 : 1;
     } finally {
@@ -115,7 +115,7 @@ program
   .action(async (runId: string, options: { redis: string; prefix: string }) => {
     const engine = openEngine(options);
     try {
-      const result = await engine.result(runId);
+      const result = await awaitResult(engine, runId, options);
       console.log(JSON.stringify(result, null, 2));
       process.exitCode = result.status === 'completed' ? 0 : 1;
     } finally {
@@ -168,6 +168,11 @@ program
   .action(async (runId: string, options: { redis: string; prefix: string }) => {
     const engine = openEngine(options);
     try {
+      const info = await engine.get(runId);
+      if (info && ['completed', 'failed', 'cancelled'].includes(info.status)) {
+        console.log(`run ${runId} has already ended (${info.status}): nothing to cancel`);
+        return;
+      }
       await engine.cancel(runId);
       console.log(`cancel requested for run ${runId}`);
     } finally {
@@ -186,6 +191,42 @@ program
     if (!definition) throw new Error(`flows module '${options.flows}' has no flow '${flow}' (it has: ${flows.map((f) => f.name).join(', ')})`);
     console.log(toMermaid(definition, { direction: options.direction }));
   });
+
+/** How long a run may sit queued before `run`/`wait` say that no worker has taken it, in ms. */
+const QUEUED_HINT_MS = 10_000;
+
+/**
+ * The run's result, as `engine.result`, and meanwhile: a hint on stderr when the run is still
+ * queued after {@link QUEUED_HINT_MS} (no worker, or workers refusing it: their reason is shown),
+ * and on Ctrl-C a word that the run goes on (exit 130).
+ */
+async function awaitResult(engine: RedisEngine, runId: string, options: { flows?: string; prefix: string }): Promise<RunResult> {
+  let said = '';
+  const hint = setInterval(() => {
+    void engine.get(runId).then(
+      (info) => {
+        if (info?.status !== 'queued') return;
+        const start = `queueflow worker --flows ${options.flows ?? '<module>'} --prefix '${options.prefix}'`;
+        const message = info.refusal
+          ? `run ${runId} is still queued: a worker refused its step: ${info.refusal}`
+          : `run ${runId} is still queued: no worker has taken it yet. Is one running? Start one with: ${start}`;
+        if (message !== said) console.error((said = message));
+      },
+      () => {}, // a failed poll says nothing; the wait itself reports real trouble
+    );
+  }, QUEUED_HINT_MS);
+  const interrupted = (): void => {
+    console.error(`\ninterrupted: run ${runId} goes on without this command; \`queueflow cancel ${runId}\` stops it`);
+    process.exit(130);
+  };
+  process.once('SIGINT', interrupted);
+  try {
+    return await engine.result(runId);
+  } finally {
+    clearInterval(hint);
+    process.off('SIGINT', interrupted);
+  }
+}
 
 /** A client engine for a command that needs no flows, or the given ones. */
 function openEngine(options: { redis: string; prefix: string }, flows: FlowDefinition[] = []): RedisEngine {

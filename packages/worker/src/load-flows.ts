@@ -1,3 +1,4 @@
+import { existsSync, statSync } from 'node:fs';
 import { isAbsolute, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { FlowDefinition } from '@queueflow/runtime';
@@ -12,14 +13,22 @@ import { isFlowDefinition } from '@queueflow/runtime/interpreter';
  * @throws Error naming the module when it cannot be imported or exports no flow.
  */
 export async function loadFlows(modulePath: string): Promise<FlowDefinition[]> {
-  const isPath = modulePath.startsWith('.') || isAbsolute(modulePath) || /\.[cm]?[jt]sx?$/.test(modulePath);
+  const onDisk = existsSync(modulePath);
+  if (onDisk && statSync(modulePath).isDirectory()) {
+    throw new Error(`flows module '${modulePath}' is a directory: pass the module file that exports the flows (e.g. dist/flows.js)`);
+  }
+  const isPath = onDisk || modulePath.startsWith('.') || isAbsolute(modulePath) || /\.[cm]?[jt]sx?$/.test(modulePath);
   const specifier = isPath ? pathToFileURL(resolve(modulePath)).href : modulePath;
   if (/\.[cm]?tsx?$/.test(modulePath)) await registerTypeScript(modulePath);
   let loaded: Record<string, unknown>;
   try {
     loaded = (await import(specifier)) as Record<string, unknown>;
   } catch (error) {
-    throw new Error(`cannot import flows module '${modulePath}': ${(error as Error).message}`, { cause: error });
+    const notFound = (error as NodeJS.ErrnoException).code === 'ERR_MODULE_NOT_FOUND' && !onDisk;
+    const reason = notFound
+      ? `no such file under ${process.cwd()}${isPath ? '' : ', and no installed package of that name'}`
+      : (error as Error).message;
+    throw new Error(`cannot import flows module '${modulePath}': ${reason}`, { cause: error });
   }
   const candidates = Object.values(loaded).flatMap((value) => (Array.isArray(value) ? value : [value]));
   const flows = [...new Set(candidates.filter(isFlowDefinition))];

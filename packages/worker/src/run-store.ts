@@ -245,6 +245,7 @@ export class RunStore {
       conflicts: conflicts.map((c) => JSON.parse(c) as MergeConflict),
       ...(run.parent ? { parentId: run.parent.id } : {}),
       ...(waiting ? { children: { total: Number(fanOut[0]), ended: Number(fanOut[1]), failed: Number(fanOut[2]) } } : {}),
+      ...(run.refusal !== undefined && !isFinal(run.status) ? { refusal: run.refusal } : {}),
       shared,
     };
   }

@@ -6,6 +6,7 @@ import {
   resumeFanOut,
   runErrorOf,
   StepMailbox,
+  warn,
   type Checkpoint,
   type ChildOutcome,
   type CompiledGraph,
@@ -54,6 +55,8 @@ export class StepProcessor {
   private readonly fanOut: FanOutCoordinator;
   /** The flows this worker runs, with their graph fingerprints. */
   private readonly runnable: (readonly [string, string])[];
+  /** Runs whose refused step this worker has warned about (a refused step comes back every few seconds). */
+  private readonly refusalsWarned = new Set<string>();
 
   constructor(
     private readonly stores: Stores,
@@ -284,6 +287,11 @@ export class StepProcessor {
       problem = `this worker cannot build flow '${run.flow}' of run '${run.id}': ${(error as Error).message}`;
     }
     await this.stores.runs.noteRefusal(run.id, `${new Date().toISOString()} ${problem}`);
+    if (!this.refusalsWarned.has(run.id)) {
+      if (this.refusalsWarned.size >= 1000) this.refusalsWarned.clear();
+      this.refusalsWarned.add(run.id);
+      warn('QF_STEP_REFUSED', `${problem}; the step goes back to the queue for a worker with the matching code`);
+    }
     await job.moveToDelayed(Date.now() + this.options.refusalDelayMs, token);
     throw new DelayedError(problem);
   }

@@ -25,6 +25,8 @@ export interface StoredRun {
   parkCount: number;
   /** The current step's park and delivered sends, when it parked (see StepReplay). */
   replay: StepReplay;
+  /** Why a worker last gave the current step back (see RunInfo.refusal). */
+  refusal?: string;
 }
 
 /** Where a step started: its step counter and the run's park count then (see atStep in Lua). */
@@ -61,6 +63,7 @@ export function parseRun(id: string, hash: Record<string, string>): StoredRun {
     cancel: hash.cancel === '1',
     parkCount: Number(hash.parkCount ?? 0),
     replay: hash.replay ? (JSON.parse(hash.replay) as StepReplay) : { sent: 0 },
+    ...(hash.refusal !== undefined ? { refusal: hash.refusal } : {}),
     ...(hash.parentId !== undefined
       ? { parent: { id: hash.parentId, step: Number(hash.parentStep), index: Number(hash.childIndex) } }
       : {}),

@@ -24,7 +24,11 @@ export interface WorkerOptions extends StoreSettings {
    * others after about this long (BullMQ `lockDuration`). @defaultValue 30000
    */
   lockDurationMs?: number;
-  /** How often this worker looks for stalled steps, in ms (BullMQ `stalledInterval`). @defaultValue 30000 */
+  /**
+   * How often this worker looks for stalled steps, in ms (BullMQ `stalledInterval`): a dead
+   * worker's step is taken over between `lockDurationMs` and `lockDurationMs + stalledIntervalMs`
+   * after its last lock renewal. @defaultValue half of `lockDurationMs` (15000 by default)
+   */
   stalledIntervalMs?: number;
   /**
    * Times a step may stall (its worker died) before it fails for good (BullMQ
@@ -66,7 +70,7 @@ export async function startWorker(options: WorkerOptions): Promise<QueueflowWork
   const settings = storeOptions(options, 'startWorker');
   const concurrency = positiveInteger('concurrency', options.concurrency, 8);
   const lockDuration = positiveInteger('lockDurationMs', options.lockDurationMs, 30_000);
-  const stalledInterval = positiveInteger('stalledIntervalMs', options.stalledIntervalMs, 30_000);
+  const stalledInterval = positiveInteger('stalledIntervalMs', options.stalledIntervalMs, Math.max(1, Math.round(lockDuration / 2)));
   const maxStalledCount = positiveInteger('maxStalledCount', options.maxStalledCount, 2);
   const onError = options.onError ?? ((error: Error) => console.error(`queueflow worker: ${error.message}`));
   for (const name of registry.names()) registry.graph(name); // build every graph once, now: fail early

@@ -5,12 +5,15 @@
  * - `QF_FLOW_ENDS`: a node returned an action with no successor while it has others (rule S5).
  * - `QF_NODE_WONT_RUN_SUCCESSORS`: `node.run` on a node that has successors (rule S11).
  * - `QF_REDIS_CONFIG`: the Redis server is configured in a way that can lose jobs.
+ * - `QF_STEP_REFUSED`: a worker gave a step back because its code does not match the run's
+ *   (another graph fingerprint, or a flow it does not have); once per run and worker.
  */
 export type WarningCode =
   | 'QF_SUCCESSOR_OVERWRITTEN'
   | 'QF_FLOW_ENDS'
   | 'QF_NODE_WONT_RUN_SUCCESSORS'
-  | 'QF_REDIS_CONFIG';
+  | 'QF_REDIS_CONFIG'
+  | 'QF_STEP_REFUSED';
 
 /** Receives every warning queueflow emits. */
 export type WarningHandler = (code: WarningCode, message: string) => void;

@@ -72,6 +72,11 @@ export interface RunInfo {
   parentId?: string;
   /** Fan-out progress while waiting on children. */
   children?: { total: number; ended: number; failed: number };
+  /**
+   * Why a worker gave the current step back without running it, when one did (RedisEngine: a
+   * worker with other code deployed, or without this flow); cleared when a step commits.
+   */
+  refusal?: string;
   shared: JsonObject;
 }
 

@@ -89,6 +89,7 @@ if ARGV[13] ~= '' then
 end
 redis.call('HSET', runKey, 'updatedAt', now)
 redis.call('HSETNX', runKey, 'startedAt', now)
+redis.call('HDEL', runKey, 'refusal') -- a worker with the right code has taken the step
 
 if mode == 'retry' then
   if ARGV[3] ~= '' then redis.call('HSET', runKey, 'checkpoint', ARGV[3]) end
