@@ -82,6 +82,7 @@ export class FanOutCoordinator {
       parentError: childFailedError(fanOut.request, parent.index, fields.errorRecords?.at(-1)),
     };
   }
+
   /** Does what recording a child's end asked for: start the next child, resume, or cancel. */
   async followChildEnded(parentId: string, parentStep: number, result: ChildEndedResult): Promise<void> {
     switch (result.type) {
@@ -111,6 +112,11 @@ export class FanOutCoordinator {
         return;
     }
   }
+
+  /**
+   * Commits a fan-out step (fan-out.lua: the parent waits, child records are written, each
+   * without `shared`, reading the snapshot stored once) and enqueues the first children.
+   */
   async startFanOut(
     run: StoredRun,
     graph: CompiledGraph,
@@ -160,6 +166,7 @@ export class FanOutCoordinator {
     const first = Array.from({ length: startNow }, (_, i) => i);
     await this.startChildren(run.id, run.step + 1, basics, first, request.kind === 'items' ? request.items : undefined);
   }
+
   /** Enqueues the first step of the children at `indices` (idempotent: deterministic job ids). */
   private async startChildren(parentId: string, parentStep: number, fanOut: FanOutBasics, indices: number[], items?: Json[]): Promise<void> {
     const { request } = fanOut;
@@ -179,6 +186,8 @@ export class FanOutCoordinator {
       target,
     );
   }
+
+  /** Runs one item of a ParallelBatchNode fan-out (an item job), with the node's retry policy. */
   async processItem(job: Job<ItemJobData>, token: string | undefined): Promise<void> {
     const { runId, step, index } = job.data;
     // A cheap check first: the items of a parent that has ended (failed fast, cancelled) stop.
@@ -209,6 +218,8 @@ export class FanOutCoordinator {
         : { status: 'failed', error: outcome.error },
     );
   }
+
+  /** Records an item's end on its parent and does what that asks for. */
   async itemEnded(parentId: string, parentStep: number, index: number, request: FanOutRequest, outcome: ChildOutcome): Promise<void> {
     const record = outcome.status === 'failed' ? outcome.error : undefined;
     const result = await this.stores.fanOuts.childEnded(
@@ -222,6 +233,7 @@ export class FanOutCoordinator {
     );
     await this.followChildEnded(parentId, parentStep, result);
   }
+
   /** An ended child whose parent may not have heard of it (a redelivery): report it again. */
   async reportEnded(run: StoredRun): Promise<void> {
     if (!run.parent) return;
