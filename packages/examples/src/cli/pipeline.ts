@@ -15,6 +15,7 @@ import { buildReport } from '../report/pipeline-report.js';
 import { llmConfigFromEnv } from '../utils/llm-client.js';
 import { expandSelection } from '../utils/document-selection.js';
 import { DEFAULT_SAMPLE_SIZE, listCorpus } from '../utils/spam-assassin-corpus.js';
+import { runCommand } from './run-command.js';
 import { runDistributed } from './run-distributed.js';
 import { runEmbedded, type RunnerResult } from './run-embedded.js';
 
@@ -125,7 +126,4 @@ function selectDocuments(options: CliOptions): DocumentSelection {
   return { source: 'spam-assassin', limit: options.all ? null : (options.limit ?? DEFAULT_SAMPLE_SIZE) };
 }
 
-main().catch((error: unknown) => {
-  console.error(error instanceof Error ? (error.stack ?? error.message) : error);
-  process.exitCode = 1;
-});
+runCommand(main);

@@ -13,6 +13,7 @@ import { tabooGuesser, tabooHinter } from '../taboo/taboo-flows.js';
 import type { Players } from '../taboo/types.js';
 import { llmConfigFromEnv } from '../utils/llm-client.js';
 import { redactUrl } from './redact-url.js';
+import { runCommand } from './run-command.js';
 
 interface CliOptions {
   engine: 'flow' | 'local';
@@ -114,7 +115,4 @@ async function main(): Promise<void> {
   }
 }
 
-main().catch((error: unknown) => {
-  console.error(error instanceof Error ? (error.stack ?? error.message) : error);
-  process.exitCode = 1;
-});
+runCommand(main);

@@ -1,0 +1,23 @@
+/**
+ * The built command lines' errors: one line, no stack, exit code 1, and no hang (each process
+ * has a deadline; a hang fails the test). Needs no Redis: the Redis named here never answers.
+ */
+import { describe, expect, it } from 'vitest';
+import { linesOf, runCli } from './cli-process.js';
+
+/** A Redis URL where nothing listens (port 1 refuses connections). */
+const NO_REDIS = 'redis://127.0.0.1:1';
+
+describe.concurrent('pipeline and taboo command lines: clear errors', () => {
+  it.each([
+    ['pipeline', ['--limit', '10', '--redis', NO_REDIS]],
+    ['taboo', ['--redis', NO_REDIS]],
+  ] as const)('%s --redis <unreachable> names the Redis in one line and exits 1', async (name, args) => {
+    const out = await runCli(name, [...args]);
+    expect(out.code, out.stderr).toBe(1);
+    expect(out.stdout).toBe('');
+    const lines = linesOf(out.stderr);
+    expect(lines).toHaveLength(2); // the run's header, then the error
+    expect(lines[1]).toBe(`error: cannot connect to Redis at ${NO_REDIS}: connect ECONNREFUSED 127.0.0.1:1`);
+  });
+});
