@@ -6,7 +6,7 @@
 import { fileURLToPath } from 'node:url';
 import { nanoid } from 'nanoid';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { setWarningHandler, type Json } from '@queueflow/runtime';
+import { MAX_MESSAGE_BYTES, setWarningHandler, type Json } from '@queueflow/runtime';
 import { RedisEngine } from '@queueflow/worker';
 import { deletePrefix, redisUrl, testPrefix } from '../support/test-redis.js';
 import { spawnWorker, stopWorkers, type WorkerProcess } from '../support/worker-process.js';
@@ -75,6 +75,18 @@ describe.each(['flow.run', 'LocalEngine', 'RedisEngine'])('mailboxes on %s', (na
       { from: 'run', n: 5 },
     ]);
     expect(new Set(result.shared.got.map((m) => m.id)).size).toBe(5);
+  });
+
+  it('a message body over MAX_MESSAGE_BYTES is refused from outside and from a node, naming its size and the limit', async () => {
+    const a = address('big');
+    const big = 'x'.repeat(MAX_MESSAGE_BYTES); // its JSON has two quotes more: 2 bytes over
+    const tooLarge = `is ${MAX_MESSAGE_BYTES + 2} bytes, over the limit of ${MAX_MESSAGE_BYTES} bytes (MAX_MESSAGE_BYTES)`;
+    await expect(h().send(a, big)).rejects.toMatchObject({ code: 'PAYLOAD_TOO_LARGE', message: `message body sent to '${a}' ${tooLarge}` });
+    const producer = await (await h().start(produce, {}, { address: a, bodies: [big] })).result();
+    expect(producer.status).toBe('failed');
+    expect(producer.error?.message).toContain(`message body sent to '${a}' ${tooLarge}`);
+    const receiver = await (await h().start(waitOnce, {} as WaitOnceShared, { address: a, timeoutMs: 200 })).result();
+    expect(receiver.shared.got ?? null).toBeNull(); // nothing was sent (the engines store JSON: null)
   });
 
   it('a send wakes a parked receiver; a step receiving several messages parks between them and keeps their order', async () => {

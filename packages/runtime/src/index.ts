@@ -43,4 +43,5 @@ export type { Clock } from './engine/clock.js';
 export { assertJson, type Json, type JsonObject } from './engine/json.js';
 export type { MergeConflict } from './engine/merge-patches.js';
 export type { Message, Mailbox, SendOptions, ReceiveOptions } from './mailbox/message.js';
+export { MAX_MESSAGE_BYTES } from './mailbox/message.js';
 export { InMemoryMailboxes, processMailboxes } from './mailbox/in-memory-mailboxes.js';

@@ -36,5 +36,5 @@ export {
   type ParkRequest,
   type StepReplay,
 } from './engine/step-mailbox.js';
-export { checkAddress } from './mailbox/message.js';
+export { checkAddress, checkMessageBody } from './mailbox/message.js';
 export { recordOfRunError } from './errors/error-record.js';

@@ -3,7 +3,6 @@ import type { Redis } from 'ioredis';
 import {
   QueueflowError,
   type Engine,
-  assertJson,
   type FlowDefinition,
   type FlowsOption,
   type Json,
@@ -14,7 +13,7 @@ import {
   type RunOptions,
   type RunResult,
 } from '@queueflow/runtime';
-import { checkAddress, checkRunInput, encodeCheckpoint, FlowRegistry, initialCheckpoint } from '@queueflow/runtime/interpreter';
+import { checkAddress, checkMessageBody, checkRunInput, encodeCheckpoint, FlowRegistry, initialCheckpoint } from '@queueflow/runtime/interpreter';
 import { connect, createRedis, type ConnectionOption } from './connection.js';
 import { RedisKeys, normalizePrefix } from './redis-keys.js';
 import { RunEvents } from './run-events.js';
@@ -144,11 +143,12 @@ export class RedisEngine implements Engine {
    * Sends a message to the mailbox at `address` from outside any run (a person or a service
    * answering an agent); runs parked on that address wake up.
    *
-   * @throws QueueflowError NOT_JSON for a body that would not survive JSON; TypeError for a bad address.
+   * @throws QueueflowError `NOT_JSON` for a body that would not survive JSON, `PAYLOAD_TOO_LARGE`
+   *   for one over `MAX_MESSAGE_BYTES` (1 MiB); TypeError for a bad address.
    */
   async send(address: string, body: Json): Promise<void> {
     checkAddress('send', address);
-    assertJson(body, 'message body');
+    checkMessageBody(body, `message body sent to '${address}'`);
     const { stores } = await this.connect();
     await stores.mailboxes.send(address, { id: `m.${nanoid()}`, body, sentAt: Date.now() });
   }

@@ -87,7 +87,7 @@ export class LocalMailboxes {
   /** `engine.send`: a message from outside any run. */
   send(address: string, body: Json): void {
     checkAddress('send', address);
-    this.deliver([{ address, message: this.messages.message(body) }]);
+    this.deliver([{ address, message: this.messages.message(address, body) }]);
   }
 
   forget(runId: string): void {

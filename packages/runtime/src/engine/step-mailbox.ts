@@ -1,6 +1,6 @@
 import { QueueflowError } from '../errors/queueflow-error.js';
-import { assertJson, jsonCopy, type Json } from './json.js';
-import { checkAddress, checkTimeout, type Mailbox, type Message, type ReceiveOptions, type SendOptions } from '../mailbox/message.js';
+import { jsonCopy, type Json } from './json.js';
+import { checkAddress, checkMessageBody, checkTimeout, type Mailbox, type Message, type ReceiveOptions, type SendOptions } from '../mailbox/message.js';
 
 /** A message a step sends, delivered when the step commits or parks. */
 export interface OutgoingMessage {
@@ -76,7 +76,7 @@ export class StepMailbox implements Mailbox {
 
   async send(address: string, body: Json, options: SendOptions = {}): Promise<void> {
     checkAddress('send', address);
-    assertJson(body, `message body sent to '${address}'`);
+    checkMessageBody(body, `message body sent to '${address}'`);
     // After a receive parked the step, nothing it does counts: the step will run again (code
     // that caught the park signal must not get its fallback's sends delivered).
     if (this.parkRequest) return;

@@ -1,6 +1,6 @@
 import { nanoid } from 'nanoid';
-import { assertJson, jsonCopy, type Json } from '../engine/json.js';
-import { checkAddress, checkTimeout, type Mailbox, type Message, type ReceiveOptions, type SendOptions } from './message.js';
+import { jsonCopy, type Json } from '../engine/json.js';
+import { checkAddress, checkMessageBody, checkTimeout, type Mailbox, type Message, type ReceiveOptions, type SendOptions } from './message.js';
 
 interface Waiter {
   resolve: (message: Message | undefined) => void;
@@ -18,12 +18,15 @@ export class InMemoryMailboxes implements Mailbox {
   private sequence = 0;
 
   async send(address: string, body: Json, options: SendOptions = {}): Promise<void> {
-    this.post(checkAddress('send', address), this.message(body, options));
+    this.post(checkAddress('send', address), this.message(address, body, options));
   }
 
-  /** Builds a message (checked to survive JSON; the receiver gets its own copy). */
-  message(body: Json, options: SendOptions = {}, id?: string): Message {
-    assertJson(body, 'message body');
+  /**
+   * Builds a message (the receiver gets its own copy of `body`), after checking the body as a
+   * send to `address` must (see checkMessageBody).
+   */
+  message(address: string, body: Json, options: SendOptions = {}, id?: string): Message {
+    checkMessageBody(body, `message body sent to '${address}'`);
     return {
       id: id ?? `m${Date.now().toString(36)}-${(this.sequence++).toString(36)}-${nanoid(6)}`,
       body: jsonCopy(body),

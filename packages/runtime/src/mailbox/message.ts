@@ -1,4 +1,5 @@
-import type { Json } from '../engine/json.js';
+import { assertJson, type Json } from '../engine/json.js';
+import { QueueflowError } from '../errors/queueflow-error.js';
 
 /**
  * A message as a receiver gets it. `id` is stable: a message delivered again after a crash
@@ -35,7 +36,11 @@ export interface ReceiveOptions {
  * (or when it parks waiting for a message, so that `ask` works).
  */
 export interface Mailbox {
-  /** Appends `body` to the queue of `address`. @throws QueueflowError NOT_JSON for a body that would not survive JSON. */
+  /**
+   * Appends `body` to the queue of `address`.
+   * @throws QueueflowError `NOT_JSON` for a body that would not survive JSON, `PAYLOAD_TOO_LARGE`
+   *   for one over {@link MAX_MESSAGE_BYTES}; TypeError for a bad address.
+   */
   send(address: string, body: Json, options?: SendOptions): Promise<void>;
   /**
    * The next message for `address`, waiting for one if none is there; `undefined` after
@@ -44,6 +49,26 @@ export interface Mailbox {
   receive(address: string, options?: ReceiveOptions): Promise<Message | undefined>;
   /** A fresh address for answers to one `ask`. */
   replyAddress(): string;
+}
+
+/** Largest message body, serialized as JSON, in bytes (1 MiB): mailboxes are for messages, `shared` for data. */
+export const MAX_MESSAGE_BYTES = 1024 * 1024;
+
+/**
+ * Checks a message body: it survives JSON and is at most {@link MAX_MESSAGE_BYTES} serialized.
+ *
+ * @param where - how to name the body in errors, e.g. `message body sent to 'inbox'`.
+ * @throws QueueflowError `NOT_JSON` naming the path; `PAYLOAD_TOO_LARGE` naming the size and the limit.
+ */
+export function checkMessageBody(body: unknown, where: string): Json {
+  assertJson(body, where);
+  const bytes = Buffer.byteLength(JSON.stringify(body));
+  if (bytes > MAX_MESSAGE_BYTES) {
+    throw new QueueflowError('PAYLOAD_TOO_LARGE', `${where} is ${bytes} bytes, over the limit of ${MAX_MESSAGE_BYTES} bytes (MAX_MESSAGE_BYTES)`, {
+      retryable: false,
+    });
+  }
+  return body as Json;
 }
 
 /** Checks an address: a non-empty string without spaces. @throws TypeError naming the bad value. */
