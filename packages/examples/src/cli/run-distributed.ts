@@ -4,6 +4,7 @@ import { runDocumentPipelineOnEngine } from '../documents/run-document-pipeline-
 import type { DocumentSelection } from '../documents/types.js';
 import { createProgressBar, type Progress } from './progress-bar.js';
 import { redactUrl } from './redact-url.js';
+import { CommandExit } from './run-command.js';
 import type { RunnerOptions, RunnerResult } from './run-embedded.js';
 
 export interface DistributedRunnerOptions extends RunnerOptions {
@@ -21,34 +22,32 @@ const NO_WORKER_HINT_MS = 10_000;
  * steps run on the workers started with `queueflow worker --flows packages/examples/dist/flows.js`
  * on the same Redis and prefix, which warm up their own NLP model and classifier when they load
  * that module. The progress bar counts the documents done across all workers. Ctrl-C cancels the
- * run (its documents in flight stop at their next step) and exits.
+ * run (its documents in flight stop at their next step), waits until the cancel is sent, closes
+ * the engine and fails with {@link CommandExit} `interrupted: run <id> cancelled`, exit code 130.
  */
 export async function runDistributed(selection: DocumentSelection, options: DistributedRunnerOptions): Promise<RunnerResult> {
   const engine = new RedisEngine({ connection: options.redisUrl, flows: [documents], prefix: options.prefix });
   const where = `${redactUrl(options.redisUrl)}, prefix ${options.prefix}`;
-  let runId: string | undefined;
   let bar: Progress | undefined;
   let hinted = false;
   const started = Date.now();
+  const interrupt = new AbortController();
   const onSigint = (): void => {
     bar?.stop();
-    if (runId === undefined) process.exit(130);
-    console.error(`\nCancelling run ${runId}...`);
-    engine
-      .cancel(runId)
-      .catch((error: unknown) => console.error(`could not cancel run ${runId}: ${(error as Error).message}`))
-      .finally(() => process.exit(130));
+    if (!bar && process.stderr.isTTY) process.stderr.write('\n'); // past the terminal's ^C
+    interrupt.abort();
   };
   process.once('SIGINT', onSigint);
   try {
     const result = await runDocumentPipelineOnEngine(engine, selection, {
       params: options.params,
       concurrency: options.concurrency,
+      signal: interrupt.signal,
       onStart: (id) => {
-        runId = id;
         console.error(`Run ${id} started on ${where}; waiting for workers...`);
       },
       onProgress: (done, total, info) => {
+        if (interrupt.signal.aborted) return;
         if (!bar && info?.status === 'waiting') bar = createProgressBar(total, options.progress);
         if (bar) {
           bar.update(done, total);
@@ -61,7 +60,12 @@ export async function runDistributed(selection: DocumentSelection, options: Dist
           );
         }
       },
-    }).finally(() => bar?.stop());
+    })
+      .catch((error: unknown) => {
+        if (!interrupt.signal.aborted) throw error;
+        throw new CommandExit(`interrupted: ${error instanceof Error ? error.message : String(error)}`, 130);
+      })
+      .finally(() => bar?.stop());
     const conflicts =
       result.conflicts.length === 0
         ? 'none'

@@ -13,7 +13,7 @@ import { tabooGuesser, tabooHinter } from '../taboo/taboo-flows.js';
 import type { Players } from '../taboo/types.js';
 import { llmConfigFromEnv } from '../utils/llm-client.js';
 import { redactUrl } from './redact-url.js';
-import { runCommand } from './run-command.js';
+import { CommandExit, runCommand } from './run-command.js';
 
 interface CliOptions {
   engine: 'flow' | 'local';
@@ -77,11 +77,14 @@ async function main(): Promise<void> {
   if (players === 'llm' && options.redis) console.error('The workers call the model with the OPENAI_* variables of their own environment.');
 
   let hint: NodeJS.Timeout | undefined;
-  let runs: { hinter: string; guesser: string } | undefined;
+  const interrupt = new AbortController();
   const onSigint = (): void => {
-    if (!engine || !runs) process.exit(130);
-    console.error('\nCancelling the game...');
-    void Promise.allSettled([engine.cancel(runs.hinter), engine.cancel(runs.guesser)]).finally(() => process.exit(130));
+    if (process.stderr.isTTY) process.stderr.write('\n'); // past the terminal's ^C
+    if (!engine) {
+      console.error('interrupted'); // flow.run in this process: nothing outlives it
+      process.exit(130);
+    }
+    interrupt.abort(); // playTaboo cancels both runs, then fails
   };
   process.once('SIGINT', onSigint);
   try {
@@ -91,8 +94,8 @@ async function main(): Promise<void> {
       maxTurns: options.turns,
       players,
       ...(options.turnTimeout ? { turnTimeoutMs: options.turnTimeout } : {}),
+      signal: interrupt.signal,
       onStart: (started) => {
-        runs = started;
         if (!options.redis) return;
         console.error(`Hinter run ${started.hinter}, guesser run ${started.guesser}; waiting for workers...`);
         hint = setTimeout(() => {
@@ -103,9 +106,12 @@ async function main(): Promise<void> {
                 `  npx queueflow worker --flows packages/examples/dist/taboo/taboo-flows.js --redis ${redactUrl(options.redis!)} --prefix '${options.prefix}'\n` +
                 '(from the repository root, after npm run build); the game waits for them.',
             );
-          });
+          }, () => {}); // a failed look says nothing: the game's own wait reports real trouble
         }, NO_WORKER_HINT_MS);
       },
+    }).catch((error: unknown) => {
+      if (!interrupt.signal.aborted) throw error;
+      throw new CommandExit(`interrupted: ${error instanceof Error ? error.message : String(error)}`, 130);
     });
     console.log(formatTranscript(game.transcript));
   } finally {

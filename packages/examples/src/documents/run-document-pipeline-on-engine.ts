@@ -1,7 +1,8 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { Engine, MergeConflict, RunInfo } from '@queueflow/runtime';
+import { QueueflowError, type Engine, type MergeConflict, type RunInfo } from '@queueflow/runtime';
 import { createPipelineShared, DEFAULT_CONCURRENCY } from './document-pipeline.js';
 import { documents } from './documents-flow.js';
+import { awaitRuns } from '../utils/await-runs.js';
 import { expandSelection, toSelection } from '../utils/document-selection.js';
 import type { DocumentPipelineResult } from './run-document-pipeline.js';
 import type { BatchParams, DocumentRef, DocumentSelection, PipelineParams, PipelineShared } from './types.js';
@@ -23,6 +24,11 @@ export interface RunOnEngineOptions {
   progressIntervalMs?: number;
   /** Called with the run's id once it has started (to cancel it, or to inspect it with `queueflow status`). */
   onStart?: (runId: string) => void;
+  /**
+   * Aborting it cancels the run (its documents in flight stop at their next step) and rejects
+   * once the cancel has been sent (e.g. on Ctrl-C), so the engine may be closed right after.
+   */
+  signal?: AbortSignal;
 }
 
 export interface EngineRunResult extends DocumentPipelineResult {
@@ -47,7 +53,8 @@ export interface EngineRunResult extends DocumentPipelineResult {
  * (`queuedMs`, the wait for a worker, apart): the fan-out, every document, the merge of their
  * records and the transfer of the final `shared`.
  *
- * @throws Error when the run does not complete, or a selected document has no record.
+ * @throws Error when the run does not complete, or a selected document has no record;
+ *   QueueflowError `RUN_CANCELLED` when `signal` aborts (see {@link awaitRuns}).
  */
 export async function runDocumentPipelineOnEngine(
   engine: Engine,
@@ -57,6 +64,9 @@ export async function runDocumentPipelineOnEngine(
   const selection = toSelection(input);
   const docs = await expandSelection(selection); // the same list the batch's prep makes: for order and progress
   const params: BatchParams = { ...options.params, concurrency: options.concurrency ?? DEFAULT_CONCURRENCY };
+  if (options.signal?.aborted) {
+    throw new QueueflowError('RUN_CANCELLED', 'the document pipeline was cancelled before its run started', { cause: options.signal.reason });
+  }
   const started = performance.now();
   const handle = await engine.start(documents, createPipelineShared(selection), { params });
   options.onStart?.(handle.id);
@@ -75,7 +85,7 @@ export async function runDocumentPipelineOnEngine(
   const polling = options.onProgress ? poll() : Promise.resolve();
   let result;
   try {
-    result = await handle.result();
+    [result] = await awaitRuns(engine, [handle], options.signal);
   } finally {
     stopPolling.abort();
     await polling;

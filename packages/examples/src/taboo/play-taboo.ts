@@ -1,5 +1,6 @@
 import { nanoid } from 'nanoid';
-import type { Engine, JsonObject, RunResult } from '@queueflow/runtime';
+import { QueueflowError, type Engine, type JsonObject, type RunResult } from '@queueflow/runtime';
+import { awaitRuns } from '../utils/await-runs.js';
 import { DEFAULT_TURN_TIMEOUT_MS } from './hinter-agent.js';
 import { cardsFor } from './taboo-deck.js';
 import { tabooGuesser, tabooHinter } from './taboo-flows.js';
@@ -27,6 +28,11 @@ export interface PlayTabooOptions {
   guesser?: Pick<AgentParams, 'execMs' | 'markerDir'>;
   /** Called with the agents' run ids once both runs have started (engines only). */
   onStart?: (runs: { hinter: string; guesser: string }) => void;
+  /**
+   * Engines only: aborting it cancels both agents' runs and rejects once the cancels have been
+   * sent (e.g. on Ctrl-C), so the engine may be closed right after. `flow.run` cannot be stopped.
+   */
+  signal?: AbortSignal;
 }
 
 /** A finished game. */
@@ -59,7 +65,8 @@ export function createGuesserShared(): GuesserShared {
  * mailbox, and waits for both to finish. The agents only talk through their mailboxes, so the
  * same game runs in this process or with each agent's steps on any queueflow worker.
  *
- * @throws Error when an agent's run does not complete (its error says why).
+ * @throws Error when an agent's run does not complete (its error says why); QueueflowError
+ *   `RUN_CANCELLED` when `signal` aborts (see {@link awaitRuns}).
  * @example
  * ```ts
  * const game = await playTaboo({ words: ['apple', 'piano'] });                // flow.run, offline players
@@ -83,12 +90,15 @@ export async function playTaboo(options: PlayTabooOptions = {}): Promise<TabooGa
   let guesser: { shared: GuesserShared; runId?: string };
   const { engine } = options;
   if (engine) {
+    if (options.signal?.aborted) {
+      throw new QueueflowError('RUN_CANCELLED', "the game was cancelled before its agents' runs started", { cause: options.signal.reason });
+    }
     const [g, h] = [
       await engine.start(tabooGuesser, guesserShared, { params: asJson(guesserParams) }),
       await engine.start(tabooHinter, hinterShared, { params: asJson(hinterParams) }),
     ];
     options.onStart?.({ hinter: h.id, guesser: g.id });
-    const [hinterResult, guesserResult] = await Promise.all([h.result(), g.result()]);
+    const [hinterResult, guesserResult] = await awaitRuns(engine, [h, g], options.signal);
     hinter = { shared: completed('hinter', hinterResult), runId: h.id };
     guesser = { shared: completed('guesser', guesserResult), runId: g.id };
   } else {
