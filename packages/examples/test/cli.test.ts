@@ -20,4 +20,13 @@ describe.concurrent('pipeline and taboo command lines: clear errors', () => {
     expect(lines).toHaveLength(2); // the run's header, then the error
     expect(lines[1]).toBe(`error: cannot connect to Redis at ${NO_REDIS}: connect ECONNREFUSED 127.0.0.1:1`);
   });
+
+  const DECK = '(apple, piano, volcano, penguin, lighthouse, compass)';
+  it.each([
+    [['--words', ''], `error: option '--words <list>' argument '' is invalid. expected at least one word of the deck ${DECK}`],
+    [['--words', ' , '], `error: option '--words <list>' argument ' , ' is invalid. expected at least one word of the deck ${DECK}`],
+    [['--words', 'apple,banana'], `error: option '--words <list>' argument 'apple,banana' is invalid. no card 'banana' in the deck ${DECK}`],
+  ])('taboo %j: one line, exit 1, no game', async (args, expected) => {
+    expect(await runCli('taboo', args)).toEqual({ code: 1, stdout: '', stderr: `${expected}\n` });
+  });
 });

@@ -51,6 +51,8 @@ describe('Taboo rules', () => {
   it('cardsFor picks cards by word and names an unknown one', () => {
     expect(cardsFor(['Piano', 'apple']).map((c) => c.word)).toEqual(['piano', 'apple']);
     expect(() => cardsFor(['unicorn'])).toThrow(/no card 'unicorn' in the deck \(apple, piano/);
+    expect(cardsFor().map((c) => c.word)).toEqual(TABOO_DECK.map((c) => c.word));
+    expect(() => cardsFor([])).toThrow('expected `words` to name at least one card, got an empty list');
   });
 });
 

@@ -72,8 +72,7 @@ const program = new Command()
     'run on the queueflow workers using this Redis (redis:// or rediss://) instead of in this process; ' +
       'start them with: npx queueflow worker --flows packages/examples/dist/flows.js --redis <url>',
   )
-  .option('--prefix <prefix>', "with --redis: the workers' key prefix", '{qf}')
-  .showHelpAfterError();
+  .option('--prefix <prefix>', "with --redis: the workers' key prefix", '{qf}');
 
 async function main(): Promise<void> {
   const options = program.parse().opts<CliOptions>();

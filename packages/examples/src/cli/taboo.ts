@@ -8,7 +8,7 @@ import { Command, InvalidArgumentError, Option } from 'commander';
 import { LocalEngine, type Engine } from '@queueflow/runtime';
 import { RedisEngine } from '@queueflow/worker';
 import { formatTranscript, playTaboo } from '../taboo/play-taboo.js';
-import { TABOO_DECK } from '../taboo/taboo-deck.js';
+import { cardsFor, TABOO_DECK } from '../taboo/taboo-deck.js';
 import { tabooGuesser, tabooHinter } from '../taboo/taboo-flows.js';
 import type { Players } from '../taboo/types.js';
 import { llmConfigFromEnv } from '../utils/llm-client.js';
@@ -34,6 +34,20 @@ function positiveInteger(value: string): number {
   return parsed;
 }
 
+/** `--words`: a comma-separated list of cards of the deck, at least one. */
+function deckWords(value: string): string[] {
+  const words = value.split(',').map((w) => w.trim()).filter(Boolean);
+  if (words.length === 0) {
+    throw new InvalidArgumentError(`expected at least one word of the deck (${TABOO_DECK.map((c) => c.word).join(', ')})`);
+  }
+  try {
+    cardsFor(words);
+  } catch (error) {
+    throw new InvalidArgumentError((error as Error).message);
+  }
+  return words;
+}
+
 const program = new Command()
   .name('taboo')
   .description(
@@ -48,13 +62,10 @@ const program = new Command()
       'npx queueflow worker --flows packages/examples/dist/taboo/taboo-flows.js --redis <url>',
   )
   .option('--prefix <prefix>', "with --redis: the workers' key prefix", '{qf}')
-  .option('--words <list>', `the cards to play, comma-separated (deck: ${TABOO_DECK.map((c) => c.word).join(', ')})`, (v) =>
-    v.split(',').map((w) => w.trim()).filter(Boolean),
-  )
+  .option('--words <list>', `the cards to play, comma-separated (deck: ${TABOO_DECK.map((c) => c.word).join(', ')})`, deckWords)
   .option('--turns <n>', 'hints per card', positiveInteger, 3)
   .option('--offline', 'rule-based players even when an OpenAI-compatible endpoint is configured')
-  .option('--turn-timeout <ms>', 'how long an agent waits for the other before it ends the game', positiveInteger)
-  .showHelpAfterError();
+  .option('--turn-timeout <ms>', 'how long an agent waits for the other before it ends the game', positiveInteger);
 
 async function main(): Promise<void> {
   const options = program.parse().opts<CliOptions>();
@@ -70,8 +81,9 @@ async function main(): Promise<void> {
   } else {
     where = 'embedded (flow.run)';
   }
+  const cards = options.words?.length ?? TABOO_DECK.length;
   console.error(
-    `Taboo: ${options.words?.length ?? TABOO_DECK.length} cards, ${options.turns} hints each, ` +
+    `Taboo: ${cards} card${cards === 1 ? '' : 's'}, ${options.turns} hints each, ` +
       `${players === 'llm' ? `model players (${llmConfigFromEnv()!.model})` : 'rule-based players'}, ${where}`,
   );
   if (players === 'llm' && options.redis) console.error('The workers call the model with the OPENAI_* variables of their own environment.');

@@ -69,11 +69,12 @@ export const TABOO_DECK: readonly Card[] = [
 ];
 
 /**
- * The cards for `words` (in that order), or the whole deck.
- * @throws Error naming a word that is not in the deck.
+ * The cards for `words` (in that order), or the whole deck when `words` is undefined.
+ * @throws TypeError for an empty list (a game needs a card); Error naming a word that is not in the deck.
  */
 export function cardsFor(words?: readonly string[]): Card[] {
-  if (!words || words.length === 0) return TABOO_DECK.map((card) => structuredClone(card));
+  if (!words) return TABOO_DECK.map((card) => structuredClone(card));
+  if (words.length === 0) throw new TypeError('expected `words` to name at least one card, got an empty list');
   return words.map((word) => {
     const card = TABOO_DECK.find((c) => c.word === word.toLowerCase());
     if (!card) throw new Error(`no card '${word}' in the deck (${TABOO_DECK.map((c) => c.word).join(', ')})`);
