@@ -2,6 +2,9 @@
  * The built command lines' errors: one line, no stack, exit code 1, and no hang (each process
  * has a deadline; a hang fails the test). Needs no Redis: the Redis named here never answers.
  */
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { linesOf, runCli } from './cli-process.js';
 
@@ -28,5 +31,29 @@ describe.concurrent('pipeline and taboo command lines: clear errors', () => {
     [['--words', 'apple,banana'], `error: option '--words <list>' argument 'apple,banana' is invalid. no card 'banana' in the deck ${DECK}`],
   ])('taboo %j: one line, exit 1, no game', async (args, expected) => {
     expect(await runCli('taboo', args)).toEqual({ code: 1, stdout: '', stderr: `${expected}\n` });
+  });
+
+  it('pipeline --input takes a relative path from where npm was run (INIT_CWD), not from the package folder', async () => {
+    const home = mkdtempSync(path.join(tmpdir(), 'queueflow-cli-'));
+    try {
+      mkdirSync(path.join(home, 'docs'));
+      const env = { INIT_CWD: home };
+      expect(await runCli('pipeline', ['--input', './docs'], { env })).toEqual({
+        code: 1,
+        stdout: '',
+        stderr: `error: no .eml, .txt or .md files under ${path.join(home, 'docs')}\n`,
+      });
+      expect(await runCli('pipeline', ['--input', 'nowhere'], { env })).toEqual({
+        code: 1,
+        stdout: '',
+        stderr: `error: --input: not a directory: ${path.join(home, 'nowhere')}\n`,
+      });
+      // Run directly (no npm, no INIT_CWD): from the working directory.
+      expect((await runCli('pipeline', ['--input', 'docs'], { cwd: home })).stderr).toBe(
+        `error: no .eml, .txt or .md files under ${path.join(home, 'docs')}\n`,
+      );
+    } finally {
+      rmSync(home, { recursive: true, force: true });
+    }
   });
 });

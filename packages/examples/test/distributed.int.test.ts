@@ -96,9 +96,12 @@ describe('document pipeline: embedded and on RedisEngine with 2 worker processes
   });
 
   it('runs from the pipeline CLI with --redis: the same records in the JSONL file, and the report', async () => {
+    // As `npm run pipeline -w @queueflow/examples` run in `tmp`: the package folder as the working
+    // directory, and `tmp`, where a relative --out is written, as npm's INIT_CWD.
     const out = path.join(tmp, 'documents.jsonl');
-    const args = ['--import', 'tsx', CLI, '--redis', url, '--prefix', prefix, '--limit', '20', '--out', out, '--no-progress'];
-    const child = spawn(process.execPath, args, { cwd: EXAMPLES, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, NODE_NO_WARNINGS: '1' } });
+    const args = ['--import', 'tsx', CLI, '--redis', url, '--prefix', prefix, '--limit', '20', '--out', 'documents.jsonl', '--no-progress'];
+    const env = { ...process.env, NODE_NO_WARNINGS: '1', INIT_CWD: tmp };
+    const child = spawn(process.execPath, args, { cwd: EXAMPLES, stdio: ['ignore', 'pipe', 'pipe'], env });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
@@ -113,6 +116,7 @@ describe('document pipeline: embedded and on RedisEngine with 2 worker processes
     expect(stdout).toContain('queueflow document pipeline (distributed)');
     expect(stdout).toMatch(/Documents {8}20 {2}\(ok 20, failed 0/);
     expect(stdout).toContain('Merge conflicts  none');
+    expect(stdout).toContain(`Records          ${out}`);
     expect(stdout).toMatch(/Waiting {10}[\d.]+ s for a worker/);
     expect(stderr).toMatch(/Run \S+ started on redis:\/\/.+, prefix /);
   }, 60_000);

@@ -5,7 +5,6 @@
  * the same run goes to the workers started with `queueflow worker` on that Redis.
  */
 import { existsSync, statSync } from 'node:fs';
-import path from 'node:path';
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { DEFAULT_CONCURRENCY } from '../documents/document-pipeline.js';
 import { DEFAULT_PIPELINE_PARAMS, type DocumentSelection, type PipelineParams } from '../documents/types.js';
@@ -18,6 +17,7 @@ import { DEFAULT_SAMPLE_SIZE, listCorpus } from '../utils/spam-assassin-corpus.j
 import { runCommand } from './run-command.js';
 import { runDistributed } from './run-distributed.js';
 import { runEmbedded, type RunnerResult } from './run-embedded.js';
+import { resolveUserPath } from './user-path.js';
 
 interface CliOptions {
   all?: boolean;
@@ -56,8 +56,11 @@ const program = new Command()
       positiveInteger,
     ),
   )
-  .option('--input <dir>', "process your own .eml, .txt and .md files under <dir> instead of the corpus")
-  .option('--out <file>', 'where to write the records, one JSON object per line', 'out/documents.jsonl')
+  .option(
+    '--input <dir>',
+    'process your own .eml, .txt and .md files under <dir> instead of the corpus (a relative path is taken from where you ran npm)',
+  )
+  .option('--out <file>', 'where to write the records, one JSON object per line (relative: from where you ran npm)', 'out/documents.jsonl')
   .option(
     '--concurrency <n>',
     `documents in flight at once (default ${DEFAULT_CONCURRENCY}; with --redis, across all workers, default ${DEFAULT_DISTRIBUTED_CONCURRENCY})`,
@@ -79,9 +82,7 @@ async function main(): Promise<void> {
   const selection = selectDocuments(options);
   const docs = await expandSelection(selection);
   if (docs.length === 0) {
-    console.error(options.input ? `No .eml, .txt or .md files under ${options.input}` : 'No documents selected');
-    process.exitCode = 1;
-    return;
+    throw new Error(selection.source === 'files' ? `no .eml, .txt or .md files under ${selection.dir}` : 'no documents selected');
   }
   const distributed = options.redis !== undefined;
   if (options.llm && distributed) {
@@ -91,8 +92,8 @@ async function main(): Promise<void> {
   }
   const params: PipelineParams = { maxBytes: options.maxBytes, llmSummary: options.llm === true };
   const concurrency = options.concurrency ?? (distributed ? DEFAULT_DISTRIBUTED_CONCURRENCY : DEFAULT_CONCURRENCY);
-  const what = options.input
-    ? `${docs.length} files from ${path.resolve(options.input)}`
+  const what = selection.source === 'files'
+    ? `${docs.length} files from ${selection.dir}`
     : `${docs.length} of the corpus's ${listCorpus().length} emails${options.all ? '' : ' (a fixed sample; --all for every one)'}`;
   console.error(
     `queueflow document pipeline: ${what}, ${distributed ? 'on queueflow workers' : 'embedded'}, concurrency ${concurrency}`,
@@ -104,7 +105,7 @@ async function main(): Promise<void> {
     ? await runDistributed(selection, { ...runner, redisUrl: options.redis!, prefix: options.prefix })
     : await runEmbedded(selection, runner);
 
-  const out = path.resolve(options.out);
+  const out = resolveUserPath(options.out);
   await writeJsonl(out, result.records);
   const report = buildReport(result.records, result.elapsedMs, options.slowest);
   console.log(
@@ -118,8 +119,8 @@ async function main(): Promise<void> {
 /** The documents as a small descriptor: the batch expands it, so `shared` stays small. */
 function selectDocuments(options: CliOptions): DocumentSelection {
   if (options.input) {
-    const dir = path.resolve(options.input);
-    if (!existsSync(dir) || !statSync(dir).isDirectory()) program.error(`--input: not a directory: ${dir}`);
+    const dir = resolveUserPath(options.input);
+    if (!existsSync(dir) || !statSync(dir).isDirectory()) program.error(`error: --input: not a directory: ${dir}`);
     return { source: 'files', dir, limit: options.limit ?? null };
   }
   return { source: 'spam-assassin', limit: options.all ? null : (options.limit ?? DEFAULT_SAMPLE_SIZE) };
