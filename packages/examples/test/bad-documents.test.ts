@@ -3,7 +3,8 @@
  * failure record with a code and a reason, the good documents next to them get their records,
  * and the batch runs to the end.
  */
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -79,6 +80,9 @@ const EXPECTED: Record<string, string> = {
   'notes.md': 'ok',
   'plain.txt': 'ok',
   'legacy-latin1.txt': 'ok',
+  // Entries with a document's name that are not files: listed, and failed with the reason.
+  'named-pipe.eml': 'UNREADABLE',
+  'dangling-link.txt': 'UNREADABLE',
 };
 
 describe('bad documents', () => {
@@ -129,6 +133,8 @@ describe('bad documents', () => {
       'legacy-latin1.txt': Buffer.from('Caf\xe9 cr\xe8me for everyone at the meeting on Friday afternoon.\n', 'latin1'),
     };
     for (const [name, content] of Object.entries(files)) writeFileSync(path.join(dir, name), content);
+    execFileSync('mkfifo', [path.join(dir, 'named-pipe.eml')]); // reading it would block: it must never be opened
+    symlinkSync('moved-away.txt', path.join(dir, 'dangling-link.txt'));
     const docs = [...(await listLocalFiles(dir)), missing];
     result = await runDocumentPipeline(docs, { concurrency: 4, params: { llmSummary: true } });
     byId = new Map(result.records.map((record) => [record.id, record]));
@@ -167,6 +173,19 @@ describe('bad documents', () => {
     expect(byId.get('missing.eml')?.failure).toMatchObject({ stage: 'parse', code: 'UNREADABLE' });
   });
 
+  it('lists a FIFO and a symbolic link to nothing, and fails each with what it is', () => {
+    expect(byId.get('named-pipe.eml')?.failure).toEqual({
+      stage: 'parse',
+      code: 'UNREADABLE',
+      reason: `not a regular file but a FIFO (named pipe): ${path.join(dir, 'named-pipe.eml')}`,
+    });
+    expect(byId.get('dangling-link.txt')?.failure).toEqual({
+      stage: 'parse',
+      code: 'UNREADABLE',
+      reason: `a symbolic link to nothing: ${path.join(dir, 'dangling-link.txt')} -> moved-away.txt`,
+    });
+  });
+
   it('rejects a huge file without reading it', () => {
     expect(byId.get('huge.eml')?.failure?.reason).toMatch(/over the limit of 1048576 bytes/);
     expect(byId.get('huge.eml')?.bytes).toBeNull();
@@ -192,6 +211,6 @@ describe('bad documents', () => {
     expect(report.failures.map((f) => f.id).sort()).toEqual(
       result.records.filter((r) => r.status === 'failed').map((r) => r.id).sort(),
     );
-    expect(report.failuresByCode).toEqual({ EMPTY: 2, BINARY: 2, TRUNCATED: 3, TOO_LARGE: 1, MALFORMED: 2, NO_TEXT: 1, UNREADABLE: 1 });
+    expect(report.failuresByCode).toEqual({ EMPTY: 2, BINARY: 2, TRUNCATED: 3, TOO_LARGE: 1, MALFORMED: 2, NO_TEXT: 1, UNREADABLE: 3 });
   });
 });
