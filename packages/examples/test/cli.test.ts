@@ -56,4 +56,17 @@ describe.concurrent('pipeline and taboo command lines: clear errors', () => {
       rmSync(home, { recursive: true, force: true });
     }
   });
+
+  it.each(['pipeline', 'taboo'] as const)('%s --prefix: needs --redis, and may not be empty', async (name) => {
+    expect(await runCli(name, ['--prefix', 'mine'])).toEqual({
+      code: 1,
+      stdout: '',
+      stderr: "error: --prefix is the workers' key prefix: it needs --redis\n",
+    });
+    expect(await runCli(name, ['--redis', NO_REDIS, '--prefix', ''])).toEqual({
+      code: 1,
+      stdout: '',
+      stderr: "error: option '--prefix <prefix>' argument '' is invalid. the prefix is empty: give the workers' key prefix, e.g. '{qf}'\n",
+    });
+  });
 });

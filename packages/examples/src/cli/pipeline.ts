@@ -14,6 +14,7 @@ import { buildReport } from '../report/pipeline-report.js';
 import { llmConfigFromEnv } from '../utils/llm-client.js';
 import { expandSelection } from '../utils/document-selection.js';
 import { DEFAULT_SAMPLE_SIZE, listCorpus } from '../utils/spam-assassin-corpus.js';
+import { checkPrefixNeedsRedis, keyPrefix } from './prefix-option.js';
 import { runCommand } from './run-command.js';
 import { runDistributed } from './run-distributed.js';
 import { runEmbedded, type RunnerResult } from './run-embedded.js';
@@ -75,10 +76,11 @@ const program = new Command()
     'run on the queueflow workers using this Redis (redis:// or rediss://) instead of in this process; ' +
       'start them with: npx queueflow worker --flows packages/examples/dist/flows.js --redis <url>',
   )
-  .option('--prefix <prefix>', "with --redis: the workers' key prefix", '{qf}');
+  .option('--prefix <prefix>', "with --redis: the workers' key prefix", keyPrefix, '{qf}');
 
 async function main(): Promise<void> {
   const options = program.parse().opts<CliOptions>();
+  checkPrefixNeedsRedis(program, options.redis);
   const selection = selectDocuments(options);
   const docs = await expandSelection(selection);
   if (docs.length === 0) {

@@ -13,6 +13,7 @@ import { tabooGuesser, tabooHinter } from '../taboo/taboo-flows.js';
 import type { Players } from '../taboo/types.js';
 import { llmConfigFromEnv } from '../utils/llm-client.js';
 import { redactUrl } from './redact-url.js';
+import { checkPrefixNeedsRedis, keyPrefix } from './prefix-option.js';
 import { CommandExit, runCommand } from './run-command.js';
 
 interface CliOptions {
@@ -61,7 +62,7 @@ const program = new Command()
     'run the agents on the queueflow workers using this Redis; start them with: ' +
       'npx queueflow worker --flows packages/examples/dist/taboo/taboo-flows.js --redis <url>',
   )
-  .option('--prefix <prefix>', "with --redis: the workers' key prefix", '{qf}')
+  .option('--prefix <prefix>', "with --redis: the workers' key prefix", keyPrefix, '{qf}')
   .option('--words <list>', `the cards to play, comma-separated (deck: ${TABOO_DECK.map((c) => c.word).join(', ')})`, deckWords)
   .option('--turns <n>', 'hints per card', positiveInteger, 3)
   .option('--offline', 'rule-based players even when an OpenAI-compatible endpoint is configured')
@@ -69,6 +70,7 @@ const program = new Command()
 
 async function main(): Promise<void> {
   const options = program.parse().opts<CliOptions>();
+  checkPrefixNeedsRedis(program, options.redis);
   const players: Players = !options.offline && llmConfigFromEnv() !== null ? 'llm' : 'rules';
   let engine: Engine | undefined;
   let where: string;
