@@ -12,8 +12,8 @@ import { cardsFor, TABOO_DECK } from '../taboo/taboo-deck.js';
 import { tabooGuesser, tabooHinter } from '../taboo/taboo-flows.js';
 import type { Players } from '../taboo/types.js';
 import { llmConfigFromEnv } from '../utils/llm-client.js';
-import { redactUrl } from './redact-url.js';
 import { checkPrefixNeedsRedis, keyPrefix } from './prefix-option.js';
+import { redactUrl } from './redact-url.js';
 import { CommandExit, runCommand } from './run-command.js';
 
 interface CliOptions {
