@@ -169,7 +169,14 @@ export class RedisEngine implements Engine {
       const onError = this.options.onError ?? (() => {});
       const redis = createRedis(this.options.connection, 'client', onError);
       const subscriber = createRedis(this.options.connection, 'subscriber', onError);
-      await Promise.all([connect(redis), connect(subscriber)]);
+      try {
+        await Promise.all([connect(redis), connect(subscriber)]);
+      } catch (error) {
+        // Nothing keeps retrying behind the caller's back: the next call opens new connections.
+        redis.disconnect();
+        subscriber.disconnect();
+        throw error;
+      }
       const queue = new StepQueue(redis, this.keys, onError, { client: true });
       const stores = createStores(redis, this.keys, { ...this.settings, wake: (jobIds) => queue.promote(jobIds) });
       const events = new RunEvents(subscriber, this.keys.events(), (id) => stores.runs.resultIfEnded(id));

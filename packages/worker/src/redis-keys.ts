@@ -74,6 +74,7 @@ const PREFIX = /^[^\s:]+$/;
 /** Checks a configured prefix; adds the default hash tag when the prefix has none. */
 export function normalizePrefix(prefix: string | undefined, source = 'prefix'): string {
   const value = prefix ?? '{qf}';
+  if (value === '') throw new TypeError(`expected \`${source}\` to be a non-empty string, got an empty string`);
   if (typeof value !== 'string' || !PREFIX.test(value)) {
     throw new TypeError(`expected \`${source}\` to be a string without spaces or ':', got \`${String(value)}\``);
   }

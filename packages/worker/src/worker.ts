@@ -77,7 +77,13 @@ export async function startWorker(options: WorkerOptions): Promise<QueueflowWork
 
   const redis = createRedis(options.connection, 'worker', onError);
   const subscriber = createRedis(options.connection, 'subscriber', onError);
-  await Promise.all([connect(redis), connect(subscriber)]);
+  try {
+    await Promise.all([connect(redis), connect(subscriber)]);
+  } catch (error) {
+    redis.disconnect();
+    subscriber.disconnect();
+    throw error;
+  }
   await checkRedisConfig(redis);
   const queue = new StepQueue(redis, keys, onError);
   const stores = createStores(redis, keys, { ...settings, wake: (jobIds) => queue.promote(jobIds) });
