@@ -4,12 +4,12 @@
  * and output are checked exactly; bad input must fail with an error naming the bad value, write
  * nothing to Redis, and never hang (every process is killed after a deadline, failing the test).
  */
-import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunInfo, RunResult } from '@queueflow/runtime';
 import { RedisEngine } from '@queueflow/worker';
+import { startScript, type CliOutput, type CliProcess } from '../support/cli-process.js';
 import { keysUnder } from '../support/redis-prefix.js';
 import { deletePrefix, redisUrl, testPrefix } from '../support/test-redis.js';
 import { untilRun, waitFor } from '../support/wait-for.js';
@@ -23,47 +23,14 @@ const MISSING_FLOWS = fileURLToPath(new URL('./no-such-flows.js', import.meta.ur
 /** A run id as the engine makes them (nanoid). */
 const RUN_ID = /^[\w-]{21}$/;
 
-interface CliOutput {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-/** A `queueflow` process: its output so far, and its end. */
-interface CliProcess {
-  output(): CliOutput;
-  signal(signal: NodeJS.Signals): void;
-  /** Resolves with the exit code and output. @throws Error with the output after `timeoutMs` (it is killed). */
-  exited: Promise<CliOutput>;
-}
-
 /**
  * Starts `queueflow <args>` in a process of its own (no `--import tsx`: the CLI loads a `.ts`
- * flows module through tsx itself).
+ * flows module through tsx itself), killed after `timeoutMs`.
  */
 function startQueueflow(args: string[], timeoutMs = 10_000): CliProcess {
   const env: NodeJS.ProcessEnv = { ...process.env, NODE_NO_WARNINGS: '1' };
   delete env.REDIS_URL; // every command names its Redis with --redis
-  const child = spawn(process.execPath, [CLI, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-  const exited = new Promise<CliOutput>((resolve, reject) => {
-    const timer = setTimeout(() => {
-      child.kill('SIGKILL');
-      reject(new Error(`queueflow ${args.join(' ')} did not exit within ${timeoutMs} ms\nstdout: ${stdout}\nstderr: ${stderr}`));
-    }, timeoutMs);
-    child.once('error', (error) => {
-      clearTimeout(timer);
-      reject(error);
-    });
-    child.once('close', (code, signal) => {
-      clearTimeout(timer);
-      resolve({ code: code ?? (signal ? -1 : null), stdout, stderr });
-    });
-  });
-  return { output: () => ({ code: child.exitCode, stdout, stderr }), signal: (signal) => child.kill(signal), exited };
+  return startScript(CLI, args, { env, timeoutMs });
 }
 
 /** Runs `queueflow <args>` to its end. @throws Error with the output when it has not exited after `timeoutMs`. */

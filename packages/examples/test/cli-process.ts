@@ -1,23 +1,10 @@
-import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { startScript, type CliOutput, type CliProcess } from '../../../tests/support/cli-process.js';
 
 /** The examples package's folder: the working directory `npm run -w @queueflow/examples` gives. */
 export const EXAMPLES_DIR = fileURLToPath(new URL('..', import.meta.url));
 
-/** What a command line left: its exit code and output. */
-export interface CliOutput {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-/** A command line of this package running: its output so far, and its end. */
-export interface CliProcess {
-  output(): CliOutput;
-  signal(signal: NodeJS.Signals): void;
-  /** Resolves once it has exited. @throws Error with the output so far after `timeoutMs` (it is killed). */
-  exited: Promise<CliOutput>;
-}
+export type { CliOutput, CliProcess } from '../../../tests/support/cli-process.js';
 
 export interface CliOptions {
   /** @defaultValue {@link EXAMPLES_DIR} */
@@ -37,27 +24,7 @@ export function startCli(name: 'pipeline' | 'taboo', args: string[], options: Cl
   for (const key of ['REDIS_URL', 'INIT_CWD', 'OPENAI_BASE_URL', 'OPENAI_API_KEY', 'OPENAI_MODEL']) delete env[key];
   Object.assign(env, options.env);
   const script = fileURLToPath(new URL(`../dist/cli/${name}.js`, import.meta.url));
-  const child = spawn(process.execPath, [script, ...args], { cwd: options.cwd ?? EXAMPLES_DIR, stdio: ['ignore', 'pipe', 'pipe'], env });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-  const timeoutMs = options.timeoutMs ?? 15_000;
-  const exited = new Promise<CliOutput>((resolve, reject) => {
-    const timer = setTimeout(() => {
-      child.kill('SIGKILL');
-      reject(new Error(`${name} ${args.join(' ')} did not exit within ${timeoutMs} ms\nstdout: ${stdout}\nstderr: ${stderr}`));
-    }, timeoutMs);
-    child.once('error', (error) => {
-      clearTimeout(timer);
-      reject(error);
-    });
-    child.once('exit', (code, signal) => {
-      clearTimeout(timer);
-      resolve({ code: code ?? (signal ? -1 : null), stdout, stderr });
-    });
-  });
-  return { output: () => ({ code: child.exitCode, stdout, stderr }), signal: (signal) => child.kill(signal), exited };
+  return startScript(script, args, { cwd: options.cwd ?? EXAMPLES_DIR, env, timeoutMs: options.timeoutMs ?? 15_000 });
 }
 
 /** Runs the built command line `name` to its end (see {@link startCli}). */

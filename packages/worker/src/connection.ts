@@ -90,6 +90,19 @@ export async function connect(redis: Redis): Promise<void> {
   }
 }
 
+/**
+ * Connects every one of `connections`; should one fail, disconnects them all (so none keeps
+ * retrying behind the caller) and throws as {@link connect} does.
+ */
+export async function connectAll(connections: Redis[]): Promise<void> {
+  try {
+    await Promise.all(connections.map(connect));
+  } catch (error) {
+    for (const redis of connections) redis.disconnect();
+    throw error;
+  }
+}
+
 /** Where `redis` connects, as a URL without the password. */
 function serverOf(redis: Redis): string {
   const { host, port, path, username, db, tls } = redis.options;

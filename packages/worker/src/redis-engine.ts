@@ -14,7 +14,7 @@ import {
   type RunResult,
 } from '@queueflow/runtime';
 import { checkAddress, checkMessageBody, checkRunInput, encodeCheckpoint, FlowRegistry, initialCheckpoint } from '@queueflow/runtime/interpreter';
-import { connect, createRedis, type ConnectionOption } from './connection.js';
+import { connectAll, createRedis, type ConnectionOption } from './connection.js';
 import { RedisKeys, normalizePrefix } from './redis-keys.js';
 import { RunEvents } from './run-events.js';
 import { StepQueue } from './step-queue.js';
@@ -169,14 +169,7 @@ export class RedisEngine implements Engine {
       const onError = this.options.onError ?? (() => {});
       const redis = createRedis(this.options.connection, 'client', onError);
       const subscriber = createRedis(this.options.connection, 'subscriber', onError);
-      try {
-        await Promise.all([connect(redis), connect(subscriber)]);
-      } catch (error) {
-        // Nothing keeps retrying behind the caller's back: the next call opens new connections.
-        redis.disconnect();
-        subscriber.disconnect();
-        throw error;
-      }
+      await connectAll([redis, subscriber]); // on failure, the next call opens new ones
       const queue = new StepQueue(redis, this.keys, onError, { client: true });
       const stores = createStores(redis, this.keys, { ...this.settings, wake: (jobIds) => queue.promote(jobIds) });
       const events = new RunEvents(subscriber, this.keys.events(), (id) => stores.runs.resultIfEnded(id));

@@ -1,7 +1,7 @@
 import { Worker } from 'bullmq';
 import type { FlowsOption } from '@queueflow/runtime';
 import { FlowRegistry, invalidOption } from '@queueflow/runtime/interpreter';
-import { checkRedisConfig, connect, createRedis, type ConnectionOption } from './connection.js';
+import { checkRedisConfig, connectAll, createRedis, type ConnectionOption } from './connection.js';
 import { RedisKeys, normalizePrefix } from './redis-keys.js';
 import { stepBackoff } from './retry-step.js';
 import { parseEvent } from './run-events.js';
@@ -77,13 +77,7 @@ export async function startWorker(options: WorkerOptions): Promise<QueueflowWork
 
   const redis = createRedis(options.connection, 'worker', onError);
   const subscriber = createRedis(options.connection, 'subscriber', onError);
-  try {
-    await Promise.all([connect(redis), connect(subscriber)]);
-  } catch (error) {
-    redis.disconnect();
-    subscriber.disconnect();
-    throw error;
-  }
+  await connectAll([redis, subscriber]);
   await checkRedisConfig(redis);
   const queue = new StepQueue(redis, keys, onError);
   const stores = createStores(redis, keys, { ...settings, wake: (jobIds) => queue.promote(jobIds) });
