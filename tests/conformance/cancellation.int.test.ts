@@ -194,6 +194,7 @@ describe.each(engines)('%s: cancellation', (name) => {
     await engine.cancel(queued.id);
     const result = await within(queued.result(), 5000, 'the queued run was not cancelled while the only slot was busy');
     expect(result.status).toBe('cancelled');
+    expect((await engine.get(queued.id))?.startedAt).toBeUndefined(); // it never started
     gates.get(blocker)!.open();
     expect((await busy.result()).status).toBe('completed');
     await engine.run(done, {}); // the slot has taken (and dropped) the queued step by now

@@ -2,7 +2,7 @@
  * The built command lines' errors: one line, no stack, exit code 1, and no hang (each process
  * has a deadline; a hang fails the test). Needs no Redis: the Redis named here never answers.
  */
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -46,8 +46,12 @@ describe.concurrent('pipeline and taboo command lines: clear errors', () => {
       expect(await runCli('pipeline', ['--input', 'nowhere'], { env })).toEqual({
         code: 1,
         stdout: '',
-        stderr: `error: --input: not a directory: ${path.join(home, 'nowhere')}\n`,
+        stderr: `error: --input: no such directory: ${path.join(home, 'nowhere')}\n`,
       });
+      writeFileSync(path.join(home, 'a-file.txt'), 'not a folder');
+      expect((await runCli('pipeline', ['--input', 'a-file.txt'], { env })).stderr).toBe(
+        `error: --input: not a directory: ${path.join(home, 'a-file.txt')}\n`,
+      );
       // Run directly (no npm, no INIT_CWD): from the working directory.
       expect((await runCli('pipeline', ['--input', 'docs'], { cwd: home })).stderr).toBe(
         `error: no .eml, .txt or .md files under ${path.join(home, 'docs')}\n`,

@@ -24,6 +24,7 @@ export { FlowRegistry, isFlowDefinition } from './engine/flow-definition.js';
 export { diffShared, mergePatches, type PatchOperation } from './engine/merge-patches.js';
 export { checkRunInput, encodeCheckpoint, runErrorOf } from './engine/run-input.js';
 export { jsonCopy } from './engine/json.js';
+export { newRunId } from './engine/run-id.js';
 export { systemClock } from './engine/clock.js';
 export type { NodeRuntime } from './engine/node-runtime.js';
 export { warn } from './core/warnings.js';

@@ -3,6 +3,7 @@ import { Command, InvalidArgumentError, Option } from 'commander';
 import { toMermaid, type FlowDefinition, type Json, type JsonObject, type RunResult, type RunStatus } from '@queueflow/runtime';
 import { loadFlows } from './load-flows.js';
 import { RedisEngine } from './redis-engine.js';
+import { throttledLog } from './throttled-log.js';
 import { startWorker } from './worker.js';
 
 /**
@@ -17,7 +18,8 @@ const program = new Command()
 
 const redisOption = (): Option =>
   new Option('--redis <url>', 'Redis URL (redis:// or rediss://)').env('REDIS_URL').default('redis://127.0.0.1:6379');
-const prefixOption = (): Option => new Option('--prefix <prefix>', 'key prefix shared by clients and workers').default('{qf}');
+const DEFAULT_PREFIX = '{qf}';
+const prefixOption = (): Option => new Option('--prefix <prefix>', 'key prefix shared by clients and workers').default(DEFAULT_PREFIX);
 
 program
   .command('worker')
@@ -30,15 +32,19 @@ program
   .option('--stalled-interval <ms>', 'how often to look for stalled steps, in ms (default: half the lock duration)', positiveInteger)
   .action(async (options: { flows: string; redis: string; prefix: string; concurrency: number; lockDuration?: number; stalledInterval?: number }) => {
     const flows = await loadFlows(options.flows);
+    // Before it is ready, a failed start is reported once, by the error startWorker throws.
+    let ready = false;
+    const logError = throttledLog((line) => console.error(`queueflow worker ${process.pid}: ${line}`), 10_000);
     const worker = await startWorker({
       connection: options.redis,
-      onError: (error) => console.error(`queueflow worker ${process.pid}: ${error.message}`),
+      onError: (error) => ready && logError(error.message),
       flows,
       prefix: options.prefix,
       concurrency: options.concurrency,
       ...(options.lockDuration ? { lockDurationMs: options.lockDuration } : {}),
       ...(options.stalledInterval ? { stalledIntervalMs: options.stalledInterval } : {}),
     });
+    ready = true;
     const names = flows.map((f) => f.name).join(', ');
     console.log(`queueflow worker ${process.pid}: ready (flows: ${names}; concurrency ${options.concurrency})`);
     let stopping = false;
@@ -216,7 +222,8 @@ async function awaitResult(engine: RedisEngine, runId: string, options: { flows?
     );
   }, QUEUED_HINT_MS);
   const interrupted = (): void => {
-    console.error(`\ninterrupted: run ${runId} goes on without this command; \`queueflow cancel ${runId}\` stops it`);
+    const prefix = options.prefix === DEFAULT_PREFIX ? '' : ` --prefix '${options.prefix}'`;
+    console.error(`\ninterrupted: run ${runId} goes on without this command; \`queueflow cancel ${runId}${prefix}\` stops it`);
     process.exit(130);
   };
   process.once('SIGINT', interrupted);

@@ -13,7 +13,7 @@ import {
   type RunOptions,
   type RunResult,
 } from '@queueflow/runtime';
-import { checkAddress, checkMessageBody, checkRunInput, encodeCheckpoint, FlowRegistry, initialCheckpoint } from '@queueflow/runtime/interpreter';
+import { checkAddress, checkMessageBody, checkRunInput, newRunId, encodeCheckpoint, FlowRegistry, initialCheckpoint } from '@queueflow/runtime/interpreter';
 import { connectAll, createRedis, type ConnectionOption } from './connection.js';
 import { RedisKeys, normalizePrefix } from './redis-keys.js';
 import { RunEvents } from './run-events.js';
@@ -89,7 +89,7 @@ export class RedisEngine implements Engine {
     const { checkpoint, target } = initialCheckpoint(graph, input.shared, input.params);
     const encoded = encodeCheckpoint(checkpoint, this.settings.maxCheckpointBytes);
     const { stores, queue, events } = await this.connect();
-    const id = nanoid();
+    const id = newRunId();
     await stores.runs.create({ id, flow: graph.flowName, fingerprint: graph.fingerprint, checkpoint: encoded, target, now: Date.now() });
     try {
       await queue.addStep(id, 0, target);

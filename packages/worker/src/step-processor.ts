@@ -286,7 +286,7 @@ export class StepProcessor {
     } catch (error) {
       problem = `this worker cannot build flow '${run.flow}' of run '${run.id}': ${(error as Error).message}`;
     }
-    await this.stores.runs.noteRefusal(run.id, `${new Date().toISOString()} ${problem}`);
+    await this.stores.runs.noteRefusal(run.id, `${problem} (at ${new Date().toISOString()})`);
     if (!this.refusalsWarned.has(run.id)) {
       if (this.refusalsWarned.size >= 1000) this.refusalsWarned.clear();
       this.refusalsWarned.add(run.id);

@@ -122,7 +122,8 @@ async function main(): Promise<void> {
 function selectDocuments(options: CliOptions): DocumentSelection {
   if (options.input) {
     const dir = resolveUserPath(options.input);
-    if (!existsSync(dir) || !statSync(dir).isDirectory()) program.error(`error: --input: not a directory: ${dir}`);
+    if (!existsSync(dir)) program.error(`error: --input: no such directory: ${dir}`);
+    if (!statSync(dir).isDirectory()) program.error(`error: --input: not a directory: ${dir}`);
     return { source: 'files', dir, limit: options.limit ?? null };
   }
   return { source: 'spam-assassin', limit: options.all ? null : (options.limit ?? DEFAULT_SAMPLE_SIZE) };

@@ -1,4 +1,4 @@
-import { nanoid } from 'nanoid';
+import { newRunId } from './run-id.js';
 import { checkOptionalPositiveInteger } from '../core/validate-options.js';
 import { recordOfRunError, type ErrorRecord } from '../errors/error-record.js';
 import { QueueflowError } from '../errors/queueflow-error.js';
@@ -160,7 +160,7 @@ export class LocalEngine implements Engine {
     const now = this.clock.now();
     const run: LocalRun = {
       // A fan-out child is named as on RedisEngine (fan-out.lua): `<parent id>.<parent step>.<index>`.
-      id: parent ? `${parent.id}.${parent.step}.${parent.index}` : nanoid(),
+      id: parent ? `${parent.id}.${parent.step}.${parent.index}` : newRunId(),
       flow: graph.flowName,
       graph,
       status: 'queued',

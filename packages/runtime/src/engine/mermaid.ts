@@ -13,7 +13,8 @@ export interface MermaidOptions {
 /**
  * The graph of a flow as a Mermaid flowchart (https://mermaid.js.org/syntax/flowchart.html),
  * for docs and debugging. Node labels are the stable ids that runs report as `currentNode`
- * (see `defineFlow`), with the kind when it is not a plain node; each Flow is a subgraph;
+ * (see `defineFlow`), the root's the flow's name, with the kind when it is not a plain node; each
+ * Flow is a subgraph;
  * edges carry their action, unlabelled for `"default"`; `start` points at the root's start node.
  *
  * @param flow - a FlowDefinition (its `build` is called once) or a node or flow object.
@@ -37,7 +38,9 @@ export function toMermaid(flow: FlowDefinition | BaseNode<any, any>, options: Me
     if (placed.has(node.id)) return;
     placed.add(node.id);
     const ref = mermaidId.get(node.id)!;
-    const label = escapeLabel(node.kind === 'node' ? node.id : `${node.id} (${node.kind})`);
+    // The root, unless named, is labelled with the flow's name rather than its id (`Flow#0`).
+    const name = node.id === graph.rootId && node.template.name === undefined ? graph.flowName : node.id;
+    const label = escapeLabel(node.kind === 'node' ? name : `${name} (${node.kind})`);
     if (node.start === undefined) {
       lines.push(`${indent}${ref}["${label}"]`);
       return;

@@ -18,7 +18,6 @@ end
 -- keys: { run, errors, conflicts, fanOut, outcomes, reserved }
 local function finish(keys, runId, status, now, retention, channel)
   redis.call('HSET', keys[1], 'status', status, 'finishedAt', now, 'updatedAt', now)
-  redis.call('HSETNX', keys[1], 'startedAt', now)
   local ttl = tonumber(retention)
   if ttl and ttl > 0 then
     for _, key in ipairs(keys) do redis.call('EXPIRE', key, ttl) end
