@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -27,6 +27,11 @@ export interface RedisServerOptions {
    * then carries the credentials (`redis://user:password@…`).
    */
   aclUser?: { name: string; password: string };
+  /**
+   * Serve TLS only, with this certificate and key (PEM files), clients not asked for one; `url`
+   * is then `rediss://…`, trusted by clients that trust `caFile`.
+   */
+  tls?: { certFile: string; keyFile: string; caFile: string };
 }
 
 /** A free TCP port on 127.0.0.1. */
@@ -47,8 +52,12 @@ export async function startRedisServer(options: RedisServerOptions = {}): Promis
   const dir = mkdtempSync(join(tmpdir(), 'queueflow-redis-'));
   const { aclUser } = options;
   const credentials = aclUser ? `${encodeURIComponent(aclUser.name)}:${encodeURIComponent(aclUser.password)}@` : '';
-  const url = `redis://${credentials}127.0.0.1:${port}`;
-  const args = ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--save', '', '--maxmemory-policy', 'noeviction'];
+  const { tls } = options;
+  const url = `${tls ? 'rediss' : 'redis'}://${credentials}127.0.0.1:${port}`;
+  const listen = tls
+    ? ['--port', '0', '--tls-port', String(port), '--tls-cert-file', tls.certFile, '--tls-key-file', tls.keyFile, '--tls-ca-cert-file', tls.caFile, '--tls-auth-clients', 'no']
+    : ['--port', String(port)];
+  const args = [...listen, '--bind', '127.0.0.1', '--dir', dir, '--save', '', '--maxmemory-policy', 'noeviction'];
   if (options.appendOnly) args.push('--appendonly', 'yes', '--appendfsync', 'always');
   else args.push('--appendonly', 'no');
   if (aclUser) args.push('--user', 'default', 'off', '--user', aclUser.name, 'on', `>${aclUser.password}`, '~*', '&*', '+@all');
@@ -57,7 +66,7 @@ export async function startRedisServer(options: RedisServerOptions = {}): Promis
   const launch = async (): Promise<void> => {
     child = spawn('redis-server', args, { stdio: 'ignore' });
     child.once('error', () => {});
-    await waitUntilPing(url);
+    await waitUntilPing(url, tls ? { ca: readFileSync(tls.caFile) } : undefined);
   };
   const kill = async (): Promise<void> => {
     const current = child;
@@ -81,10 +90,10 @@ export async function startRedisServer(options: RedisServerOptions = {}): Promis
   };
 }
 
-async function waitUntilPing(url: string): Promise<void> {
+async function waitUntilPing(url: string, tls?: { ca: Buffer }): Promise<void> {
   const deadline = Date.now() + 10_000;
   for (;;) {
-    const redis = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+    const redis = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null, ...(tls ? { tls } : {}) });
     redis.on('error', () => {});
     try {
       await redis.connect();

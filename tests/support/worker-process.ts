@@ -11,6 +11,8 @@ export interface WorkerProcessOptions {
   concurrency?: number;
   lockDurationMs?: number;
   stalledIntervalMs?: number;
+  /** Added to this process's environment. */
+  env?: NodeJS.ProcessEnv;
 }
 
 /** A `queueflow worker` running in its own process, as a user would start it. */
@@ -30,7 +32,7 @@ export async function spawnWorker(options: WorkerProcessOptions): Promise<Worker
   if (options.concurrency) args.push('--concurrency', String(options.concurrency));
   if (options.lockDurationMs) args.push('--lock-duration', String(options.lockDurationMs));
   if (options.stalledIntervalMs) args.push('--stalled-interval', String(options.stalledIntervalMs));
-  const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, NODE_NO_WARNINGS: '1' } });
+  const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, NODE_NO_WARNINGS: '1', ...options.env } });
   let output = '';
   const exited = new Promise<number | string>((resolve) => child.once('exit', (code, signal) => resolve(code ?? signal ?? -1)));
   await new Promise<void>((resolve, reject) => {
