@@ -64,8 +64,13 @@ export async function startRedisServer(options: RedisServerOptions = {}): Promis
   let child: ChildProcess | undefined;
 
   const launch = async (): Promise<void> => {
-    child = spawn('redis-server', args, { stdio: 'ignore' });
-    child.once('error', () => {});
+    const started = spawn('redis-server', args, { stdio: 'ignore' });
+    started.once('error', () => {});
+    // Should the test process end without stop() (a hook timed out), the server goes with it.
+    const killOnExit = (): void => void started.kill('SIGKILL');
+    process.once('exit', killOnExit);
+    started.once('exit', () => process.off('exit', killOnExit));
+    child = started;
     await waitUntilPing(url, tls ? { ca: readFileSync(tls.caFile) } : undefined);
   };
   const kill = async (): Promise<void> => {
