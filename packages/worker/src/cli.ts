@@ -4,6 +4,7 @@ import { toMermaid, type FlowDefinition, type Json, type JsonObject, type RunRes
 import { loadFlows } from './load-flows.js';
 import { RedisEngine } from './redis-engine.js';
 import { throttledLog } from './throttled-log.js';
+import { isFinal } from './stored-run.js';
 import { startWorker } from './worker.js';
 
 /**
@@ -175,7 +176,7 @@ program
     const engine = openEngine(options);
     try {
       const info = await engine.get(runId);
-      if (info && ['completed', 'failed', 'cancelled'].includes(info.status)) {
+      if (info && isFinal(info.status)) {
         console.log(`run ${runId} has already ended (${info.status}): nothing to cancel`);
         return;
       }
