@@ -57,7 +57,8 @@ export interface QueueflowWorker {
  * Starts a worker that takes steps of the given flows from Redis. Workers are stateless: start
  * as many as you like, anywhere; any of them may die at any moment.
  *
- * @throws TypeError for invalid options; the connection error when Redis is unreachable.
+ * @throws TypeError for invalid options; QueueflowError `REDIS_UNAVAILABLE` (naming the server and
+ *   the reason) when Redis cannot be reached, with every connection it opened closed again.
  * @example
  * ```ts
  * const worker = await startWorker({ connection: 'redis://127.0.0.1:6379', flows: [review], concurrency: 4 });
