@@ -98,7 +98,17 @@ describe('queueflow run, status, wait, cancel, send, graph with a worker', () =>
   });
 
   it('run prints the RunResult (completed, final shared, last action) and exits 0', async () => {
-    const out = await queueflow(['run', 'cli-greet', '--flows', FLOWS, ...at(prefix), '--shared', '{"name":"Ada"}', '--params', '{"greeting":"Hello"}']);
+    const out = await queueflow([
+      'run',
+      'cli-greet',
+      '--flows',
+      FLOWS,
+      ...at(prefix),
+      '--shared',
+      '{"name":"Ada"}',
+      '--params',
+      '{"greeting":"Hello"}',
+    ]);
     const result = parsed<RunResult>(out);
     expect(result).toEqual({
       id: expect.stringMatching(RUN_ID),
@@ -110,7 +120,17 @@ describe('queueflow run, status, wait, cancel, send, graph with a worker', () =>
   });
 
   it('run of a failing flow prints status failed with the error and exits 1', async () => {
-    const out = await queueflow(['run', 'cli-fail', '--flows', FLOWS, ...at(prefix), '--shared', '{"before":true}', '--params', '{"reason":"bad input"}']);
+    const out = await queueflow([
+      'run',
+      'cli-fail',
+      '--flows',
+      FLOWS,
+      ...at(prefix),
+      '--shared',
+      '{"before":true}',
+      '--params',
+      '{"reason":"bad input"}',
+    ]);
     const result = parsed<RunResult>(out);
     expect(result).toEqual({
       id: expect.stringMatching(RUN_ID),
@@ -122,7 +142,18 @@ describe('queueflow run, status, wait, cancel, send, graph with a worker', () =>
   });
 
   it('run --detach prints only the run id; status prints its RunInfo; wait prints its result', async () => {
-    const detached = await queueflow(['run', 'cli-greet', '--flows', FLOWS, ...at(prefix), '--detach', '--shared', '{"name":"Bo"}', '--params', '{"greeting":"Hi"}']);
+    const detached = await queueflow([
+      'run',
+      'cli-greet',
+      '--flows',
+      FLOWS,
+      ...at(prefix),
+      '--detach',
+      '--shared',
+      '{"name":"Bo"}',
+      '--params',
+      '{"greeting":"Hi"}',
+    ]);
     expect(detached).toEqual({ code: 0, stdout: expect.stringMatching(/^[0-9A-Za-z]{21}\n$/), stderr: '' });
     const id = detached.stdout.trim();
 
@@ -136,7 +167,12 @@ describe('queueflow run, status, wait, cancel, send, graph with a worker', () =>
     const waited = await queueflow(['wait', id, ...at(prefix)]);
     expect(waited).toEqual({
       code: 0,
-      stdout: pretty({ id, status: 'completed', shared: { name: 'Bo', text: 'Hi, Bo!', visited: ['greet', 'sign'] }, lastAction: 'signed' }),
+      stdout: pretty({
+        id,
+        status: 'completed',
+        shared: { name: 'Bo', text: 'Hi, Bo!', visited: ['greet', 'sign'] },
+        lastAction: 'signed',
+      }),
       stderr: '',
     });
 
@@ -145,32 +181,71 @@ describe('queueflow run, status, wait, cancel, send, graph with a worker', () =>
     expect(done.stderr).toBe('');
     expectJsonOutput(done);
     const info = parsed<RunInfo>(done);
-    expect(info).toMatchObject({ id, flow: 'cli-greet', status: 'completed', steps: 2, attempts: 0, lastAction: 'signed', errors: [], conflicts: [] });
+    expect(info).toMatchObject({
+      id,
+      flow: 'cli-greet',
+      status: 'completed',
+      steps: 2,
+      attempts: 0,
+      lastAction: 'signed',
+      errors: [],
+      conflicts: [],
+    });
     expect(info.shared).toEqual({ name: 'Bo', text: 'Hi, Bo!', visited: ['greet', 'sign'] });
     expect(info.finishedAt).toBeGreaterThanOrEqual(info.createdAt);
     expect(info).toEqual(JSON.parse(JSON.stringify(await engine.get(id))));
   });
 
   it('cancel of a run parked on a mailbox: wait then reports it cancelled and exits 1', async () => {
-    const detached = await queueflow(['run', 'cli-hold', '--flows', FLOWS, ...at(prefix), '--detach', '--params', '{"address":"cancel-desk"}']);
+    const detached = await queueflow([
+      'run',
+      'cli-hold',
+      '--flows',
+      FLOWS,
+      ...at(prefix),
+      '--detach',
+      '--params',
+      '{"address":"cancel-desk"}',
+    ]);
     expect(detached.code, detached.stderr).toBe(0);
     const id = detached.stdout.trim();
     await untilRun(engine, id, 'the run to park on its mailbox', (info) => info.status === 'waiting');
 
-    expect(await queueflow(['cancel', id, ...at(prefix)])).toEqual({ code: 0, stdout: `cancel requested for run ${id}\n`, stderr: '' });
-    expect(await queueflow(['wait', id, ...at(prefix)])).toEqual({ code: 1, stdout: pretty({ id, status: 'cancelled', shared: {} }), stderr: '' });
+    expect(await queueflow(['cancel', id, ...at(prefix)])).toEqual({
+      code: 0,
+      stdout: `cancel requested for run ${id}\n`,
+      stderr: '',
+    });
+    expect(await queueflow(['wait', id, ...at(prefix)])).toEqual({
+      code: 1,
+      stdout: pretty({ id, status: 'cancelled', shared: {} }),
+      stderr: '',
+    });
     const status = await queueflow(['status', id, ...at(prefix)]);
     expect(status.code, status.stderr).toBe(0);
     expect(parsed<RunInfo>(status)).toMatchObject({ id, flow: 'cli-hold', status: 'cancelled', steps: 0 });
   });
 
   it('send releases a run waiting on that address', async () => {
-    const detached = await queueflow(['run', 'cli-hold', '--flows', FLOWS, ...at(prefix), '--detach', '--params', '{"address":"send-desk"}']);
+    const detached = await queueflow([
+      'run',
+      'cli-hold',
+      '--flows',
+      FLOWS,
+      ...at(prefix),
+      '--detach',
+      '--params',
+      '{"address":"send-desk"}',
+    ]);
     expect(detached.code, detached.stderr).toBe(0);
     const id = detached.stdout.trim();
     await untilRun(engine, id, 'the run to park on its mailbox', (info) => info.status === 'waiting');
 
-    expect(await queueflow(['send', 'send-desk', '{"answer":42,"by":"cli"}', ...at(prefix)])).toEqual({ code: 0, stdout: 'sent to send-desk\n', stderr: '' });
+    expect(await queueflow(['send', 'send-desk', '{"answer":42,"by":"cli"}', ...at(prefix)])).toEqual({
+      code: 0,
+      stdout: 'sent to send-desk\n',
+      stderr: '',
+    });
     expect(await queueflow(['wait', id, ...at(prefix)])).toEqual({
       code: 0,
       stdout: pretty({ id, status: 'completed', shared: { got: { answer: 42, by: 'cli' } }, lastAction: 'released' }),
@@ -179,7 +254,9 @@ describe('queueflow run, status, wait, cancel, send, graph with a worker', () =>
   });
 
   it('cancel of a run that has ended says so and leaves it as it is', async () => {
-    const done = parsed<RunResult>(await queueflow(['run', 'cli-greet', '--flows', FLOWS, ...at(prefix), '--shared', '{"name":"Bo"}']));
+    const done = parsed<RunResult>(
+      await queueflow(['run', 'cli-greet', '--flows', FLOWS, ...at(prefix), '--shared', '{"name":"Bo"}']),
+    );
     expect(await queueflow(['cancel', done.id, ...at(prefix)])).toEqual({
       code: 0,
       stdout: `run ${done.id} has already ended (completed): nothing to cancel\n`,
@@ -199,7 +276,11 @@ describe('queueflow run, status, wait, cancel, send, graph with a worker', () =>
       '  n1 -->|"greeted"| n2',
       '',
     ].join('\n');
-    expect(await queueflow(['graph', 'cli-greet', '--flows', FLOWS])).toEqual({ code: 0, stdout: expected, stderr: '' });
+    expect(await queueflow(['graph', 'cli-greet', '--flows', FLOWS])).toEqual({
+      code: 0,
+      stdout: expected,
+      stderr: '',
+    });
     expect(await queueflow(['graph', 'cli-greet', '--flows', FLOWS, '--direction', 'LR'])).toEqual({
       code: 0,
       stdout: expected.replace('flowchart TD', 'flowchart LR'),
@@ -214,10 +295,17 @@ describe('queueflow run with no worker', () => {
   afterAll(() => engine.close());
 
   it('says after 10 s that no worker has taken the run; Ctrl-C leaves the run queued and says how to cancel it', async () => {
-    const cli = startQueueflow(['run', 'cli-greet', '--flows', FLOWS, ...at(prefix), '--shared', '{"name":"Cy"}'], 30_000);
-    const hint = await waitFor('the queued hint', () => (/still queued/.test(cli.output().stderr) ? cli.output().stderr : undefined), {
-      timeoutMs: 25_000,
-    });
+    const cli = startQueueflow(
+      ['run', 'cli-greet', '--flows', FLOWS, ...at(prefix), '--shared', '{"name":"Cy"}'],
+      30_000,
+    );
+    const hint = await waitFor(
+      'the queued hint',
+      () => (/still queued/.test(cli.output().stderr) ? cli.output().stderr : undefined),
+      {
+        timeoutMs: 25_000,
+      },
+    );
     const id = /^run (\S+) started\n/.exec(hint)![1]!;
     expect(hint).toBe(
       `run ${id} started\n` +
@@ -226,7 +314,11 @@ describe('queueflow run with no worker', () => {
     cli.signal('SIGINT');
     const out = await cli.exited;
     expect(out.code).toBe(130);
-    expect(out.stderr.endsWith(`\ninterrupted: run ${id} goes on without this command; \`queueflow cancel ${id} --prefix '${prefix}'\` stops it\n`)).toBe(true);
+    expect(
+      out.stderr.endsWith(
+        `\ninterrupted: run ${id} goes on without this command; \`queueflow cancel ${id} --prefix '${prefix}'\` stops it\n`,
+      ),
+    ).toBe(true);
     expect((await engine.get(id))?.status).toBe('queued');
     await engine.cancel(id);
   }, 40_000);
@@ -247,11 +339,38 @@ describe('queueflow list', () => {
   beforeAll(async () => {
     worker = await spawnWorker({ flows: FLOWS, redisUrl: redisUrl(), prefix, concurrency: 2 });
     // Three runs, one after the other (newest last): completed, failed, parked on a mailbox.
-    const greet = await queueflow(['run', 'cli-greet', '--flows', FLOWS, ...at(prefix), '--shared', '{"name":"Cy"}', '--params', '{"greeting":"Yo"}']);
+    const greet = await queueflow([
+      'run',
+      'cli-greet',
+      '--flows',
+      FLOWS,
+      ...at(prefix),
+      '--shared',
+      '{"name":"Cy"}',
+      '--params',
+      '{"greeting":"Yo"}',
+    ]);
     ids.greet = parsed<RunResult>(greet).id;
-    const fail = await queueflow(['run', 'cli-fail', '--flows', FLOWS, ...at(prefix), '--params', '{"reason":"listed"}']);
+    const fail = await queueflow([
+      'run',
+      'cli-fail',
+      '--flows',
+      FLOWS,
+      ...at(prefix),
+      '--params',
+      '{"reason":"listed"}',
+    ]);
     ids.fail = parsed<RunResult>(fail).id;
-    const hold = await queueflow(['run', 'cli-hold', '--flows', FLOWS, ...at(prefix), '--detach', '--params', '{"address":"list-desk"}']);
+    const hold = await queueflow([
+      'run',
+      'cli-hold',
+      '--flows',
+      FLOWS,
+      ...at(prefix),
+      '--detach',
+      '--params',
+      '{"address":"list-desk"}',
+    ]);
     ids.hold = hold.stdout.trim();
     await untilRun(engine, ids.hold, 'the run to park on its mailbox', (info) => info.status === 'waiting');
   }, 30_000);
@@ -266,7 +385,11 @@ describe('queueflow list', () => {
     expect(expected[0]).toMatch(/  cli-hold  waiting    steps 0  /);
     expect(expected[1]).toMatch(/  cli-fail  failed     steps 0  .*Z  boom: listed$/);
     expect(expected[2]).toMatch(/  cli-greet  completed  steps 2  /);
-    expect(await queueflow(['list', ...at(prefix)])).toEqual({ code: 0, stdout: `${expected.join('\n')}\n`, stderr: '' });
+    expect(await queueflow(['list', ...at(prefix)])).toEqual({
+      code: 0,
+      stdout: `${expected.join('\n')}\n`,
+      stderr: '',
+    });
   });
 
   it('--status keeps the runs with that status; --limit keeps the newest', async () => {
@@ -296,7 +419,9 @@ describe('queueflow list', () => {
     );
     expect(badLimit.code).toBe(1);
     expect(badLimit.stdout).toBe('');
-    expect(firstLine(badLimit.stderr)).toBe("error: option '--limit <n>' argument '0' is invalid. expected an integer from 1 and up, got '0'");
+    expect(firstLine(badLimit.stderr)).toBe(
+      "error: option '--limit <n>' argument '0' is invalid. expected an integer from 1 and up, got '0'",
+    );
   });
 });
 
@@ -317,7 +442,9 @@ describe.concurrent('queueflow with bad input: a clear error, a non-zero exit, n
     expect(out.code).toBe(1);
     expect(out.stdout).toBe('');
     // The rest of the line is V8's JSON.parse message.
-    expect(firstLine(out.stderr)).toMatch(/^error: option '--shared <json>' argument 'not json' is invalid\. not JSON: .+/);
+    expect(firstLine(out.stderr)).toMatch(
+      /^error: option '--shared <json>' argument 'not json' is invalid\. not JSON: .+/,
+    );
     expect(out.stderr).toContain('Usage: queueflow run [options] <flow>');
     expect(await keysUnder(redis, prefix)).toEqual([]);
   });
@@ -330,10 +457,14 @@ describe.concurrent('queueflow with bad input: a clear error, a non-zero exit, n
     ]);
     expect(array.code).toBe(1);
     expect(array.stdout).toBe('');
-    expect(firstLine(array.stderr)).toBe("error: option '--shared <json>' argument '[1]' is invalid. expected a JSON object");
+    expect(firstLine(array.stderr)).toBe(
+      "error: option '--shared <json>' argument '[1]' is invalid. expected a JSON object",
+    );
     expect(nullParams.code).toBe(1);
     expect(nullParams.stdout).toBe('');
-    expect(firstLine(nullParams.stderr)).toBe("error: option '--params <json>' argument 'null' is invalid. expected a JSON object");
+    expect(firstLine(nullParams.stderr)).toBe(
+      "error: option '--params <json>' argument 'null' is invalid. expected a JSON object",
+    );
     expect(await keysUnder(redis, prefix)).toEqual([]);
   });
 
@@ -342,10 +473,15 @@ describe.concurrent('queueflow with bad input: a clear error, a non-zero exit, n
     const [zero, abc] = await Promise.all(
       ['0', 'abc'].map((value) => queueflow(['worker', '--flows', FLOWS, ...at(prefix), '--concurrency', value])),
     );
-    for (const [out, value] of [[zero!, '0'], [abc!, 'abc']] as const) {
+    for (const [out, value] of [
+      [zero!, '0'],
+      [abc!, 'abc'],
+    ] as const) {
       expect(out.code).toBe(1);
       expect(out.stdout).toBe('');
-      expect(firstLine(out.stderr)).toBe(`error: option '--concurrency <n>' argument '${value}' is invalid. expected an integer from 1 and up, got '${value}'`);
+      expect(firstLine(out.stderr)).toBe(
+        `error: option '--concurrency <n>' argument '${value}' is invalid. expected an integer from 1 and up, got '${value}'`,
+      );
       expect(out.stderr).toContain('Usage: queueflow worker [options]');
     }
     expect(await keysUnder(redis, prefix)).toEqual([]);
@@ -360,7 +496,9 @@ describe.concurrent('queueflow with bad input: a clear error, a non-zero exit, n
     for (const out of [run, worker]) {
       expect(out.code).toBe(1);
       expect(out.stdout).toBe('');
-      expect(out.stderr).toBe(`queueflow: cannot import flows module '${MISSING_FLOWS}': no such file under ${process.cwd()}\n`);
+      expect(out.stderr).toBe(
+        `queueflow: cannot import flows module '${MISSING_FLOWS}': no such file under ${process.cwd()}\n`,
+      );
     }
     expect(await keysUnder(redis, prefix)).toEqual([]);
   });
@@ -403,7 +541,9 @@ describe.concurrent('queueflow with bad input: a clear error, a non-zero exit, n
     const out = await queueflow(['send', 'desk', 'not json', ...at(prefix)]);
     expect(out.code).toBe(1);
     expect(out.stdout).toBe('');
-    expect(firstLine(out.stderr)).toMatch(/^error: command-argument value 'not json' is invalid for argument 'json'\. not JSON: .+/);
+    expect(firstLine(out.stderr)).toMatch(
+      /^error: command-argument value 'not json' is invalid for argument 'json'\. not JSON: .+/,
+    );
     expect(out.stderr).toContain('Usage: queueflow send [options] <address> <json>');
     expect(await keysUnder(redis, prefix)).toEqual([]);
   });
@@ -415,9 +555,21 @@ describe.concurrent('queueflow with bad input: a clear error, a non-zero exit, n
       queueflow(['wait', 'no-such-run', ...at(prefix)], 8_000),
       queueflow(['cancel', 'no-such-run', ...at(prefix)]),
     ]);
-    expect(status).toEqual({ code: 1, stdout: '', stderr: `queueflow: no run 'no-such-run' under prefix '${prefix}' (never started, or expired)\n` });
-    expect(wait).toEqual({ code: 1, stdout: '', stderr: `queueflow: no run 'no-such-run' under prefix '${prefix}' (never started, or expired)\n` });
-    expect(cancel).toEqual({ code: 1, stdout: '', stderr: `queueflow: no run 'no-such-run' under prefix '${prefix}'\n` });
+    expect(status).toEqual({
+      code: 1,
+      stdout: '',
+      stderr: `queueflow: no run 'no-such-run' under prefix '${prefix}' (never started, or expired)\n`,
+    });
+    expect(wait).toEqual({
+      code: 1,
+      stdout: '',
+      stderr: `queueflow: no run 'no-such-run' under prefix '${prefix}' (never started, or expired)\n`,
+    });
+    expect(cancel).toEqual({
+      code: 1,
+      stdout: '',
+      stderr: `queueflow: no run 'no-such-run' under prefix '${prefix}'\n`,
+    });
     expect(await keysUnder(redis, prefix)).toEqual([]);
   });
 

@@ -216,7 +216,8 @@ describe.each(engines)('%s: cancellation', (name) => {
     await engine.cancel(handle.id);
     const result = await within(handle.result(), 10_000, 'the cancelled parent did not end');
     expect(result.status).toBe('cancelled');
-    for (const id of children) expect((await within(engine.result(id), 10_000, `child ${id} did not end`)).status).toBe('cancelled');
+    for (const id of children)
+      expect((await within(engine.result(id), 10_000, `child ${id} did not end`)).status).toBe('cancelled');
     for (const id of children) await until(id, `child ${id} to be cancelled`, (info) => info.status === 'cancelled');
     expect(abortCodes.of(token)).toEqual(['RUN_CANCELLED', 'RUN_CANCELLED', 'RUN_CANCELLED']);
     expect(after.count(token)).toBe(0);

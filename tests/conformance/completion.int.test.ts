@@ -123,7 +123,9 @@ describe('RedisEngine: results from run events, records with a retention', () =>
 
   it('result() of a run id that does not exist rejects with RUN_NOT_FOUND instead of waiting forever', async () => {
     const { engine } = await setup('unknown-result', { flows });
-    await expect(within(engine.result('no-such-run'), 10_000, 'result() hung for an unknown run id')).rejects.toMatchObject({
+    await expect(
+      within(engine.result('no-such-run'), 10_000, 'result() hung for an unknown run id'),
+    ).rejects.toMatchObject({
       code: 'RUN_NOT_FOUND',
     });
   });
@@ -134,7 +136,9 @@ describe('RedisEngine: results from run events, records with a retention', () =>
     const { engine, connection } = await setup('thousand', { flows, url, concurrency: 50 });
     const myId = Number(await connection.client('ID'));
     const connections = async (): Promise<{ all: number; queueflow: number }> => {
-      const lines = ((await connection.client('LIST')) as string).split('\n').filter((line) => line.includes(` db=${DB} `));
+      const lines = ((await connection.client('LIST')) as string)
+        .split('\n')
+        .filter((line) => line.includes(` db=${DB} `));
       const others = lines.filter((line) => !line.startsWith(`id=${myId} `));
       return { all: others.length, queueflow: others.filter((line) => / name=queueflow:/.test(line)).length };
     };
@@ -201,7 +205,9 @@ describe('RedisEngine: results from run events, records with a retention', () =>
     });
     const result = await engine.run(double, { n: 3 });
     expect((await engine.list()).map((info) => info.id)).toEqual([result.id]);
-    await waitFor('the record to expire', async () => (await engine.get(result.id)) === undefined, { timeoutMs: 10_000 });
+    await waitFor('the record to expire', async () => (await engine.get(result.id)) === undefined, {
+      timeoutMs: 10_000,
+    });
     expect(await engine.list()).toEqual([]);
   });
 });

@@ -50,7 +50,9 @@ export class FakeClock implements Clock {
   /** Moves time on by `ms`, firing the timers that fall due, earliest first. */
   advance(ms: number): void {
     this.time += ms;
-    const due = [...this.timers.entries()].filter(([, timer]) => timer.at <= this.time).sort((a, b) => a[1].at - b[1].at);
+    const due = [...this.timers.entries()]
+      .filter(([, timer]) => timer.at <= this.time)
+      .sort((a, b) => a[1].at - b[1].at);
     for (const [id, timer] of due) {
       this.timers.delete(id);
       timer.callback();

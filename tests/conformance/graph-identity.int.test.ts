@@ -72,8 +72,15 @@ describe('RedisEngine: graph identity across workers', () => {
   const setup = useRedisHarness();
 
   it('a worker with another graph shape refuses the step; a worker with the matching code completes the run', async () => {
-    const { engine, worker, until, connection, keys } = await setup('identity', { flows: [v1], workers: 0, concurrency: 1 });
-    const fingerprints = { v1: compileGraph('deployed', v1.build()).fingerprint, v2: compileGraph('deployed', v2.build()).fingerprint };
+    const { engine, worker, until, connection, keys } = await setup('identity', {
+      flows: [v1],
+      workers: 0,
+      concurrency: 1,
+    });
+    const fingerprints = {
+      v1: compileGraph('deployed', v1.build()).fingerprint,
+      v2: compileGraph('deployed', v2.build()).fingerprint,
+    };
     expect(fingerprints.v1).not.toBe(fingerprints.v2);
 
     const token = 'mid-run';
@@ -88,7 +95,9 @@ describe('RedisEngine: graph identity across workers', () => {
     gates.get(token)!.open();
     await leaving;
 
-    const refusal = await waitFor('the v2 worker to refuse the step', () => connection.hget(keys.run(handle.id), 'refusal'));
+    const refusal = await waitFor('the v2 worker to refuse the step', () =>
+      connection.hget(keys.run(handle.id), 'refusal'),
+    );
     expect(refusal).toContain("flow 'deployed'");
     expect(refusal).toContain(fingerprints.v1);
     expect(refusal).toContain(fingerprints.v2);
@@ -113,7 +122,9 @@ describe('RedisEngine: graph identity across workers', () => {
     const { engine, worker, connection, keys } = await setup('identity-missing', { flows: [v1], workers: 0 });
     const stranger = await worker({ flows: [other] });
     const handle = await engine.start(v1, { token: 'unknown-here' });
-    const refusal = await waitFor('the worker to refuse the step', () => connection.hget(keys.run(handle.id), 'refusal'));
+    const refusal = await waitFor('the worker to refuse the step', () =>
+      connection.hget(keys.run(handle.id), 'refusal'),
+    );
     expect(refusal).toContain("'deployed'");
     expect(await engine.get(handle.id)).toMatchObject({ status: 'queued', steps: 0, refusal });
     expect(visits.count('unknown-here')).toBe(0);

@@ -76,9 +76,17 @@ class Client {
 
 const rejected: { what: string; shared: Record<string, unknown>; params?: Record<string, unknown>; path: RegExp }[] = [
   { what: 'a function in shared', shared: { client: () => 'x' }, path: /shared\.client is a function/ },
-  { what: 'a class instance in shared', shared: { db: { client: new Client() } }, path: /shared\.db\.client is a Client/ },
+  {
+    what: 'a class instance in shared',
+    shared: { db: { client: new Client() } },
+    path: /shared\.db\.client is a Client/,
+  },
   { what: 'NaN in shared', shared: { scores: [1, Number.NaN] }, path: /shared\.scores\[1\] is NaN/ },
-  { what: 'undefined in an array of shared', shared: { list: ['a', undefined] }, path: /shared\.list\[1\] is undefined/ },
+  {
+    what: 'undefined in an array of shared',
+    shared: { list: ['a', undefined] },
+    path: /shared\.list\[1\] is undefined/,
+  },
   { what: 'a function in params', shared: {}, params: { onDone: () => {} }, path: /params\.onDone is a function/ },
   { what: 'a Date in params', shared: {}, params: { since: new Date(0) }, path: /params\.since is a Date/ },
 ];
@@ -86,9 +94,19 @@ const rejected: { what: string; shared: Record<string, unknown>; params?: Record
 const failing = [
   { what: 'puts a function in shared', flow: sharedFunction, node: 'puts', path: /shared\.bad is a function/ },
   { what: 'puts a Date in shared', flow: sharedDate, node: 'puts', path: /shared\.bad is a Date/ },
-  { what: 'returns a Map inside its prep result', flow: prepMap, node: 'load', path: /prep result of 'load'.*\.handle is a Map/ },
+  {
+    what: 'returns a Map inside its prep result',
+    flow: prepMap,
+    node: 'load',
+    path: /prep result of 'load'.*\.handle is a Map/,
+  },
   { what: 'returns NaN from exec', flow: execNaN, node: 'calc', path: /exec result of 'calc'.* is NaN/ },
-  { what: 'returns an array with a hole from exec', flow: execHole, node: 'calc', path: /exec result of 'calc'.*\[1\] is undefined/ },
+  {
+    what: 'returns an array with a hole from exec',
+    flow: execHole,
+    node: 'calc',
+    path: /exec result of 'calc'.*\[1\] is undefined/,
+  },
 ];
 
 describe.each(engines)('%s: the JSON boundary', (name) => {

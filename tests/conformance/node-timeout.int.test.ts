@@ -38,7 +38,11 @@ class Slow extends Node<S> {
     throw reason;
   }
   override execFallback(token: string, error: Error): unknown {
-    fallbacks.add(token, { currentRetry: this.currentRetry, message: error.message, code: (error as { code?: string }).code });
+    fallbacks.add(token, {
+      currentRetry: this.currentRetry,
+      message: error.message,
+      code: (error as { code?: string }).code,
+    });
     if (!this.fallback) throw error;
     return 'fallback';
   }
@@ -47,8 +51,14 @@ class Slow extends Node<S> {
   }
 }
 
-const retried = defineFlow('timeout-retried', () => new Flow(new Slow({ name: 'slow', maxRetries: 2, timeoutMs: 200 }, 1)));
-const fellBack = defineFlow('timeout-fallback', () => new Flow(new Slow({ name: 'slow', maxRetries: 2, timeoutMs: 200 }, undefined, true)));
+const retried = defineFlow(
+  'timeout-retried',
+  () => new Flow(new Slow({ name: 'slow', maxRetries: 2, timeoutMs: 200 }, 1)),
+);
+const fellBack = defineFlow(
+  'timeout-fallback',
+  () => new Flow(new Slow({ name: 'slow', maxRetries: 2, timeoutMs: 200 }, undefined, true)),
+);
 const failed = defineFlow('timeout-failed', () => new Flow(new Slow({ name: 'slow', maxRetries: 2, timeoutMs: 200 })));
 const flows = [retried, fellBack, failed];
 

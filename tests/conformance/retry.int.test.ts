@@ -85,18 +85,33 @@ const one = (name: string, node: () => Node<S>) => defineFlow(name, () => new Fl
 const allFail = one('all-fail', () => new Flaky({ name: 'flaky', maxRetries: 3 }));
 const fallsBack = one('falls-back', () => new Flaky({ name: 'flaky', maxRetries: 3 }, { fallback: 'fallback' }));
 const thirdTime = one('third-time', () => new Flaky({ name: 'flaky', maxRetries: 3 }, { succeedOn: 2 }));
-const jittered = one('jittered', () =>
-  new Flaky({ name: 'jittered', maxRetries: 4, wait: 0.05, backoff: { type: 'exponential', jitter: 0.5 } }, { succeedOn: 3 }),
+const jittered = one(
+  'jittered',
+  () =>
+    new Flaky(
+      { name: 'jittered', maxRetries: 4, wait: 0.05, backoff: { type: 'exponential', jitter: 0.5 } },
+      { succeedOn: 3 },
+    ),
 );
-const capped = one('capped', () =>
-  new Flaky({ name: 'capped', maxRetries: 4, wait: 0.02, backoff: { type: 'exponential', maxDelayMs: 50 } }, { succeedOn: 3 }),
+const capped = one(
+  'capped',
+  () =>
+    new Flaky(
+      { name: 'capped', maxRetries: 4, wait: 0.02, backoff: { type: 'exponential', maxDelayMs: 50 } },
+      { succeedOn: 3 },
+    ),
 );
 const slowRetry = one('slow-retry', () => new Flaky({ name: 'slow', maxRetries: 2, wait: 3 }, { succeedOn: 1 }));
 const quick = one('quick', () => new Quick({ name: 'quick' }));
 // Whole seconds, for the LocalEngine clock tests: no real time passes there.
 const allFailWaiting = one('all-fail-waiting', () => new Flaky({ name: 'flaky', maxRetries: 3, wait: 2 }));
-const jitteredSeconds = one('jittered-seconds', () =>
-  new Flaky({ name: 'jittered', maxRetries: 4, wait: 1, backoff: { type: 'exponential', jitter: 0.5 } }, { succeedOn: 3 }),
+const jitteredSeconds = one(
+  'jittered-seconds',
+  () =>
+    new Flaky(
+      { name: 'jittered', maxRetries: 4, wait: 1, backoff: { type: 'exponential', jitter: 0.5 } },
+      { succeedOn: 3 },
+    ),
 );
 const flows = [allFail, fallsBack, thirdTime, jittered, capped, slowRetry, quick, allFailWaiting, jitteredSeconds];
 

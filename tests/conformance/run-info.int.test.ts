@@ -82,7 +82,14 @@ describe.each(engines)('%s: run info', (name) => {
     gates.set(token, gate());
     const handle = await engine.start(holdsSecond, { token });
     const queued = await engine.get(handle.id);
-    expect(queued).toMatchObject({ id: handle.id, flow: 'holds-second', status: 'queued', currentNode: 'one', steps: 0, attempts: 0 });
+    expect(queued).toMatchObject({
+      id: handle.id,
+      flow: 'holds-second',
+      status: 'queued',
+      currentNode: 'one',
+      steps: 0,
+      attempts: 0,
+    });
     expect(queued?.createdAt).toEqual(expect.any(Number));
     expect(queued?.startedAt).toBeUndefined();
     expect(queued?.finishedAt).toBeUndefined();
@@ -93,7 +100,12 @@ describe.each(engines)('%s: run info', (name) => {
     await busy.result();
     await waitFor("step 'two' to be in exec", () => execs.of(token).includes('two'));
     const running = await engine.get(handle.id);
-    expect(running).toMatchObject({ status: 'running', currentNode: 'two', steps: 1, shared: { token, visited: ['one'] } });
+    expect(running).toMatchObject({
+      status: 'running',
+      currentNode: 'two',
+      steps: 1,
+      shared: { token, visited: ['one'] },
+    });
     expect(running?.startedAt).toBeGreaterThanOrEqual(running!.createdAt);
     expect(running?.finishedAt).toBeUndefined();
 
@@ -101,7 +113,12 @@ describe.each(engines)('%s: run info', (name) => {
     gates.get(token)!.open();
     expect(await handle.result()).toMatchObject({ status: 'completed', lastAction: 'default' });
     const completed = await engine.get(handle.id);
-    expect(completed).toMatchObject({ status: 'completed', steps: 3, lastAction: 'default', shared: { visited: ['one', 'two', 'three'] } });
+    expect(completed).toMatchObject({
+      status: 'completed',
+      steps: 3,
+      lastAction: 'default',
+      shared: { visited: ['one', 'two', 'three'] },
+    });
     expect(completed?.currentNode).toBeUndefined();
     expect(completed?.error).toBeUndefined();
     expectTimings(completed);
@@ -126,7 +143,12 @@ describe.each(engines)('%s: run info', (name) => {
     expect(result.status).toBe('failed');
     expect(result.error).toMatchObject({ node: 'boom', attempts: 3, message: 'boom 2' });
     const info = await engine.get(result.id);
-    expect(info).toMatchObject({ status: 'failed', steps: 1, attempts: 3, error: { node: 'boom', attempts: 3, message: 'boom 2' } });
+    expect(info).toMatchObject({
+      status: 'failed',
+      steps: 1,
+      attempts: 3,
+      error: { node: 'boom', attempts: 3, message: 'boom 2' },
+    });
     expect(info?.shared).toEqual({ token: `failed-${name}`, visited: ['one'] });
     expect(info?.currentNode).toBeUndefined();
     expect(info?.errors.map((e) => e.attempt)).toEqual([0, 1, 2]);

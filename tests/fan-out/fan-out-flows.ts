@@ -8,7 +8,15 @@
  * connection per URL, on first use.
  */
 import { Redis } from 'ioredis';
-import { defineFlow, Flow, Node, ParallelBatchFlow, ParallelBatchNode, type ItemOutcome, type JsonObject } from '@queueflow/runtime';
+import {
+  defineFlow,
+  Flow,
+  Node,
+  ParallelBatchFlow,
+  ParallelBatchNode,
+  type ItemOutcome,
+  type JsonObject,
+} from '@queueflow/runtime';
 
 type Shared = Record<string, any>;
 
@@ -66,7 +74,10 @@ class Gather extends ParallelBatchFlow<Shared, ProbeParams> {
   }
 }
 
-export const spread = defineFlow('fo-spread', () => new Gather(new ReportPid({ name: 'report-pid' }), { name: 'gather' }));
+export const spread = defineFlow(
+  'fo-spread',
+  () => new Gather(new ReportPid({ name: 'report-pid' }), { name: 'gather' }),
+);
 
 // ---------------------------------------------------------------------------------------------
 // Items: a ParallelBatchNode whose item `n` fails its first `n % 3` tries. Every try is logged
@@ -77,7 +88,12 @@ export const ITEM_TRIES = { maxRetries: 3, waitMs: 50 } as const;
 
 class Tries extends ParallelBatchNode<Shared, ProbeParams> {
   constructor() {
-    super({ name: 'tries', maxRetries: ITEM_TRIES.maxRetries, wait: ITEM_TRIES.waitMs / 1000, backoff: { type: 'exponential' } });
+    super({
+      name: 'tries',
+      maxRetries: ITEM_TRIES.maxRetries,
+      wait: ITEM_TRIES.waitMs / 1000,
+      backoff: { type: 'exponential' },
+    });
   }
   override prep(shared: Shared): number[] {
     return shared.items as number[];
@@ -176,7 +192,11 @@ class AppendKey extends Node<Shared, ProbeParams> {
   override async exec(): Promise<string> {
     const key = this.params.key as string;
     const redis = probe(this.params.probeUrl);
-    await redis.multi().set(`${this.params.probeKey}:current`, String(process.pid)).hincrby(`${this.params.probeKey}:execs`, key, 1).exec();
+    await redis
+      .multi()
+      .set(`${this.params.probeKey}:current`, String(process.pid))
+      .hincrby(`${this.params.probeKey}:execs`, key, 1)
+      .exec();
     await delay(Number(this.params.holdMs ?? 0));
     return key;
   }
@@ -191,7 +211,10 @@ class Thousands extends ParallelBatchFlow<Shared, ProbeParams> {
   }
 }
 
-export const thousands = defineFlow('fo-thousands', () => new Thousands(new AppendKey({ name: 'append-key' }), { name: 'thousands' }));
+export const thousands = defineFlow(
+  'fo-thousands',
+  () => new Thousands(new AppendKey({ name: 'append-key' }), { name: 'thousands' }),
+);
 
 // ---------------------------------------------------------------------------------------------
 // Stalls: the child (or item) whose key is `params.hangKey` logs its pid to `<probeKey>:hang`
@@ -241,7 +264,10 @@ class StallItems extends ParallelBatchNode<Shared, ProbeParams> {
   }
 }
 
-export const stallFailFast = defineFlow('fo-stall-fail-fast', () => new StallKeys(new MaybeHang({ name: 'maybe-hang' }), { name: 'stall-keys' }));
+export const stallFailFast = defineFlow(
+  'fo-stall-fail-fast',
+  () => new StallKeys(new MaybeHang({ name: 'maybe-hang' }), { name: 'stall-keys' }),
+);
 export const stallCollectFlow = defineFlow(
   'fo-stall-collect-flow',
   () => new StallKeys(new MaybeHang({ name: 'maybe-hang' }), { name: 'stall-keys', onItemError: 'collect' }),

@@ -33,11 +33,25 @@ describe('fault: SIGKILL a worker in the middle of a 2,000-child fan-out', () =>
 
   it('completes with all 2,000 results, none applied twice, in param-set order', async () => {
     // A short lock so the killed worker's steps are taken over within seconds.
-    const options = { flows: FLOWS, redisUrl: redisUrl(), prefix, concurrency: 8, lockDurationMs: 2000, stalledIntervalMs: 1000 };
+    const options = {
+      flows: FLOWS,
+      redisUrl: redisUrl(),
+      prefix,
+      concurrency: 8,
+      lockDurationMs: 2000,
+      stalledIntervalMs: 1000,
+    };
     workers = await Promise.all([spawnWorker(options), spawnWorker(options), spawnWorker(options)]);
-    const handle = await engine.start(thousands, { n: CHILDREN, keys: [] }, { params: { probeUrl: redisUrl(), probeKey, holdMs: 10 } });
+    const handle = await engine.start(
+      thousands,
+      { n: CHILDREN, keys: [] },
+      { params: { probeUrl: redisUrl(), probeKey, holdMs: 10 } },
+    );
 
-    await waitFor('a fifth of the children to end', async () => ((await engine.get(handle.id))?.children?.ended ?? 0) >= CHILDREN / 5);
+    await waitFor(
+      'a fifth of the children to end',
+      async () => ((await engine.get(handle.id))?.children?.ended ?? 0) >= CHILDREN / 5,
+    );
     // The process that started a child last is running children now.
     const pid = Number(await redis.get(`${probeKey}:current`));
     const victim = workers.find((w) => w.pid === pid);

@@ -30,7 +30,10 @@ describe('fan-out over 3 worker processes', () => {
   let redis: Redis;
   let probes = 0;
   /** Run params of one test: the probe connection and a key of its own under the prefix. */
-  const probeParams = (): { probeUrl: string; probeKey: string } => ({ probeUrl: redisUrl(), probeKey: `${prefix}:probe${probes++}` });
+  const probeParams = (): { probeUrl: string; probeKey: string } => ({
+    probeUrl: redisUrl(),
+    probeKey: `${prefix}:probe${probes++}`,
+  });
   const workerPids = (): number[] => workers.map((w) => w.pid);
 
   beforeAll(async () => {
@@ -84,10 +87,15 @@ describe('fan-out over 3 worker processes', () => {
     for (const n of list) {
       const own = tries.filter((t) => t.item === n).sort((a, b) => a.attempt - b.attempt);
       // Each try exactly once, numbered 0, 1, … for this item alone.
-      expect(own.map((t) => t.attempt), `tries of item ${n}`).toEqual(Array.from({ length: (n % 3) + 1 }, (_, i) => i));
+      expect(
+        own.map((t) => t.attempt),
+        `tries of item ${n}`,
+      ).toEqual(Array.from({ length: (n % 3) + 1 }, (_, i) => i));
       // Backoff: exponential from `wait` (50 ms, then 100 ms); a retry never comes before its delay.
       for (let k = 1; k < own.length; k++) {
-        expect(own[k]!.at - own[k - 1]!.at, `delay before try ${k} of item ${n}`).toBeGreaterThanOrEqual(ITEM_TRIES.waitMs * 2 ** (k - 1));
+        expect(own[k]!.at - own[k - 1]!.at, `delay before try ${k} of item ${n}`).toBeGreaterThanOrEqual(
+          ITEM_TRIES.waitMs * 2 ** (k - 1),
+        );
       }
     }
     // The failed tries are on the run, each with its item's own try index.

@@ -36,7 +36,9 @@ async function spawnStallWorker(options: StallWorkerOptions): Promise<WorkerProc
     env: { ...process.env, NODE_NO_WARNINGS: '1' },
   });
   let output = '';
-  const exited = new Promise<number | string>((resolve) => child.once('exit', (code, signal) => resolve(code ?? signal ?? -1)));
+  const exited = new Promise<number | string>((resolve) =>
+    child.once('exit', (code, signal) => resolve(code ?? signal ?? -1)),
+  );
   await new Promise<void>((resolve, reject) => {
     child.stdout!.on('data', (chunk: Buffer) => {
       output += chunk.toString();
@@ -55,7 +57,9 @@ describe('fan-out: a child that fails by stalling is an ordinary failure', () =>
   });
 
   /** Three stall workers, an engine and a probe connection on a prefix of this test's own. */
-  async function cluster(name: string): Promise<{ engine: RedisEngine; redis: Redis; workers: WorkerProcess[]; probeKey: string }> {
+  async function cluster(
+    name: string,
+  ): Promise<{ engine: RedisEngine; redis: Redis; workers: WorkerProcess[]; probeKey: string }> {
     const prefix = testPrefix(name);
     const options: StallWorkerOptions = {
       flows: FLOWS,
@@ -66,7 +70,11 @@ describe('fan-out: a child that fails by stalling is an ordinary failure', () =>
       stalledIntervalMs: 500,
       maxStalledCount: 1,
     };
-    const workers = await Promise.all([spawnStallWorker(options), spawnStallWorker(options), spawnStallWorker(options)]);
+    const workers = await Promise.all([
+      spawnStallWorker(options),
+      spawnStallWorker(options),
+      spawnStallWorker(options),
+    ]);
     const engine = new RedisEngine({ connection: redisUrl(), flows, prefix });
     const redis = new Redis(redisUrl());
     cleanups.push(async () => {
@@ -101,9 +109,16 @@ describe('fan-out: a child that fails by stalling is an ordinary failure', () =>
 
   async function runStalling(name: string, flow: FlowDefinition) {
     const { engine, redis, workers, probeKey } = await cluster(name);
-    const handle = await engine.start<Shared>(flow, { keys: KEYS }, { params: { probeUrl: redisUrl(), probeKey, hangKey: 'hang' } });
+    const handle = await engine.start<Shared>(
+      flow,
+      { keys: KEYS },
+      { params: { probeUrl: redisUrl(), probeKey, hangKey: 'hang' } },
+    );
     // The other children end first, so that only the hanging one is in flight when workers die.
-    await waitFor('the other children to end', async () => (await engine.get(handle.id))?.children?.ended === KEYS.length - 1);
+    await waitFor(
+      'the other children to end',
+      async () => (await engine.get(handle.id))?.children?.ended === KEYS.length - 1,
+    );
     const killed = await stallTwice(redis, probeKey, workers);
     const result = await handle.result();
     // The first stall was recovered: the child ran again, on another process; the second failed it.
@@ -112,7 +127,7 @@ describe('fan-out: a child that fails by stalling is an ordinary failure', () =>
     return { engine, result };
   }
 
-  it("fail-fast: the parent fails with CHILD_FAILED naming the stalled child", async () => {
+  it('fail-fast: the parent fails with CHILD_FAILED naming the stalled child', async () => {
     const { engine, result } = await runStalling('stall-fail-fast', stallFailFast);
 
     expect(result.status).toBe('failed');
@@ -124,7 +139,7 @@ describe('fan-out: a child that fails by stalling is an ordinary failure', () =>
     expect(info?.status).toBe('failed');
   }, 50_000);
 
-  it('collect (ParallelBatchFlow): post receives the stalled child as { ok: false, error } and the others\' last actions', async () => {
+  it("collect (ParallelBatchFlow): post receives the stalled child as { ok: false, error } and the others' last actions", async () => {
     const { result } = await runStalling('stall-collect-flow', stallCollectFlow);
 
     expect(result.status, JSON.stringify(result.error)).toBe('completed');
@@ -138,7 +153,7 @@ describe('fan-out: a child that fails by stalling is an ordinary failure', () =>
     expect(result.shared.done).toEqual({ a: true, b: true, d: true });
   }, 50_000);
 
-  it('collect (ParallelBatchNode): post receives the stalled item as { ok: false, error } and the others\' results', async () => {
+  it("collect (ParallelBatchNode): post receives the stalled item as { ok: false, error } and the others' results", async () => {
     const { result } = await runStalling('stall-collect-items', stallCollectItems);
 
     expect(result.status, JSON.stringify(result.error)).toBe('completed');

@@ -39,7 +39,14 @@ describe('fault: Redis drops every client connection in the middle of runs', () 
     // A job whose fetch reply was lost in a drop sits in BullMQ's active list with nobody holding
     // it until its lock expires and the stalled-job check hands it back: a short lock keeps that
     // recovery within seconds here (the default is 30 s).
-    const options = { flows: FLOWS, redisUrl: server.url, prefix, concurrency: 4, lockDurationMs: 2000, stalledIntervalMs: 1000 };
+    const options = {
+      flows: FLOWS,
+      redisUrl: server.url,
+      prefix,
+      concurrency: 4,
+      lockDurationMs: 2000,
+      stalledIntervalMs: 1000,
+    };
     workers = await Promise.all([spawnWorker(options), spawnWorker(options)]);
     const handles = await Promise.all(
       [0, 1, 2].map(() => engine.start(countdown, countdownShared(80), { params: { execMs: 5 } })),
@@ -47,7 +54,8 @@ describe('fault: Redis drops every client connection in the middle of runs', () 
     const results = handles.map((handle) => handle.result());
     // The client fails fast while its connection is down (enableOfflineQueue: false, by design):
     // a poll that falls in that moment counts as no progress yet.
-    const stepsOfFirst = async (): Promise<number> => (await engine.get(handles[0]!.id).catch(() => undefined))?.steps ?? 0;
+    const stepsOfFirst = async (): Promise<number> =>
+      (await engine.get(handles[0]!.id).catch(() => undefined))?.steps ?? 0;
 
     for (const atStep of [10, 30, 50]) {
       await waitFor(`the first run to pass step ${atStep}`, async () => (await stepsOfFirst()) >= atStep);

@@ -26,7 +26,14 @@ describe('fault: SIGKILL a worker in the middle of a run', () => {
 
   it('completes a 200-step run with every post committed exactly once', async () => {
     // A short lock so the killed worker's step is taken over within seconds (BullMQ stalled-job check).
-    const options = { flows: FLOWS, redisUrl: redisUrl(), prefix, concurrency: 2, lockDurationMs: 2000, stalledIntervalMs: 1000 };
+    const options = {
+      flows: FLOWS,
+      redisUrl: redisUrl(),
+      prefix,
+      concurrency: 2,
+      lockDurationMs: 2000,
+      stalledIntervalMs: 1000,
+    };
     workers = await Promise.all([spawnWorker(options), spawnWorker(options), spawnWorker(options)]);
     const handle = await engine.start(countdown, countdownShared(200), { params: { execMs: 15, markerDir } });
 

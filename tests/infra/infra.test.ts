@@ -35,7 +35,8 @@ const FLOWS_MODULE = 'packages/examples/dist/flows.js';
 /** `queueflow worker --help` from the built CLI (`npm test` builds first). */
 const workerHelp = ((): string => {
   const result = spawnSync(process.execPath, [path.join(ROOT, WORKER_CLI), 'worker', '--help'], { encoding: 'utf8' });
-  if (result.status !== 0) throw new Error(`queueflow worker --help failed (is packages/worker built?):\n${result.stderr}`);
+  if (result.status !== 0)
+    throw new Error(`queueflow worker --help failed (is packages/worker built?):\n${result.stderr}`);
   return result.stdout;
 })();
 
@@ -117,7 +118,8 @@ describe('infra/redis.conf', () => {
     const server = await startRedisServerWithConf(conf, dir);
     const redis = new Redis(server.url, { maxRetriesPerRequest: 1 });
     try {
-      const get = async (name: string): Promise<string | undefined> => ((await redis.config('GET', name)) as string[])[1];
+      const get = async (name: string): Promise<string | undefined> =>
+        ((await redis.config('GET', name)) as string[])[1];
       expect(await get('appendonly')).toBe('yes');
       expect(await get('appendfsync')).toBe('everysec');
       expect(await get('maxmemory-policy')).toBe('noeviction');
@@ -131,9 +133,14 @@ describe('infra/redis.conf', () => {
 });
 
 /** redis-server with `conf`, on a free local port and `dir`. */
-async function startRedisServerWithConf(conf: string, dir: string): Promise<{ url: string; stop: () => Promise<void> }> {
+async function startRedisServerWithConf(
+  conf: string,
+  dir: string,
+): Promise<{ url: string; stop: () => Promise<void> }> {
   const port = await freePort();
-  const child = spawn('redis-server', [conf, '--port', String(port), '--bind', '127.0.0.1', '--dir', dir], { stdio: 'ignore' });
+  const child = spawn('redis-server', [conf, '--port', String(port), '--bind', '127.0.0.1', '--dir', dir], {
+    stdio: 'ignore',
+  });
   const url = `redis://127.0.0.1:${port}`;
   const deadline = Date.now() + 10_000;
   for (;;) {
@@ -144,7 +151,8 @@ async function startRedisServerWithConf(conf: string, dir: string): Promise<{ ur
       await probe.ping();
       break;
     } catch (error) {
-      if (Date.now() > deadline || child.exitCode !== null) throw new Error(`redis-server ${conf} did not start: ${(error as Error).message}`);
+      if (Date.now() > deadline || child.exitCode !== null)
+        throw new Error(`redis-server ${conf} did not start: ${(error as Error).message}`);
       await new Promise((resolve) => setTimeout(resolve, 50));
     } finally {
       probe.disconnect();
@@ -189,7 +197,8 @@ describe('infra/Dockerfile', () => {
       for (const source of parts.slice(0, -1)) expect(existsSync(path.join(ROOT, source)), `COPY ${source}`).toBe(true);
     }
     // every workspace's manifest, so that npm ci matches the lockfile
-    for (const workspace of rootPackage.workspaces as string[]) expect(text).toContain(`COPY ${workspace}/package.json ${workspace}/`);
+    for (const workspace of rootPackage.workspaces as string[])
+      expect(text).toContain(`COPY ${workspace}/package.json ${workspace}/`);
   });
 
   it('installs with npm ci and runs npm scripts that exist', () => {
@@ -200,7 +209,10 @@ describe('infra/Dockerfile', () => {
     for (const [, script, workspaces] of scripts) {
       if (workspaces) {
         for (const pkg of ['runtime', 'worker', 'examples']) {
-          expect(readJson(`packages/${pkg}/package.json`).scripts, `@queueflow/${pkg} has a ${script} script`).toHaveProperty(script!);
+          expect(
+            readJson(`packages/${pkg}/package.json`).scripts,
+            `@queueflow/${pkg} has a ${script} script`,
+          ).toHaveProperty(script!);
         }
       } else {
         expect(rootPackage.scripts).toHaveProperty(script!);
@@ -209,7 +221,9 @@ describe('infra/Dockerfile', () => {
   });
 
   it('ships the compiled packages the command needs, and runs the worker as a non-root user', () => {
-    const fromBuild = instructions.filter((i) => i.op === 'COPY' && i.args.startsWith('--from=build')).map((i) => i.args.split(/\s+/)[1]!);
+    const fromBuild = instructions
+      .filter((i) => i.op === 'COPY' && i.args.startsWith('--from=build'))
+      .map((i) => i.args.split(/\s+/)[1]!);
     for (const pkg of ['runtime', 'worker', 'examples']) {
       expect(fromBuild).toContain(`/app/packages/${pkg}/package.json`);
       expect(fromBuild).toContain(`/app/packages/${pkg}/dist`);
@@ -258,7 +272,7 @@ describe('infra/docker-compose.yml', () => {
     expect(worker).not.toHaveProperty('ports');
   });
 
-  it("gives the worker REDIS_URL, which the CLI reads, pointing at the compose Redis", () => {
+  it('gives the worker REDIS_URL, which the CLI reads, pointing at the compose Redis', () => {
     for (const name of Object.keys(worker.environment as object)) expect(cliEnvVars).toContain(name);
     const url = new URL(worker.environment.REDIS_URL as string);
     expect(url.protocol).toBe('redis:');
@@ -315,7 +329,9 @@ describe('infra/k8s', () => {
     const prefix = options().get('--prefix') ?? helpDefault('--prefix')!;
     // The key BullMQ (the version @queueflow/worker uses) gives the wait list of queue `steps`.
     const requireFromWorker = createRequire(path.join(ROOT, 'packages/worker/package.json'));
-    const { QueueKeys } = requireFromWorker('bullmq') as { QueueKeys: new (prefix: string) => { toKey(queue: string, type: string): string } };
+    const { QueueKeys } = requireFromWorker('bullmq') as {
+      QueueKeys: new (prefix: string) => { toKey(queue: string, type: string): string };
+    };
     const waitList = new QueueKeys(prefix).toKey(new RedisKeys(prefix).stepQueue, 'wait');
     expect(waitList).toBe('{qf}:steps:wait');
     expect(trigger.metadata.listName).toBe(waitList);

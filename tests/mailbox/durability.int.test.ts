@@ -33,7 +33,9 @@ describe('Redis mailboxes outlive workers', () => {
     // No worker yet: the messages and the run wait in Redis.
     await engine.send('durable', { n: 1 });
     await engine.send('durable', { n: 2 });
-    const handle = await engine.start(collect, { got: [] } as CollectShared, { params: { address: 'durable', count: 3 } });
+    const handle = await engine.start(collect, { got: [] } as CollectShared, {
+      params: { address: 'durable', count: 3 },
+    });
     expect((await engine.get(handle.id))?.status).toBe('queued');
 
     // A worker takes both messages, then the run parks for the third.

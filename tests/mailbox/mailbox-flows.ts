@@ -6,7 +6,16 @@
  */
 import { appendFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { defineFlow, Flow, Node, NonRetryableError, ParallelBatchFlow, type Json, type JsonObject, type Message } from '@queueflow/runtime';
+import {
+  defineFlow,
+  Flow,
+  Node,
+  NonRetryableError,
+  ParallelBatchFlow,
+  type Json,
+  type JsonObject,
+  type Message,
+} from '@queueflow/runtime';
 
 /** A message as a run keeps it in `shared`. */
 export interface Received {
@@ -300,7 +309,21 @@ class EachChild extends ParallelBatchFlow<FanInShared> {
   }
 }
 
-export const fanIn = defineFlow('mb-fan-in', () => new Flow(new EachChild(new ReceiveOwn({ name: 'receive-own' }), { name: 'each-child' })));
+export const fanIn = defineFlow(
+  'mb-fan-in',
+  () => new Flow(new EachChild(new ReceiveOwn({ name: 'receive-own' }), { name: 'each-child' })),
+);
 
 /** Every flow of this module. */
-export const mailboxFlows = [collect, produce, waitOnce, answer, ask, refuse, slowConsume, twoReceives, askInExec, fanIn];
+export const mailboxFlows = [
+  collect,
+  produce,
+  waitOnce,
+  answer,
+  ask,
+  refuse,
+  slowConsume,
+  twoReceives,
+  askInExec,
+  fanIn,
+];

@@ -43,7 +43,10 @@ beforeAll(async () => {
   worker = await spawnWorker({ flows: FLOWS, redisUrl: redisUrl(), prefix, concurrency: 4 });
   harnesses['flow.run'] = flowRunHarness();
   harnesses['LocalEngine'] = localHarness(mailboxFlows);
-  harnesses['RedisEngine'] = engineHarness('RedisEngine', new RedisEngine({ connection: redisUrl(), flows: mailboxFlows, prefix }));
+  harnesses['RedisEngine'] = engineHarness(
+    'RedisEngine',
+    new RedisEngine({ connection: redisUrl(), flows: mailboxFlows, prefix }),
+  );
 }, 60_000);
 
 afterAll(async () => {
@@ -61,7 +64,17 @@ describe.each(['flow.run', 'LocalEngine', 'RedisEngine'])('mailboxes on %s', (na
   it('FIFO per address and durable: messages sent before any receiver waits are received later, in send order', async () => {
     const a = address('fifo');
     for (const n of [1, 2, 3]) await h().send(a, { from: 'outside', n });
-    const producer = await h().start(produce, {}, { address: a, bodies: [{ from: 'run', n: 4 }, { from: 'run', n: 5 }] });
+    const producer = await h().start(
+      produce,
+      {},
+      {
+        address: a,
+        bodies: [
+          { from: 'run', n: 4 },
+          { from: 'run', n: 5 },
+        ],
+      },
+    );
     expect((await producer.result()).status).toBe('completed');
 
     const receiver = await h().start(collect, { got: [] } as CollectShared, { address: a, count: 5 });
@@ -81,7 +94,10 @@ describe.each(['flow.run', 'LocalEngine', 'RedisEngine'])('mailboxes on %s', (na
     const a = address('big');
     const big = 'x'.repeat(MAX_MESSAGE_BYTES); // its JSON has two quotes more: 2 bytes over
     const tooLarge = `is ${MAX_MESSAGE_BYTES + 2} bytes, over the limit of ${MAX_MESSAGE_BYTES} bytes (MAX_MESSAGE_BYTES)`;
-    await expect(h().send(a, big)).rejects.toMatchObject({ code: 'PAYLOAD_TOO_LARGE', message: `message body sent to '${a}' ${tooLarge}` });
+    await expect(h().send(a, big)).rejects.toMatchObject({
+      code: 'PAYLOAD_TOO_LARGE',
+      message: `message body sent to '${a}' ${tooLarge}`,
+    });
     const producer = await (await h().start(produce, {}, { address: a, bodies: [big] })).result();
     expect(producer.status).toBe('failed');
     expect(producer.error?.message).toContain(`message body sent to '${a}' ${tooLarge}`);
@@ -93,7 +109,11 @@ describe.each(['flow.run', 'LocalEngine', 'RedisEngine'])('mailboxes on %s', (na
     const one = address('one-per-step');
     const all = address('all-in-one-step');
     const perStep = await h().start(collect, { got: [] } as CollectShared, { address: one, count: 3 });
-    const inOneStep = await h().start(collect, { got: [] } as CollectShared, { address: all, count: 3, perStep: false });
+    const inOneStep = await h().start(collect, { got: [] } as CollectShared, {
+      address: all,
+      count: 3,
+      perStep: false,
+    });
     await h().parked(perStep);
     await h().parked(inOneStep);
     for (const n of [1, 2, 3]) {
@@ -122,7 +142,9 @@ describe.each(['flow.run', 'LocalEngine', 'RedisEngine'])('mailboxes on %s', (na
 
   it('competing receivers on one address: each message goes to exactly one of them', async () => {
     const shared = address('shared');
-    const receivers = await Promise.all(Array.from({ length: 5 }, () => h().start(waitOnce, {} as WaitOnceShared, { address: shared })));
+    const receivers = await Promise.all(
+      Array.from({ length: 5 }, () => h().start(waitOnce, {} as WaitOnceShared, { address: shared })),
+    );
     for (const run of receivers) await h().parked(run);
     for (const n of [1, 2, 3, 4, 5]) await h().send(shared, { n });
     const results = await Promise.all(receivers.map((run) => run.result()));
@@ -164,10 +186,14 @@ describe.each(['flow.run', 'LocalEngine', 'RedisEngine'])('mailboxes on %s', (na
 
   it('an ask nobody answers resolves undefined after its timeout; the question stays for a later receiver', async () => {
     const nobody = address('nobody');
-    const asked = await (await h().start(ask, { answers: [] } as AskShared, { address: nobody, questions: ['anyone?'], timeoutMs: 300 })).result();
+    const asked = await (
+      await h().start(ask, { answers: [] } as AskShared, { address: nobody, questions: ['anyone?'], timeoutMs: 300 })
+    ).result();
     expect(asked.status, asked.error?.message).toBe('completed');
     expect(asked.shared.answers).toEqual([null]);
-    const later = await (await h().start(waitOnce, {} as WaitOnceShared, { address: nobody, timeoutMs: 30_000 })).result();
+    const later = await (
+      await h().start(waitOnce, {} as WaitOnceShared, { address: nobody, timeoutMs: 30_000 })
+    ).result();
     expect(later.shared.got?.body).toEqual({ q: 'anyone?' });
   });
   it('the children of a ParallelBatchFlow each wait on their own mailbox; the parent resumes when all have their message', async () => {
@@ -190,7 +216,9 @@ describe.each(['flow.run', 'LocalEngine', 'RedisEngine'])('mailboxes on %s', (na
     const result = await onY.result();
     expect(result.status, result.error?.message).toBe('completed');
     expect(result.shared.got?.body).toEqual({ to: 'y' });
-    const other = await (await h().start(waitOnce, {} as WaitOnceShared, { address: `${y}:waiters`, timeoutMs: 2000 })).result();
+    const other = await (
+      await h().start(waitOnce, {} as WaitOnceShared, { address: `${y}:waiters`, timeoutMs: 2000 })
+    ).result();
     expect(other.shared.got?.body).toEqual({ to: 'y:waiters' });
   });
 
@@ -203,7 +231,9 @@ describe.each(['flow.run', 'LocalEngine', 'RedisEngine'])('mailboxes on %s', (na
     const result = await onX.result();
     expect(result.status, result.error?.message).toBe('completed');
     expect(result.shared.got?.body).toEqual({ to: 'x' });
-    const other = await (await h().start(waitOnce, {} as WaitOnceShared, { address: `${x}:waiters`, timeoutMs: 2000 })).result();
+    const other = await (
+      await h().start(waitOnce, {} as WaitOnceShared, { address: `${x}:waiters`, timeoutMs: 2000 })
+    ).result();
     expect(other.shared.got?.body).toEqual({ to: 'x:waiters' });
   });
 
@@ -236,7 +266,9 @@ describe.each(['flow.run', 'LocalEngine', 'RedisEngine'])('mailboxes on %s', (na
     expect(answered.status, answered.error?.message).toBe('completed');
     expect(asked.status, asked.error?.message).toBe('completed');
     expect(asked.shared).toEqual({ result: { a: 'STATUS?', n: 0 } });
-    const reports = await (await h().start(collect, { got: [] } as CollectShared, { address: out, count: 2, timeoutMs: 1000 })).result();
+    const reports = await (
+      await h().start(collect, { got: [] } as CollectShared, { address: out, count: 2, timeoutMs: 1000 })
+    ).result();
     expect(bodies(reports.shared)).toEqual([{ result: { a: 'STATUS?', n: 0 } }]);
   });
 });
@@ -249,40 +281,34 @@ describe.each(['LocalEngine', 'RedisEngine'])('at-least-once delivery on %s', (n
   const h = (): Harness => harnesses[name]!;
   const address = (what: string): string => `${what}.${nanoid(8)}`;
 
-  it(
-    'a message whose receiving step does not commit goes back to the head of its mailbox, same id (at-least-once)',
-    async () => {
-      const a = address('refused');
-      await h().send(a, { n: 1 });
-      await h().send(a, { n: 2 });
-      const refused = await (await h().start(refuse, {}, { address: a })).result();
-      expect(refused.status).toBe('failed');
-      const refusedId = /refused message (\S+)/.exec(refused.error?.message ?? '')?.[1];
-      expect(refusedId, refused.error?.message).toBeDefined();
+  it('a message whose receiving step does not commit goes back to the head of its mailbox, same id (at-least-once)', async () => {
+    const a = address('refused');
+    await h().send(a, { n: 1 });
+    await h().send(a, { n: 2 });
+    const refused = await (await h().start(refuse, {}, { address: a })).result();
+    expect(refused.status).toBe('failed');
+    const refusedId = /refused message (\S+)/.exec(refused.error?.message ?? '')?.[1];
+    expect(refusedId, refused.error?.message).toBeDefined();
 
-      const result = await (await h().start(collect, { got: [] } as CollectShared, { address: a, count: 2 })).result();
-      expect(bodies(result.shared)).toEqual([{ n: 1 }, { n: 2 }]);
-      expect(result.shared.got[0]!.id).toBe(refusedId); // the same message, recognisable by its id
-    },
-  );
+    const result = await (await h().start(collect, { got: [] } as CollectShared, { address: a, count: 2 })).result();
+    expect(bodies(result.shared)).toEqual([{ n: 1 }, { n: 2 }]);
+    expect(result.shared.got[0]!.id).toBe(refusedId); // the same message, recognisable by its id
+  });
 
-  it(
-    'cancelling a run parked with a reserved message gives the message back, ahead of later ones',
-    async () => {
-      const a = address('cancelled');
-      await h().send(a, { n: 1 });
-      // Receives {n:1} (reserved), then parks waiting for a second message in the same step.
-      const holder = await h().start(collect, { got: [] } as CollectShared, { address: a, count: 2, perStep: false });
-      await h().parked(holder);
-      await h().cancel(holder);
-      expect((await holder.result()).status).toBe('cancelled');
+  it('cancelling a run parked with a reserved message gives the message back, ahead of later ones', async () => {
+    const a = address('cancelled');
+    await h().send(a, { n: 1 });
+    // Receives {n:1} (reserved), then parks waiting for a second message in the same step.
+    const holder = await h().start(collect, { got: [] } as CollectShared, { address: a, count: 2, perStep: false });
+    await h().parked(holder);
+    await h().cancel(holder);
+    expect((await holder.result()).status).toBe('cancelled');
 
-      await h().send(a, { n: 2 });
-      const result = await (await h().start(collect, { got: [] } as CollectShared, { address: a, count: 2 })).result();
-      expect(result.status, result.error?.message).toBe('completed');
-      expect(bodies(result.shared)).toEqual([{ n: 1 }, { n: 2 }]);
-    },
-  );
+    await h().send(a, { n: 2 });
+    const result = await (await h().start(collect, { got: [] } as CollectShared, { address: a, count: 2 })).result();
+    expect(result.status, result.error?.message).toBe('completed');
+    expect(bodies(result.shared)).toEqual([{ n: 1 }, { n: 2 }]);
+  });
 });
 
 describe('flow.run', () => {

@@ -67,7 +67,9 @@ describe(`parking: ${RUNS.toLocaleString('en-US')} runs waiting on their own mai
     const before = await connections();
 
     const handles = await Promise.all(
-      Array.from({ length: RUNS }, (_, i) => engine.start(waitOnce, {} as WaitOnceShared, { params: { address: `parked.${i}` } })),
+      Array.from({ length: RUNS }, (_, i) =>
+        engine.start(waitOnce, {} as WaitOnceShared, { params: { address: `parked.${i}` } }),
+      ),
     );
     const ids = handles.map((handle) => handle.id);
     await waitFor(`all ${RUNS} runs to be waiting at once`, async () => (await waitingCount(ids)) === RUNS, {
@@ -87,8 +89,12 @@ describe(`parking: ${RUNS.toLocaleString('en-US')} runs waiting on their own mai
 
     await Promise.all(ids.map((_, i) => engine.send(`parked.${i}`, { for: i })));
     const results = await Promise.all(handles.map((handle) => handle.result()));
-    const wrong = results.filter((result, i) => result.status !== 'completed' || (result.shared.got?.body as { for: number }).for !== i);
-    expect(wrong.map((result) => ({ id: result.id, status: result.status, got: result.shared.got, error: result.error }))).toEqual([]);
+    const wrong = results.filter(
+      (result, i) => result.status !== 'completed' || (result.shared.got?.body as { for: number }).for !== i,
+    );
+    expect(
+      wrong.map((result) => ({ id: result.id, status: result.status, got: result.shared.got, error: result.error })),
+    ).toEqual([]);
     // Nothing is left in any mailbox.
     const left = await Promise.all(ids.map((_, i) => admin.llen(keys.mailbox(`parked.${i}`))));
     expect(left.every((n) => n === 0)).toBe(true);

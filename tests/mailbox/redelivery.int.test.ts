@@ -53,7 +53,14 @@ describe('fault: SIGKILL the worker holding a received message', () => {
 
   it('redelivers the message with the same id to another worker; it is consumed once and its ack sent once', async () => {
     // A short lock, so the killed worker's step is taken over within seconds.
-    const options = { flows: FLOWS, redisUrl: redisUrl(), prefix, concurrency: 2, lockDurationMs: 2000, stalledIntervalMs: 1000 };
+    const options = {
+      flows: FLOWS,
+      redisUrl: redisUrl(),
+      prefix,
+      concurrency: 2,
+      lockDurationMs: 2000,
+      stalledIntervalMs: 1000,
+    };
     workers = await Promise.all([spawnWorker(options), spawnWorker(options)]);
     for (let n = 0; n < COUNT; n++) await engine.send('work', { n });
     const params = { address: 'work', ackAddress: 'acks', count: COUNT, execMs: 800, markerDir };
@@ -83,7 +90,9 @@ describe('fault: SIGKILL the worker holding a received message', () => {
     // Each step's ack left once, with its commit; nothing is left in the work mailbox.
     const redis = new Redis(redisUrl());
     try {
-      const acks = (await redis.lrange(keys.mailbox('acks'), 0, -1)).map((json) => (JSON.parse(json) as { body: { ack: string } }).body.ack);
+      const acks = (await redis.lrange(keys.mailbox('acks'), 0, -1)).map(
+        (json) => (JSON.parse(json) as { body: { ack: string } }).body.ack,
+      );
       expect(acks).toEqual(ids);
       expect(await redis.llen(keys.mailbox('work'))).toBe(0);
     } finally {

@@ -38,7 +38,9 @@ describe('Redis mailboxes clean up after timeouts', () => {
 
   it('leaves no waiters set behind once runs woken by their timeout have ended', async () => {
     const waited = await engine.run(waitOnce, {} as WaitOnceShared, { params: { address: 'lonely', timeoutMs: 200 } });
-    const asked = await engine.run(ask, { answers: [] } as AskShared, { params: { address: 'nobody', questions: ['?'], timeoutMs: 200 } });
+    const asked = await engine.run(ask, { answers: [] } as AskShared, {
+      params: { address: 'nobody', questions: ['?'], timeoutMs: 200 },
+    });
     expect(waited.shared.got).toBeNull();
     expect(asked.shared.answers).toEqual([null]);
     // The unanswered question stays for a later receiver (durable); nothing else is left.

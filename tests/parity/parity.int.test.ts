@@ -45,7 +45,8 @@ describe('parity: flow.run = LocalEngine = RedisEngine (1 and 3 worker processes
     ]);
     clusters[0]!.workers = [one!];
     clusters[1]!.workers = three;
-    for (const cluster of clusters) cluster.engine = new RedisEngine({ connection: redisUrl(), flows, prefix: cluster.prefix });
+    for (const cluster of clusters)
+      cluster.engine = new RedisEngine({ connection: redisUrl(), flows, prefix: cluster.prefix });
   }, 60_000);
 
   afterAll(async () => {

@@ -15,7 +15,10 @@ describe('README mailboxes', () => {
     const file = fileURLToPath(new URL('./mailboxes.generated.ts', import.meta.url));
     writeFileSync(file, code);
     try {
-      const output = execFileSync(process.execPath, ['--import', 'tsx', file], { encoding: 'utf8', env: { ...process.env, NODE_NO_WARNINGS: '1' } });
+      const output = execFileSync(process.execPath, ['--import', 'tsx', file], {
+        encoding: 'utf8',
+        env: { ...process.env, NODE_NO_WARNINGS: '1' },
+      });
       expect(output.replace(/\s+/g, ' ').trim()).toBe(expected!.replace(/\s+/g, ' ').trim());
     } finally {
       rmSync(file, { force: true });

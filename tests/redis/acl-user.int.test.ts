@@ -70,7 +70,9 @@ describe('Redis with an ACL user', () => {
     try {
       await expect(engine.get('any-run')).rejects.toMatchObject({
         code: 'REDIS_UNAVAILABLE',
-        message: expect.stringMatching(/^cannot connect to Redis at redis:\/\/queueflow-app@127\.0\.0\.1:\d+: WRONGPASS/),
+        message: expect.stringMatching(
+          /^cannot connect to Redis at redis:\/\/queueflow-app@127\.0\.0\.1:\d+: WRONGPASS/,
+        ),
       });
     } finally {
       await engine.close();

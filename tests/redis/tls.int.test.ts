@@ -21,10 +21,51 @@ const FLOWS = fileURLToPath(new URL('../cli/cli-flows.ts', import.meta.url));
 function makeCertificates(dir: string): { caFile: string; certFile: string; keyFile: string } {
   const file = (name: string): string => join(dir, name);
   const openssl = (...args: string[]): void => void execFileSync('openssl', args, { stdio: 'ignore' });
-  openssl('req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '1', '-subj', '/CN=queueflow test CA', '-keyout', file('ca.key'), '-out', file('ca.crt'));
-  openssl('req', '-newkey', 'rsa:2048', '-nodes', '-subj', '/CN=127.0.0.1', '-keyout', file('server.key'), '-out', file('server.csr'));
+  openssl(
+    'req',
+    '-x509',
+    '-newkey',
+    'rsa:2048',
+    '-nodes',
+    '-days',
+    '1',
+    '-subj',
+    '/CN=queueflow test CA',
+    '-keyout',
+    file('ca.key'),
+    '-out',
+    file('ca.crt'),
+  );
+  openssl(
+    'req',
+    '-newkey',
+    'rsa:2048',
+    '-nodes',
+    '-subj',
+    '/CN=127.0.0.1',
+    '-keyout',
+    file('server.key'),
+    '-out',
+    file('server.csr'),
+  );
   writeFileSync(file('san.ext'), 'subjectAltName=IP:127.0.0.1\n');
-  openssl('x509', '-req', '-days', '1', '-in', file('server.csr'), '-CA', file('ca.crt'), '-CAkey', file('ca.key'), '-CAcreateserial', '-extfile', file('san.ext'), '-out', file('server.crt'));
+  openssl(
+    'x509',
+    '-req',
+    '-days',
+    '1',
+    '-in',
+    file('server.csr'),
+    '-CA',
+    file('ca.crt'),
+    '-CAkey',
+    file('ca.key'),
+    '-CAcreateserial',
+    '-extfile',
+    file('san.ext'),
+    '-out',
+    file('server.crt'),
+  );
   return { caFile: file('ca.crt'), certFile: file('server.crt'), keyFile: file('server.key') };
 }
 
@@ -50,10 +91,29 @@ describe('Redis over TLS (rediss://)', () => {
   it('a worker and a client given only the rediss:// URL complete a run', async () => {
     expect(server.url).toMatch(/^rediss:\/\/127\.0\.0\.1:\d+$/);
     worker = await spawnWorker({ flows: FLOWS, redisUrl: server.url, prefix, env });
-    const args = ['run', 'cli-greet', '--flows', FLOWS, '--redis', server.url, '--prefix', prefix, '--shared', '{"name":"Tess"}', '--params', '{"greeting":"Hello"}'];
-    const out = await startScript(CLI, args, { env: { ...process.env, NODE_NO_WARNINGS: '1', ...env }, timeoutMs: 20_000 }).exited;
+    const args = [
+      'run',
+      'cli-greet',
+      '--flows',
+      FLOWS,
+      '--redis',
+      server.url,
+      '--prefix',
+      prefix,
+      '--shared',
+      '{"name":"Tess"}',
+      '--params',
+      '{"greeting":"Hello"}',
+    ];
+    const out = await startScript(CLI, args, {
+      env: { ...process.env, NODE_NO_WARNINGS: '1', ...env },
+      timeoutMs: 20_000,
+    }).exited;
     expect(out.code, out.stderr).toBe(0);
-    expect(JSON.parse(out.stdout)).toMatchObject({ status: 'completed', shared: { name: 'Tess', text: 'Hello, Tess!' } });
+    expect(JSON.parse(out.stdout)).toMatchObject({
+      status: 'completed',
+      shared: { name: 'Tess', text: 'Hello, Tess!' },
+    });
   }, 40_000);
 
   it('a client that does not trust the certificate is refused with the TLS reason', async () => {
@@ -61,6 +121,10 @@ describe('Redis over TLS (rediss://)', () => {
       env: { ...process.env, NODE_NO_WARNINGS: '1' },
       timeoutMs: 20_000,
     }).exited;
-    expect(out).toEqual({ code: 1, stdout: '', stderr: `queueflow: cannot connect to Redis at ${server.url}: self-signed certificate in certificate chain\n` });
+    expect(out).toEqual({
+      code: 1,
+      stdout: '',
+      stderr: `queueflow: cannot connect to Redis at ${server.url}: self-signed certificate in certificate chain\n`,
+    });
   });
 });

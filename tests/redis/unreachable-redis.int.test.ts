@@ -15,8 +15,12 @@ describe('Redis unreachable', () => {
     const reason = `cannot connect to Redis at ${url}: connect ECONNREFUSED ${url.slice('redis://'.length)}`;
     const { stdout } = await new Promise<{ stdout: string }>((resolve, reject) =>
       // killed (and the test failed) if a connection keeps the process alive
-      execFile(process.execPath, ['--import', 'tsx', CLIENT, url], { timeout: 20_000 }, (error, out) => (error ? reject(error) : resolve({ stdout: out }))),
+      execFile(process.execPath, ['--import', 'tsx', CLIENT, url], { timeout: 20_000 }, (error, out) =>
+        error ? reject(error) : resolve({ stdout: out }),
+      ),
     );
-    expect(stdout).toBe(`get: REDIS_UNAVAILABLE ${reason}\nget again: REDIS_UNAVAILABLE ${reason}\nworker: REDIS_UNAVAILABLE ${reason}\n`);
+    expect(stdout).toBe(
+      `get: REDIS_UNAVAILABLE ${reason}\nget again: REDIS_UNAVAILABLE ${reason}\nworker: REDIS_UNAVAILABLE ${reason}\n`,
+    );
   });
 });

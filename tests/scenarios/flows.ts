@@ -267,7 +267,9 @@ class Tag extends AsyncNode<Shared> {
 }
 export const asyncClasses = defineFlow('s12-async', () => {
   const first = new AsyncStep({ name: 'async-step' });
-  first.next(new AsyncDoubles({ name: 'async-doubles' })).next(new AsyncBatch(new Tag({ name: 'tag' }), { name: 'async-batch' }));
+  first
+    .next(new AsyncDoubles({ name: 'async-doubles' }))
+    .next(new AsyncBatch(new Tag({ name: 'tag' }), { name: 'async-batch' }));
   return new AsyncFlow(first);
 });
 
@@ -281,7 +283,10 @@ class Counter extends Node<Shared> {
 }
 export const loop = defineFlow('loop', () => {
   const counter = new Counter({ name: 'counter' });
-  counter.on('loop', counter).on('even', new Mark({ name: 'even' })).on('odd', new Mark({ name: 'odd' }));
+  counter
+    .on('loop', counter)
+    .on('even', new Mark({ name: 'even' }))
+    .on('odd', new Mark({ name: 'odd' }));
   return new Flow(counter);
 });
 
@@ -321,7 +326,10 @@ class Chunks extends ParallelBatchNode<Shared> {
 }
 class Total extends Node<Shared> {
   override post(shared: Shared): string {
-    shared.total = Object.values((shared.chunks ?? {}) as Record<string, { count: number }>).reduce((sum, d) => sum + d.count, 0);
+    shared.total = Object.values((shared.chunks ?? {}) as Record<string, { count: number }>).reduce(
+      (sum, d) => sum + d.count,
+      0,
+    );
     return 'summed';
   }
 }
@@ -354,7 +362,10 @@ class Visit extends Node<Shared> {
   }
 }
 export const batchInParallel = defineFlow('n2-batch-flow-in-parallel-flow', () => {
-  const regions = new Regions(new Cities(new Visit({ name: 'visit' }), { name: 'cities' }), { name: 'regions', concurrency: 2 });
+  const regions = new Regions(new Cities(new Visit({ name: 'visit' }), { name: 'cities' }), {
+    name: 'regions',
+    concurrency: 2,
+  });
   regions.next(new Mark({ name: 'after-regions' }));
   return new Flow(regions);
 });
@@ -406,7 +417,9 @@ class Enrol extends Node<Shared> {
   }
 }
 export const parallelInParallel = defineFlow('n4-parallel-flow-in-parallel-flow', () => {
-  const teams = new Teams(new Members(new Enrol({ name: 'enrol' }), { name: 'members', concurrency: 2 }), { name: 'teams' });
+  const teams = new Teams(new Members(new Enrol({ name: 'enrol' }), { name: 'members', concurrency: 2 }), {
+    name: 'teams',
+  });
   return new Flow(teams);
 });
 
@@ -457,12 +470,22 @@ export const scenarios: Scenario[] = [
   { name: 'S4/S5 branch left', flow: branching, shared: { route: 'left' } },
   { name: 'S4/S5 branch right', flow: branching, shared: { route: 'right' } },
   { name: 'S5 unknown action ends the flow', flow: branching, shared: { route: 'nowhere' } },
-  { name: 'S6 params reach nested flows; no leaks between visits', flow: params, shared: {}, params: { user: 'ada', lang: 'en' } },
+  {
+    name: 'S6 params reach nested flows; no leaks between visits',
+    flow: params,
+    shared: {},
+    params: { user: 'ada', lang: 'en' },
+  },
   { name: 'S7 nested flow branches its parent (approved)', flow: nested, shared: { approve: true } },
   { name: 'S7 nested flow branches its parent (rejected)', flow: nested, shared: { approve: false } },
   { name: 'S8 batch node, per-item tries', flow: batchNode, shared: { numbers: [1, 2, 3, 4, 5, 6] } },
   { name: 'S8 batch node, empty batch', flow: batchNode, shared: { numbers: null } },
-  { name: 'S9 nested batch flows merge params', flow: batchFlow, shared: { rows: [1, 2], cols: [7, 8, 9] }, params: { table: 't' } },
+  {
+    name: 'S9 nested batch flows merge params',
+    flow: batchFlow,
+    shared: { rows: [1, 2], cols: [7, 8, 9] },
+    params: { table: 't' },
+  },
   { name: 'S9 empty inner list', flow: batchFlow, shared: { rows: [1], cols: null }, params: { table: 'u' } },
   {
     name: 'S10 parallel node and flow',

@@ -41,7 +41,11 @@ export function startScript(script: string, args: string[], options: ScriptOptio
   const exited = new Promise<CliOutput>((resolve, reject) => {
     const timer = setTimeout(() => {
       child.kill('SIGKILL');
-      reject(new Error(`${script} ${args.join(' ')} did not exit within ${options.timeoutMs} ms\nstdout: ${stdout}\nstderr: ${stderr}`));
+      reject(
+        new Error(
+          `${script} ${args.join(' ')} did not exit within ${options.timeoutMs} ms\nstdout: ${stdout}\nstderr: ${stderr}`,
+        ),
+      );
     }, options.timeoutMs);
     child.once('error', (error) => {
       clearTimeout(timer);

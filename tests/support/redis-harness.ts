@@ -85,7 +85,13 @@ export function useRedisHarness(): (name: string, options: RedisHarnessOptions) 
       return started;
     };
     const client = (extra: Partial<RedisEngineOptions> = {}): RedisEngine => {
-      const created = new RedisEngine({ connection: url, flows: options.flows, prefix, ...options.engineOptions, ...extra });
+      const created = new RedisEngine({
+        connection: url,
+        flows: options.flows,
+        prefix,
+        ...options.engineOptions,
+        ...extra,
+      });
       cleanups.push(() => created.close());
       return created;
     };

@@ -41,7 +41,9 @@ export function freePort(): Promise<number> {
     server.once('error', reject);
     server.listen(0, '127.0.0.1', () => {
       const address = server.address();
-      server.close(() => (typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port'))));
+      server.close(() =>
+        typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port')),
+      );
     });
   });
 }
@@ -55,12 +57,26 @@ export async function startRedisServer(options: RedisServerOptions = {}): Promis
   const { tls } = options;
   const url = `${tls ? 'rediss' : 'redis'}://${credentials}127.0.0.1:${port}`;
   const listen = tls
-    ? ['--port', '0', '--tls-port', String(port), '--tls-cert-file', tls.certFile, '--tls-key-file', tls.keyFile, '--tls-ca-cert-file', tls.caFile, '--tls-auth-clients', 'no']
+    ? [
+        '--port',
+        '0',
+        '--tls-port',
+        String(port),
+        '--tls-cert-file',
+        tls.certFile,
+        '--tls-key-file',
+        tls.keyFile,
+        '--tls-ca-cert-file',
+        tls.caFile,
+        '--tls-auth-clients',
+        'no',
+      ]
     : ['--port', String(port)];
   const args = [...listen, '--bind', '127.0.0.1', '--dir', dir, '--save', '', '--maxmemory-policy', 'noeviction'];
   if (options.appendOnly) args.push('--appendonly', 'yes', '--appendfsync', 'always');
   else args.push('--appendonly', 'no');
-  if (aclUser) args.push('--user', 'default', 'off', '--user', aclUser.name, 'on', `>${aclUser.password}`, '~*', '&*', '+@all');
+  if (aclUser)
+    args.push('--user', 'default', 'off', '--user', aclUser.name, 'on', `>${aclUser.password}`, '~*', '&*', '+@all');
   let child: ChildProcess | undefined;
 
   const launch = async (): Promise<void> => {
@@ -98,7 +114,12 @@ export async function startRedisServer(options: RedisServerOptions = {}): Promis
 async function waitUntilPing(url: string, tls?: { ca: Buffer }): Promise<void> {
   const deadline = Date.now() + 10_000;
   for (;;) {
-    const redis = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null, ...(tls ? { tls } : {}) });
+    const redis = new Redis(url, {
+      lazyConnect: true,
+      maxRetriesPerRequest: 0,
+      retryStrategy: () => null,
+      ...(tls ? { tls } : {}),
+    });
     redis.on('error', () => {});
     try {
       await redis.connect();

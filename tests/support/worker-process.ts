@@ -28,13 +28,29 @@ export interface WorkerProcess {
 
 /** Starts a worker process and resolves once it has printed that it is ready. */
 export async function spawnWorker(options: WorkerProcessOptions): Promise<WorkerProcess> {
-  const args = ['--import', 'tsx', CLI, 'worker', '--flows', options.flows, '--redis', options.redisUrl, '--prefix', options.prefix];
+  const args = [
+    '--import',
+    'tsx',
+    CLI,
+    'worker',
+    '--flows',
+    options.flows,
+    '--redis',
+    options.redisUrl,
+    '--prefix',
+    options.prefix,
+  ];
   if (options.concurrency) args.push('--concurrency', String(options.concurrency));
   if (options.lockDurationMs) args.push('--lock-duration', String(options.lockDurationMs));
   if (options.stalledIntervalMs) args.push('--stalled-interval', String(options.stalledIntervalMs));
-  const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, NODE_NO_WARNINGS: '1', ...options.env } });
+  const child = spawn(process.execPath, args, {
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, NODE_NO_WARNINGS: '1', ...options.env },
+  });
   let output = '';
-  const exited = new Promise<number | string>((resolve) => child.once('exit', (code, signal) => resolve(code ?? signal ?? -1)));
+  const exited = new Promise<number | string>((resolve) =>
+    child.once('exit', (code, signal) => resolve(code ?? signal ?? -1)),
+  );
   await new Promise<void>((resolve, reject) => {
     const onData = (chunk: Buffer): void => {
       output += chunk.toString();

@@ -22,7 +22,10 @@ import { deletePrefix } from '../../../tests/support/redis-prefix.js';
 const EXAMPLES = fileURLToPath(new URL('..', import.meta.url));
 const PIPELINE = path.join(EXAMPLES, 'dist/cli/pipeline.js');
 const FLOWS = path.join(EXAMPLES, 'dist/flows.js');
-const QUEUEFLOW = path.join(path.dirname(createRequire(import.meta.url).resolve('@queueflow/worker/package.json')), 'dist/cli.js');
+const QUEUEFLOW = path.join(
+  path.dirname(createRequire(import.meta.url).resolve('@queueflow/worker/package.json')),
+  'dist/cli.js',
+);
 
 interface Options {
   redis: string;
@@ -35,7 +38,8 @@ interface Options {
 
 function positiveInteger(value: string): number {
   const n = Number(value);
-  if (!Number.isInteger(n) || n < 1) throw new InvalidArgumentError(`expected an integer from 1 and up, got '${value}'`);
+  if (!Number.isInteger(n) || n < 1)
+    throw new InvalidArgumentError(`expected an integer from 1 and up, got '${value}'`);
   return n;
 }
 
@@ -65,14 +69,23 @@ async function main(): Promise<void> {
       const trial = workers === 0 ? await embedded() : await distributed(workers);
       trial.setup = setups[i]!;
       trials.push(trial);
-      console.log(`trial ${repeat}/${options.repeats}  ${trial.setup.padEnd(10)} ${trial.docsPerSecond.toFixed(1).padStart(7)} docs/s  (${trial.seconds.toFixed(1)} s; held-out accuracy ${trial.accuracy ?? '?'})`);
+      console.log(
+        `trial ${repeat}/${options.repeats}  ${trial.setup.padEnd(10)} ${trial.docsPerSecond.toFixed(1).padStart(7)} docs/s  (${trial.seconds.toFixed(1)} s; held-out accuracy ${trial.accuracy ?? '?'})`,
+      );
     }
   }
-  console.log(`\n${options.limit ?? 'all'} documents, ${options.repeats} trials each; min / median / max documents per second`);
+  console.log(
+    `\n${options.limit ?? 'all'} documents, ${options.repeats} trials each; min / median / max documents per second`,
+  );
   for (const setup of setups) {
-    const rates = trials.filter((t) => t.setup === setup).map((t) => t.docsPerSecond).sort((a, b) => a - b);
+    const rates = trials
+      .filter((t) => t.setup === setup)
+      .map((t) => t.docsPerSecond)
+      .sort((a, b) => a - b);
     const median = rates[Math.floor(rates.length / 2)]!;
-    console.log(`  ${setup.padEnd(10)} ${rates[0]!.toFixed(1).padStart(7)} / ${median.toFixed(1).padStart(7)} / ${rates.at(-1)!.toFixed(1).padStart(7)}`);
+    console.log(
+      `  ${setup.padEnd(10)} ${rates[0]!.toFixed(1).padStart(7)} / ${median.toFixed(1).padStart(7)} / ${rates.at(-1)!.toFixed(1).padStart(7)}`,
+    );
   }
 }
 
@@ -90,7 +103,15 @@ async function distributed(count: number): Promise<Trial> {
   try {
     for (let i = 0; i < count; i++) workers.push(await startWorker(prefix));
     return parseReport(
-      await runCli([...selection(), '--redis', options.redis, '--prefix', prefix, '--concurrency', String(options.concurrency)]),
+      await runCli([
+        ...selection(),
+        '--redis',
+        options.redis,
+        '--prefix',
+        prefix,
+        '--concurrency',
+        String(options.concurrency),
+      ]),
     );
   } finally {
     await Promise.all(workers.map(stop));
@@ -100,7 +121,18 @@ async function distributed(count: number): Promise<Trial> {
 
 /** Starts a worker and resolves once it is warm and ready. */
 function startWorker(prefix: string): Promise<ChildProcess> {
-  const args = [QUEUEFLOW, 'worker', '--flows', FLOWS, '--redis', options.redis, '--prefix', prefix, '--concurrency', String(options.workerConcurrency)];
+  const args = [
+    QUEUEFLOW,
+    'worker',
+    '--flows',
+    FLOWS,
+    '--redis',
+    options.redis,
+    '--prefix',
+    prefix,
+    '--concurrency',
+    String(options.workerConcurrency),
+  ];
   const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
   return new Promise((resolve, reject) => {
@@ -122,10 +154,14 @@ function stop(child: ChildProcess): Promise<void> {
 }
 
 async function runCli(args: string[]): Promise<string> {
-  const child = spawn(process.execPath, [PIPELINE, ...args, '--out', path.join(EXAMPLES, 'out/bench.jsonl'), '--no-progress'], {
-    cwd: EXAMPLES,
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  const child = spawn(
+    process.execPath,
+    [PIPELINE, ...args, '--out', path.join(EXAMPLES, 'out/bench.jsonl'), '--no-progress'],
+    {
+      cwd: EXAMPLES,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
   let stdout = '';
   let stderr = '';
   child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));

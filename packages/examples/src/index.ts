@@ -55,7 +55,12 @@ export {
 export { listLocalFiles } from './utils/local-files.js';
 export { expandSelection, toSelection } from './utils/document-selection.js';
 export { splitOf, stableHash, TRAIN_PERCENT } from './utils/stable-split.js';
-export { getSpamClassifier, classifierFeatures, type SpamClassifier, type SpamPrediction } from './utils/spam-classifier.js';
+export {
+  getSpamClassifier,
+  classifierFeatures,
+  type SpamClassifier,
+  type SpamPrediction,
+} from './utils/spam-classifier.js';
 export { getNlp, getTokenizer } from './utils/nlp.js';
 export { llmConfigFromEnv, type LlmConfig } from './utils/llm-client.js';
 export { llmSummary } from './utils/llm-summary.js';

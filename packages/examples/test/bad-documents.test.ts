@@ -113,7 +113,8 @@ describe('bad documents', () => {
       'truncated-utf8.txt': Buffer.from('Grüße aus Köln, und ein Preis von 20 €').subarray(0, -1),
       'huge.eml': Buffer.concat([ham, Buffer.alloc(DEFAULT_PIPELINE_PARAMS.maxBytes, 'padding line\n')]),
       'malformed.eml': Buffer.concat([Buffer.from('<<< this is not a header line >>>\n'), ham]),
-      'malformed-no-core-headers.eml': 'X-Mailer: none\nX-Note: nothing else\n\nThe body of a message without a sender.\n',
+      'malformed-no-core-headers.eml':
+        'X-Mailer: none\nX-Note: nothing else\n\nThe body of a message without a sender.\n',
       'images-only.eml': [
         'From: promo@example.com',
         'Date: Thu, 22 Aug 2002 12:00:00 +0000',
@@ -192,7 +193,12 @@ describe('bad documents', () => {
   });
 
   it('reads Markdown and text files as documents', () => {
-    expect(byId.get('notes.md')).toMatchObject({ kind: 'markdown', subject: 'Release notes', senderDomain: null, trueLabel: null });
+    expect(byId.get('notes.md')).toMatchObject({
+      kind: 'markdown',
+      subject: 'Release notes',
+      senderDomain: null,
+      trueLabel: null,
+    });
     expect(byId.get('notes.md')?.keywords).toContain('backoff');
     expect(byId.get('notes.md')?.summary).toContain('The queue now retries'); // no Markdown left
     expect(byId.get('legacy-latin1.txt')?.warnings).toContain('not valid UTF-8: read as Windows-1252');
@@ -209,8 +215,19 @@ describe('bad documents', () => {
     const failing = Object.values(EXPECTED).filter((code) => code !== 'ok').length + 1;
     expect(report.failed).toBe(failing);
     expect(report.failures.map((f) => f.id).sort()).toEqual(
-      result.records.filter((r) => r.status === 'failed').map((r) => r.id).sort(),
+      result.records
+        .filter((r) => r.status === 'failed')
+        .map((r) => r.id)
+        .sort(),
     );
-    expect(report.failuresByCode).toEqual({ EMPTY: 2, BINARY: 2, TRUNCATED: 3, TOO_LARGE: 1, MALFORMED: 2, NO_TEXT: 1, UNREADABLE: 3 });
+    expect(report.failuresByCode).toEqual({
+      EMPTY: 2,
+      BINARY: 2,
+      TRUNCATED: 3,
+      TOO_LARGE: 1,
+      MALFORMED: 2,
+      NO_TEXT: 1,
+      UNREADABLE: 3,
+    });
   });
 });

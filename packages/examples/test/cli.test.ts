@@ -26,9 +26,18 @@ describe.concurrent('pipeline and taboo command lines: clear errors', () => {
 
   const DECK = '(apple, piano, volcano, penguin, lighthouse, compass)';
   it.each([
-    [['--words', ''], `error: option '--words <list>' argument '' is invalid. expected at least one word of the deck ${DECK}`],
-    [['--words', ' , '], `error: option '--words <list>' argument ' , ' is invalid. expected at least one word of the deck ${DECK}`],
-    [['--words', 'apple,banana'], `error: option '--words <list>' argument 'apple,banana' is invalid. no card 'banana' in the deck ${DECK}`],
+    [
+      ['--words', ''],
+      `error: option '--words <list>' argument '' is invalid. expected at least one word of the deck ${DECK}`,
+    ],
+    [
+      ['--words', ' , '],
+      `error: option '--words <list>' argument ' , ' is invalid. expected at least one word of the deck ${DECK}`,
+    ],
+    [
+      ['--words', 'apple,banana'],
+      `error: option '--words <list>' argument 'apple,banana' is invalid. no card 'banana' in the deck ${DECK}`,
+    ],
   ])('taboo %j: one line, exit 1, no game', async (args, expected) => {
     expect(await runCli('taboo', args)).toEqual({ code: 1, stdout: '', stderr: `${expected}\n` });
   });
@@ -70,7 +79,8 @@ describe.concurrent('pipeline and taboo command lines: clear errors', () => {
     expect(await runCli(name, ['--redis', NO_REDIS, '--prefix', ''])).toEqual({
       code: 1,
       stdout: '',
-      stderr: "error: option '--prefix <prefix>' argument '' is invalid. the prefix is empty: give the workers' key prefix, e.g. '{qf}'\n",
+      stderr:
+        "error: option '--prefix <prefix>' argument '' is invalid. the prefix is empty: give the workers' key prefix, e.g. '{qf}'\n",
     });
   });
 });

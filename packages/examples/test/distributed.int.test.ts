@@ -99,7 +99,20 @@ describe('document pipeline: embedded and on RedisEngine with 2 worker processes
     // As `npm run pipeline -w @queueflow/examples` run in `tmp`: the package folder as the working
     // directory, and `tmp`, where a relative --out is written, as npm's INIT_CWD.
     const out = path.join(tmp, 'documents.jsonl');
-    const args = ['--import', 'tsx', CLI, '--redis', url, '--prefix', prefix, '--limit', '20', '--out', 'documents.jsonl', '--no-progress'];
+    const args = [
+      '--import',
+      'tsx',
+      CLI,
+      '--redis',
+      url,
+      '--prefix',
+      prefix,
+      '--limit',
+      '20',
+      '--out',
+      'documents.jsonl',
+      '--no-progress',
+    ];
     const env = { ...process.env, NODE_NO_WARNINGS: '1', INIT_CWD: tmp };
     const child = spawn(process.execPath, args, { cwd: EXAMPLES, stdio: ['ignore', 'pipe', 'pipe'], env });
     let stdout = '';

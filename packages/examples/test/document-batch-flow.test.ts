@@ -28,7 +28,9 @@ describe('DocumentBatchFlow params.concurrency', () => {
   it.each([0, -1, 2.5, '8'])('refuses %j, naming the param', async (value) => {
     const copy = buildDocumentPipeline().clone();
     copy.setParams({ concurrency: value as number });
-    await expect(copy.prep(shared())).rejects.toThrow(/expected `params.concurrency` to be an integer from 1 and up, got/);
+    await expect(copy.prep(shared())).rejects.toThrow(
+      /expected `params.concurrency` to be an integer from 1 and up, got/,
+    );
   });
 
   it('is registered for the engines as `documents`, with the default limit', () => {
@@ -43,9 +45,16 @@ describe('DocumentBatchFlow post', () => {
     const shared = createPipelineShared({ source: 'spam-assassin', limit: 2 });
     const docs = await flow.prep(shared);
     const error = { name: 'QueueflowError', code: 'NOT_JSON', message: "exec result of 'analyse' is NaN" };
-    flow.post(shared, docs, [{ ok: true, value: null }, { ok: false, error }]);
+    flow.post(shared, docs, [
+      { ok: true, value: null },
+      { ok: false, error },
+    ]);
     const [first, second] = docs.map((doc) => shared.records[doc.docId]!);
-    expect(first!.failure).toEqual({ stage: 'batch', code: 'ERROR', reason: "the document's flow ended without writing a record" });
+    expect(first!.failure).toEqual({
+      stage: 'batch',
+      code: 'ERROR',
+      reason: "the document's flow ended without writing a record",
+    });
     expect(second!.status).toBe('failed');
     expect(second!.failure).toEqual({
       stage: 'batch',

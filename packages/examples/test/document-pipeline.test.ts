@@ -96,7 +96,10 @@ describe('document pipeline on a fixed sample of the corpus (embedded)', () => {
   it('gives the same records on the in-memory engine (child runs, JSON Patch merge), with no conflicts', async () => {
     const engine = new LocalEngine({ flows: [defineFlow('documents', buildDocumentPipeline)] });
     try {
-      const handle = await engine.start('documents', createPipelineShared({ source: 'spam-assassin', limit: SAMPLE_SIZE }));
+      const handle = await engine.start(
+        'documents',
+        createPipelineShared({ source: 'spam-assassin', limit: SAMPLE_SIZE }),
+      );
       const result = await handle.result();
       expect(result.status).toBe('completed');
       const info = await engine.get(handle.id);

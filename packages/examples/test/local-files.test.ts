@@ -29,12 +29,12 @@ describe('listLocalFiles', () => {
     file('.git/config.txt');
     file('node_modules/pkg/readme.md');
     writeFileSync(path.join(outside, 'elsewhere.txt'), 'outside the folder\n');
-    symlinkSync(outside, path.join(root, 'linked'));                    // a link to a folder: walked
+    symlinkSync(outside, path.join(root, 'linked')); // a link to a folder: walked
     symlinkSync(path.join(root, 'a.txt'), path.join(root, 'link-to-a.txt'));
-    symlinkSync('..', path.join(root, 'notes', 'up'));                  // a cycle: not walked again
-    symlinkSync('nothing-here.md', path.join(root, 'dangling.md'));     // listed: parse names it
-    symlinkSync('loop.txt', path.join(root, 'loop.txt'));               // a link to itself: listed too
-    execFileSync('mkfifo', [path.join(root, 'pipe.eml')]);              // listed, never opened here
+    symlinkSync('..', path.join(root, 'notes', 'up')); // a cycle: not walked again
+    symlinkSync('nothing-here.md', path.join(root, 'dangling.md')); // listed: parse names it
+    symlinkSync('loop.txt', path.join(root, 'loop.txt')); // a link to itself: listed too
+    execFileSync('mkfifo', [path.join(root, 'pipe.eml')]); // listed, never opened here
   });
 
   afterAll(() => {
@@ -67,6 +67,8 @@ describe('listLocalFiles', () => {
 
   it('takes a relative folder from the working directory', async () => {
     const relative = path.relative(process.cwd(), root);
-    expect((await listLocalFiles(relative)).map((r) => r.path)).toEqual((await listLocalFiles(root)).map((r) => r.path));
+    expect((await listLocalFiles(relative)).map((r) => r.path)).toEqual(
+      (await listLocalFiles(root)).map((r) => r.path),
+    );
   });
 });

@@ -14,10 +14,16 @@ import { analyseText } from '../src/utils/text-analysis.js';
 
 const OPTIONS = { maxChars: 20_000, keywordCount: 8, summarySentences: 2 };
 
-async function cleanTextOf(docId: string): Promise<{ subject: string | null; text: string; senderDomain: string | null }> {
+async function cleanTextOf(
+  docId: string,
+): Promise<{ subject: string | null; text: string; senderDomain: string | null }> {
   const ref = listCorpus().find((r) => r.docId === docId)!;
   const email = await parseEmail(readFileSync(corpusFilePath(ref.path)));
-  return { subject: email.subject, text: cleanText({ kind: 'email', plainText: email.plainText, html: email.html }), senderDomain: email.senderDomain };
+  return {
+    subject: email.subject,
+    text: cleanText({ kind: 'email', plainText: email.plainText, html: email.html }),
+    senderDomain: email.senderDomain,
+  };
 }
 
 /** Everything the pipeline reads of a wink-nlp document. */

@@ -1,6 +1,14 @@
 /** The report's arithmetic and the failure-code round trip, on hand-made records. */
 import { describe, expect, it } from 'vitest';
-import { buildRecord, buildReport, DocumentError, formatReport, toFailure, type DocumentRef, type WorkItem } from '../src/index.js';
+import {
+  buildRecord,
+  buildReport,
+  DocumentError,
+  formatReport,
+  toFailure,
+  type DocumentRef,
+  type WorkItem,
+} from '../src/index.js';
 
 function ref(docId: string, trueLabel: 'spam' | 'ham', split: 'train' | 'test'): DocumentRef {
   return { docId, source: 'spam-assassin', path: `${docId}.txt`, kind: 'email', trueLabel, split };
@@ -35,7 +43,10 @@ describe('buildReport', () => {
     buildRecord(ref('d', 'ham', 'test'), work('spam', 2)), // false positive
     buildRecord(ref('e', 'ham', 'test'), work('ham', 1)), // true negative
     buildRecord(ref('f', 'spam', 'train'), work('ham', 50)), // train split: not scored
-    buildRecord(ref('g', 'ham', 'test'), { ...work('ham', 0), failure: { stage: 'parse', code: 'EMPTY', reason: 'the file has 0 bytes' } }),
+    buildRecord(ref('g', 'ham', 'test'), {
+      ...work('ham', 0),
+      failure: { stage: 'parse', code: 'EMPTY', reason: 'the file has 0 bytes' },
+    }),
   ];
   const report = buildReport(records, 2000, 2);
 
@@ -50,7 +61,13 @@ describe('buildReport', () => {
   });
 
   it('counts documents, failures and throughput', () => {
-    expect(report).toMatchObject({ documents: 7, ok: 6, failed: 1, failuresByCode: { EMPTY: 1 }, documentsPerSecond: 3.5 });
+    expect(report).toMatchObject({
+      documents: 7,
+      ok: 6,
+      failed: 1,
+      failuresByCode: { EMPTY: 1 },
+      documentsPerSecond: 3.5,
+    });
     expect(report.failures).toEqual([{ id: 'g', stage: 'parse', code: 'EMPTY', reason: 'the file has 0 bytes' }]);
     expect(records[6]).toMatchObject({ status: 'failed', predictedLabel: null });
   });
@@ -78,6 +95,10 @@ describe('toFailure', () => {
   });
 
   it('names anything else ERROR with the error name', () => {
-    expect(toFailure('analyse', new RangeError('boom'))).toEqual({ stage: 'analyse', code: 'ERROR', reason: 'RangeError: boom' });
+    expect(toFailure('analyse', new RangeError('boom'))).toEqual({
+      stage: 'analyse',
+      code: 'ERROR',
+      reason: 'RangeError: boom',
+    });
   });
 });

@@ -11,7 +11,14 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { RedisEngine } from '@queueflow/worker';
 import { afterAll, describe, expect, it } from 'vitest';
-import { formatTranscript, parseExecTrace, playTaboo, tabooGuesser, tabooHinter, type ExecTraceLine } from '../src/index.js';
+import {
+  formatTranscript,
+  parseExecTrace,
+  playTaboo,
+  tabooGuesser,
+  tabooHinter,
+  type ExecTraceLine,
+} from '../src/index.js';
 import { deletePrefix, redisUrl, testPrefix } from '../../../tests/support/test-redis.js';
 import { waitFor } from '../../../tests/support/wait-for.js';
 import { spawnWorker, stopWorkers, type WorkerProcess } from '../../../tests/support/worker-process.js';
@@ -44,12 +51,22 @@ describe('fault: SIGKILL the worker running the hinter while it holds a received
   it('redelivers the guess (same id) to the other worker and finishes with the same transcript', async () => {
     delete process.env.OPENAI_BASE_URL; // never a model in tests (the workers inherit this env)
     // A short lock, so the killed worker's step is taken over within seconds.
-    const options = { flows: FLOWS, redisUrl: url, prefix, concurrency: 2, lockDurationMs: 2000, stalledIntervalMs: 1000 };
+    const options = {
+      flows: FLOWS,
+      redisUrl: url,
+      prefix,
+      concurrency: 2,
+      lockDurationMs: 2000,
+      stalledIntervalMs: 1000,
+    };
     workers = await Promise.all([spawnWorker(options), spawnWorker(options)]);
     const playing = playTaboo({ engine, turnTimeoutMs: 30_000, hinter: { execMs: 600, markerDir } });
 
     // The hinter's exec for the 4th guess it received: that step has the message, uncommitted.
-    const held = await waitFor('the hinter to hold its 4th guess', () => hinterTrace().filter((line) => line.messageId)[3]);
+    const held = await waitFor(
+      'the hinter to hold its 4th guess',
+      () => hinterTrace().filter((line) => line.messageId)[3],
+    );
     const victim = workers.find((w) => w.pid === held.pid);
     expect(victim, `the worker running the hinter (pid ${held.pid})`).toBeDefined();
     victim!.kill('SIGKILL');

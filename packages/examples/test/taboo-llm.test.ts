@@ -79,7 +79,13 @@ describe('Taboo with model players (a fake OpenAI-compatible endpoint)', () => {
   it("rejects the model's clue when it says a forbidden word; the rule-based clue stands in after the last try", async () => {
     requests.length = 0;
     const game = await playTaboo({ players: 'llm', words: ['apple'], maxTurns: 1 });
-    expect(game.transcript[0]).toEqual({ kind: 'hint', round: 1, turn: 1, text: TABOO_DECK[0]!.clues[1], source: 'rules' });
+    expect(game.transcript[0]).toEqual({
+      kind: 'hint',
+      round: 1,
+      turn: 1,
+      text: TABOO_DECK[0]!.clues[1],
+      source: 'rules',
+    });
     const hinterCalls = requests.filter((r) => r.messages[0]!.content.includes('You are the hinter'));
     expect(hinterCalls).toHaveLength(3); // the hinter's three tries
   });

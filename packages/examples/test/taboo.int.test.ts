@@ -10,7 +10,14 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { RedisEngine } from '@queueflow/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { formatTranscript, parseExecTrace, playTaboo, tabooGuesser, tabooHinter, type TabooGame } from '../src/index.js';
+import {
+  formatTranscript,
+  parseExecTrace,
+  playTaboo,
+  tabooGuesser,
+  tabooHinter,
+  type TabooGame,
+} from '../src/index.js';
 import { deletePrefix, redisUrl, testPrefix } from '../../../tests/support/test-redis.js';
 import { spawnWorker, stopWorkers, type WorkerProcess } from '../../../tests/support/worker-process.js';
 import { EXPECTED_GAME } from './taboo-expected.js';
@@ -71,15 +78,32 @@ describe('Taboo on RedisEngine with the agents on two worker processes', () => {
   });
 
   it('plays from the CLI with --redis: the same game on the same workers', async () => {
-    const args = ['--import', 'tsx', CLI, '--redis', url, '--prefix', prefix, '--words', 'volcano,lighthouse', '--offline'];
-    const child = spawn(process.execPath, args, { cwd: EXAMPLES, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, NODE_NO_WARNINGS: '1' } });
+    const args = [
+      '--import',
+      'tsx',
+      CLI,
+      '--redis',
+      url,
+      '--prefix',
+      prefix,
+      '--words',
+      'volcano,lighthouse',
+      '--offline',
+    ];
+    const child = spawn(process.execPath, args, {
+      cwd: EXAMPLES,
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, NODE_NO_WARNINGS: '1' },
+    });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
     child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
     const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
     expect(code, stderr).toBe(0);
-    expect(stderr).toMatch(/Taboo: 2 cards, 3 hints each, rule-based players, on queueflow workers \(redis:\/\/.+, prefix /);
+    expect(stderr).toMatch(
+      /Taboo: 2 cards, 3 hints each, rule-based players, on queueflow workers \(redis:\/\/.+, prefix /,
+    );
     expect(stderr).toMatch(/Hinter run \S+, guesser run \S+; waiting for workers/);
     const expected = await playTaboo({ words: ['volcano', 'lighthouse'] });
     expect(stdout.trim()).toBe(formatTranscript(expected.transcript));

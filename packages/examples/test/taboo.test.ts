@@ -97,7 +97,13 @@ describe('Taboo game, offline, embedded', () => {
 
   it('plays with players "llm" but no endpoint configured: the rule-based players stand in, no network', async () => {
     const game = await playTaboo({ engine, players: 'llm', words: ['piano'] });
-    expect(game.transcript[0]).toEqual({ kind: 'hint', round: 1, turn: 1, text: TABOO_DECK[1]!.clues[1], source: 'rules' });
+    expect(game.transcript[0]).toEqual({
+      kind: 'hint',
+      round: 1,
+      turn: 1,
+      text: TABOO_DECK[1]!.clues[1],
+      source: 'rules',
+    });
     expect(game.solved).toBe(1);
   });
 
@@ -109,7 +115,9 @@ describe('Taboo game, offline, embedded', () => {
       });
       expect(hinter.status).toBe('completed');
       expect(hinter.shared.ended).toBe('timeout');
-      expect(formatTranscript(hinter.shared.transcript)).toContain('Game ended: the guesser stopped answering (0 of 0 words guessed)');
+      expect(formatTranscript(hinter.shared.transcript)).toContain(
+        'Game ended: the guesser stopped answering (0 of 0 words guessed)',
+      );
     } finally {
       await engineAlone.close();
     }

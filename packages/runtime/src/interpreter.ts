@@ -5,12 +5,7 @@
  */
 export type { Checkpoint, Frame, FrameKind, Visit } from './engine/checkpoint.js';
 export { initialCheckpoint, targetOf, enterPlainFlows, walkParams } from './engine/walk.js';
-export {
-  executeStep,
-  type StepContext,
-  type StepOutcome,
-  type StepTarget,
-} from './engine/step-interpreter.js';
+export { executeStep, type StepContext, type StepOutcome, type StepTarget } from './engine/step-interpreter.js';
 export {
   executeItem,
   resumeFanOut,

@@ -52,11 +52,17 @@ describe('toMermaid', () => {
 
   it('labels an unnamed root with the flow name', () => {
     const definition = defineFlow('greeting', () => new Flow(new Draft({ name: 'draft' })));
-    expect(toMermaid(definition).split('\n').slice(0, 3)).toEqual(['flowchart TD', '  subgraph n0["greeting (flow)"]', '    n1["draft"]']);
+    expect(toMermaid(definition).split('\n').slice(0, 3)).toEqual([
+      'flowchart TD',
+      '  subgraph n0["greeting (flow)"]',
+      '    n1["draft"]',
+    ]);
   });
 
   it('names the bad argument', () => {
     expect(() => toMermaid({} as never)).toThrow(/toMermaid: expected `flow` to be a FlowDefinition or a node/);
-    expect(() => toMermaid(new Draft(), { direction: 'BT' as never })).toThrow(/expected `direction` to be 'TD' or 'LR', got `'BT'`/);
+    expect(() => toMermaid(new Draft(), { direction: 'BT' as never })).toThrow(
+      /expected `direction` to be 'TD' or 'LR', got `'BT'`/,
+    );
   });
 });

@@ -440,13 +440,20 @@ describe('PocketFlow TypeScript port compatibility', () => {
 
   it('exports the port’s class names', () => {
     for (const name of Object.keys(pocketflow)) {
-      expect(typeof (queueflow as Record<string, unknown>)[name], name).toBe(typeof (pocketflow as Record<string, unknown>)[name]);
+      expect(typeof (queueflow as Record<string, unknown>)[name], name).toBe(
+        typeof (pocketflow as Record<string, unknown>)[name],
+      );
     }
   });
 
   it('a linear pipeline: same shared; both return undefined when the last post does', async () => {
     const { pocketflow: theirs, queueflow: ours } = await both('pipeline');
-    expect(theirs.shared).toEqual({ input: 'the quick brown fox', upper: 'THE QUICK BROWN FOX', words: 4, saved: ['THE QUICK BROWN FOX', '4'] });
+    expect(theirs.shared).toEqual({
+      input: 'the quick brown fox',
+      upper: 'THE QUICK BROWN FOX',
+      words: 4,
+      saved: ['THE QUICK BROWN FOX', '4'],
+    });
     expect(ours.shared).toEqual(theirs.shared);
     expect(ours.warnings).toEqual(theirs.warnings);
     expect(theirs.warnings).toEqual([]);

@@ -90,7 +90,10 @@ describe('S1 node lifecycle', () => {
 
   it('a post returning undefined follows the "default" successor in a Flow', async () => {
     class Log extends Node<Shared> {
-      constructor(private readonly tag: string, private readonly action?: string) {
+      constructor(
+        private readonly tag: string,
+        private readonly action?: string,
+      ) {
         super();
       }
       override post(shared: Shared): string | undefined {

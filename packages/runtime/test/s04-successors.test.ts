@@ -7,7 +7,10 @@ import { DEFAULT_ACTION, Flow, Node } from '../src/index.js';
 import { captureWarnings } from './helpers.js';
 
 class Tag extends Node<{ log: string[] }> {
-  constructor(readonly tag: string, private readonly action?: string) {
+  constructor(
+    readonly tag: string,
+    private readonly action?: string,
+  ) {
     super();
   }
   override post(shared: { log: string[] }): string | undefined {

@@ -12,7 +12,10 @@ interface Shared {
 }
 
 class Tag extends Node<Shared> {
-  constructor(readonly tag: string, private readonly action?: string) {
+  constructor(
+    readonly tag: string,
+    private readonly action?: string,
+  ) {
     super();
   }
   override post(shared: Shared): string | undefined {

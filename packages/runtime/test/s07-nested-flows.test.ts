@@ -12,7 +12,10 @@ interface Shared {
 }
 
 class Tag extends Node<Shared> {
-  constructor(readonly tag: string, private readonly action?: string) {
+  constructor(
+    readonly tag: string,
+    private readonly action?: string,
+  ) {
     super();
   }
   override post(shared: Shared): string | undefined {
@@ -40,7 +43,7 @@ describe('S7 flows are nodes', () => {
     expect(await flow.post({ log: [] }, 'prep', 'last-action')).toBe('last-action');
   });
 
-  it("its own prep and post run around the walk; post gets (shared, prepRes, lastAction)", async () => {
+  it('its own prep and post run around the walk; post gets (shared, prepRes, lastAction)', async () => {
     const postArgs: unknown[][] = [];
     class Wrapped extends Flow<Shared> {
       override prep(shared: Shared): string {

@@ -16,7 +16,10 @@ interface Shared {
 
 /** Records the params of its visit in shared.log. */
 class Record extends Node<Shared> {
-  constructor(private readonly tag = 'node', private readonly action?: string) {
+  constructor(
+    private readonly tag = 'node',
+    private readonly action?: string,
+  ) {
     super();
   }
   override prep(shared: Shared): void {

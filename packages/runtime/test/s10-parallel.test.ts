@@ -365,7 +365,10 @@ describe('S10 ParallelBatchFlow', { timeout: 5000 }, () => {
 
   /** Records its params; waits at `await` for the branch's own gate when one is given. */
   class Step extends Node<Shared> {
-    constructor(private readonly tag: string, private readonly hook?: (node: Step) => Promise<void>) {
+    constructor(
+      private readonly tag: string,
+      private readonly hook?: (node: Step) => Promise<void>,
+    ) {
       super();
     }
     override async exec(): Promise<void> {

@@ -11,7 +11,10 @@ interface Shared {
 }
 
 class Tag extends Node<Shared> {
-  constructor(readonly tag: string, private readonly action?: string) {
+  constructor(
+    readonly tag: string,
+    private readonly action?: string,
+  ) {
     super();
   }
   override post(shared: Shared): string | undefined {
@@ -31,7 +34,9 @@ describe('S11 node.run', () => {
     const action = await a.run(shared);
     expect(shared.log).toEqual(['a']);
     expect(action).toBe('go');
-    expect(warnings).toEqual([{ code: 'QF_NODE_WONT_RUN_SUCCESSORS', message: "Node won't run successors. Use Flow." }]);
+    expect(warnings).toEqual([
+      { code: 'QF_NODE_WONT_RUN_SUCCESSORS', message: "Node won't run successors. Use Flow." },
+    ]);
   });
 
   it('warns before the node runs', async () => {

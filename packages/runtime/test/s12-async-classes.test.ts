@@ -44,7 +44,15 @@ describe('S12 Async classes', () => {
   });
 
   it('the synchronous names are exported too', () => {
-    for (const name of ['BaseNode', 'Node', 'BatchNode', 'ParallelBatchNode', 'Flow', 'BatchFlow', 'ParallelBatchFlow']) {
+    for (const name of [
+      'BaseNode',
+      'Node',
+      'BatchNode',
+      'ParallelBatchNode',
+      'Flow',
+      'BatchFlow',
+      'ParallelBatchFlow',
+    ]) {
       expect(typeof (runtime as unknown as Record<string, unknown>)[name]).toBe('function');
     }
   });

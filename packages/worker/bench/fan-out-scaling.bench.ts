@@ -50,8 +50,24 @@ const rounds = Number(values.rounds);
 setWarningHandler(() => {});
 
 function startWorker(prefix: string): Promise<ChildProcess> {
-  const args = ['--import', 'tsx', CLI, 'worker', '--flows', FLOWS, '--redis', redisUrl(), '--prefix', prefix, '--concurrency', String(concurrency)];
-  const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, NODE_NO_WARNINGS: '1' } });
+  const args = [
+    '--import',
+    'tsx',
+    CLI,
+    'worker',
+    '--flows',
+    FLOWS,
+    '--redis',
+    redisUrl(),
+    '--prefix',
+    prefix,
+    '--concurrency',
+    String(concurrency),
+  ];
+  const child = spawn(process.execPath, args, {
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, NODE_NO_WARNINGS: '1' },
+  });
   let output = '';
   return new Promise((resolve, reject) => {
     child.stdout!.on('data', (chunk: Buffer) => {
@@ -85,7 +101,9 @@ async function trial(workers: number): Promise<number> {
     const seconds = (performance.now() - started) / 1000;
     const done = Object.keys((result.shared.done as object | undefined) ?? {}).length;
     if (result.status !== 'completed' || done !== children) {
-      throw new Error(`fan-out on ${workers} workers: ${result.status}, ${done} children done: ${JSON.stringify(result.error)}`);
+      throw new Error(
+        `fan-out on ${workers} workers: ${result.status}, ${done} children done: ${JSON.stringify(result.error)}`,
+      );
     }
     return seconds;
   } finally {
@@ -118,6 +136,8 @@ for (const workers of counts) {
   console.log(
     `  ${String(workers).padStart(2)} worker${workers === 1 ? ' ' : 's'}: median ${median(own).toFixed(2)} s ` +
       `[${Math.min(...own).toFixed(2)}–${Math.max(...own).toFixed(2)}]` +
-      (workers === base ? '' : `   speed-up median ${median(speedUps).toFixed(2)}× [${Math.min(...speedUps).toFixed(2)}–${Math.max(...speedUps).toFixed(2)}]${bar}`),
+      (workers === base
+        ? ''
+        : `   speed-up median ${median(speedUps).toFixed(2)}× [${Math.min(...speedUps).toFixed(2)}–${Math.max(...speedUps).toFixed(2)}]${bar}`),
   );
 }

@@ -60,7 +60,10 @@ async function flowProducerRound(): Promise<number> {
   const workerConnections = [connection.duplicate(), connection.duplicate()];
   const workerOptions = { connection: workerConnections[0]!, prefix, concurrency };
   const childWorker = new Worker('children', async () => undefined, workerOptions);
-  const parentWorker = new Worker('parent', async () => done(), { ...workerOptions, connection: workerConnections[1]! });
+  const parentWorker = new Worker('parent', async () => done(), {
+    ...workerOptions,
+    connection: workerConnections[1]!,
+  });
   await Promise.all([childWorker.waitUntilReady(), parentWorker.waitUntilReady()]);
   try {
     const started = performance.now();
@@ -68,7 +71,12 @@ async function flowProducerRound(): Promise<number> {
       name: 'parent',
       queueName: 'parent',
       opts: { removeOnComplete: true },
-      children: Array.from({ length: children }, (_, i) => ({ name: 'child', queueName: 'children', data: { i }, opts: { removeOnComplete: true } })),
+      children: Array.from({ length: children }, (_, i) => ({
+        name: 'child',
+        queueName: 'children',
+        data: { i },
+        opts: { removeOnComplete: true },
+      })),
     });
     await parentDone;
     return children / ((performance.now() - started) / 1000);
@@ -88,7 +96,15 @@ for (let round = 0; round < rounds; round++) {
   ours.push(await queueflowRound());
 }
 const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
-console.log(`fan-out of ${children} no-op children, 1 worker at concurrency ${concurrency}, median of ${rounds} rounds`);
-console.log(`  queueflow ParallelBatchFlow : ${formatRate(median(ours))} children/s (${(children / median(ours)).toFixed(2)} s)`);
-console.log(`  raw BullMQ FlowProducer     : ${formatRate(median(raw))} children/s (${(children / median(raw)).toFixed(2)} s)`);
-console.log(`  ratio                       : ${(median(ours) / median(raw)).toFixed(2)} (queueflow / FlowProducer; the bar is ≥ 0.5)`);
+console.log(
+  `fan-out of ${children} no-op children, 1 worker at concurrency ${concurrency}, median of ${rounds} rounds`,
+);
+console.log(
+  `  queueflow ParallelBatchFlow : ${formatRate(median(ours))} children/s (${(children / median(ours)).toFixed(2)} s)`,
+);
+console.log(
+  `  raw BullMQ FlowProducer     : ${formatRate(median(raw))} children/s (${(children / median(raw)).toFixed(2)} s)`,
+);
+console.log(
+  `  ratio                       : ${(median(ours) / median(raw)).toFixed(2)} (queueflow / FlowProducer; the bar is ≥ 0.5)`,
+);

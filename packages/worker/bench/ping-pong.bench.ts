@@ -75,7 +75,8 @@ class Ping extends Node<PingShared, PingParams> {
     return this.ask(this.params.address, { n: shared.n });
   }
   override post(shared: PingShared, answer: Message): string {
-    if ((answer.body as { n: number }).n !== shared.n) throw new Error(`answer ${JSON.stringify(answer.body)} to ping ${shared.n}`);
+    if ((answer.body as { n: number }).n !== shared.n)
+      throw new Error(`answer ${JSON.stringify(answer.body)} to ping ${shared.n}`);
     shared.n += 1;
     return shared.n < shared.limit ? 'again' : 'done';
   }
@@ -140,7 +141,12 @@ function countRedisCommands(): { counts: Counts; reset(): void } {
 async function workerRole(): Promise<void> {
   setWarningHandler(() => {});
   const counter = countRedisCommands();
-  const worker = await startWorker({ connection: redisUrl(), flows: [pinger, ponger], prefix: values.prefix!, concurrency: Number(values.concurrency) });
+  const worker = await startWorker({
+    connection: redisUrl(),
+    flows: [pinger, ponger],
+    prefix: values.prefix!,
+    concurrency: Number(values.concurrency),
+  });
   process.on('message', (message: { type: string }) => {
     if (message.type === 'reset') {
       counter.reset();
@@ -196,7 +202,8 @@ async function queueflowGame(engine: RedisEngine, exchanges: number): Promise<nu
   const ping = await engine.start(pinger, { ...shared }, { params: { address } });
   const [a, b] = await Promise.all([ping.result(), pong.result()]);
   const ms = performance.now() - started;
-  if (a.status !== 'completed' || b.status !== 'completed') throw new Error(`ping-pong failed: ${JSON.stringify(a.error ?? b.error)}`);
+  if (a.status !== 'completed' || b.status !== 'completed')
+    throw new Error(`ping-pong failed: ${JSON.stringify(a.error ?? b.error)}`);
   return ms / exchanges;
 }
 
@@ -235,7 +242,8 @@ async function main(): Promise<void> {
       ours.push(await queueflowGame(engine, exchanges));
       const reports = await Promise.all(workers.map((w) => ask<{ counts: Counts }>(w, 'report')));
       counts = {};
-      for (const report of reports) for (const [name, n] of Object.entries(report.counts)) counts[name] = (counts[name] ?? 0) + n;
+      for (const report of reports)
+        for (const [name, n] of Object.entries(report.counts)) counts[name] = (counts[name] ?? 0) + n;
     }
   } finally {
     await redis.lpush(`${key}:ping`, 'stop');
@@ -257,18 +265,28 @@ async function main(): Promise<void> {
 
   const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
   const perExchange = (n: number): string => (n / exchanges).toFixed(1);
-  const total = Object.entries(counts).filter(([name]) => name !== '(pipelines)').reduce((sum, [, n]) => sum + n, 0);
+  const total = Object.entries(counts)
+    .filter(([name]) => name !== '(pipelines)')
+    .reduce((sum, [, n]) => sum + n, 0);
   const byCount = Object.entries(counts)
     .filter(([name, n]) => name !== '(pipelines)' && n / exchanges >= 0.05)
     .sort((a, b) => b[1] - a[1])
     .map(([name, n]) => `${name} ${perExchange(n)}`);
-  console.log(`mailbox ping-pong, ${exchanges} round trips, median of ${rounds} rounds, same Redis (${redisUrl().replace(/\/\/.*@/, '//***@')})`);
+  console.log(
+    `mailbox ping-pong, ${exchanges} round trips, median of ${rounds} rounds, same Redis (${redisUrl().replace(/\/\/.*@/, '//***@')})`,
+  );
   const line = (label: string, value: string): void => console.log(`  ${label.padEnd(53)}: ${value}`);
-  line(`queueflow RedisEngine, ask/reply, 2 workers × ${values.concurrency} slots`, `${median(ours).toFixed(3)} ms per round trip`);
+  line(
+    `queueflow RedisEngine, ask/reply, 2 workers × ${values.concurrency} slots`,
+    `${median(ours).toFixed(3)} ms per round trip`,
+  );
   line('raw LPUSH/BRPOP, 2 processes', `${median(raw).toFixed(3)} ms per round trip`);
   line('ratio', `${(median(ours) / median(raw)).toFixed(1)} (queueflow / raw)`);
   const pipelines = counts['(pipelines)'] ?? 0;
-  line('Redis commands per round trip, both workers', `${perExchange(total)} (raw: 4)${pipelines > 0 ? `, in ${perExchange(pipelines)} pipelines` : ''}`);
+  line(
+    'Redis commands per round trip, both workers',
+    `${perExchange(total)} (raw: 4)${pipelines > 0 ? `, in ${perExchange(pipelines)} pipelines` : ''}`,
+  );
   console.log(`    ${byCount.join(', ')}`);
 }
 

@@ -13,7 +13,9 @@ import { defineFlow, Flow, Node, setWarningHandler } from '@queueflow/runtime';
 import { RedisEngine, startWorker } from '../src/index.js';
 import { deleteKeys, formatRate, redisUrl } from './bench-support.js';
 
-const { values } = parseArgs({ options: { steps: { type: 'string', default: '1000' }, rounds: { type: 'string', default: '3' } } });
+const { values } = parseArgs({
+  options: { steps: { type: 'string', default: '1000' }, rounds: { type: 'string', default: '3' } },
+});
 const steps = Number(values.steps);
 const rounds = Number(values.rounds);
 setWarningHandler(() => {});
@@ -42,7 +44,8 @@ async function queueflowRound(): Promise<number> {
     const started = performance.now();
     const result = await engine.run(chain, { count: 0, limit: steps });
     const seconds = (performance.now() - started) / 1000;
-    if (result.status !== 'completed' || result.shared.count !== steps) throw new Error(`queueflow run failed: ${JSON.stringify(result.error)}`);
+    if (result.status !== 'completed' || result.shared.count !== steps)
+      throw new Error(`queueflow run failed: ${JSON.stringify(result.error)}`);
     return steps / seconds;
   } finally {
     await engine.close();
@@ -94,4 +97,6 @@ const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floo
 console.log(`sequential flow, ${steps} steps, 1 worker at concurrency 1, median of ${rounds} rounds`);
 console.log(`  queueflow RedisEngine : ${formatRate(median(ours))} steps/s`);
 console.log(`  raw BullMQ chained    : ${formatRate(median(raw))} jobs/s`);
-console.log(`  ratio                 : ${(median(ours) / median(raw)).toFixed(2)} (queueflow / BullMQ; the bar is ≥ 0.5)`);
+console.log(
+  `  ratio                 : ${(median(ours) / median(raw)).toFixed(2)} (queueflow / BullMQ; the bar is ≥ 0.5)`,
+);

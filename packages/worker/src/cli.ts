@@ -1,6 +1,13 @@
 #!/usr/bin/env node
 import { Command, InvalidArgumentError, Option } from 'commander';
-import { toMermaid, type FlowDefinition, type Json, type JsonObject, type RunResult, type RunStatus } from '@queueflow/runtime';
+import {
+  toMermaid,
+  type FlowDefinition,
+  type Json,
+  type JsonObject,
+  type RunResult,
+  type RunStatus,
+} from '@queueflow/runtime';
 import { loadFlows } from './load-flows.js';
 import { RedisEngine } from './redis-engine.js';
 import { throttledLog } from './throttled-log.js';
@@ -20,7 +27,8 @@ const program = new Command()
 const redisOption = (): Option =>
   new Option('--redis <url>', 'Redis URL (redis:// or rediss://)').env('REDIS_URL').default('redis://127.0.0.1:6379');
 const DEFAULT_PREFIX = '{qf}';
-const prefixOption = (): Option => new Option('--prefix <prefix>', 'key prefix shared by clients and workers').default(DEFAULT_PREFIX);
+const prefixOption = (): Option =>
+  new Option('--prefix <prefix>', 'key prefix shared by clients and workers').default(DEFAULT_PREFIX);
 
 program
   .command('worker')
@@ -30,43 +38,56 @@ program
   .addOption(prefixOption())
   .option('--concurrency <n>', 'steps run at once', positiveInteger, 8)
   .option('--lock-duration <ms>', 'step lock duration in ms; a dead worker loses its steps after it', positiveInteger)
-  .option('--stalled-interval <ms>', 'how often to look for stalled steps, in ms (default: half the lock duration)', positiveInteger)
-  .action(async (options: { flows: string; redis: string; prefix: string; concurrency: number; lockDuration?: number; stalledInterval?: number }) => {
-    const flows = await loadFlows(options.flows);
-    // Before it is ready, a failed start is reported once, by the error startWorker throws.
-    let ready = false;
-    const logError = throttledLog((line) => console.error(`queueflow worker ${process.pid}: ${line}`), 10_000);
-    const worker = await startWorker({
-      connection: options.redis,
-      onError: (error) => ready && logError(error.message),
-      flows,
-      prefix: options.prefix,
-      concurrency: options.concurrency,
-      ...(options.lockDuration ? { lockDurationMs: options.lockDuration } : {}),
-      ...(options.stalledInterval ? { stalledIntervalMs: options.stalledInterval } : {}),
-    });
-    ready = true;
-    const names = flows.map((f) => f.name).join(', ');
-    console.log(`queueflow worker ${process.pid}: ready (flows: ${names}; concurrency ${options.concurrency})`);
-    let stopping = false;
-    const stop = (signal: string): void => {
-      if (stopping) {
-        console.error(`queueflow worker ${process.pid}: ${signal} again, exiting now`);
-        process.exit(1);
-      }
-      stopping = true;
-      console.log(`queueflow worker ${process.pid}: ${signal}, finishing steps in flight`);
-      worker.close().then(
-        () => process.exit(0),
-        (error: unknown) => {
-          console.error(error);
+  .option(
+    '--stalled-interval <ms>',
+    'how often to look for stalled steps, in ms (default: half the lock duration)',
+    positiveInteger,
+  )
+  .action(
+    async (options: {
+      flows: string;
+      redis: string;
+      prefix: string;
+      concurrency: number;
+      lockDuration?: number;
+      stalledInterval?: number;
+    }) => {
+      const flows = await loadFlows(options.flows);
+      // Before it is ready, a failed start is reported once, by the error startWorker throws.
+      let ready = false;
+      const logError = throttledLog((line) => console.error(`queueflow worker ${process.pid}: ${line}`), 10_000);
+      const worker = await startWorker({
+        connection: options.redis,
+        onError: (error) => ready && logError(error.message),
+        flows,
+        prefix: options.prefix,
+        concurrency: options.concurrency,
+        ...(options.lockDuration ? { lockDurationMs: options.lockDuration } : {}),
+        ...(options.stalledInterval ? { stalledIntervalMs: options.stalledInterval } : {}),
+      });
+      ready = true;
+      const names = flows.map((f) => f.name).join(', ');
+      console.log(`queueflow worker ${process.pid}: ready (flows: ${names}; concurrency ${options.concurrency})`);
+      let stopping = false;
+      const stop = (signal: string): void => {
+        if (stopping) {
+          console.error(`queueflow worker ${process.pid}: ${signal} again, exiting now`);
           process.exit(1);
-        },
-      );
-    };
-    process.on('SIGTERM', () => stop('SIGTERM'));
-    process.on('SIGINT', () => stop('SIGINT'));
-  });
+        }
+        stopping = true;
+        console.log(`queueflow worker ${process.pid}: ${signal}, finishing steps in flight`);
+        worker.close().then(
+          () => process.exit(0),
+          (error: unknown) => {
+            console.error(error);
+            process.exit(1);
+          },
+        );
+      };
+      process.on('SIGTERM', () => stop('SIGTERM'));
+      process.on('SIGINT', () => stop('SIGINT'));
+    },
+  );
 
 program
   .command('run <flow>')
@@ -77,22 +98,34 @@ program
   .option('--detach', 'print the run id and exit without waiting')
   .addOption(redisOption())
   .addOption(prefixOption())
-  .action(async (flow: string, options: { flows: string; shared: JsonObject; params: JsonObject; detach?: boolean; redis: string; prefix: string }) => {
-    const engine = openEngine(options, await loadFlows(options.flows));
-    try {
-      const handle = await engine.start(flow, options.shared, { params: options.params });
-      if (options.detach) {
-        console.log(handle.id);
-        return;
+  .action(
+    async (
+      flow: string,
+      options: {
+        flows: string;
+        shared: JsonObject;
+        params: JsonObject;
+        detach?: boolean;
+        redis: string;
+        prefix: string;
+      },
+    ) => {
+      const engine = openEngine(options, await loadFlows(options.flows));
+      try {
+        const handle = await engine.start(flow, options.shared, { params: options.params });
+        if (options.detach) {
+          console.log(handle.id);
+          return;
+        }
+        console.error(`run ${handle.id} started`);
+        const result = await awaitResult(engine, handle.id, options);
+        console.log(JSON.stringify(result, null, 2));
+        process.exitCode = result.status === 'completed' ? 0 : 1;
+      } finally {
+        await engine.close();
       }
-      console.error(`run ${handle.id} started`);
-      const result = await awaitResult(engine, handle.id, options);
-      console.log(JSON.stringify(result, null, 2));
-      process.exitCode = result.status === 'completed' ? 0 : 1;
-    } finally {
-      await engine.close();
-    }
-  });
+    },
+  );
 
 program
   .command('status <runId>')
@@ -150,7 +183,16 @@ program
 program
   .command('list')
   .description('list runs, newest first')
-  .addOption(new Option('--status <status>', 'only runs with this status').choices(['queued', 'running', 'waiting', 'completed', 'failed', 'cancelled']))
+  .addOption(
+    new Option('--status <status>', 'only runs with this status').choices([
+      'queued',
+      'running',
+      'waiting',
+      'completed',
+      'failed',
+      'cancelled',
+    ]),
+  )
   .option('--limit <n>', 'most runs listed', positiveInteger, 20)
   .addOption(redisOption())
   .addOption(prefixOption())
@@ -160,7 +202,9 @@ program
       const runs = await engine.list({ limit: options.limit, ...(options.status ? { status: options.status } : {}) });
       for (const run of runs) {
         const at = new Date(run.createdAt).toISOString();
-        console.log(`${run.id}  ${run.flow}  ${run.status.padEnd(9)}  steps ${run.steps}  ${at}${run.error ? `  ${run.error.message}` : ''}`);
+        console.log(
+          `${run.id}  ${run.flow}  ${run.status.padEnd(9)}  steps ${run.steps}  ${at}${run.error ? `  ${run.error.message}` : ''}`,
+        );
       }
     } finally {
       await engine.close();
@@ -195,7 +239,10 @@ program
   .action(async (flow: string, options: { flows: string; direction: 'TD' | 'LR' }) => {
     const flows = await loadFlows(options.flows);
     const definition = flows.find((candidate) => candidate.name === flow);
-    if (!definition) throw new Error(`flows module '${options.flows}' has no flow '${flow}' (it has: ${flows.map((f) => f.name).join(', ')})`);
+    if (!definition)
+      throw new Error(
+        `flows module '${options.flows}' has no flow '${flow}' (it has: ${flows.map((f) => f.name).join(', ')})`,
+      );
     console.log(toMermaid(definition, { direction: options.direction }));
   });
 
@@ -207,7 +254,11 @@ const QUEUED_HINT_MS = 10_000;
  * queued after {@link QUEUED_HINT_MS} (no worker, or workers refusing it: their reason is shown),
  * and on Ctrl-C a word that the run goes on (exit 130).
  */
-async function awaitResult(engine: RedisEngine, runId: string, options: { flows?: string; prefix: string }): Promise<RunResult> {
+async function awaitResult(
+  engine: RedisEngine,
+  runId: string,
+  options: { flows?: string; prefix: string },
+): Promise<RunResult> {
   let said = '';
   const hint = setInterval(() => {
     void engine.get(runId).then(
@@ -224,7 +275,9 @@ async function awaitResult(engine: RedisEngine, runId: string, options: { flows?
   }, QUEUED_HINT_MS);
   const interrupted = (): void => {
     const prefix = options.prefix === DEFAULT_PREFIX ? '' : ` --prefix '${options.prefix}'`;
-    console.error(`\ninterrupted: run ${runId} goes on without this command; \`queueflow cancel ${runId}${prefix}\` stops it`);
+    console.error(
+      `\ninterrupted: run ${runId} goes on without this command; \`queueflow cancel ${runId}${prefix}\` stops it`,
+    );
     process.exit(130);
   };
   process.once('SIGINT', interrupted);
@@ -243,7 +296,8 @@ function openEngine(options: { redis: string; prefix: string }, flows: FlowDefin
 
 function positiveInteger(value: string): number {
   const number = Number(value);
-  if (!Number.isInteger(number) || number < 1) throw new InvalidArgumentError(`expected an integer from 1 and up, got '${value}'`);
+  if (!Number.isInteger(number) || number < 1)
+    throw new InvalidArgumentError(`expected an integer from 1 and up, got '${value}'`);
   return number;
 }
 
@@ -257,7 +311,8 @@ function parseJson(value: string): Json {
 
 function parseJsonObject(value: string): JsonObject {
   const parsed = parseJson(value);
-  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) throw new InvalidArgumentError('expected a JSON object');
+  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed))
+    throw new InvalidArgumentError('expected a JSON object');
   return parsed as JsonObject;
 }
 

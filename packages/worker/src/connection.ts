@@ -19,7 +19,10 @@ export type ConnectionOption = string | RedisOptions;
  */
 export type ConnectionRole = 'client' | 'worker' | 'subscriber';
 
-export function redisOptionsOf(connection: ConnectionOption | undefined, role: ConnectionRole): RedisOptions & { url?: string } {
+export function redisOptionsOf(
+  connection: ConnectionOption | undefined,
+  role: ConnectionRole,
+): RedisOptions & { url?: string } {
   // Named, so `CLIENT LIST` shows which connections are queueflow's and what for.
   const connectionName = `queueflow:${role}`;
   const roleOptions: RedisOptions =
@@ -32,10 +35,14 @@ export function redisOptionsOf(connection: ConnectionOption | undefined, role: C
     try {
       url = new URL(source);
     } catch {
-      throw new TypeError(`expected \`connection\` (or REDIS_URL) to be a redis:// or rediss:// URL, got \`${source}\``);
+      throw new TypeError(
+        `expected \`connection\` (or REDIS_URL) to be a redis:// or rediss:// URL, got \`${source}\``,
+      );
     }
     if (url.protocol !== 'redis:' && url.protocol !== 'rediss:') {
-      throw new TypeError(`expected \`connection\` (or REDIS_URL) to use redis:// or rediss://, got \`${url.protocol}\``);
+      throw new TypeError(
+        `expected \`connection\` (or REDIS_URL) to use redis:// or rediss://, got \`${url.protocol}\``,
+      );
     }
     return { ...roleOptions, url: source };
   }
@@ -84,7 +91,9 @@ export async function connect(redis: Redis): Promise<void> {
     }
   } catch (error) {
     const cause = lastError ?? (error as Error);
-    throw new QueueflowError('REDIS_UNAVAILABLE', `cannot connect to Redis at ${serverOf(redis)}: ${cause.message}`, { cause });
+    throw new QueueflowError('REDIS_UNAVAILABLE', `cannot connect to Redis at ${serverOf(redis)}: ${cause.message}`, {
+      cause,
+    });
   } finally {
     redis.off('error', remember);
   }

@@ -25,7 +25,11 @@ import type { StoredRun } from './stored-run.js';
 /** What the fan-out coordinator needs from the step processor it works for. */
 export interface FanOutHost {
   ensureProgress(run: StoredRun): Promise<void>;
-  graphFor(run: Pick<StoredRun, 'id' | 'flow' | 'fingerprint'>, job: Job, token: string | undefined): Promise<CompiledGraph>;
+  graphFor(
+    run: Pick<StoredRun, 'id' | 'flow' | 'fingerprint'>,
+    job: Job,
+    token: string | undefined,
+  ): Promise<CompiledGraph>;
   checkpointOf(run: StoredRun): Promise<Checkpoint>;
 }
 
@@ -61,7 +65,12 @@ export class FanOutCoordinator {
   }
 
   /** How a child's end is reported to its parent, should this commit end it. */
-  async childReport(run: StoredRun, mode: CommitMode, fields: CommitFields, finalShared?: JsonObject): Promise<ChildReport | undefined> {
+  async childReport(
+    run: StoredRun,
+    mode: CommitMode,
+    fields: CommitFields,
+    finalShared?: JsonObject,
+  ): Promise<ChildReport | undefined> {
     const parent = run.parent!;
     const fanOut = await this.cache.get(parent.id, parent.step);
     if (!fanOut) return undefined; // the parent's fan-out is gone: nobody waits for this child
@@ -168,18 +177,27 @@ export class FanOutCoordinator {
   }
 
   /** Enqueues the first step of the children at `indices` (idempotent: deterministic job ids). */
-  private async startChildren(parentId: string, parentStep: number, fanOut: FanOutBasics, indices: number[], items?: Json[]): Promise<void> {
+  private async startChildren(
+    parentId: string,
+    parentStep: number,
+    fanOut: FanOutBasics,
+    indices: number[],
+    items?: Json[],
+  ): Promise<void> {
     const { request } = fanOut;
     if (request.kind === 'items') {
       const inputs = await Promise.all(
         indices.map(async (index) => ({
           index,
-          item: items ? (items[index] ?? null) : (JSON.parse((await this.stores.fanOuts.itemOf(parentId, index)) ?? 'null') as Json),
+          item: items
+            ? (items[index] ?? null)
+            : (JSON.parse((await this.stores.fanOuts.itemOf(parentId, index)) ?? 'null') as Json),
         })),
       );
       return this.queue.addItems(parentId, parentStep, inputs, request.maxAttempts);
     }
-    const target = fanOut.childTarget ?? (await this.stores.runs.load(childRunId(parentId, parentStep, indices[0]!)))?.target;
+    const target =
+      fanOut.childTarget ?? (await this.stores.runs.load(childRunId(parentId, parentStep, indices[0]!)))?.target;
     if (!target) return;
     await this.queue.addFirstSteps(
       indices.map((index) => childRunId(parentId, parentStep, index)),
@@ -196,7 +214,11 @@ export class FanOutCoordinator {
     const fanOut = await this.cache.get(runId, step);
     if (fanOut?.request.kind !== 'items') return;
     const { request } = fanOut;
-    const graph = await this.host.graphFor({ id: runId, flow: fanOut.flow, fingerprint: fanOut.fingerprint }, job, token);
+    const graph = await this.host.graphFor(
+      { id: runId, flow: fanOut.flow, fingerprint: fanOut.fingerprint },
+      job,
+      token,
+    );
     const controller = new AbortController();
     const ctx: StepContext = {
       attempt: job.attemptsMade,
@@ -220,7 +242,13 @@ export class FanOutCoordinator {
   }
 
   /** Records an item's end on its parent and does what that asks for. */
-  async itemEnded(parentId: string, parentStep: number, index: number, request: FanOutRequest, outcome: ChildOutcome): Promise<void> {
+  async itemEnded(
+    parentId: string,
+    parentStep: number,
+    index: number,
+    request: FanOutRequest,
+    outcome: ChildOutcome,
+  ): Promise<void> {
     const record = outcome.status === 'failed' ? outcome.error : undefined;
     const result = await this.stores.fanOuts.childEnded(
       parentId,

@@ -3,7 +3,15 @@ import type { ChildOutcome, FanOutRequest, OutgoingMessage, StepTarget } from '@
 import type { RedisKeys } from './redis-keys.js';
 import type { RunStore } from './run-store.js';
 import type { ScriptedRedis } from './scripts.js';
-import { childEndedResult, commitResult, outboxArgs, wakeParked, type ChildEndedResult, type CommitResult, type StoreOptions } from './script-replies.js';
+import {
+  childEndedResult,
+  commitResult,
+  outboxArgs,
+  wakeParked,
+  type ChildEndedResult,
+  type CommitResult,
+  type StoreOptions,
+} from './script-replies.js';
 import { position, type StoredRun } from './stored-run.js';
 
 /** Children cancelled at once when a fan-out ends early. */
@@ -111,7 +119,9 @@ export class FanOutStore {
     const total = Number(await this.redis.hget(this.keys.fanOut(parentId), 'total')) || 0;
     // In batches, each sent as one pipeline (ioredis): thousands of children, not thousands of round trips.
     for (let first = 0; first < total; first += CANCEL_BATCH) {
-      const ids = Array.from({ length: Math.min(CANCEL_BATCH, total - first) }, (_, i) => childRunId(parentId, parentStep, first + i));
+      const ids = Array.from({ length: Math.min(CANCEL_BATCH, total - first) }, (_, i) =>
+        childRunId(parentId, parentStep, first + i),
+      );
       await Promise.all(ids.map((id) => this.cancelChild(id)));
     }
   }
@@ -147,7 +157,9 @@ export class FanOutStore {
   /** A fan-out's request (without per-child data) and snapshot, and its parent's flow identity. */
   async fanOutBasics(
     parentId: string,
-  ): Promise<{ request: FanOutRequest; snapshot: string; step: number; flow: string; fingerprint: string } | undefined> {
+  ): Promise<
+    { request: FanOutRequest; snapshot: string; step: number; flow: string; fingerprint: string } | undefined
+  > {
     const [[request, snapshot, step], [flow, fingerprint]] = await Promise.all([
       this.redis.hmget(this.keys.fanOut(parentId), 'request', 'snapshot', 'step'),
       this.redis.hmget(this.keys.run(parentId), 'flow', 'fingerprint'),

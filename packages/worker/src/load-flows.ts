@@ -15,7 +15,9 @@ import { isFlowDefinition } from '@queueflow/runtime/interpreter';
 export async function loadFlows(modulePath: string): Promise<FlowDefinition[]> {
   const onDisk = existsSync(modulePath);
   if (onDisk && statSync(modulePath).isDirectory()) {
-    throw new Error(`flows module '${modulePath}' is a directory: pass the module file that exports the flows (e.g. dist/flows.js)`);
+    throw new Error(
+      `flows module '${modulePath}' is a directory: pass the module file that exports the flows (e.g. dist/flows.js)`,
+    );
   }
   const isPath = onDisk || modulePath.startsWith('.') || isAbsolute(modulePath) || /\.[cm]?[jt]sx?$/.test(modulePath);
   const specifier = isPath ? pathToFileURL(resolve(modulePath)).href : modulePath;

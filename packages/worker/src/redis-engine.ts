@@ -13,7 +13,15 @@ import {
   type RunOptions,
   type RunResult,
 } from '@queueflow/runtime';
-import { checkAddress, checkMessageBody, checkRunInput, newRunId, encodeCheckpoint, FlowRegistry, initialCheckpoint } from '@queueflow/runtime/interpreter';
+import {
+  checkAddress,
+  checkMessageBody,
+  checkRunInput,
+  newRunId,
+  encodeCheckpoint,
+  FlowRegistry,
+  initialCheckpoint,
+} from '@queueflow/runtime/interpreter';
 import { connectAll, createRedis, type ConnectionOption } from './connection.js';
 import { RedisKeys, normalizePrefix } from './redis-keys.js';
 import { RunEvents } from './run-events.js';
@@ -90,7 +98,14 @@ export class RedisEngine implements Engine {
     const encoded = encodeCheckpoint(checkpoint, this.settings.maxCheckpointBytes);
     const { stores, queue, events } = await this.connect();
     const id = newRunId();
-    await stores.runs.create({ id, flow: graph.flowName, fingerprint: graph.fingerprint, checkpoint: encoded, target, now: Date.now() });
+    await stores.runs.create({
+      id,
+      flow: graph.flowName,
+      fingerprint: graph.fingerprint,
+      checkpoint: encoded,
+      target,
+      now: Date.now(),
+    });
     try {
       await queue.addStep(id, 0, target);
     } catch (error) {
@@ -126,7 +141,8 @@ export class RedisEngine implements Engine {
   async cancel(runId: string): Promise<void> {
     const { stores, queue } = await this.connect();
     const result = await stores.runs.cancel(runId);
-    if (result === 'missing') throw new QueueflowError('RUN_NOT_FOUND', `no run '${runId}' under prefix '${this.keys.prefix}'`);
+    if (result === 'missing')
+      throw new QueueflowError('RUN_NOT_FOUND', `no run '${runId}' under prefix '${this.keys.prefix}'`);
     if (result === 'ended') return;
     const run = await stores.runs.load(runId);
     if (!run) return;

@@ -55,7 +55,14 @@ export class RedisKeys {
 
   /** The six keys of a run, in the order every script that takes them expects. */
   runKeys(runId: string): [string, string, string, string, string, string] {
-    return [this.run(runId), this.errors(runId), this.conflicts(runId), this.fanOut(runId), this.outcomes(runId), this.reserved(runId)];
+    return [
+      this.run(runId),
+      this.errors(runId),
+      this.conflicts(runId),
+      this.fanOut(runId),
+      this.outcomes(runId),
+      this.reserved(runId),
+    ];
   }
 
   /** Sorted set: run ids by creation time (ms), for listing. */

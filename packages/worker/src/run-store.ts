@@ -13,7 +13,15 @@ import {
 import type { Checkpoint, ChildOutcome, OutgoingMessage, StepTarget } from '@queueflow/runtime/interpreter';
 import type { RedisKeys } from './redis-keys.js';
 import type { ScriptedRedis } from './scripts.js';
-import { childEndedResult, commitResult, outboxArgs, wakeParked, type ChildEndedResult, type CommitResult, type StoreOptions } from './script-replies.js';
+import {
+  childEndedResult,
+  commitResult,
+  outboxArgs,
+  wakeParked,
+  type ChildEndedResult,
+  type CommitResult,
+  type StoreOptions,
+} from './script-replies.js';
 import { isFinal, parseRun, position, type StepPosition, type StoredRun } from './stored-run.js';
 
 export interface CommitFields {
@@ -51,7 +59,14 @@ export class RunStore {
   ) {}
 
   /** Writes a new run record and indexes it. */
-  async create(run: { id: string; flow: string; fingerprint: string; checkpoint: string; target: StepTarget; now: number }): Promise<void> {
+  async create(run: {
+    id: string;
+    flow: string;
+    fingerprint: string;
+    checkpoint: string;
+    target: StepTarget;
+    now: number;
+  }): Promise<void> {
     await this.redis
       .multi()
       .hset(this.keys.run(run.id), {
@@ -88,7 +103,10 @@ export class RunStore {
   async resultIfEnded(runId: string): Promise<RunResult | undefined> {
     const status = await this.status(runId);
     if (status === undefined) {
-      throw new QueueflowError('RUN_NOT_FOUND', `no run '${runId}' under prefix '${this.keys.prefix}' (never started, or expired)`);
+      throw new QueueflowError(
+        'RUN_NOT_FOUND',
+        `no run '${runId}' under prefix '${this.keys.prefix}' (never started, or expired)`,
+      );
     }
     if (!isFinal(status)) return undefined;
     const run = await this.load(runId);
@@ -131,7 +149,9 @@ export class RunStore {
     fields: CommitFields,
     report?: ChildReport,
   ): Promise<{ result: CommitResult; parent: ChildEndedResult | undefined }> {
-    const keys = report ? [...this.keys.runKeys(runId), ...this.keys.runKeys(report.parent.id)] : this.keys.runKeys(runId);
+    const keys = report
+      ? [...this.keys.runKeys(runId), ...this.keys.runKeys(report.parent.id)]
+      : this.keys.runKeys(runId);
     const [code, parentCode, next, wakes] = (await this.redis.commitStep(
       keys.length,
       ...keys,
@@ -199,7 +219,10 @@ export class RunStore {
    * Loads a run for the step a worker is about to take, marking a queued run as running when
    * its flow and graph fingerprint are among `runnable` (load-run.lua): one round trip.
    */
-  async loadForStep(runId: string, runnable: readonly (readonly [flow: string, fingerprint: string])[]): Promise<StoredRun | undefined> {
+  async loadForStep(
+    runId: string,
+    runnable: readonly (readonly [flow: string, fingerprint: string])[],
+  ): Promise<StoredRun | undefined> {
     const flat = (await this.redis.loadRun(this.keys.run(runId), Date.now(), ...runnable.flat())) as string[];
     const hash: Record<string, string> = {};
     for (let i = 0; i < flat.length; i += 2) hash[flat[i]!] = flat[i + 1]!;
@@ -244,7 +267,9 @@ export class RunStore {
       errors: errors.map((e) => JSON.parse(e) as ErrorRecord),
       conflicts: conflicts.map((c) => JSON.parse(c) as MergeConflict),
       ...(run.parent ? { parentId: run.parent.id } : {}),
-      ...(waiting ? { children: { total: Number(fanOut[0]), ended: Number(fanOut[1]), failed: Number(fanOut[2]) } } : {}),
+      ...(waiting
+        ? { children: { total: Number(fanOut[0]), ended: Number(fanOut[1]), failed: Number(fanOut[2]) } }
+        : {}),
       ...(run.refusal !== undefined && !isFinal(run.status) ? { refusal: run.refusal } : {}),
       shared,
     };
@@ -271,7 +296,6 @@ export class RunStore {
     }
     return found;
   }
-
 }
 
 function throwOnMultiError(results: [Error | null, unknown][] | null): void {

@@ -15,14 +15,7 @@ const SCRIPTS: Record<string, { file: string; keys?: number }> = {
 };
 
 export type ScriptName =
-  | 'commitStep'
-  | 'fanOut'
-  | 'childEnded'
-  | 'cancelRun'
-  | 'loadRun'
-  | 'reserveMessage'
-  | 'parkRun'
-  | 'sendMessage';
+  'commitStep' | 'fanOut' | 'childEnded' | 'cancelRun' | 'loadRun' | 'reserveMessage' | 'parkRun' | 'sendMessage';
 
 let sources: Record<ScriptName, string> | undefined;
 

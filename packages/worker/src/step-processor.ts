@@ -97,7 +97,11 @@ export class StepProcessor {
     if (!run || isFinal(run.status) || run.step !== data.step) return;
     if (job.name === ITEM_JOB) {
       const fanOut = await this.fanOutCache.get(run.id, run.step);
-      if (fanOut) await this.fanOut.itemEnded(run.id, run.step, (data as ItemJobData).index, fanOut.request, { status: 'failed', error: record });
+      if (fanOut)
+        await this.fanOut.itemEnded(run.id, run.step, (data as ItemJobData).index, fanOut.request, {
+          status: 'failed',
+          error: record,
+        });
       return;
     }
     await this.commit(run, 'failed', { errorRecords: [record], runError: runErrorOf(record) });
@@ -130,7 +134,9 @@ export class StepProcessor {
     const controller = new AbortController();
     this.running.set(run.id, controller);
     try {
-      const reservations = { reserve: (ordinal: number, address: string) => this.stores.mailboxes.reserve(run.id, run, ordinal, address) };
+      const reservations = {
+        reserve: (ordinal: number, address: string) => this.stores.mailboxes.reserve(run.id, run, ordinal, address),
+      };
       const ctx: StepContext = {
         attempt: (job.data.attemptBase ?? 0) + job.attemptsMade,
         fanOut: true,
@@ -178,7 +184,11 @@ export class StepProcessor {
     try {
       checkpoint = encodeCheckpoint(outcome.checkpoint, this.options.maxCheckpointBytes);
     } catch (error) {
-      const record = toErrorRecord(error, { retryable: false, node: outcome.checkpoint.frames.at(-1)?.node, at: Date.now() });
+      const record = toErrorRecord(error, {
+        retryable: false,
+        node: outcome.checkpoint.frames.at(-1)?.node,
+        at: Date.now(),
+      });
       await this.commit(run, 'failed', { errorRecords: [...outcome.errors, record], runError: runErrorOf(record) });
       return;
     }
@@ -187,10 +197,27 @@ export class StepProcessor {
         // The next step's job is added together with the commit (one round trip, not two), and
         // after it on the same connection, so Redis has the commit before the job. Should the
         // commit be refused, the job is harmless: it finds the run elsewhere (ensureProgress).
-        const fields = { checkpoint, target: outcome.target, conflicts, errorRecords: outcome.errors, outbox: outcome.outbox };
+        const fields = {
+          checkpoint,
+          target: outcome.target,
+          conflicts,
+          errorRecords: outcome.errors,
+          outbox: outcome.outbox,
+        };
         // Remembered before the next job exists, so that job finds it; forgotten if refused.
-        this.runs.remember({ ...run, status: 'running', step: run.step + 1, attempt: 0, target: outcome.target, checkpoint, replay: { sent: 0 } });
-        const [result] = await Promise.all([this.commit(run, 'next', fields), this.queue.addStep(run.id, run.step + 1, outcome.target)]);
+        this.runs.remember({
+          ...run,
+          status: 'running',
+          step: run.step + 1,
+          attempt: 0,
+          target: outcome.target,
+          checkpoint,
+          replay: { sent: 0 },
+        });
+        const [result] = await Promise.all([
+          this.commit(run, 'next', fields),
+          this.queue.addStep(run.id, run.step + 1, outcome.target),
+        ]);
         if (result !== 'committed') this.runs.forget(run.id);
         return;
       }
@@ -222,7 +249,12 @@ export class StepProcessor {
 
   /** Parks the run on a mailbox and enqueues its wake job (see park-run.lua). */
   private async park(run: StoredRun, outcome: Extract<StepOutcome, { type: 'park' }>): Promise<void> {
-    const { result, parkCount, ready } = await this.stores.mailboxes.park(run, outcome.park, outcome.replay, outcome.outbox);
+    const { result, parkCount, ready } = await this.stores.mailboxes.park(
+      run,
+      outcome.park,
+      outcome.replay,
+      outcome.outbox,
+    );
     if (result === 'stale') {
       const current = await this.stores.runs.load(run.id);
       return current ? this.ensureProgress(current) : undefined;
@@ -236,7 +268,14 @@ export class StepProcessor {
   }
 
   /** The wake job of a park: due at its deadline (or the re-check), now when `park` is undefined. */
-  private addWake(runId: string, step: number, parkCount: number, target: StepTarget, attemptBase: number, park?: ParkRequest): Promise<void> {
+  private addWake(
+    runId: string,
+    step: number,
+    parkCount: number,
+    target: StepTarget,
+    attemptBase: number,
+    park?: ParkRequest,
+  ): Promise<void> {
     const untilDeadline = park?.deadline === null || park === undefined ? Infinity : park.deadline - Date.now();
     const delayMs = park === undefined ? 0 : Math.min(untilDeadline, this.options.parkRecheckMs);
     return this.queue.addWake(runId, step, parkCount, target, attemptBase, delayMs);
@@ -246,7 +285,12 @@ export class StepProcessor {
    * Commits, and does what follows a refused or cancelling commit. A fan-out child that ends
    * here reports to its parent in the same commit; `finalShared` is its `shared` when completed.
    */
-  private async commit(run: StoredRun, mode: CommitMode, fields: CommitFields, finalShared?: JsonObject): Promise<CommitResult> {
+  private async commit(
+    run: StoredRun,
+    mode: CommitMode,
+    fields: CommitFields,
+    finalShared?: JsonObject,
+  ): Promise<CommitResult> {
     const report = run.parent ? await this.fanOut.childReport(run, mode, fields, finalShared) : undefined;
     const { result, parent } = await this.stores.runs.commit(run.id, run, mode, fields, report);
     if (result === 'stale') {
@@ -264,7 +308,8 @@ export class StepProcessor {
   async ensureProgress(run: StoredRun): Promise<void> {
     if (isFinal(run.status)) return this.fanOut.reportEnded(run);
     if (run.status !== 'waiting') return this.queue.addStep(run.id, run.step, run.target);
-    if (run.replay.parked) return this.addWake(run.id, run.step, run.parkCount, run.target, run.attempt, run.replay.parked);
+    if (run.replay.parked)
+      return this.addWake(run.id, run.step, run.parkCount, run.target, run.attempt, run.replay.parked);
     return this.fanOut.ensureChildren(run);
   }
 

@@ -43,7 +43,11 @@ export class StepQueue {
    *   writes nothing; adding a job writes what BullMQ needs.
    */
   constructor(connection: Redis, keys: RedisKeys, onError: (error: Error) => void, options: { client?: boolean } = {}) {
-    this.queue = new Queue(keys.stepQueue, { connection, prefix: keys.prefix, skipMetasUpdate: options.client ?? false });
+    this.queue = new Queue(keys.stepQueue, {
+      connection,
+      prefix: keys.prefix,
+      skipMetasUpdate: options.client ?? false,
+    });
     this.queue.on('error', onError);
   }
 
@@ -71,7 +75,14 @@ export class StepQueue {
    * Enqueues the wake job of a parked run: it runs the parked step again after `delayMs` (its
    * receive deadline, or a periodic re-check), or as soon as a message promotes it.
    */
-  async addWake(runId: string, step: number, parkCount: number, target: StepTarget, attemptBase: number, delayMs: number): Promise<void> {
+  async addWake(
+    runId: string,
+    step: number,
+    parkCount: number,
+    target: StepTarget,
+    attemptBase: number,
+    delayMs: number,
+  ): Promise<void> {
     await this.queue.add(STEP_JOB, { runId, step, park: parkCount, attemptBase } satisfies StepJobData, {
       jobId: StepQueue.wakeJobId(runId, step, parkCount),
       delay: Math.max(0, Math.round(delayMs)),
@@ -90,7 +101,12 @@ export class StepQueue {
   }
 
   /** Enqueues the items at `indices` of a ParallelBatchNode fan-out. */
-  async addItems(runId: string, step: number, items: { index: number; item: Json }[], maxAttempts: number): Promise<void> {
+  async addItems(
+    runId: string,
+    step: number,
+    items: { index: number; item: Json }[],
+    maxAttempts: number,
+  ): Promise<void> {
     if (items.length === 0) return;
     await this.queue.addBulk(
       items.map(({ index, item }) => ({

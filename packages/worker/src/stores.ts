@@ -16,5 +16,9 @@ export interface Stores {
 export function createStores(redis: Redis, keys: RedisKeys, options: StoreOptions): Stores {
   const scripted = withScripts(redis);
   const runs = new RunStore(scripted, keys, options);
-  return { runs, fanOuts: new FanOutStore(scripted, keys, options, runs), mailboxes: new MailboxStore(scripted, keys, options) };
+  return {
+    runs,
+    fanOuts: new FanOutStore(scripted, keys, options, runs),
+    mailboxes: new MailboxStore(scripted, keys, options),
+  };
 }

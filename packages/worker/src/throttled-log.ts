@@ -15,7 +15,8 @@ export function throttledLog(print: (line: string) => void, windowMs: number): (
       seen.quiet += 1;
       return;
     }
-    const repeats = seen && seen.quiet > 0 ? ` (${seen.quiet} more times in ${Math.round((now - seen.at) / 1000)} s)` : '';
+    const repeats =
+      seen && seen.quiet > 0 ? ` (${seen.quiet} more times in ${Math.round((now - seen.at) / 1000)} s)` : '';
     print(`${message}${repeats}`);
     lastPrinted.set(message, { at: now, quiet: 0 });
   };

@@ -71,7 +71,11 @@ export async function startWorker(options: WorkerOptions): Promise<QueueflowWork
   const settings = storeOptions(options, 'startWorker');
   const concurrency = positiveInteger('concurrency', options.concurrency, 8);
   const lockDuration = positiveInteger('lockDurationMs', options.lockDurationMs, 30_000);
-  const stalledInterval = positiveInteger('stalledIntervalMs', options.stalledIntervalMs, Math.max(1, Math.round(lockDuration / 2)));
+  const stalledInterval = positiveInteger(
+    'stalledIntervalMs',
+    options.stalledIntervalMs,
+    Math.max(1, Math.round(lockDuration / 2)),
+  );
   const maxStalledCount = positiveInteger('maxStalledCount', options.maxStalledCount, 2);
   const onError = options.onError ?? ((error: Error) => console.error(`queueflow worker: ${error.message}`));
   for (const name of registry.names()) registry.graph(name); // build every graph once, now: fail early
@@ -130,6 +134,7 @@ export async function startWorker(options: WorkerOptions): Promise<QueueflowWork
 
 function positiveInteger(option: string, value: number | undefined, fallback: number): number {
   if (value === undefined) return fallback;
-  if (!Number.isInteger(value) || value < 1) throw invalidOption('startWorker', option, 'an integer from 1 and up', value);
+  if (!Number.isInteger(value) || value < 1)
+    throw invalidOption('startWorker', option, 'an integer from 1 and up', value);
   return value;
 }

@@ -114,7 +114,9 @@ function then(first: Node<S> | Fan): Flow<S> {
   return new Flow(first);
 }
 
-const flowFailFast = defineFlow('policy-flow-fail-fast', () => then(new Fan(new Sibling(), { name: 'fan', concurrency: 2 })));
+const flowFailFast = defineFlow('policy-flow-fail-fast', () =>
+  then(new Fan(new Sibling(), { name: 'fan', concurrency: 2 })),
+);
 /**
  * Nested fan-outs: each `fan` child fans out again (`inner`). The grandchildren of child `nest`
  * wait until they are aborted (and record why) or released by the test; the one grandchild of
@@ -143,7 +145,8 @@ class Grandchild extends Node<S> {
     if (tries.of(token).filter((t) => t.startsWith('nest/')).length === 3) nestRunning.get(token)!.open();
     const released = gates.get(token)!.promise.then(() => new Error('released by the test'));
     const reason = await Promise.race([aborted(this.signal), released]);
-    if (!(reason instanceof Error && reason.message === 'released by the test')) abortCodes.add(token, (reason as { code?: string } | undefined)?.code);
+    if (!(reason instanceof Error && reason.message === 'released by the test'))
+      abortCodes.add(token, (reason as { code?: string } | undefined)?.code);
     throw reason;
   }
 }
@@ -169,11 +172,19 @@ class ChildItems extends ParallelBatchNode<S> {
     return `items-of-${this.params.key as string}`;
   }
 }
-const nestedCollect = defineFlow('policy-nested-collect', () => then(new Fan(new ChildItems(), { name: 'fan', onItemError: 'collect' })));
+const nestedCollect = defineFlow('policy-nested-collect', () =>
+  then(new Fan(new ChildItems(), { name: 'fan', onItemError: 'collect' })),
+);
 const flowFailFastAll = defineFlow('policy-flow-fail-fast-all', () => then(new Fan(new Sibling(), { name: 'fan' })));
-const flowCollect = defineFlow('policy-flow-collect', () => then(new Fan(new Sibling(), { name: 'fan', onItemError: 'collect', concurrency: 2 })));
-const itemsFailFast = defineFlow('policy-items-fail-fast', () => then(new Items({ name: 'items', maxRetries: 2, concurrency: 2 })));
-const itemsCollect = defineFlow('policy-items-collect', () => then(new Items({ name: 'items', maxRetries: 2, onItemError: 'collect', concurrency: 2 })));
+const flowCollect = defineFlow('policy-flow-collect', () =>
+  then(new Fan(new Sibling(), { name: 'fan', onItemError: 'collect', concurrency: 2 })),
+);
+const itemsFailFast = defineFlow('policy-items-fail-fast', () =>
+  then(new Items({ name: 'items', maxRetries: 2, concurrency: 2 })),
+);
+const itemsCollect = defineFlow('policy-items-collect', () =>
+  then(new Items({ name: 'items', maxRetries: 2, onItemError: 'collect', concurrency: 2 })),
+);
 const flows = [flowFailFast, flowFailFastAll, nestedFailFast, nestedCollect, flowCollect, itemsFailFast, itemsCollect];
 
 interface Subject {
@@ -219,7 +230,10 @@ const subjects: [string, () => Promise<Subject>][] = [
   ],
 ];
 
-async function subscribe(redis: Redis, channel: string): Promise<{ endedCount(runId: string): number; close(): Promise<void> }> {
+async function subscribe(
+  redis: Redis,
+  channel: string,
+): Promise<{ endedCount(runId: string): number; close(): Promise<void> }> {
   const subscriber = redis.duplicate();
   const ended = new Tally<string>();
   subscriber.on('message', (_channel: string, message: string) => {
@@ -237,39 +251,55 @@ describe.each(subjects)('fan-out failure policy on %s', (_name, open) => {
   it.each([
     ['ParallelBatchFlow', flowFailFast, 'fan'],
     ['ParallelBatchNode', itemsFailFast, 'items'],
-  ] as const)('%s fail-fast: the failed child fails the parent once; pending siblings never run; a late sibling changes nothing', async (kind, flow, owner) => {
-    const subject = await open();
-    const token = `${kind}-fail-fast-${Math.random()}`;
-    gates.set(token, gate());
-    const handle = await subject.engine.start<S>(flow, { token, keys: FAIL_FAST_KEYS });
+  ] as const)(
+    '%s fail-fast: the failed child fails the parent once; pending siblings never run; a late sibling changes nothing',
+    async (kind, flow, owner) => {
+      const subject = await open();
+      const token = `${kind}-fail-fast-${Math.random()}`;
+      gates.set(token, gate());
+      const handle = await subject.engine.start<S>(flow, { token, keys: FAIL_FAST_KEYS });
 
-    const result = await handle.result();
-    expect(result.status).toBe('failed');
-    expect(result.error).toMatchObject({ code: 'CHILD_FAILED', node: kind === 'ParallelBatchFlow' ? 'sibling' : 'items', attempts: 2 });
-    expect(result.error?.message).toMatch(new RegExp(`child 1 of '${owner}' failed: broken fails try 1`));
-    // The concurrency limit (2) let `late` and `broken` start; `broken` used both its tries.
-    expect(tries.of(token).sort()).toEqual(['broken#0', 'broken#1', 'late#0']);
-    const failed = await subject.engine.get(handle.id);
-    expect(failed?.status).toBe('failed');
+      const result = await handle.result();
+      expect(result.status).toBe('failed');
+      expect(result.error).toMatchObject({
+        code: 'CHILD_FAILED',
+        node: kind === 'ParallelBatchFlow' ? 'sibling' : 'items',
+        attempts: 2,
+      });
+      expect(result.error?.message).toMatch(new RegExp(`child 1 of '${owner}' failed: broken fails try 1`));
+      // The concurrency limit (2) let `late` and `broken` start; `broken` used both its tries.
+      expect(tries.of(token).sort()).toEqual(['broken#0', 'broken#1', 'late#0']);
+      const failed = await subject.engine.get(handle.id);
+      expect(failed?.status).toBe('failed');
 
-    // The late sibling ends now: its result is refused.
-    gates.get(token)!.open();
-    await waitFor('the late sibling to return', () => returned.of(token).includes('late'));
-    await subject.settle();
+      // The late sibling ends now: its result is refused.
+      gates.get(token)!.open();
+      await waitFor('the late sibling to return', () => returned.of(token).includes('late'));
+      await subject.settle();
 
-    expect(await subject.engine.get(handle.id)).toEqual(failed);
-    expect(failed?.shared).toEqual({ token, keys: FAIL_FAST_KEYS }); // nothing merged into shared
-    expect(tries.of(token).sort()).toEqual(['broken#0', 'broken#1', 'late#0']); // pending siblings never ran
-    expect(posts.count(token)).toBe(0);
-    expect(afters.count(token)).toBe(0);
-    if (subject.endedEvents) expect(subject.endedEvents(handle.id)).toBe(1);
-    if (subject.childIds && kind === 'ParallelBatchFlow') {
-      const children = await Promise.all(subject.childIds(failed!, FAIL_FAST_KEYS.length).map((id) => subject.engine.get(id)));
-      // Siblings are cancelled; the pending ones never took a step.
-      expect(children.map((c) => c?.status)).toEqual(['cancelled', 'failed', 'cancelled', 'cancelled', 'cancelled', 'cancelled']);
-      expect(children.slice(2).map((c) => c?.steps)).toEqual([0, 0, 0, 0]);
-    }
-  });
+      expect(await subject.engine.get(handle.id)).toEqual(failed);
+      expect(failed?.shared).toEqual({ token, keys: FAIL_FAST_KEYS }); // nothing merged into shared
+      expect(tries.of(token).sort()).toEqual(['broken#0', 'broken#1', 'late#0']); // pending siblings never ran
+      expect(posts.count(token)).toBe(0);
+      expect(afters.count(token)).toBe(0);
+      if (subject.endedEvents) expect(subject.endedEvents(handle.id)).toBe(1);
+      if (subject.childIds && kind === 'ParallelBatchFlow') {
+        const children = await Promise.all(
+          subject.childIds(failed!, FAIL_FAST_KEYS.length).map((id) => subject.engine.get(id)),
+        );
+        // Siblings are cancelled; the pending ones never took a step.
+        expect(children.map((c) => c?.status)).toEqual([
+          'cancelled',
+          'failed',
+          'cancelled',
+          'cancelled',
+          'cancelled',
+          'cancelled',
+        ]);
+        expect(children.slice(2).map((c) => c?.steps)).toEqual([0, 0, 0, 0]);
+      }
+    },
+  );
 
   it('fail-fast with every child failing at about the same time: the parent fails exactly once, naming one child', async () => {
     const subject = await open();
@@ -305,7 +335,9 @@ describe.each(subjects)('fan-out failure policy on %s', (_name, open) => {
       expect(result.error?.message).toMatch(/^child 1 of 'fan' failed: /);
       expect(result.error?.message).toMatch(/grandchild of broken fails try 1/);
       // The grandchildren of the waiting sibling are told to stop.
-      await waitFor("the waiting sibling's children to be aborted", () => abortCodes.count(token) === 3, { timeoutMs: 10_000 });
+      await waitFor("the waiting sibling's children to be aborted", () => abortCodes.count(token) === 3, {
+        timeoutMs: 10_000,
+      });
       expect(abortCodes.of(token)).toEqual(['RUN_CANCELLED', 'RUN_CANCELLED', 'RUN_CANCELLED']);
       const failed = await subject.engine.get(handle.id);
       await subject.settle();
@@ -328,10 +360,14 @@ describe.each(subjects)('fan-out failure policy on %s', (_name, open) => {
     }
   });
 
-  it('collect over children that fail fast in their own ParallelBatchNode: the root goes on with { ok: false, error } (the child\'s run error) for them', async () => {
+  it("collect over children that fail fast in their own ParallelBatchNode: the root goes on with { ok: false, error } (the child's run error) for them", async () => {
     const { engine } = await open();
     const token = `nested-collect-${Math.random()}`;
-    const result = await within(engine.run<S>(nestedCollect, { token, keys: ['k0', 'broken', 'k2'] }), 10_000, 'the root still waits after its child failed');
+    const result = await within(
+      engine.run<S>(nestedCollect, { token, keys: ['k0', 'broken', 'k2'] }),
+      10_000,
+      'the root still waits after its child failed',
+    );
 
     expect(result.status, JSON.stringify(result.error)).toBe('completed');
     expect(result.shared.outcomes).toEqual([
@@ -339,7 +375,11 @@ describe.each(subjects)('fan-out failure policy on %s', (_name, open) => {
       {
         ok: false,
         // The child run's own error: it failed because its item `broken` did.
-        error: { name: 'QueueflowError', code: 'CHILD_FAILED', message: "child 0 of 'child-items' failed: broken fails try 1" },
+        error: {
+          name: 'QueueflowError',
+          code: 'CHILD_FAILED',
+          message: "child 0 of 'child-items' failed: broken fails try 1",
+        },
       },
       { ok: true, value: 'items-of-k2' },
     ]);
@@ -347,7 +387,7 @@ describe.each(subjects)('fan-out failure policy on %s', (_name, open) => {
     expect(result.shared.after).toBe(true);
   });
 
-  it('ParallelBatchFlow collect: post receives one outcome per child in order (value = the child\'s last action); the parent goes on', async () => {
+  it("ParallelBatchFlow collect: post receives one outcome per child in order (value = the child's last action); the parent goes on", async () => {
     const { engine } = await open();
     const token = `flow-collect-${Math.random()}`;
     const result = await engine.run<S>(flowCollect, { token, keys: COLLECT_KEYS });
@@ -365,7 +405,7 @@ describe.each(subjects)('fan-out failure policy on %s', (_name, open) => {
     expect(afters.count(token)).toBe(1);
   });
 
-  it('ParallelBatchNode collect: post receives one outcome per item in order (value = exec\'s result); the parent goes on', async () => {
+  it("ParallelBatchNode collect: post receives one outcome per item in order (value = exec's result); the parent goes on", async () => {
     const { engine } = await open();
     const token = `items-collect-${Math.random()}`;
     const result = await engine.run<S>(itemsCollect, { token, keys: COLLECT_KEYS });
@@ -380,6 +420,11 @@ describe.each(subjects)('fan-out failure policy on %s', (_name, open) => {
     expect(result.shared.after).toBe(true);
     expect(posts.count(token)).toBe(1);
     // `broken` used both tries; `quota`'s error is retryable too.
-    expect(tries.of(token).filter((t) => !t.startsWith('k')).sort()).toEqual(['broken#0', 'broken#1', 'quota#0', 'quota#1']);
+    expect(
+      tries
+        .of(token)
+        .filter((t) => !t.startsWith('k'))
+        .sort(),
+    ).toEqual(['broken#0', 'broken#1', 'quota#0', 'quota#1']);
   });
 });

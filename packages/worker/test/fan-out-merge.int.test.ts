@@ -10,7 +10,16 @@
  * the last writer in time wins and nothing is reported (the documented difference).
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { defineFlow, Flow, LocalEngine, Node, ParallelBatchFlow, type Engine, type FlowDefinition, type JsonObject } from '@queueflow/runtime';
+import {
+  defineFlow,
+  Flow,
+  LocalEngine,
+  Node,
+  ParallelBatchFlow,
+  type Engine,
+  type FlowDefinition,
+  type JsonObject,
+} from '@queueflow/runtime';
 import { useRedisHarness } from '../../../tests/support/redis-harness.js';
 
 type S = Record<string, any>;
@@ -77,13 +86,20 @@ const keyed = defineFlow('merge-keyed', () => {
   fan.next(new Count({ name: 'count' }));
   return new Flow(fan);
 });
-const appending = defineFlow('merge-appending', () => new Flow(new PerKey(new AppendLog({ name: 'append-log' }), { name: 'per-key' })));
+const appending = defineFlow(
+  'merge-appending',
+  () => new Flow(new PerKey(new AppendLog({ name: 'append-log' }), { name: 'per-key' })),
+);
 const racing = defineFlow('merge-racing', () => new Flow(new PerKey(new Race({ name: 'race' }), { name: 'per-key' })));
 const flows = [keyed, appending, racing];
 
 const KEYS = ['k0', 'k1', 'k2', 'k3', 'k4'];
 
-async function viaFlowRun(flow: FlowDefinition, shared: S, params: JsonObject = {}): Promise<{ shared: S; lastAction: string | undefined }> {
+async function viaFlowRun(
+  flow: FlowDefinition,
+  shared: S,
+  params: JsonObject = {},
+): Promise<{ shared: S; lastAction: string | undefined }> {
   const root = flow.build();
   root.setParams(params);
   const copy = structuredClone(shared);
@@ -114,17 +130,20 @@ describe.each(engines)('fan-out merge on %s', (_name, open) => {
     ['results does not exist before the fan-out', { keys: KEYS }],
     ['results exists before the fan-out', { keys: KEYS, results: { kept: 'before' } }],
     ['keys that need JSON Pointer escapes', { keys: ['a/b', 'c~d', '~1', '0', '', 'e.f'] }],
-  ])('each child writing shared.results[params.key] gives the same final shared as flow.run (%s)', async (_case, shared) => {
-    const engine = await open();
-    const params = { lang: 'fr' };
-    const expected = await viaFlowRun(keyed, shared, params);
-    const result = await engine.run<S>(keyed, structuredClone(shared), { params });
+  ])(
+    'each child writing shared.results[params.key] gives the same final shared as flow.run (%s)',
+    async (_case, shared) => {
+      const engine = await open();
+      const params = { lang: 'fr' };
+      const expected = await viaFlowRun(keyed, shared, params);
+      const result = await engine.run<S>(keyed, structuredClone(shared), { params });
 
-    expect(result.status, JSON.stringify(result.error)).toBe('completed');
-    expect({ shared: result.shared, lastAction: result.lastAction }).toEqual(expected);
-    expect(result.shared.count).toBe(Object.keys(expected.shared.results).length);
-    expect((await engine.get(result.id))?.conflicts).toEqual([]);
-  });
+      expect(result.status, JSON.stringify(result.error)).toBe('completed');
+      expect({ shared: result.shared, lastAction: result.lastAction }).toEqual(expected);
+      expect(result.shared.count).toBe(Object.keys(expected.shared.results).length);
+      expect((await engine.get(result.id))?.conflicts).toEqual([]);
+    },
+  );
 
   it.each([
     ['the array does not exist before', { keys: KEYS }, KEYS],
@@ -141,23 +160,26 @@ describe.each(engines)('fan-out merge on %s', (_name, open) => {
   it.each([
     ['the paths do not exist before', { keys: KEYS }],
     ['the paths exist before', { keys: KEYS, winner: 'initial', config: { mode: 'initial' } }],
-  ])('children writing the same path resolve in param-set order; the conflict is listed with path and children (%s)', async (_case, shared) => {
-    const engine = await open();
-    const result = await engine.run<S>(racing, structuredClone(shared));
+  ])(
+    'children writing the same path resolve in param-set order; the conflict is listed with path and children (%s)',
+    async (_case, shared) => {
+      const engine = await open();
+      const result = await engine.run<S>(racing, structuredClone(shared));
 
-    expect(result.status, JSON.stringify(result.error)).toBe('completed');
-    // The last in param-set order wins: k3 among the odd children, k4 among all.
-    expect(result.shared.winner).toBe('k3');
-    expect(result.shared.config).toEqual({ k0: true, k1: true, k2: true, k3: true, k4: true, mode: 'k4' });
-    const { conflicts } = (await engine.get(result.id))!;
-    expect(conflicts).toHaveLength(2);
-    expect(conflicts).toEqual(
-      expect.arrayContaining([
-        { path: '/winner', children: [1, 3] },
-        { path: '/config/mode', children: [0, 1, 2, 3, 4] },
-      ]),
-    );
-  });
+      expect(result.status, JSON.stringify(result.error)).toBe('completed');
+      // The last in param-set order wins: k3 among the odd children, k4 among all.
+      expect(result.shared.winner).toBe('k3');
+      expect(result.shared.config).toEqual({ k0: true, k1: true, k2: true, k3: true, k4: true, mode: 'k4' });
+      const { conflicts } = (await engine.get(result.id))!;
+      expect(conflicts).toHaveLength(2);
+      expect(conflicts).toEqual(
+        expect.arrayContaining([
+          { path: '/winner', children: [1, 3] },
+          { path: '/config/mode', children: [0, 1, 2, 3, 4] },
+        ]),
+      );
+    },
+  );
 
   it('documented difference for racing children: flow.run keeps the last writer in time, the engine the last in param-set order and reports it', async () => {
     const engine = await open();

@@ -5,7 +5,16 @@
  * and the fan-in `post` runs exactly once, after the last child.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { defineFlow, Flow, LocalEngine, Node, ParallelBatchFlow, ParallelBatchNode, type Engine, type JsonObject } from '@queueflow/runtime';
+import {
+  defineFlow,
+  Flow,
+  LocalEngine,
+  Node,
+  ParallelBatchFlow,
+  ParallelBatchNode,
+  type Engine,
+  type JsonObject,
+} from '@queueflow/runtime';
 import { waitFor } from '../../../tests/support/wait-for.js';
 import { gate, Tally, type Gate } from '../../../tests/support/node-probes.js';
 import { useRedisHarness } from '../../../tests/support/redis-harness.js';
@@ -72,10 +81,14 @@ class Doubles extends ParallelBatchNode<S> {
   }
 }
 
-const many = defineFlow('waiting-many', () => new Flow(new Many(new WriteResult({ name: 'write-result' }), { name: 'many' })));
+const many = defineFlow(
+  'waiting-many',
+  () => new Flow(new Many(new WriteResult({ name: 'write-result' }), { name: 'many' })),
+);
 const nested = defineFlow(
   'waiting-nested',
-  () => new Flow(new Groups(new Parts(new WriteResult({ name: 'write-result' }), { name: 'parts' }), { name: 'groups' })),
+  () =>
+    new Flow(new Groups(new Parts(new WriteResult({ name: 'write-result' }), { name: 'parts' }), { name: 'groups' })),
 );
 const doubles = defineFlow('waiting-items', () => new Flow(new Doubles({ name: 'doubles' })));
 const flows = [many, nested, doubles];
@@ -95,7 +108,10 @@ const engines: [string, () => Promise<Engine>][] = [
       return engine;
     },
   ],
-  ['RedisEngine, one worker at concurrency 1', async () => (await setup('fan-out-waiting', { flows, workers: 1, concurrency: 1 })).engine],
+  [
+    'RedisEngine, one worker at concurrency 1',
+    async () => (await setup('fan-out-waiting', { flows, workers: 1, concurrency: 1 })).engine,
+  ],
 ];
 
 describe.each(engines)('%s', (_name, open) => {

@@ -61,13 +61,22 @@ const program = new Command()
     '--input <dir>',
     'process your own .eml, .txt and .md files under <dir> instead of the corpus (a relative path is taken from where you ran npm)',
   )
-  .option('--out <file>', 'where to write the records, one JSON object per line (relative: from where you ran npm)', 'out/documents.jsonl')
+  .option(
+    '--out <file>',
+    'where to write the records, one JSON object per line (relative: from where you ran npm)',
+    'out/documents.jsonl',
+  )
   .option(
     '--concurrency <n>',
     `documents in flight at once (default ${DEFAULT_CONCURRENCY}; with --redis, across all workers, default ${DEFAULT_DISTRIBUTED_CONCURRENCY})`,
     positiveInteger,
   )
-  .option('--max-bytes <n>', 'documents larger than this fail as TOO_LARGE', positiveInteger, DEFAULT_PIPELINE_PARAMS.maxBytes)
+  .option(
+    '--max-bytes <n>',
+    'documents larger than this fail as TOO_LARGE',
+    positiveInteger,
+    DEFAULT_PIPELINE_PARAMS.maxBytes,
+  )
   .option('--llm', 'add LLM summaries (needs OPENAI_BASE_URL, OPENAI_API_KEY and OPENAI_MODEL)')
   .option('--no-progress', 'no progress bar')
   .option('--slowest <n>', 'how many of the slowest documents the report lists', positiveInteger, 5)
@@ -84,23 +93,31 @@ async function main(): Promise<void> {
   const selection = selectDocuments(options);
   const docs = await expandSelection(selection);
   if (docs.length === 0) {
-    throw new Error(selection.source === 'files' ? `no .eml, .txt or .md files under ${selection.dir}` : 'no documents selected');
+    throw new Error(
+      selection.source === 'files' ? `no .eml, .txt or .md files under ${selection.dir}` : 'no documents selected',
+    );
   }
   const distributed = options.redis !== undefined;
   if (options.llm && distributed) {
-    console.error('--llm: the workers summarise, with the OPENAI_BASE_URL, OPENAI_API_KEY and OPENAI_MODEL of their own environment');
+    console.error(
+      '--llm: the workers summarise, with the OPENAI_BASE_URL, OPENAI_API_KEY and OPENAI_MODEL of their own environment',
+    );
   } else if (options.llm && llmConfigFromEnv() === null) {
-    console.error('--llm: OPENAI_BASE_URL, OPENAI_API_KEY and OPENAI_MODEL are not all set; keeping extractive summaries');
+    console.error(
+      '--llm: OPENAI_BASE_URL, OPENAI_API_KEY and OPENAI_MODEL are not all set; keeping extractive summaries',
+    );
   }
   const params: PipelineParams = { maxBytes: options.maxBytes, llmSummary: options.llm === true };
   const concurrency = options.concurrency ?? (distributed ? DEFAULT_DISTRIBUTED_CONCURRENCY : DEFAULT_CONCURRENCY);
-  const what = selection.source === 'files'
-    ? `${docs.length} files from ${selection.dir}`
-    : `${docs.length} of the corpus's ${listCorpus().length} emails${options.all ? '' : ' (a fixed sample; --all for every one)'}`;
+  const what =
+    selection.source === 'files'
+      ? `${docs.length} files from ${selection.dir}`
+      : `${docs.length} of the corpus's ${listCorpus().length} emails${options.all ? '' : ' (a fixed sample; --all for every one)'}`;
   console.error(
     `queueflow document pipeline: ${what}, ${distributed ? 'on queueflow workers' : 'embedded'}, concurrency ${concurrency}`,
   );
-  if (distributed && options.input) console.error('--input with --redis: every worker must be able to read these paths');
+  if (distributed && options.input)
+    console.error('--input with --redis: every worker must be able to read these paths');
 
   const runner = { params, concurrency, progress: options.progress, total: docs.length };
   const result: RunnerResult = distributed

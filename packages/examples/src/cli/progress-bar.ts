@@ -15,7 +15,8 @@ export function createProgressBar(total: number, enabled: boolean): Progress {
   const bar = new cliProgress.SingleBar(
     {
       stream: process.stderr,
-      format: ' {bar} {percentage}% | {value}/{total} documents | {rate} docs/s | {duration_formatted} elapsed, ETA {eta_formatted}',
+      format:
+        ' {bar} {percentage}% | {value}/{total} documents | {rate} docs/s | {duration_formatted} elapsed, ETA {eta_formatted}',
       hideCursor: true,
       clearOnComplete: false,
       etaBuffer: 50,

@@ -25,7 +25,10 @@ const NO_WORKER_HINT_MS = 10_000;
  * run (its documents in flight stop at their next step), waits until the cancel is sent, closes
  * the engine and fails with {@link CommandExit} `interrupted: run <id> cancelled`, exit code 130.
  */
-export async function runDistributed(selection: DocumentSelection, options: DistributedRunnerOptions): Promise<RunnerResult> {
+export async function runDistributed(
+  selection: DocumentSelection,
+  options: DistributedRunnerOptions,
+): Promise<RunnerResult> {
   const engine = new RedisEngine({ connection: options.redisUrl, flows: [documents], prefix: options.prefix });
   const where = `${redactUrl(options.redisUrl)}, prefix ${options.prefix}`;
   let bar: Progress | undefined;

@@ -25,7 +25,9 @@ export interface RunnerResult {
  * would build them lazily on first use anyway), so that the reported throughput is the batch's.
  */
 export async function runEmbedded(selection: DocumentSelection, options: RunnerOptions): Promise<RunnerResult> {
-  console.error(`Training the spam classifier on the corpus's fixed ${TRAIN_PERCENT}% train split (once per process, about 10 s)...`);
+  console.error(
+    `Training the spam classifier on the corpus's fixed ${TRAIN_PERCENT}% train split (once per process, about 10 s)...`,
+  );
   const warm = await warmUpPipeline();
   const t = warm.classifier;
   const bar = createProgressBar(options.total, options.progress);

@@ -31,15 +31,21 @@ const NO_WORKER_HINT_MS = 10_000;
 
 function positiveInteger(value: string): number {
   const parsed = Number(value);
-  if (!Number.isInteger(parsed) || parsed < 1) throw new InvalidArgumentError(`expected an integer from 1 and up, got '${value}'`);
+  if (!Number.isInteger(parsed) || parsed < 1)
+    throw new InvalidArgumentError(`expected an integer from 1 and up, got '${value}'`);
   return parsed;
 }
 
 /** `--words`: a comma-separated list of cards of the deck, at least one. */
 function deckWords(value: string): string[] {
-  const words = value.split(',').map((w) => w.trim()).filter(Boolean);
+  const words = value
+    .split(',')
+    .map((w) => w.trim())
+    .filter(Boolean);
   if (words.length === 0) {
-    throw new InvalidArgumentError(`expected at least one word of the deck (${TABOO_DECK.map((c) => c.word).join(', ')})`);
+    throw new InvalidArgumentError(
+      `expected at least one word of the deck (${TABOO_DECK.map((c) => c.word).join(', ')})`,
+    );
   }
   try {
     cardsFor(words);
@@ -56,14 +62,20 @@ const program = new Command()
       'Each agent is a queueflow Flow looping on its own mailbox. Offline rule-based players by default; ' +
       'a model plays when OPENAI_BASE_URL, OPENAI_API_KEY and OPENAI_MODEL are set.',
   )
-  .addOption(new Option('--engine <engine>', 'embedded: flow.run or the LocalEngine').choices(['flow', 'local']).default('flow'))
+  .addOption(
+    new Option('--engine <engine>', 'embedded: flow.run or the LocalEngine').choices(['flow', 'local']).default('flow'),
+  )
   .option(
     '--redis <url>',
     'run the agents on the queueflow workers using this Redis; start them with: ' +
       'npx queueflow worker --flows packages/examples/dist/taboo/taboo-flows.js --redis <url>',
   )
   .option('--prefix <prefix>', "with --redis: the workers' key prefix", keyPrefix, '{qf}')
-  .option('--words <list>', `the cards to play, comma-separated (deck: ${TABOO_DECK.map((c) => c.word).join(', ')})`, deckWords)
+  .option(
+    '--words <list>',
+    `the cards to play, comma-separated (deck: ${TABOO_DECK.map((c) => c.word).join(', ')})`,
+    deckWords,
+  )
   .option('--turns <n>', 'hints per card', positiveInteger, 3)
   .option('--offline', 'rule-based players even when an OpenAI-compatible endpoint is configured')
   .option('--turn-timeout <ms>', 'how long an agent waits for the other before it ends the game', positiveInteger);
@@ -88,7 +100,8 @@ async function main(): Promise<void> {
     `Taboo: ${cards} card${cards === 1 ? '' : 's'}, ${options.turns} hints each, ` +
       `${players === 'llm' ? `model players (${llmConfigFromEnv()!.model})` : 'rule-based players'}, ${where}`,
   );
-  if (players === 'llm' && options.redis) console.error('The workers call the model with the OPENAI_* variables of their own environment.');
+  if (players === 'llm' && options.redis)
+    console.error('The workers call the model with the OPENAI_* variables of their own environment.');
 
   let hint: NodeJS.Timeout | undefined;
   const interrupt = new AbortController();
@@ -113,14 +126,17 @@ async function main(): Promise<void> {
         if (!options.redis) return;
         console.error(`Hinter run ${started.hinter}, guesser run ${started.guesser}; waiting for workers...`);
         hint = setTimeout(() => {
-          void engine!.get(started.hinter).then((info) => {
-            if (info?.status !== 'queued') return;
-            console.error(
-              `No worker has taken a step after ${NO_WORKER_HINT_MS / 1000} s. Start two with\n` +
-                `  npx queueflow worker --flows packages/examples/dist/taboo/taboo-flows.js --redis ${redactUrl(options.redis!)} --prefix '${options.prefix}'\n` +
-                '(from the repository root, after npm run build); the game waits for them.',
-            );
-          }, () => {}); // a failed look says nothing: the game's own wait reports real trouble
+          void engine!.get(started.hinter).then(
+            (info) => {
+              if (info?.status !== 'queued') return;
+              console.error(
+                `No worker has taken a step after ${NO_WORKER_HINT_MS / 1000} s. Start two with\n` +
+                  `  npx queueflow worker --flows packages/examples/dist/taboo/taboo-flows.js --redis ${redactUrl(options.redis!)} --prefix '${options.prefix}'\n` +
+                  '(from the repository root, after npm run build); the game waits for them.',
+              );
+            },
+            () => {},
+          ); // a failed look says nothing: the game's own wait reports real trouble
         }, NO_WORKER_HINT_MS);
       },
     }).catch((error: unknown) => {

@@ -36,7 +36,10 @@ export class CleanDocument extends DocumentStage<CleanInput, { text: string; war
     const warnings: string[] = [];
     const text = capText(cleanText(input), input.maxTextChars, 'clean text', warnings) ?? '';
     if (text === '' && input.subject === null) {
-      throw new DocumentError('NO_TEXT', 'no subject and no text left after cleaning (e.g. only images or attachments)');
+      throw new DocumentError(
+        'NO_TEXT',
+        'no subject and no text left after cleaning (e.g. only images or attachments)',
+      );
     }
     if (text === '') warnings.push('no body text: analysed and classified on the subject only');
     return { text, warnings };

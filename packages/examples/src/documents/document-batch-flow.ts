@@ -36,7 +36,8 @@ export class DocumentBatchFlow extends ParallelBatchFlow<PipelineShared, BatchPa
     const docs = await expandSelection(shared.input);
     const seen = new Set<string>();
     for (const doc of docs) {
-      if (seen.has(doc.docId)) throw new TypeError(`DocumentBatchFlow: duplicate docId '${doc.docId}' in the selection`);
+      if (seen.has(doc.docId))
+        throw new TypeError(`DocumentBatchFlow: duplicate docId '${doc.docId}' in the selection`);
       seen.add(doc.docId);
     }
     return docs;
@@ -51,7 +52,8 @@ export class DocumentBatchFlow extends ParallelBatchFlow<PipelineShared, BatchPa
     docs.forEach((doc, index) => {
       if (!shared.records[doc.docId]) {
         const outcome = outcomes?.[index];
-        const why = outcome && !outcome.ok ? `: ${outcome.error.code ?? outcome.error.name}: ${outcome.error.message}` : '';
+        const why =
+          outcome && !outcome.ok ? `: ${outcome.error.code ?? outcome.error.name}: ${outcome.error.message}` : '';
         shared.records[doc.docId] = missingRecord(doc, `the document's flow ended without writing a record${why}`);
       }
       if (shared.work?.[doc.docId]) delete shared.work[doc.docId];

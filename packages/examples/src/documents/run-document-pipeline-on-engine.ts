@@ -65,7 +65,9 @@ export async function runDocumentPipelineOnEngine(
   const docs = await expandSelection(selection); // the same list the batch's prep makes: for order and progress
   const params: BatchParams = { ...options.params, concurrency: options.concurrency ?? DEFAULT_CONCURRENCY };
   if (options.signal?.aborted) {
-    throw new QueueflowError('RUN_CANCELLED', 'the document pipeline was cancelled before its run started', { cause: options.signal.reason });
+    throw new QueueflowError('RUN_CANCELLED', 'the document pipeline was cancelled before its run started', {
+      cause: options.signal.reason,
+    });
   }
   const started = performance.now();
   const handle = await engine.start(documents, createPipelineShared(selection), { params });
@@ -99,12 +101,21 @@ export async function runDocumentPipelineOnEngine(
   const records = docs.map((doc) => shared.records[doc.docId]!);
   const missing = docs.filter((doc) => shared.records[doc.docId] === undefined);
   if (missing.length > 0) {
-    throw new Error(`run ${handle.id}: ${missing.length} selected documents have no record (first: ${missing[0]!.docId})`);
+    throw new Error(
+      `run ${handle.id}: ${missing.length} selected documents have no record (first: ${missing[0]!.docId})`,
+    );
   }
   options.onProgress?.(docs.length, docs.length, undefined);
   const info = await engine.get(handle.id);
   const queuedMs = info?.startedAt === undefined ? 0 : Math.min(totalMs, Math.max(0, info.startedAt - info.createdAt));
-  return { runId: handle.id, records, shared, elapsedMs: totalMs - queuedMs, queuedMs, conflicts: info?.conflicts ?? [] };
+  return {
+    runId: handle.id,
+    records,
+    shared,
+    elapsedMs: totalMs - queuedMs,
+    queuedMs,
+    conflicts: info?.conflicts ?? [],
+  };
 }
 
 /** Documents done according to a run's record: its ended children while it waits on them. */

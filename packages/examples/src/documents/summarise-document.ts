@@ -32,9 +32,15 @@ export class SummariseDocument extends DocumentStage<SummariseInput, SummariseOu
     if (!input.enabled || !input.text) return { summary: null, warning: null };
     const config = llmConfigFromEnv();
     if (config === null) {
-      return { summary: null, warning: 'LLM summary asked for, but OPENAI_BASE_URL, OPENAI_API_KEY and OPENAI_MODEL are not all set' };
+      return {
+        summary: null,
+        warning: 'LLM summary asked for, but OPENAI_BASE_URL, OPENAI_API_KEY and OPENAI_MODEL are not all set',
+      };
     }
-    return { summary: await llmSummary(config, { subject: input.subject, text: input.text }, this.signal), warning: null };
+    return {
+      summary: await llmSummary(config, { subject: input.subject, text: input.text }, this.signal),
+      warning: null,
+    };
   }
 
   override execFallback(_input: SummariseInput, error: Error): StageResult<SummariseOutput> {

@@ -36,14 +36,7 @@ export type DocumentRef = {
 
 /** Why a document failed. */
 export type FailureCode =
-  | 'EMPTY'
-  | 'BINARY'
-  | 'TOO_LARGE'
-  | 'TRUNCATED'
-  | 'MALFORMED'
-  | 'NO_TEXT'
-  | 'UNREADABLE'
-  | 'ERROR';
+  'EMPTY' | 'BINARY' | 'TOO_LARGE' | 'TRUNCATED' | 'MALFORMED' | 'NO_TEXT' | 'UNREADABLE' | 'ERROR';
 
 /** The stages of the per-document flow, in order. */
 export type StageName = 'parse' | 'clean' | 'analyse' | 'summarise' | 'classify' | 'record';

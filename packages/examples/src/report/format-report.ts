@@ -33,7 +33,9 @@ export function formatReport(report: PipelineReport, context: ReportContext = {}
   if (report.slowest.length > 0) {
     out.push('', 'Slowest documents (own work per stage; file reads not counted)');
     for (const s of report.slowest) {
-      out.push(`  ${s.totalMs.toFixed(1).padStart(8)} ms  ${s.id}${s.slowestStage ? `  (${s.slowestStage} ${s.stageMs.toFixed(1)} ms)` : ''}`);
+      out.push(
+        `  ${s.totalMs.toFixed(1).padStart(8)} ms  ${s.id}${s.slowestStage ? `  (${s.slowestStage} ${s.stageMs.toFixed(1)} ms)` : ''}`,
+      );
     }
   }
   const codes = Object.entries(report.failuresByCode)

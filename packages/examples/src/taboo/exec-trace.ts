@@ -13,7 +13,10 @@ export async function traceExec(
   at: { messageId: string | undefined; round: number; turn: number },
 ): Promise<void> {
   if (params.markerDir) {
-    appendFileSync(join(params.markerDir, `${agent}.log`), `${process.pid} ${at.messageId ?? '-'} r${at.round} t${at.turn}\n`);
+    appendFileSync(
+      join(params.markerDir, `${agent}.log`),
+      `${process.pid} ${at.messageId ?? '-'} r${at.round} t${at.turn}\n`,
+    );
   }
   if (params.execMs && params.execMs > 0) await new Promise((resolve) => setTimeout(resolve, params.execMs));
 }

@@ -4,7 +4,15 @@ import { llmGuess } from '../utils/llm-taboo.js';
 import { traceExec } from './exec-trace.js';
 import { DEFAULT_TURN_TIMEOUT_MS } from './hinter-agent.js';
 import { ruleBasedGuess } from './rule-based-players.js';
-import { agentAddress, type AgentParams, type EndReason, type GuesserShared, type Source, type ToGuesser, type ToHinter } from './types.js';
+import {
+  agentAddress,
+  type AgentParams,
+  type EndReason,
+  type GuesserShared,
+  type Source,
+  type ToGuesser,
+  type ToHinter,
+} from './types.js';
 
 /** What the guesser's `prep` read: a hint to answer (with the round so far), the end, or nothing. */
 export type GuesserTurn =
@@ -52,11 +60,16 @@ export class GuesserAgent extends Node<GuesserShared, AgentParams> {
     await traceExec(this.params, 'guesser', turn);
     const llm = this.params.players === 'llm' ? llmConfigFromEnv() : null;
     if (!llm) return { guess: ruleBasedGuess(turn.hints, turn.guessed), source: 'rules' };
-    return { guess: await llmGuess(llm, { hints: turn.hints, wrongGuesses: turn.guessed }, this.signal), source: 'llm' };
+    return {
+      guess: await llmGuess(llm, { hints: turn.hints, wrongGuesses: turn.guessed }, this.signal),
+      source: 'llm',
+    };
   }
 
   override execFallback(turn: GuesserTurn): GuesserMove {
-    return turn.kind === 'hint' ? { guess: ruleBasedGuess(turn.hints, turn.guessed), source: 'rules' } : { source: 'rules' };
+    return turn.kind === 'hint'
+      ? { guess: ruleBasedGuess(turn.hints, turn.guessed), source: 'rules' }
+      : { source: 'rules' };
   }
 
   override async post(shared: GuesserShared, turn: GuesserTurn, move: GuesserMove): Promise<string> {
@@ -74,7 +87,12 @@ export class GuesserAgent extends Node<GuesserShared, AgentParams> {
     shared.hints = turn.hints;
     shared.guesses = [...turn.guessed, guess];
     shared.log.push({ round: turn.round, turn: turn.turn, hint: turn.hint, guess, source: move.source });
-    await this.send(agentAddress(this.params.game, 'hinter'), { type: 'guess', round: turn.round, turn: turn.turn, guess } satisfies ToHinter);
+    await this.send(agentAddress(this.params.game, 'hinter'), {
+      type: 'guess',
+      round: turn.round,
+      turn: turn.turn,
+      guess,
+    } satisfies ToHinter);
     return 'next';
   }
 }

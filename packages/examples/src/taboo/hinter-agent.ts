@@ -65,7 +65,11 @@ export class HinterAgent extends Node<HinterShared, AgentParams> {
     if (next.kind !== 'hint') return { source: 'rules' };
     const llm = this.params.players === 'llm' ? llmConfigFromEnv() : null;
     if (!llm) return { hint: ruleBasedHint(next.card, next.turn), source: 'rules' };
-    const hint = await llmHint(llm, { ...next.card, previousHints: next.previousHints, wrongGuesses: next.wrongGuesses }, this.signal);
+    const hint = await llmHint(
+      llm,
+      { ...next.card, previousHints: next.previousHints, wrongGuesses: next.wrongGuesses },
+      this.signal,
+    );
     const said = breaksTaboo(hint, next.card);
     if (said) throw new Error(`the model's clue says '${said}': ${hint}`);
     return { hint, source: 'llm' };
@@ -80,7 +84,13 @@ export class HinterAgent extends Node<HinterShared, AgentParams> {
     const { judged, roundOver, next } = plan;
     if (judged) {
       shared.received.push(judged.messageId);
-      shared.transcript.push({ kind: 'guess', round: judged.round, turn: judged.turn, text: judged.guess, correct: judged.correct });
+      shared.transcript.push({
+        kind: 'guess',
+        round: judged.round,
+        turn: judged.turn,
+        text: judged.guess,
+        correct: judged.correct,
+      });
     }
     if (roundOver) {
       shared.transcript.push({ kind: 'round', ...roundOver });
@@ -89,7 +99,13 @@ export class HinterAgent extends Node<HinterShared, AgentParams> {
     const to = agentAddress(this.params.game, 'guesser');
     if (next.kind === 'hint') {
       shared.round = next.round;
-      shared.transcript.push({ kind: 'hint', round: next.round, turn: next.turn, text: move.hint!, source: move.source });
+      shared.transcript.push({
+        kind: 'hint',
+        round: next.round,
+        turn: next.turn,
+        text: move.hint!,
+        source: move.source,
+      });
       await this.send(to, { type: 'hint', round: next.round, turn: next.turn, hint: move.hint! } satisfies ToGuesser);
       return 'next';
     }
@@ -118,7 +134,14 @@ function judge(shared: HinterShared, message: Message): HinterPlan {
 function hintFor(shared: HinterShared, round: number, turn: number, lastGuess?: string): HinterPlan['next'] {
   const wrongGuesses = shared.transcript.flatMap((e) => (e.kind === 'guess' && e.round === round ? [e.text] : []));
   if (lastGuess !== undefined) wrongGuesses.push(lastGuess);
-  return { kind: 'hint', round, turn, card: shared.cards[round - 1]!, previousHints: hintsOf(shared, round), wrongGuesses };
+  return {
+    kind: 'hint',
+    round,
+    turn,
+    card: shared.cards[round - 1]!,
+    previousHints: hintsOf(shared, round),
+    wrongGuesses,
+  };
 }
 
 function hintsOf(shared: HinterShared, round: number): string[] {

@@ -51,7 +51,8 @@ export interface TabooGame {
 
 /** The hinter's `shared` at the start of a game. */
 export function createHinterShared(words?: readonly string[], maxTurns = 3): HinterShared {
-  if (!Number.isInteger(maxTurns) || maxTurns < 1) throw new TypeError(`expected \`maxTurns\` to be an integer from 1 and up, got ${maxTurns}`);
+  if (!Number.isInteger(maxTurns) || maxTurns < 1)
+    throw new TypeError(`expected \`maxTurns\` to be an integer from 1 and up, got ${maxTurns}`);
   return { cards: cardsFor(words), maxTurns, round: 0, transcript: [], solved: 0, received: [] };
 }
 
@@ -91,7 +92,9 @@ export async function playTaboo(options: PlayTabooOptions = {}): Promise<TabooGa
   const { engine } = options;
   if (engine) {
     if (options.signal?.aborted) {
-      throw new QueueflowError('RUN_CANCELLED', "the game was cancelled before its agents' runs started", { cause: options.signal.reason });
+      throw new QueueflowError('RUN_CANCELLED', "the game was cancelled before its agents' runs started", {
+        cause: options.signal.reason,
+      });
     }
     const [g, h] = [
       await engine.start(tabooGuesser, guesserShared, { params: asJson(guesserParams) }),
@@ -128,7 +131,9 @@ function asJson(params: AgentParams): JsonObject {
 
 function completed<S extends object>(agent: string, result: RunResult<S>): S {
   if (result.status !== 'completed') {
-    const why = result.error ? `${result.error.message}${result.error.node ? ` (node ${result.error.node})` : ''}` : result.status;
+    const why = result.error
+      ? `${result.error.message}${result.error.node ? ` (node ${result.error.node})` : ''}`
+      : result.status;
     throw new Error(`the ${agent}'s run ${result.id} ended ${result.status}: ${why}`);
   }
   return result.shared;
@@ -147,7 +152,10 @@ export function formatTranscript(transcript: readonly TranscriptEntry[]): string
         lines.push(`  guesser ${entry.turn}: ${entry.text} ${entry.correct ? '✓' : '✗'}`);
         break;
       case 'round':
-        lines.push(`  the word was '${entry.word}': ${entry.solved ? `solved in ${entry.turns} turn${entry.turns === 1 ? '' : 's'}` : 'not guessed, out of turns'}`, '');
+        lines.push(
+          `  the word was '${entry.word}': ${entry.solved ? `solved in ${entry.turns} turn${entry.turns === 1 ? '' : 's'}` : 'not guessed, out of turns'}`,
+          '',
+        );
         break;
       case 'end':
         lines.push(

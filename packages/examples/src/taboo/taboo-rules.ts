@@ -15,7 +15,12 @@ export function stem(word: string): string {
 
 /** The stemmed words of `text` (letters and digits; apostrophes dropped). */
 export function words(text: string): string[] {
-  return (text.toLowerCase().replace(/['’]/g, '').match(/[a-z0-9]+/g) ?? []).map(stem);
+  return (
+    text
+      .toLowerCase()
+      .replace(/['’]/g, '')
+      .match(/[a-z0-9]+/g) ?? []
+  ).map(stem);
 }
 
 /**

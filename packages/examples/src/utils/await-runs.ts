@@ -1,7 +1,9 @@
 import { QueueflowError, type Engine, type RunHandle, type RunResult } from '@queueflow/runtime';
 
 /** The results of a tuple of run handles, each with its own `shared` type. */
-export type ResultsOf<T extends readonly RunHandle<object>[]> = { -readonly [K in keyof T]: Awaited<ReturnType<T[K]['result']>> };
+export type ResultsOf<T extends readonly RunHandle<object>[]> = {
+  -readonly [K in keyof T]: Awaited<ReturnType<T[K]['result']>>;
+};
 
 /**
  * The results of `runs`, in order, as `Promise.all(runs.map((run) => run.result()))`; but when

@@ -79,7 +79,10 @@ function checkHeaderBlock(raw: string): void {
       if (CORE_HEADERS.has(name)) core = true;
     } else if (fields === 0 || !/^[ \t]/.test(line)) {
       if (fields === 0) {
-        throw new DocumentError('MALFORMED', `line ${index + 1} should start the header block but is not a header field: ${preview(line)}`);
+        throw new DocumentError(
+          'MALFORMED',
+          `line ${index + 1} should start the header block but is not a header field: ${preview(line)}`,
+        );
       }
       // A stray line inside the headers: mail readers end the header block there; so do we.
       return;

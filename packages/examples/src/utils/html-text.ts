@@ -28,6 +28,8 @@ export function htmlToText(html: string): string {
 
 /** Whether a "plain text" body is really HTML (spam often sends HTML as text/plain). */
 export function looksLikeHtml(text: string): boolean {
-  const tags = text.slice(0, 20_000).match(/<\/?(html|body|head|div|p|br|table|tr|td|font|span|center|a|img)\b[^>]*>/gi);
+  const tags = text
+    .slice(0, 20_000)
+    .match(/<\/?(html|body|head|div|p|br|table|tr|td|font|span|center|a|img)\b[^>]*>/gi);
   return (tags?.length ?? 0) >= 3;
 }

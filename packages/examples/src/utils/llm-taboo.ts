@@ -6,7 +6,13 @@ import { llmClient, type LlmConfig } from './llm-client.js';
  * call these from their `exec`; the runtime knows nothing of models. Never used in tests.
  */
 
-async function complete(config: LlmConfig, system: string, user: string, maxTokens: number, signal?: AbortSignal): Promise<string> {
+async function complete(
+  config: LlmConfig,
+  system: string,
+  user: string,
+  maxTokens: number,
+  signal?: AbortSignal,
+): Promise<string> {
   const response = await llmClient(config).chat.completions.create(
     {
       model: config.model,
@@ -30,7 +36,12 @@ async function complete(config: LlmConfig, system: string, user: string, maxToke
  */
 export function llmHint(
   config: LlmConfig,
-  card: { word: string; forbidden: readonly string[]; previousHints: readonly string[]; wrongGuesses: readonly string[] },
+  card: {
+    word: string;
+    forbidden: readonly string[];
+    previousHints: readonly string[];
+    wrongGuesses: readonly string[];
+  },
   signal?: AbortSignal,
 ): Promise<string> {
   const system =

@@ -101,7 +101,9 @@ class ForgetfulNlp {
     this.instance = winkNLP(capturing, this.pipe);
     const lexeme = core?.features?.lexeme;
     if (!lexeme?.hash || !Array.isArray(lexeme.list) || typeof lexeme.intrinsicSize !== 'number') {
-      throw new Error('wink-nlp: the loaded model has no features.lexeme { hash, list, intrinsicSize } (another model version?)');
+      throw new Error(
+        'wink-nlp: the loaded model has no features.lexeme { hash, list, intrinsicSize } (another model version?)',
+      );
     }
     this.lexemes = lexeme as LexemeFeature;
     this.clean = lexeme.list.length;

@@ -28,7 +28,10 @@ export function checkNotBinary(bytes: Uint8Array): void {
   for (let i = 0; i < end; i++) {
     const byte = bytes[i]!;
     if (byte === 0) throw new DocumentError('BINARY', `NUL byte at offset ${i}: not a text file`);
-    if ((byte < 0x20 && byte !== 0x09 && byte !== 0x0a && byte !== 0x0d && byte !== 0x0c && byte !== 0x1b) || byte === 0x7f) {
+    if (
+      (byte < 0x20 && byte !== 0x09 && byte !== 0x0a && byte !== 0x0d && byte !== 0x0c && byte !== 0x1b) ||
+      byte === 0x7f
+    ) {
       control++;
     }
   }

@@ -51,7 +51,12 @@ function normalise(text: string): string {
     .replace(/[\u200b-\u200d\u2060\ufeff\u00ad]/g, '')
     .replace(/[\u00a0\t\f\v]+/g, ' ')
     .split('\n')
-    .map((line) => line.replace(/^(\s*>)+\s?/, '').replace(/ {2,}/g, ' ').trim())
+    .map((line) =>
+      line
+        .replace(/^(\s*>)+\s?/, '')
+        .replace(/ {2,}/g, ' ')
+        .trim(),
+    )
     .filter((line) => !/^\S{76,}$/.test(line))
     .join('\n')
     .replace(/\n{3,}/g, '\n\n')
@@ -74,7 +79,10 @@ function stripMarkdown(markdown: string): string {
 /** The first heading or non-empty line of a text file, as its subject (at most 120 characters). */
 export function firstLineTitle(text: string): string | null {
   for (const line of text.split(/\r?\n/)) {
-    const title = line.replace(/^\s{0,3}#{1,6}\s+/, '').replace(/\s+/g, ' ').trim();
+    const title = line
+      .replace(/^\s{0,3}#{1,6}\s+/, '')
+      .replace(/\s+/g, ' ')
+      .trim();
     if (title !== '') return title.length > 120 ? `${title.slice(0, 117)}...` : title;
   }
   return null;

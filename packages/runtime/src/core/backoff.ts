@@ -21,7 +21,12 @@ export function checkBackoff(owner: string, backoff: unknown): BackoffOptions | 
   if (backoff === undefined) return undefined;
   const b = backoff as Partial<BackoffOptions> | null;
   if (b === null || typeof b !== 'object' || (b.type !== 'fixed' && b.type !== 'exponential')) {
-    throw invalidOption(owner, 'backoff.type', "'fixed' or 'exponential'", b === null || typeof b !== 'object' ? b : b.type);
+    throw invalidOption(
+      owner,
+      'backoff.type',
+      "'fixed' or 'exponential'",
+      b === null || typeof b !== 'object' ? b : b.type,
+    );
   }
   if (b.jitter !== undefined && (typeof b.jitter !== 'number' || !(b.jitter >= 0 && b.jitter <= 1))) {
     throw invalidOption(owner, 'backoff.jitter', 'a number from 0 to 1', b.jitter);

@@ -157,7 +157,8 @@ export class BaseNode<S = unknown, P extends NonIterableObject = NonIterableObje
 
   /** Answers a message received from `ask`. @throws TypeError when it has no `replyTo`. */
   reply(message: Message, body: Json): Promise<void> {
-    if (!message.replyTo) throw new TypeError(`reply: message ${message.id} has no replyTo address (it was not sent by ask)`);
+    if (!message.replyTo)
+      throw new TypeError(`reply: message ${message.id} has no replyTo address (it was not sent by ask)`);
     return mailboxOf(this).send(message.replyTo, body);
   }
 

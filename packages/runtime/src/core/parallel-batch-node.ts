@@ -19,8 +19,7 @@ export interface ParallelOptions {
 
 /** What `post` receives per item under `onItemError: 'collect'`. */
 export type ItemOutcome<R = unknown> =
-  | { ok: true; value: R }
-  | { ok: false; error: { name: string; message: string; code?: string | undefined } };
+  { ok: true; value: R } | { ok: false; error: { name: string; message: string; code?: string | undefined } };
 
 /**
  * A {@link BatchNode} whose items run concurrently: each item runs on its own copy of the node

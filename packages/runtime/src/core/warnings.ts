@@ -9,11 +9,7 @@
  *   (another graph fingerprint, or a flow it does not have); once per run and worker.
  */
 export type WarningCode =
-  | 'QF_SUCCESSOR_OVERWRITTEN'
-  | 'QF_FLOW_ENDS'
-  | 'QF_NODE_WONT_RUN_SUCCESSORS'
-  | 'QF_REDIS_CONFIG'
-  | 'QF_STEP_REFUSED';
+  'QF_SUCCESSOR_OVERWRITTEN' | 'QF_FLOW_ENDS' | 'QF_NODE_WONT_RUN_SUCCESSORS' | 'QF_REDIS_CONFIG' | 'QF_STEP_REFUSED';
 
 /** Receives every warning queueflow emits. */
 export type WarningHandler = (code: WarningCode, message: string) => void;

@@ -119,7 +119,10 @@ export async function resumeFanOut(
       );
       checkpoint.shared = merged.shared;
       conflicts = merged.conflicts;
-      const execRes = policy === 'collect' ? outcomes.map((o) => toItemOutcome(o, o.status === 'completed' ? o.lastAction : undefined)) : undefined;
+      const execRes =
+        policy === 'collect'
+          ? outcomes.map((o) => toItemOutcome(o, o.status === 'completed' ? o.lastAction : undefined))
+          : undefined;
       const action = await step.exitFlow(top, execRes);
       advancePast(graph, step.top(), action);
       return step.settle();
@@ -156,7 +159,8 @@ function requireAllCompleted(outcomes: readonly ChildOutcome[], policy: string, 
 
 function toItemOutcome(outcome: ChildOutcome, value: unknown): ItemOutcome {
   if (outcome.status === 'completed') return { ok: true, value: value ?? null };
-  if (outcome.status === 'cancelled') return { ok: false, error: { name: 'QueueflowError', message: 'cancelled', code: 'RUN_CANCELLED' } };
+  if (outcome.status === 'cancelled')
+    return { ok: false, error: { name: 'QueueflowError', message: 'cancelled', code: 'RUN_CANCELLED' } };
   const { name, message, code } = outcome.error;
   return { ok: false, error: { name, message, ...(code ? { code } : {}) } };
 }

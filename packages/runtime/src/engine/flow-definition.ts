@@ -50,7 +50,8 @@ export class FlowRegistry {
     const candidates = Array.isArray(flows) ? flows : Object.values(flows);
     for (const candidate of candidates) {
       if (!isFlowDefinition(candidate)) {
-        if (Array.isArray(flows)) throw invalidOption('flows', 'flows[]', 'FlowDefinitions made by defineFlow', candidate);
+        if (Array.isArray(flows))
+          throw invalidOption('flows', 'flows[]', 'FlowDefinitions made by defineFlow', candidate);
         continue;
       }
       const existing = this.definitions.get(candidate.name);
@@ -76,7 +77,11 @@ export class FlowRegistry {
     }
     throw new QueueflowError(
       'UNKNOWN_FLOW',
-      `unknown flow '${name}'; registered: ${this.names().map((n) => `'${n}'`).join(', ') || 'none'}`,
+      `unknown flow '${name}'; registered: ${
+        this.names()
+          .map((n) => `'${n}'`)
+          .join(', ') || 'none'
+      }`,
       { retryable: false },
     );
   }

@@ -60,7 +60,10 @@ export interface CompiledGraph {
  */
 export function compileGraph(flowName: string, root: BaseNode<any, any>): CompiledGraph {
   if (!(root instanceof BaseNode)) {
-    throw new QueueflowError('INVALID_OPTION', `flow '${flowName}': build() must return a node or flow, got ${typeof root}`);
+    throw new QueueflowError(
+      'INVALID_OPTION',
+      `flow '${flowName}': build() must return a node or flow, got ${typeof root}`,
+    );
   }
   const ids = new Map<BaseNode<any, any>, string>();
   const order: BaseNode<any, any>[] = [];
@@ -99,7 +102,9 @@ export function compileGraph(flowName: string, root: BaseNode<any, any>): Compil
       ...(start !== undefined ? { start } : {}),
       maxAttempts: node instanceof Node ? node.maxRetries : 1,
     });
-    shape.push(`${id}|${kind}|${node.constructor.name}|${start ?? ''}|${[...successors].map(([a, s]) => `${a}>${s}`).join(',')}`);
+    shape.push(
+      `${id}|${kind}|${node.constructor.name}|${start ?? ''}|${[...successors].map(([a, s]) => `${a}>${s}`).join(',')}`,
+    );
   }
   const fingerprint = createHash('sha256').update(shape.join('\n')).digest('hex').slice(0, 16);
   return { flowName, rootId: ids.get(root)!, nodes, fingerprint };
@@ -109,9 +114,13 @@ export function compileGraph(flowName: string, root: BaseNode<any, any>): Compil
 export function graphNode(graph: CompiledGraph, id: string): GraphNode {
   const node = graph.nodes.get(id);
   if (!node) {
-    throw new QueueflowError('GRAPH_MISMATCH', `flow '${graph.flowName}' has no node '${id}' (fingerprint ${graph.fingerprint})`, {
-      retryable: false,
-    });
+    throw new QueueflowError(
+      'GRAPH_MISMATCH',
+      `flow '${graph.flowName}' has no node '${id}' (fingerprint ${graph.fingerprint})`,
+      {
+        retryable: false,
+      },
+    );
   }
   return node;
 }

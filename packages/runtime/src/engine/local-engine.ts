@@ -156,7 +156,12 @@ export class LocalEngine implements Engine {
     if (this.closed) throw new QueueflowError('ENGINE_CLOSED', 'LocalEngine is closed');
   }
 
-  private createRun(graph: CompiledGraph, checkpoint: Checkpoint, target: StepTarget, parent?: LocalRun['parent']): LocalRun {
+  private createRun(
+    graph: CompiledGraph,
+    checkpoint: Checkpoint,
+    target: StepTarget,
+    parent?: LocalRun['parent'],
+  ): LocalRun {
     const now = this.clock.now();
     const run: LocalRun = {
       // A fan-out child is named as on RedisEngine (fan-out.lua): `<parent id>.<parent step>.<index>`.
@@ -253,7 +258,10 @@ export class LocalEngine implements Engine {
         run.step++;
         run.attempt = 0;
         run.status = 'waiting';
-        run.target = { node: outcome.fanOut.kind === 'walks' ? outcome.fanOut.flow : outcome.fanOut.node, maxAttempts: 1 };
+        run.target = {
+          node: outcome.fanOut.kind === 'walks' ? outcome.fanOut.flow : outcome.fanOut.node,
+          maxAttempts: 1,
+        };
         return this.fanOut(run, outcome.fanOut, outcome.checkpoint);
     }
   }
@@ -288,7 +296,12 @@ export class LocalEngine implements Engine {
   private async runItem(parent: LocalRun, task: Extract<Task, { type: 'item' }>): Promise<void> {
     const request = parent.fanOut?.request;
     if (request?.kind !== 'items' || parent.cancelRequested) return;
-    const ctx = { attempt: task.attempt, fanOut: true, signal: parent.abort.signal, runtime: { runId: parent.id, flowName: parent.flow } };
+    const ctx = {
+      attempt: task.attempt,
+      fanOut: true,
+      signal: parent.abort.signal,
+      runtime: { runId: parent.id, flowName: parent.flow },
+    };
     const outcome = await executeItem(parent.graph, request.node, request.params, request.items[task.index]!, ctx);
     if (isFinal(parent.status) || parent.step !== task.step) return;
     for (const error of outcome.errors) this.recordError(parent, error);
@@ -318,7 +331,9 @@ export class LocalEngine implements Engine {
           code: 'CHILD_FAILED',
           message: `child ${index} of '${'flow' in fanOut.request ? fanOut.request.flow : fanOut.request.node}' failed: ${why}`,
           ...(outcome.status === 'failed' && outcome.error.node ? { node: outcome.error.node } : {}),
-          ...(outcome.status === 'failed' && outcome.error.attempt !== undefined ? { attempts: outcome.error.attempt + 1 } : {}),
+          ...(outcome.status === 'failed' && outcome.error.attempt !== undefined
+            ? { attempts: outcome.error.attempt + 1 }
+            : {}),
         };
         return this.finish(parent, 'failed', error);
       }

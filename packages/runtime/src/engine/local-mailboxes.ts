@@ -77,10 +77,13 @@ export class LocalMailboxes {
     waiting.add(runId);
     this.parked.set(park.address, waiting);
     if (park.deadline !== null) {
-      state.timer = this.clock.setTimeout(() => {
-        this.unpark(runId, state);
-        this.wake(runId);
-      }, Math.max(0, park.deadline - this.clock.now()));
+      state.timer = this.clock.setTimeout(
+        () => {
+          this.unpark(runId, state);
+          this.wake(runId);
+        },
+        Math.max(0, park.deadline - this.clock.now()),
+      );
     }
   }
 

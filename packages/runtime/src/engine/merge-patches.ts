@@ -47,7 +47,8 @@ function explode(path: string, value: Json, out: Operation[]): void {
   }
   if (value !== null && typeof value === 'object' && !path.endsWith('/-')) {
     out.push({ op: 'add', path, value: {} });
-    for (const [key, member] of Object.entries(value)) explode(`${path}/${jsonPatch.escapePathComponent(key)}`, member, out);
+    for (const [key, member] of Object.entries(value))
+      explode(`${path}/${jsonPatch.escapePathComponent(key)}`, member, out);
     return;
   }
   out.push({ op: 'add', path, value });

@@ -28,7 +28,8 @@ export interface MermaidOptions {
 export function toMermaid(flow: FlowDefinition | BaseNode<any, any>, options: MermaidOptions = {}): string {
   const graph = graphOf(flow);
   const direction = options.direction ?? 'TD';
-  if (direction !== 'TD' && direction !== 'LR') throw invalidOption('toMermaid', 'direction', "'TD' or 'LR'", direction);
+  if (direction !== 'TD' && direction !== 'LR')
+    throw invalidOption('toMermaid', 'direction', "'TD' or 'LR'", direction);
 
   // Mermaid ids must be plain words: node ids ("Summarize#3", "a b") become n0, n1, ... labelled with the id.
   const mermaidId = new Map([...graph.nodes.keys()].map((id, index) => [id, `n${index}`] as const));
@@ -66,7 +67,8 @@ export function toMermaid(flow: FlowDefinition | BaseNode<any, any>, options: Me
 
 function graphOf(flow: FlowDefinition | BaseNode<any, any>): CompiledGraph {
   if (flow instanceof BaseNode) return compileGraph(flow.name ?? flow.constructor.name, flow);
-  if (typeof flow === 'object' && flow !== null && typeof flow.build === 'function') return compileGraph(flow.name, flow.build());
+  if (typeof flow === 'object' && flow !== null && typeof flow.build === 'function')
+    return compileGraph(flow.name, flow.build());
   throw invalidOption('toMermaid', 'flow', 'a FlowDefinition or a node', flow);
 }
 

@@ -12,16 +12,24 @@ import { assertJson, type JsonObject } from './json.js';
  */
 export function checkRunInput(shared: unknown, params: unknown): { shared: JsonObject; params: JsonObject } {
   if (shared === null || typeof shared !== 'object' || Array.isArray(shared)) {
-    throw new QueueflowError('NOT_JSON', `shared must be a plain object, got ${Array.isArray(shared) ? 'an array' : String(shared)}`, {
-      retryable: false,
-    });
+    throw new QueueflowError(
+      'NOT_JSON',
+      `shared must be a plain object, got ${Array.isArray(shared) ? 'an array' : String(shared)}`,
+      {
+        retryable: false,
+      },
+    );
   }
   assertJson(shared, 'shared');
   if (params === undefined) return { shared: shared as JsonObject, params: {} };
   if (params === null || typeof params !== 'object' || Array.isArray(params)) {
-    throw new QueueflowError('NOT_JSON', `params must be a plain object, got ${Array.isArray(params) ? 'an array' : String(params)}`, {
-      retryable: false,
-    });
+    throw new QueueflowError(
+      'NOT_JSON',
+      `params must be a plain object, got ${Array.isArray(params) ? 'an array' : String(params)}`,
+      {
+        retryable: false,
+      },
+    );
   }
   assertJson(params, 'params');
   return { shared: shared as JsonObject, params: params as JsonObject };

@@ -13,7 +13,13 @@ import { graphNode, isLeaf, type CompiledGraph, type GraphNode } from './graph.j
 import { assertJson, type Json, type JsonObject } from './json.js';
 import { attachRuntime, type NodeRuntime } from './node-runtime.js';
 import { attachMailbox } from '../mailbox/mailbox-of.js';
-import { noMailbox, type OutgoingMessage, type ParkRequest, type StepMailbox, type StepReplay } from './step-mailbox.js';
+import {
+  noMailbox,
+  type OutgoingMessage,
+  type ParkRequest,
+  type StepMailbox,
+  type StepReplay,
+} from './step-mailbox.js';
 
 /**
  * The resumable step interpreter: given a run's checkpoint, takes one step (one node visit, plus
@@ -90,7 +96,11 @@ export type StepResult =
 const MAX_BOUNDARIES_PER_STEP = 10_000;
 
 /** Takes one step of the run whose state is `checkpoint`. Never throws for user-code errors. */
-export async function executeStep(graph: CompiledGraph, checkpoint: Checkpoint, ctx: StepContext): Promise<StepOutcome> {
+export async function executeStep(
+  graph: CompiledGraph,
+  checkpoint: Checkpoint,
+  ctx: StepContext,
+): Promise<StepOutcome> {
   const step = new Step(graph, checkpoint, ctx);
   return step.guard(async () => {
     const top = step.top();
@@ -132,7 +142,12 @@ export class Step {
     const mailbox = this.ctx.mailbox;
     // A receive that parked wins over what the code made of its signal (even if it caught it).
     if (mailbox?.parkRequest) {
-      result = { type: 'park', checkpoint: this.checkpoint, park: mailbox.parkRequest, replay: mailbox.replayAfterPark() };
+      result = {
+        type: 'park',
+        checkpoint: this.checkpoint,
+        park: mailbox.parkRequest,
+        replay: mailbox.replayAfterPark(),
+      };
     }
     return { ...result, errors: this.failedTries, outbox: mailbox?.outbox ?? [] };
   }
@@ -188,7 +203,11 @@ export class Step {
         // An item that needed retries used up this step's attempt count: the next item gets a
         // fresh step, so that every item counts its own tries.
         if (attempt > 0 && results.length < items.length) {
-          return { type: 'next', checkpoint: this.checkpoint, target: { node: node.id, maxAttempts: node.maxAttempts } };
+          return {
+            type: 'next',
+            checkpoint: this.checkpoint,
+            target: { node: node.id, maxAttempts: node.maxAttempts },
+          };
         }
       }
       execRes = results;
@@ -276,7 +295,11 @@ export class Step {
       if (top.node !== undefined) {
         const node = graphNode(this.graph, top.node);
         if (isLeaf(node.kind)) {
-          return { type: 'next', checkpoint: this.checkpoint, target: { node: node.id, maxAttempts: node.maxAttempts } };
+          return {
+            type: 'next',
+            checkpoint: this.checkpoint,
+            target: { node: node.id, maxAttempts: node.maxAttempts },
+          };
         }
         const fanOut = await this.enterFlow(top, node);
         if (fanOut) return fanOut;
@@ -369,11 +392,9 @@ export class Step {
     this.checkpoint.frames.push(frame);
     return undefined;
   }
-
 }
 
 /** Results of user code must survive JSON; `undefined` at the top is allowed (nothing). */
 function assertResult(value: unknown, path: string): void {
   if (value !== undefined) assertJson(value, path);
 }
-

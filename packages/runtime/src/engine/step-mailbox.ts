@@ -1,6 +1,14 @@
 import { QueueflowError } from '../errors/queueflow-error.js';
 import { jsonCopy, type Json } from './json.js';
-import { checkAddress, checkMessageBody, checkTimeout, type Mailbox, type Message, type ReceiveOptions, type SendOptions } from '../mailbox/message.js';
+import {
+  checkAddress,
+  checkMessageBody,
+  checkTimeout,
+  type Mailbox,
+  type Message,
+  type ReceiveOptions,
+  type SendOptions,
+} from '../mailbox/message.js';
 
 /** A message a step sends, delivered when the step commits or parks. */
 export interface OutgoingMessage {

@@ -15,7 +15,11 @@ import type { StepTarget } from './step-interpreter.js';
  *
  * @param params - the run's params (the root's params, rule S6).
  */
-export function initialCheckpoint(graph: CompiledGraph, shared: JsonObject, params: JsonObject): {
+export function initialCheckpoint(
+  graph: CompiledGraph,
+  shared: JsonObject,
+  params: JsonObject,
+): {
   checkpoint: Checkpoint;
   target: StepTarget;
 } {

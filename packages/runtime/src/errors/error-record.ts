@@ -51,7 +51,9 @@ export function fromErrorRecord(record: ErrorRecord): Error {
  * A run's error (`RunError`) as an {@link ErrorRecord}: how a failed fan-out child's error
  * reaches its parent, on every engine.
  */
-export function recordOfRunError(error: { name?: string; message: string; code?: string; node?: string; attempts?: number } | undefined): ErrorRecord {
+export function recordOfRunError(
+  error: { name?: string; message: string; code?: string; node?: string; attempts?: number } | undefined,
+): ErrorRecord {
   return {
     name: error?.name ?? 'Error',
     message: error?.message ?? 'failed',

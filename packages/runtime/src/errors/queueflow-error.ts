@@ -30,11 +30,7 @@ export class QueueflowError extends Error {
   /** `false` stops retries of the step that threw it, on every engine. */
   readonly retryable: boolean;
 
-  constructor(
-    code: QueueflowErrorCode,
-    message: string,
-    options: { cause?: unknown; retryable?: boolean } = {},
-  ) {
+  constructor(code: QueueflowErrorCode, message: string, options: { cause?: unknown; retryable?: boolean } = {}) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.name = new.target.name;
     this.code = code;

@@ -1,6 +1,14 @@
 import { nanoid } from 'nanoid';
 import { jsonCopy, type Json } from '../engine/json.js';
-import { checkAddress, checkMessageBody, checkTimeout, type Mailbox, type Message, type ReceiveOptions, type SendOptions } from './message.js';
+import {
+  checkAddress,
+  checkMessageBody,
+  checkTimeout,
+  type Mailbox,
+  type Message,
+  type ReceiveOptions,
+  type SendOptions,
+} from './message.js';
 
 interface Waiter {
   resolve: (message: Message | undefined) => void;

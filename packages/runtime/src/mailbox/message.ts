@@ -64,9 +64,13 @@ export function checkMessageBody(body: unknown, where: string): Json {
   assertJson(body, where);
   const bytes = Buffer.byteLength(JSON.stringify(body));
   if (bytes > MAX_MESSAGE_BYTES) {
-    throw new QueueflowError('PAYLOAD_TOO_LARGE', `${where} is ${bytes} bytes, over the limit of ${MAX_MESSAGE_BYTES} bytes (MAX_MESSAGE_BYTES)`, {
-      retryable: false,
-    });
+    throw new QueueflowError(
+      'PAYLOAD_TOO_LARGE',
+      `${where} is ${bytes} bytes, over the limit of ${MAX_MESSAGE_BYTES} bytes (MAX_MESSAGE_BYTES)`,
+      {
+        retryable: false,
+      },
+    );
   }
   return body as Json;
 }
@@ -74,7 +78,9 @@ export function checkMessageBody(body: unknown, where: string): Json {
 /** Checks an address: a non-empty string without spaces. @throws TypeError naming the bad value. */
 export function checkAddress(owner: string, address: unknown): string {
   if (typeof address !== 'string' || address.length === 0 || /\s/.test(address)) {
-    throw new TypeError(`${owner}: expected \`address\` to be a non-empty string without spaces, got \`${String(address)}\``);
+    throw new TypeError(
+      `${owner}: expected \`address\` to be a non-empty string without spaces, got \`${String(address)}\``,
+    );
   }
   return address;
 }
@@ -82,7 +88,9 @@ export function checkAddress(owner: string, address: unknown): string {
 export function checkTimeout(owner: string, timeoutMs: unknown): number | undefined {
   if (timeoutMs === undefined) return undefined;
   if (typeof timeoutMs !== 'number' || !(timeoutMs >= 0) || !Number.isFinite(timeoutMs)) {
-    throw new TypeError(`${owner}: expected \`timeoutMs\` to be a finite number of milliseconds from 0 and up, got \`${String(timeoutMs)}\``);
+    throw new TypeError(
+      `${owner}: expected \`timeoutMs\` to be a finite number of milliseconds from 0 and up, got \`${String(timeoutMs)}\``,
+    );
   }
   return timeoutMs;
 }
