@@ -7,7 +7,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { defineFlow, Flow, Node } from '@queueflow/runtime';
-import { compileGraph } from '@queueflow/runtime/interpreter';
+import { compileGraph } from '@queueflow/runtime/kernel';
 import { gate, Tally, type Gate } from '../support/node-probes.js';
 import { useRedisHarness } from '../support/redis-harness.js';
 import { waitFor, within } from '../support/wait-for.js';

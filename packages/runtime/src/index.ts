@@ -3,6 +3,7 @@ export { Node, type NodeOptions } from './core/node.js';
 export { BatchNode } from './core/batch-node.js';
 export { ParallelBatchNode, type ParallelOptions, type ItemOutcome } from './core/parallel-batch-node.js';
 export { Flow, type FlowOptions } from './core/flow.js';
+export type { RunContext } from './core/run-context.js';
 export { BatchFlow } from './core/batch-flow.js';
 export { ParallelBatchFlow } from './core/parallel-batch-flow.js';
 export {
@@ -25,7 +26,7 @@ export {
   type QueueflowErrorCode,
 } from './errors/queueflow-error.js';
 export { toErrorRecord, fromErrorRecord, type ErrorRecord } from './errors/error-record.js';
-export { defineFlow, type FlowDefinition, type FlowsOption } from './engine/flow-definition.js';
+export { defineFlow, type FlowDefinition, type FlowsOption } from './interpreter/flow-definition.js';
 export type {
   Engine,
   RunStatus,
@@ -35,13 +36,14 @@ export type {
   RunResult,
   RunHandle,
   RunInfo,
+  RunSummary,
   ListRunsOptions,
-} from './engine/engine.js';
-export { LocalEngine, type LocalEngineOptions } from './engine/local-engine.js';
-export { toMermaid, type MermaidOptions } from './engine/mermaid.js';
-export type { Clock } from './engine/clock.js';
-export { assertJson, type Json, type JsonObject } from './engine/json.js';
-export type { MergeConflict } from './engine/merge-patches.js';
+} from './kernel/engine.js';
+export { LocalEngine, type LocalEngineOptions } from './local/local-engine.js';
+export { toMermaid, type MermaidOptions } from './interpreter/mermaid.js';
+export type { Clock } from './kernel/clock.js';
+export { assertJson, type Json, type JsonObject } from './json/json.js';
+export type { MergeConflict } from './json/merge-patches.js';
 export type { Message, Mailbox, SendOptions, ReceiveOptions } from './mailbox/message.js';
 export { MAX_MESSAGE_BYTES } from './mailbox/message.js';
 export { InMemoryMailboxes, processMailboxes } from './mailbox/in-memory-mailboxes.js';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { newRunId } from '../src/interpreter.js';
+import { newRunId } from '../src/kernel.js';
 
 describe('newRunId', () => {
   it('gives 21 letters and digits, so no id reads as a command-line option, and no id twice', () => {

@@ -11,7 +11,7 @@ import {
 import { loadFlows } from './load-flows.js';
 import { RedisEngine } from './redis-engine.js';
 import { throttledLog } from './throttled-log.js';
-import { isFinal } from './stored-run.js';
+import { isFinal } from '@queueflow/runtime/kernel';
 import { startWorker } from './worker.js';
 
 /**

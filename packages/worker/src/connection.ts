@@ -1,6 +1,6 @@
 import { Redis, type RedisOptions } from 'ioredis';
 import { QueueflowError } from '@queueflow/runtime';
-import { warn } from '@queueflow/runtime/interpreter';
+import { warn } from '@queueflow/runtime/kernel';
 
 /**
  * Where Redis is: a URL (`redis://`, `rediss://` for TLS, `redis://user:password@host:port/db`

@@ -2,7 +2,7 @@ import { existsSync, statSync } from 'node:fs';
 import { isAbsolute, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { FlowDefinition } from '@queueflow/runtime';
-import { isFlowDefinition } from '@queueflow/runtime/interpreter';
+import { isFlowDefinition } from '@queueflow/runtime/kernel';
 
 /**
  * Imports a module and returns the FlowDefinitions it exports (named exports and the default

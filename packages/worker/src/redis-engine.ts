@@ -1,4 +1,3 @@
-import { nanoid } from 'nanoid';
 import type { Redis } from 'ioredis';
 import {
   QueueflowError,
@@ -12,22 +11,16 @@ import {
   type RunInfo,
   type RunOptions,
   type RunResult,
+  type RunSummary,
 } from '@queueflow/runtime';
-import {
-  checkAddress,
-  checkMessageBody,
-  checkRunInput,
-  newRunId,
-  encodeCheckpoint,
-  FlowRegistry,
-  initialCheckpoint,
-} from '@queueflow/runtime/interpreter';
+import { FlowRegistry, ResultWaiter, RunClient, prepareRun, systemClock } from '@queueflow/runtime/kernel';
+import { BullmqScheduler } from './bullmq-scheduler.js';
 import { connectAll, createRedis, type ConnectionOption } from './connection.js';
 import { RedisKeys, normalizePrefix } from './redis-keys.js';
-import { RunEvents } from './run-events.js';
-import { StepQueue } from './step-queue.js';
+import { RedisRunEvents } from './redis-run-events.js';
+import { RedisRunStore } from './redis-run-store.js';
+import { withScripts } from './scripts.js';
 import { storeOptions, type StoreSettings } from './store-settings.js';
-import { createStores, type Stores } from './stores.js';
 
 export interface RedisEngineOptions extends StoreSettings {
   /** Redis to use: a URL or ioredis options. @defaultValue `REDIS_URL`, else `redis://127.0.0.1:6379` */
@@ -43,9 +36,9 @@ export interface RedisEngineOptions extends StoreSettings {
 interface Connected {
   redis: Redis;
   subscriber: Redis;
-  stores: Stores;
-  queue: StepQueue;
-  events: RunEvents;
+  scheduler: BullmqScheduler;
+  waiter: ResultWaiter;
+  client: RunClient;
 }
 
 /**
@@ -92,43 +85,26 @@ export class RedisEngine implements Engine {
     shared: S,
     options: RunOptions = {},
   ): Promise<RunHandle<S>> {
-    const graph = this.registry.graph(flow);
-    const input = checkRunInput(shared, options.params);
-    const { checkpoint, target } = initialCheckpoint(graph, input.shared, input.params);
-    const encoded = encodeCheckpoint(checkpoint, this.settings.maxCheckpointBytes);
-    const { stores, queue, events } = await this.connect();
-    const id = newRunId();
-    await stores.runs.create({
-      id,
-      flow: graph.flowName,
-      fingerprint: graph.fingerprint,
-      checkpoint: encoded,
-      target,
-      now: Date.now(),
-    });
-    try {
-      await queue.addStep(id, 0, target);
-    } catch (error) {
-      await stores.runs.discard(id).catch(() => {});
-      throw error;
-    }
-    return { id, result: () => events.wait(id) as Promise<RunResult<S>> };
+    // Bad input is refused before connecting: nothing is written then.
+    const run = prepareRun(this.registry, flow, shared, options, { clock: systemClock, ...this.settings });
+    const { client } = await this.connect();
+    return client.startPrepared(run);
   }
 
   /** Resolves when run `runId` has ended. @throws QueueflowError RUN_NOT_FOUND for an unknown id. */
   async result(runId: string): Promise<RunResult> {
-    const { events } = await this.connect();
-    return events.wait(runId);
+    const { client } = await this.connect();
+    return client.result(runId);
   }
 
   async get(runId: string): Promise<RunInfo | undefined> {
-    const { stores } = await this.connect();
-    return stores.runs.info(runId);
+    const { client } = await this.connect();
+    return client.get(runId);
   }
 
-  async list(options?: ListRunsOptions): Promise<RunInfo[]> {
-    const { stores } = await this.connect();
-    return stores.runs.list(options);
+  async list(options?: ListRunsOptions): Promise<RunSummary[]> {
+    const { client } = await this.connect();
+    return client.list(options);
   }
 
   /**
@@ -139,20 +115,8 @@ export class RedisEngine implements Engine {
    * @throws QueueflowError RUN_NOT_FOUND for an unknown (or expired) run id.
    */
   async cancel(runId: string): Promise<void> {
-    const { stores, queue } = await this.connect();
-    const result = await stores.runs.cancel(runId);
-    if (result === 'missing')
-      throw new QueueflowError('RUN_NOT_FOUND', `no run '${runId}' under prefix '${this.keys.prefix}'`);
-    if (result === 'ended') return;
-    const run = await stores.runs.load(runId);
-    if (!run) return;
-    if (result === 'cancelled-waiting') {
-      const fanOut = await stores.fanOuts.fanOutOf(runId);
-      if (fanOut) await stores.fanOuts.cancelChildren(runId, run.step, fanOut.request);
-    }
-    // A cancelled fan-out child must be reported to its parent: a worker that takes its step
-    // job finds it ended and does that (the job may exist already; the add is then a no-op).
-    if (run.parent) await queue.addStep(runId, run.step, run.target);
+    const { client } = await this.connect();
+    return client.cancel(runId);
   }
 
   /**
@@ -163,19 +127,17 @@ export class RedisEngine implements Engine {
    *   for one over `MAX_MESSAGE_BYTES` (1 MiB); TypeError for a bad address.
    */
   async send(address: string, body: Json): Promise<void> {
-    checkAddress('send', address);
-    checkMessageBody(body, `message body sent to '${address}'`);
-    const { stores } = await this.connect();
-    await stores.mailboxes.send(address, { id: `m.${nanoid()}`, body, sentAt: Date.now() });
+    const { client } = await this.connect();
+    return client.send(address, body);
   }
 
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
     if (!this.connected) return;
-    const { redis, subscriber, queue, events } = await this.connected.catch(() => ({}) as Partial<Connected>);
-    events?.close();
-    await queue?.close().catch(() => {});
+    const { redis, subscriber, scheduler, waiter } = await this.connected.catch(() => ({}) as Partial<Connected>);
+    waiter?.close();
+    await scheduler?.close().catch(() => {});
     await Promise.all([redis?.quit().catch(() => {}), subscriber?.quit().catch(() => {})]);
   }
 
@@ -186,11 +148,20 @@ export class RedisEngine implements Engine {
       const redis = createRedis(this.options.connection, 'client', onError);
       const subscriber = createRedis(this.options.connection, 'subscriber', onError);
       await connectAll([redis, subscriber]); // on failure, the next call opens new ones
-      const queue = new StepQueue(redis, this.keys, onError, { client: true });
-      const stores = createStores(redis, this.keys, { ...this.settings, wake: (jobIds) => queue.promote(jobIds) });
-      const events = new RunEvents(subscriber, this.keys.events(), (id) => stores.runs.resultIfEnded(id));
-      await events.start();
-      return { redis, subscriber, stores, queue, events };
+      const scheduler = new BullmqScheduler(redis, this.keys, onError, { client: true });
+      const store = new RedisRunStore(withScripts(redis), this.keys, this.settings);
+      const waiter: ResultWaiter = new ResultWaiter(
+        new RedisRunEvents(subscriber, this.keys.events()),
+        (id) => client.resultIfEnded(id),
+        5000,
+      );
+      const client: RunClient = new RunClient(store, scheduler, this.registry, waiter, {
+        clock: systemClock,
+        maxCheckpointBytes: this.settings.maxCheckpointBytes,
+        where: `under prefix '${this.keys.prefix}'`,
+      });
+      await waiter.start();
+      return { redis, subscriber, scheduler, waiter, client };
     })();
     this.connected.catch(() => {
       this.connected = undefined; // the next call tries again

@@ -53,6 +53,21 @@ export class RedisKeys {
     return `${this.prefix}:waiters:${address}`;
   }
 
+  /** What every run hash key starts with (`run(id)` is this plus the id), for scripts that create runs. */
+  runPrefix(): string {
+    return this.run('');
+  }
+
+  /** What every mailbox key starts with (`mailbox(address)` is this plus the address). */
+  mailboxPrefix(): string {
+    return this.mailbox('');
+  }
+
+  /** What every waiter set key starts with (`mailboxWaiters(address)` is this plus the address). */
+  waitersPrefix(): string {
+    return this.mailboxWaiters('');
+  }
+
   /** The six keys of a run, in the order every script that takes them expects. */
   runKeys(runId: string): [string, string, string, string, string, string] {
     return [

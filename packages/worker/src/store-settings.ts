@@ -1,4 +1,4 @@
-import { invalidOption } from '@queueflow/runtime/interpreter';
+import { invalidOption } from '@queueflow/runtime/kernel';
 
 /** Settings of the run store shared by engine clients and workers. */
 export interface StoreSettings {

@@ -1,14 +1,14 @@
-import { Worker } from 'bullmq';
+import { DelayedError, Worker, type Job } from 'bullmq';
 import type { FlowsOption } from '@queueflow/runtime';
-import { FlowRegistry, invalidOption } from '@queueflow/runtime/interpreter';
+import { FlowRegistry, StepDriver, invalidOption, systemClock } from '@queueflow/runtime/kernel';
+import { BullmqScheduler, taskOfJob } from './bullmq-scheduler.js';
 import { checkRedisConfig, connectAll, createRedis, type ConnectionOption } from './connection.js';
 import { RedisKeys, normalizePrefix } from './redis-keys.js';
-import { stepBackoff } from './retry-step.js';
-import { parseEvent } from './run-events.js';
-import { StepProcessor } from './step-processor.js';
-import { StepQueue } from './step-queue.js';
+import { RetryStep, stepBackoff } from './retry-step.js';
+import { RedisRunEvents } from './redis-run-events.js';
+import { RedisRunStore } from './redis-run-store.js';
+import { withScripts } from './scripts.js';
 import { storeOptions, type StoreSettings } from './store-settings.js';
-import { createStores } from './stores.js';
 
 export interface WorkerOptions extends StoreSettings {
   /** Redis to use: a URL or ioredis options. @defaultValue `REDIS_URL`, else `redis://127.0.0.1:6379` */
@@ -84,24 +84,31 @@ export async function startWorker(options: WorkerOptions): Promise<QueueflowWork
   const subscriber = createRedis(options.connection, 'subscriber', onError);
   await connectAll([redis, subscriber]);
   await checkRedisConfig(redis);
-  const queue = new StepQueue(redis, keys, onError);
-  const stores = createStores(redis, keys, { ...settings, wake: (jobIds) => queue.promote(jobIds) });
-  const processor = new StepProcessor(stores, queue, registry, {
+  const scheduler = new BullmqScheduler(redis, keys, onError);
+  const store = new RedisRunStore(withScripts(redis), keys, settings);
+  const driver = new StepDriver(store, scheduler, registry, {
+    clock: systemClock,
     maxCheckpointBytes: settings.maxCheckpointBytes,
     refusalDelayMs: 5000,
     parkRecheckMs: positiveInteger('parkRecheckMs', options.parkRecheckMs, 60_000),
   });
 
   // Cancel requests abort the `exec` of a step running here.
-  subscriber.on('message', (_channel: string, message: string) => {
-    const event = parseEvent(message);
-    if (event?.type === 'cancel') processor.abort(event.runId);
-  });
-  await subscriber.subscribe(keys.events());
+  await new RedisRunEvents(subscriber, keys.events()).subscribe({ cancelled: (runId) => driver.abort(runId) });
+
+  /** Runs a job's task; a retry or a deferral goes back to BullMQ's delayed set, holding no slot. */
+  const process = async (job: Job, token?: string): Promise<void> => {
+    const result = await driver.run(taskOfJob(job), job.attemptsMade);
+    if (result.type === 'retry') throw new RetryStep(result.error, result.delayMs);
+    if (result.type === 'defer') {
+      await job.moveToDelayed(Date.now() + result.delayMs, token);
+      throw new DelayedError(result.reason);
+    }
+  };
 
   // BullMQ does not close a connection it was given: ours to quit after `worker.close()`.
   const workerConnection = redis.duplicate();
-  const worker = new Worker(keys.stepQueue, (job, token) => processor.process(job, token), {
+  const worker = new Worker(keys.stepQueue, process, {
     connection: workerConnection,
     prefix: keys.prefix,
     concurrency,
@@ -116,7 +123,7 @@ export async function startWorker(options: WorkerOptions): Promise<QueueflowWork
     // Fires for every failed try; only a job that failed for good needs the run told.
     void job
       .getState()
-      .then((state) => (state === 'failed' ? processor.jobFailed(job, error) : undefined))
+      .then((state) => (state === 'failed' ? driver.taskFailed(taskOfJob(job), error, job.attemptsMade) : undefined))
       .catch(onError);
   });
   await worker.waitUntilReady();
@@ -126,7 +133,7 @@ export async function startWorker(options: WorkerOptions): Promise<QueueflowWork
     close: () =>
       (closing ??= (async () => {
         await worker.close();
-        await queue.close().catch(() => {});
+        await scheduler.close().catch(() => {});
         await Promise.all([redis, subscriber, workerConnection].map((connection) => connection.quit().catch(() => {})));
       })()),
   };

@@ -1,8 +1,9 @@
-import type { Json } from '../engine/json.js';
+import type { Json } from '../json/json.js';
 import { mailboxOf } from '../mailbox/mailbox-of.js';
 import type { Message, ReceiveOptions, SendOptions } from '../mailbox/message.js';
 import type { Action, MaybePromise, NonIterableObject } from './types.js';
 import { DEFAULT_ACTION } from './types.js';
+import { visitOf, type RunContext } from './run-context.js';
 import { warn } from './warnings.js';
 
 /**
@@ -30,6 +31,23 @@ export class BaseNode<S = unknown, P extends NonIterableObject = NonIterableObje
   /** The params of this visit (set by the enclosing Flow, rule S6). */
   get params(): P {
     return this._params;
+  }
+
+  /**
+   * Where this visit runs: the run's id, the flow's name, the step counter and the index of the
+   * current try, the same on `flow.run`, LocalEngine and RedisEngine (see {@link RunContext}).
+   * `undefined` outside a run (a lifecycle method called directly).
+   *
+   * @example
+   * ```ts
+   * override exec() { return callModel({ idempotencyKey: `${this.runContext?.runId}-${this.runContext?.step}` }); }
+   * ```
+   */
+  get runContext(): RunContext | undefined {
+    const facts = visitOf(this);
+    if (!facts) return undefined;
+    const attempt = (this as { currentRetry?: number }).currentRetry ?? 0;
+    return { runId: facts.runId, flow: facts.flow, step: facts.step, attempt };
   }
 
   /** Successors by action; read-only view. */

@@ -1,4 +1,6 @@
+import { newRunId } from '../kernel/run-id.js';
 import { BaseNode } from './base-node.js';
+import { attachVisit, flowRuns, type FlowRunState } from './run-context.js';
 import type { Action, MaybePromise, NonIterableObject } from './types.js';
 import { invalidOption } from './validate-options.js';
 
@@ -43,15 +45,28 @@ export class Flow<S = unknown, P extends NonIterableObject = NonIterableObject> 
    */
   async _orchestrate(shared: S, params?: P, abort?: AbortSignal): Promise<Action | undefined> {
     const walkParams = params ?? ({ ...this._params } as P);
+    const run = flowRuns.getStore() ?? this.newRunState();
     let current: BaseNode<any, any> | undefined = this.start.clone();
     let lastAction: Action | undefined;
     while (current) {
       abort?.throwIfAborted();
       current.setParams(walkParams);
+      attachVisit(current, { runId: run.runId, flow: run.flow, step: run.visits++ });
       lastAction = await current._run(shared, abort);
       current = current.getNextNode(lastAction)?.clone();
     }
     return lastAction;
+  }
+
+  /** A top-level `flow.run`: a fresh run id, named after this flow. */
+  private newRunState(): FlowRunState {
+    return { runId: newRunId(), flow: this.name ?? this.constructor.name, visits: 0 };
+  }
+
+  /** Runs the flow (rules S5–S7) as a run of its own: `runContext` names it inside. */
+  override run(shared: S): Promise<Action | undefined> {
+    if (flowRuns.getStore()) return super.run(shared);
+    return flowRuns.run(this.newRunState(), () => super.run(shared));
   }
 
   override async _run(shared: S, abort?: AbortSignal): Promise<Action | undefined> {

@@ -1,5 +1,5 @@
 import { nanoid } from 'nanoid';
-import { jsonCopy, type Json } from '../engine/json.js';
+import { jsonCopy, type Json } from '../json/json.js';
 import {
   checkAddress,
   checkMessageBody,

@@ -1,4 +1,4 @@
-import { assertJson, type Json } from '../engine/json.js';
+import { assertJson, type Json } from '../json/json.js';
 import { QueueflowError } from '../errors/queueflow-error.js';
 
 /**

@@ -6,11 +6,12 @@
 
   KEYS[1..6] run hash, error list, conflict list, fan-out hash, outcome hash, reserved hash
   ARGV[1] now (epoch ms)   ARGV[2] events channel   ARGV[3] run id
-  ARGV[4] retention of a finished run (seconds)   ARGV[5] key prefix
+  ARGV[4] retention of a finished run (seconds)
+  ARGV[5] key prefix of mailboxes   ARGV[6] key prefix of mailbox waiter sets
 
   Returns { code, wakes }: code -1 no such run; 0 already ended; 1 cancelled now; 2 cancelled
           now while it was waiting on a fan-out (the caller cancels the children);
-          wakes: wake job ids of runs parked where messages went back
+          wakes: wake ids of runs parked where messages went back
   Emits: PUBLISH <channel> {type:'cancel', runId} (workers abort its exec), then
          {type:'ended', runId, status:'cancelled'}.
 ]]
@@ -18,9 +19,10 @@ local status = redis.call('HGET', KEYS[1], 'status')
 if not status then return { -1, {} } end
 if isFinal(status) then return { 0, {} } end
 local wakes = {}
-leaveWaiters(KEYS[1], ARGV[5], ARGV[3])
+local m = { mailboxPrefix = ARGV[5], waitersPrefix = ARGV[6] }
+leaveWaiters(KEYS[1], m, ARGV[3])
 redis.call('HSET', KEYS[1], 'cancel', '1')
-releaseReserved(KEYS[6], ARGV[5], wakes)
+releaseReserved(KEYS[6], m, wakes)
 redis.call('PUBLISH', ARGV[2], cjson.encode({ type = 'cancel', runId = ARGV[3] }))
 finish({ KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6] }, ARGV[3], 'cancelled', ARGV[1], ARGV[4], ARGV[2])
 local waitingOnChildren = status == 'waiting' and redis.call('EXISTS', KEYS[4]) == 1

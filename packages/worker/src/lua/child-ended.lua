@@ -17,6 +17,7 @@
   ARGV[9]  parent run id
   ARGV[10] retention of a finished run (seconds)
   ARGV[11] error record JSON to append to the parent's error list ('' none)
+  ARGV[12] most error records kept
 
   Returns { code, next } as recordChildEnd (run-lifecycle.lua) says.
   Emits: PUBLISH <channel> {type:'ended', ...} when the parent ends here.
@@ -24,5 +25,5 @@
 return recordChildEnd({ KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6] }, {
   parentStep = ARGV[1], index = ARGV[2], outcome = ARGV[3], ok = ARGV[4], failFast = ARGV[5],
   parentError = ARGV[6], now = ARGV[7], channel = ARGV[8], parentId = ARGV[9], retention = ARGV[10],
-  errorRecord = ARGV[11],
+  errorRecord = ARGV[11], maxErrors = ARGV[12],
 })

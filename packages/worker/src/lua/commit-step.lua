@@ -7,27 +7,25 @@
   KEYS[4] run fan-out hash   KEYS[5] run outcome hash    KEYS[6] run reserved-messages hash
   KEYS[7..12] (fan-out children only) the parent's six keys, in the same order
 
-  ARGV[1]  expected step counter, then ':' and the expected park count (see atStep)
-  ARGV[2]  mode: next | retry | completed | failed
-  ARGV[3]  checkpoint JSON ('' keeps the stored one)
-  ARGV[4]  target JSON ('' keeps the stored one)
-  ARGV[5]  now (epoch ms)
-  ARGV[6]  error records to append to the error list: a JSON array ('' none); for mode failed
-           the last one is the error that failed the run
-  ARGV[7]  run error JSON, for mode failed ('' none)
-  ARGV[8]  last action ('' none)
-  ARGV[9]  retention of a finished run (seconds)
-  ARGV[10] events channel
-  ARGV[11] run id
-  ARGV[12] most error records kept
-  ARGV[13] merge conflicts JSON array to append ('' none)
-  ARGV[14] parent run id ('' when the run is not a fan-out child); then, for children:
-  ARGV[15] parent step   ARGV[16] child index
-  ARGV[17] the child's outcome JSON if it ends here completed or failed
-  ARGV[18] 1 for fail-fast   ARGV[19] the parent's run error JSON if it fails fast
-  ARGV[20] key prefix (mailboxes)
-  ARGV[21] outbox size n, then n pairs (address, message JSON): the step's sends, delivered
-           by modes next and completed; dropped otherwise
+  ARGV[1] options, JSON:
+    at            expected step counter, ':' and the expected park count (see atStep)
+    mode          next | retry | completed | failed
+    target        the next target, JSON (absent: keep the stored one)
+    now           epoch ms
+    errors        error records to append, each JSON; for mode failed the last is the one that
+                  failed the run
+    lastAttempt   for mode failed: the 0-based try index of that record, when exec failed
+    runError      the run's error JSON, for mode failed
+    lastAction    for mode completed
+    conflicts     merge conflicts to append, each JSON
+    retention     seconds a finished run is kept      maxErrors  error records kept
+    channel       events channel                      runId
+    mailboxPrefix, waitersPrefix   key prefixes of mailboxes and their waiter sets
+    outbox        the step's sends, { address, message JSON } pairs: delivered by modes next and
+                  completed, dropped otherwise
+    parent        (fan-out children) { id, step, index, outcome (JSON, if the run ends here
+                  completed or failed), failFast (bool), parentError (JSON) }
+  ARGV[2] the new checkpoint ('' keeps the stored one)
 
   Messages the step reserved are consumed by modes next and completed, kept for a retry, and
   given back to their mailboxes when the run fails or is cancelled here.
@@ -39,90 +37,87 @@
          -1 no such run
     parentCode, next: when a child ended here, recordChildEnd's answer (see run-lifecycle.lua);
           else -1, -1
-    wakes: wake job ids of runs parked on mailboxes that got a message here
+    wakes: wake ids of runs parked on mailboxes that got a message here
   Emits: PUBLISH <channel> {type:'ended', runId, status} when the run (or its parent) ends.
 ]]
+local o = cjson.decode(ARGV[1])
+local checkpoint = ARGV[2]
 local runKeys = { KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6] }
 local runKey = KEYS[1]
-local mode, now, runId, retention, channel = ARGV[2], ARGV[5], ARGV[11], ARGV[9], ARGV[10]
-local prefix, wakes = ARGV[20], {}
+local mode, now, runId, retention, channel = o.mode, o.now, o.runId, o.retention, o.channel
+local wakes = {}
 
 local function toParent(status, outcome)
-  if ARGV[14] == '' then return { -1, -1 } end
+  local p = o.parent
+  if type(p) ~= 'table' then return { -1, -1 } end
   local ok, errorRecord = '0', ''
   if status == 'completed' then ok = '1' end
-  if status == 'failed' and ARGV[6] ~= '' then
-    local records = cjson.decode(ARGV[6])
-    errorRecord = cjson.encode(records[#records])
-  end
+  if status == 'failed' and type(o.errors) == 'table' and #o.errors > 0 then errorRecord = o.errors[#o.errors] end
+  local failFast = '0'
+  if p.failFast then failFast = '1' end
   return recordChildEnd({ KEYS[7], KEYS[8], KEYS[9], KEYS[10], KEYS[11], KEYS[12] }, {
-    parentId = ARGV[14], parentStep = ARGV[15], index = ARGV[16], outcome = outcome, ok = ok,
-    failFast = ARGV[18], parentError = ARGV[19], errorRecord = errorRecord, now = now,
-    channel = channel, retention = retention,
+    parentId = p.id, parentStep = tostring(p.step), index = tostring(p.index), outcome = outcome, ok = ok,
+    failFast = failFast, parentError = p.parentError, errorRecord = errorRecord, now = now,
+    channel = channel, retention = retention, maxErrors = o.maxErrors,
   })
 end
 
-local expectedStep, expectedParks = string.match(ARGV[1], '^(%d+):(%d+)$')
+local expectedStep, expectedParks = string.match(o.at, '^(%d+):(%d+)$')
 local status = redis.call('HGET', runKey, 'status')
 if not status then return { -1, -1, -1, wakes } end
 if isFinal(status) then return { 0, -1, -1, wakes } end
 if not atStep(runKey, expectedStep, expectedParks) then return { 0, -1, -1, wakes } end
 
-leaveWaiters(runKey, prefix, runId)
+leaveWaiters(runKey, o, runId)
 if redis.call('HGET', runKey, 'cancel') == '1' then
-  releaseReserved(KEYS[6], prefix, wakes)
+  releaseReserved(KEYS[6], o, wakes)
   finish(runKeys, runId, 'cancelled', now, retention, channel)
   local parent = toParent('cancelled', cjson.encode({ status = 'cancelled' }))
   return { 2, parent[1], parent[2], wakes }
 end
 
-local errorRecords = {}
-if ARGV[6] ~= '' then
-  errorRecords = cjson.decode(ARGV[6])
-  for _, record in ipairs(errorRecords) do redis.call('RPUSH', KEYS[2], cjson.encode(record)) end
-  redis.call('LTRIM', KEYS[2], -tonumber(ARGV[12]), -1)
+if type(o.errors) == 'table' and #o.errors > 0 then
+  for _, record in ipairs(o.errors) do redis.call('RPUSH', KEYS[2], record) end
+  redis.call('LTRIM', KEYS[2], -tonumber(o.maxErrors), -1)
 end
-if ARGV[13] ~= '' then
-  for _, conflict in ipairs(cjson.decode(ARGV[13])) do
-    redis.call('RPUSH', KEYS[3], cjson.encode(conflict))
-  end
+if type(o.conflicts) == 'table' then
+  for _, conflict in ipairs(o.conflicts) do redis.call('RPUSH', KEYS[3], conflict) end
 end
 redis.call('HSET', runKey, 'updatedAt', now)
 redis.call('HSETNX', runKey, 'startedAt', now)
 redis.call('HDEL', runKey, 'refusal') -- a worker with the right code has taken the step
 
 if mode == 'retry' then
-  if ARGV[3] ~= '' then redis.call('HSET', runKey, 'checkpoint', ARGV[3]) end
+  if checkpoint ~= '' then redis.call('HSET', runKey, 'checkpoint', checkpoint) end
   redis.call('HINCRBY', runKey, 'attempt', 1)
   redis.call('HSET', runKey, 'status', 'running')
   return { 1, -1, -1, wakes }
 end
 
 if mode == 'failed' then
-  if ARGV[7] ~= '' then redis.call('HSET', runKey, 'error', ARGV[7]) end
-  local last = errorRecords[#errorRecords]
+  if type(o.runError) == 'string' then redis.call('HSET', runKey, 'error', o.runError) end
   -- A step that failed in exec: its last try counts among the step's tries.
-  if last and type(last.attempt) == 'number' then redis.call('HSET', runKey, 'attempt', last.attempt + 1) end
-  releaseReserved(KEYS[6], prefix, wakes)
+  if type(o.lastAttempt) == 'number' then redis.call('HSET', runKey, 'attempt', o.lastAttempt + 1) end
+  releaseReserved(KEYS[6], o, wakes)
   finish(runKeys, runId, 'failed', now, retention, channel)
-  local parent = toParent('failed', ARGV[17])
+  local parent = toParent('failed', (type(o.parent) == 'table' and o.parent.outcome) or '')
   return { 1, parent[1], parent[2], wakes }
 end
 
 -- The step commits: what it received is consumed, what it sent leaves.
 redis.call('DEL', KEYS[6])
-deliverOutbox(prefix, ARGV, 21, wakes, retention)
+deliverOutbox(o, o.outbox, wakes, retention)
 redis.call('HINCRBY', runKey, 'step', 1)
 redis.call('HSET', runKey, 'attempt', 0)
 redis.call('HDEL', runKey, 'replay')
-if ARGV[3] ~= '' then redis.call('HSET', runKey, 'checkpoint', ARGV[3]) end
-if ARGV[4] ~= '' then redis.call('HSET', runKey, 'target', ARGV[4]) end
+if checkpoint ~= '' then redis.call('HSET', runKey, 'checkpoint', checkpoint) end
+if type(o.target) == 'string' then redis.call('HSET', runKey, 'target', o.target) end
 redis.call('DEL', KEYS[4], KEYS[5])
 
 if mode == 'completed' then
-  if ARGV[8] ~= '' then redis.call('HSET', runKey, 'lastAction', ARGV[8]) end
+  if type(o.lastAction) == 'string' then redis.call('HSET', runKey, 'lastAction', o.lastAction) end
   finish(runKeys, runId, 'completed', now, retention, channel)
-  local parent = toParent('completed', ARGV[17])
+  local parent = toParent('completed', (type(o.parent) == 'table' and o.parent.outcome) or '')
   return { 1, parent[1], parent[2], wakes }
 end
 

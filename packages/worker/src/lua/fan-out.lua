@@ -1,75 +1,71 @@
 --[[
   Commits a step that fanned out: the parent waits (no worker holds it) until its last child has
-  ended. For walks, creates the child run records (`<parent id>.<step>.<index>`), which start
-  from the snapshot stored here.
+  ended. For child runs, creates their records (`<parent id>.<step>.<index>`), each holding its
+  checkpoint as a delta against the snapshot stored here once.
 
   KEYS[1] run hash           KEYS[2] run error list      KEYS[3] run conflict list
   KEYS[4] run fan-out hash   KEYS[5] run outcome hash    KEYS[6] run reserved-messages hash
 
-  ARGV[1]  expected step counter, then ':' and the expected park count (see atStep)
-  ARGV[2]  checkpoint JSON (the parent, waiting)
-  ARGV[3]  target JSON
-  ARGV[4]  now (epoch ms)
-  ARGV[5]  fan-out request JSON
-  ARGV[6]  snapshot JSON (the parent's shared when it fanned out)
-  ARGV[7]  number of children
-  ARGV[8]  children to start now (the concurrency limit, or all)
-  ARGV[9]  kind: walks | items
-  ARGV[10] events channel
-  ARGV[11] parent run id
-  ARGV[12] retention of a finished run (seconds)
-  ARGV[13] flow name      ARGV[14] graph fingerprint
-  ARGV[15] key prefix of run hashes (`<prefix>:run:`)
-  ARGV[16] walks: the children's first target JSON
-  ARGV[17] key prefix (mailboxes)
-  ARGV[18] outbox size n, then n pairs (address, message JSON): the step's sends
-  then, from ARGV[19 + 2n]: walks: each child's checkpoint JSON without `shared` (it starts from
-             the snapshot); items: each item's JSON (stored on the fan-out hash as `i<index>`)
+  ARGV[1] options, JSON:
+    at         expected step counter, ':' and the expected park count (see atStep)
+    now        epoch ms            runId        the parent's id
+    total      number of children  startNow     children started now (the concurrency cap, or all)
+    kind       runs | items        channel      events channel
+    retention  seconds a finished run is kept
+    flow, fingerprint              the parent's flow and graph fingerprint (its children's too)
+    runPrefix  key prefix of run hashes        childTarget  runs: the children's first target JSON
+    mailboxPrefix, waitersPrefix   key prefixes of mailboxes and their waiter sets
+    outbox     the step's sends, { address, message JSON } pairs
+  ARGV[2] the parent's checkpoint (waiting)    ARGV[3] its target JSON
+  ARGV[4] the fan-out request JSON (without per-child data)
+  ARGV[5] the snapshot: the parent's shared when it fanned out
+  ARGV[6..] runs: each child's first checkpoint; items: each item's JSON (`i<index>` on the
+            fan-out hash)
 
   Returns { code, wakes }:
-    code 1 committed (the parent's step counter is now ARGV[1] + 1)
+    code 1 committed (the parent's step counter is now at + 1)
          0 stale; 2 cancelled instead; -1 no such run
-    wakes: wake job ids of runs parked on mailboxes that got a message here
+    wakes: wake ids of runs parked on mailboxes that got a message here
   Emits: PUBLISH <channel> {type:'ended', ...} when the run is cancelled here.
 ]]
+local o = cjson.decode(ARGV[1])
 local runKey = KEYS[1]
-local wakes, prefix = {}, ARGV[17]
+local wakes = {}
 local status = redis.call('HGET', runKey, 'status')
 if not status then return { -1, wakes } end
 if isFinal(status) then return { 0, wakes } end
-local expectedStep, expectedParks = string.match(ARGV[1], '^(%d+):(%d+)$')
+local expectedStep, expectedParks = string.match(o.at, '^(%d+):(%d+)$')
 if not atStep(runKey, expectedStep, expectedParks) then return { 0, wakes } end
-local now, runId = ARGV[4], ARGV[11]
+local now, runId = o.now, o.runId
 if redis.call('HGET', runKey, 'cancel') == '1' then
-  releaseReserved(KEYS[6], prefix, wakes)
-  finish({ KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6] }, runId, 'cancelled', now, ARGV[12], ARGV[10])
+  releaseReserved(KEYS[6], o, wakes)
+  finish({ KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6] }, runId, 'cancelled', now, o.retention, o.channel)
   return { 2, wakes }
 end
 -- The step commits: what it received is consumed, what it sent leaves.
-leaveWaiters(runKey, prefix, runId)
+leaveWaiters(runKey, o, runId)
 redis.call('DEL', KEYS[6])
-deliverOutbox(prefix, ARGV, 18, wakes, ARGV[12])
-local first = 19 + 2 * (tonumber(ARGV[18]) or 0)
+deliverOutbox(o, o.outbox, wakes, o.retention)
 redis.call('HDEL', runKey, 'replay')
 
 local step = redis.call('HINCRBY', runKey, 'step', 1)
 redis.call('HSET', runKey, 'status', 'waiting', 'attempt', 0, 'checkpoint', ARGV[2], 'target', ARGV[3], 'updatedAt', now)
 redis.call('HSETNX', runKey, 'startedAt', now)
 redis.call('DEL', KEYS[4], KEYS[5])
-local total = tonumber(ARGV[7])
-redis.call('HSET', KEYS[4], 'request', ARGV[5], 'snapshot', ARGV[6], 'total', total, 'started', ARGV[8],
-  'ended', 0, 'failed', 0, 'step', step, 'kind', ARGV[9])
+local total = tonumber(o.total)
+redis.call('HSET', KEYS[4], 'request', ARGV[4], 'snapshot', ARGV[5], 'total', total, 'started', o.startNow,
+  'ended', 0, 'failed', 0, 'step', step, 'kind', o.kind)
 
-if ARGV[9] == 'walks' then
+if o.kind == 'runs' then
   for index = 0, total - 1 do
-    local childKey = ARGV[15] .. runId .. '.' .. step .. '.' .. index
-    redis.call('HSET', childKey, 'flow', ARGV[13], 'fingerprint', ARGV[14], 'status', 'queued', 'step', 0,
+    local childKey = o.runPrefix .. runId .. '.' .. step .. '.' .. index
+    redis.call('HSET', childKey, 'flow', o.flow, 'fingerprint', o.fingerprint, 'status', 'queued', 'step', 0,
       'attempt', 0, 'createdAt', now, 'updatedAt', now, 'parentId', runId, 'parentStep', step,
-      'childIndex', index, 'target', ARGV[16], 'checkpoint', ARGV[first + index])
+      'childIndex', index, 'target', o.childTarget, 'checkpoint', ARGV[6 + index])
   end
 else
   for index = 0, total - 1 do
-    redis.call('HSET', KEYS[4], 'i' .. index, ARGV[first + index])
+    redis.call('HSET', KEYS[4], 'i' .. index, ARGV[6 + index])
   end
 end
 return { 1, wakes }

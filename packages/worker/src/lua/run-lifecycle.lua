@@ -33,7 +33,7 @@ end
   keys: the parent's { run, errors, conflicts, fanOut, outcomes }
   c: { parentId, parentStep, index, outcome (JSON), ok ('1'|'0'), failFast ('1'|'0'),
        parentError (JSON, used when the parent fails fast), errorRecord (JSON or ''),
-       now, channel, retention }
+       now, channel, retention, maxErrors }
   Returns { code, next }:
     0 ignored: the parent no longer waits on this fan-out
     1 recorded; `next` is the index of a child to start now, or -1
@@ -54,7 +54,7 @@ local function recordChildEnd(keys, c)
   end
   if c.errorRecord ~= '' then
     redis.call('RPUSH', keys[2], c.errorRecord)
-    redis.call('LTRIM', keys[2], -50, -1)
+    redis.call('LTRIM', keys[2], -tonumber(c.maxErrors), -1)
   end
   local ended = redis.call('HINCRBY', fanOutKey, 'ended', 1)
   redis.call('HSET', runKey, 'updatedAt', c.now)
@@ -80,49 +80,48 @@ local function recordChildEnd(keys, c)
   return { 1, -1 }
 end
 
--- Mailboxes (keys built from the prefix: they share its hash tag).
-local function mailboxKey(prefix, address) return prefix .. ':mailbox:' .. address end
-local function waitersKey(prefix, address) return prefix .. ':waiters:' .. address end
+-- Mailboxes: `m` holds the key prefixes redis-keys.ts builds ({ mailboxPrefix, waitersPrefix }),
+-- to which an address is appended; they share the deployment's hash tag.
+local function mailboxKey(m, address) return m.mailboxPrefix .. address end
+local function waitersKey(m, address) return m.waitersPrefix .. address end
 
 -- Takes every run parked on `address` off its waiters: their wake job ids go into `wakes`.
-local function collectWaiters(prefix, address, wakes)
-  local key = waitersKey(prefix, address)
+local function collectWaiters(m, address, wakes)
+  local key = waitersKey(m, address)
   for _, jobId in ipairs(redis.call('SMEMBERS', key)) do table.insert(wakes, jobId) end
   redis.call('DEL', key)
 end
 
 -- Appends a message to a mailbox. A mailbox nobody touches for the retention period expires
 -- (a late answer to an `ask` that timed out does not stay forever).
-local function pushMessage(prefix, address, message, retention)
-  local key = mailboxKey(prefix, address)
+local function pushMessage(m, address, message, retention)
+  local key = mailboxKey(m, address)
   redis.call('RPUSH', key, message)
   local ttl = tonumber(retention)
   if ttl and ttl > 0 then redis.call('EXPIRE', key, ttl) end
 end
 
--- Delivers the `count` (address, message JSON) pairs of argv from argv[first] on.
-local function deliverOutbox(prefix, argv, countIndex, wakes, retention)
-  local count = tonumber(argv[countIndex]) or 0
-  for i = 0, count - 1 do
-    local address, message = argv[countIndex + 1 + 2 * i], argv[countIndex + 2 + 2 * i]
-    pushMessage(prefix, address, message, retention)
-    collectWaiters(prefix, address, wakes)
+-- Delivers an outbox: a list of { address, message JSON } pairs.
+local function deliverOutbox(m, outbox, wakes, retention)
+  for _, sent in ipairs(outbox or {}) do
+    pushMessage(m, sent[1], sent[2], retention)
+    collectWaiters(m, sent[1], wakes)
   end
 end
 
 -- The run stops waiting where its step last parked (it commits, parks again, or ends): its wake
 -- job leaves that address's waiters, so no set outlives the runs it lists.
-local function leaveWaiters(runKey, prefix, runId)
+local function leaveWaiters(runKey, m, runId)
   local fields = redis.call('HMGET', runKey, 'replay', 'step', 'parkCount')
   if not fields[1] then return end
   local parked = cjson.decode(fields[1]).parked
   if type(parked) ~= 'table' or type(parked.address) ~= 'string' then return end
-  redis.call('SREM', waitersKey(prefix, parked.address), runId .. '-' .. fields[2] .. '-p' .. (fields[3] or '0'))
+  redis.call('SREM', waitersKey(m, parked.address), runId .. '-' .. fields[2] .. '-p' .. (fields[3] or '0'))
 end
 
 -- A step that will not commit gives its reserved messages back, at the head of their mailboxes
 -- and in their order. The reserved hash holds a<ordinal> = address, m<ordinal> = message.
-local function releaseReserved(reservedKey, prefix, wakes)
+local function releaseReserved(reservedKey, m, wakes)
   local fields = redis.call('HGETALL', reservedKey)
   local ordinals, addresses, messages = {}, {}, {}
   for i = 1, #fields, 2 do
@@ -132,8 +131,8 @@ local function releaseReserved(reservedKey, prefix, wakes)
   end
   table.sort(ordinals, function(x, y) return x > y end)
   for _, ordinal in ipairs(ordinals) do
-    redis.call('LPUSH', mailboxKey(prefix, addresses[ordinal]), messages[ordinal])
-    collectWaiters(prefix, addresses[ordinal], wakes)
+    redis.call('LPUSH', mailboxKey(m, addresses[ordinal]), messages[ordinal])
+    collectWaiters(m, addresses[ordinal], wakes)
   end
   redis.call('DEL', reservedKey)
 end

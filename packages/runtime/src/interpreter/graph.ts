@@ -7,6 +7,7 @@ import { Node } from '../core/node.js';
 import { ParallelBatchFlow } from '../core/parallel-batch-flow.js';
 import { ParallelBatchNode } from '../core/parallel-batch-node.js';
 import { QueueflowError } from '../errors/queueflow-error.js';
+import type { OnItemError } from './step-types.js';
 
 /** What the step interpreter does with a node. */
 export type NodeKind = 'node' | 'batch-node' | 'parallel-batch-node' | 'flow' | 'batch-flow' | 'parallel-batch-flow';
@@ -36,6 +37,15 @@ export interface GraphNode {
   start?: string;
   /** Total tries of `exec` (1 for nodes without a retry policy). */
   maxAttempts: number;
+  /** For the parallel kinds: how their fan-out runs. */
+  fanOut?: FanOutPolicy;
+}
+
+/** How a ParallelBatchNode's or ParallelBatchFlow's fan-out runs on an engine. */
+export interface FanOutPolicy {
+  /** Most children in flight at once; `undefined`: all. */
+  concurrency: number | undefined;
+  onItemError: OnItemError;
 }
 
 /**
@@ -101,6 +111,9 @@ export function compileGraph(flowName: string, root: BaseNode<any, any>): Compil
       successors,
       ...(start !== undefined ? { start } : {}),
       maxAttempts: node instanceof Node ? node.maxRetries : 1,
+      ...(node instanceof ParallelBatchNode || node instanceof ParallelBatchFlow
+        ? { fanOut: { concurrency: node.concurrency, onItemError: node.onItemError } }
+        : {}),
     });
     shape.push(
       `${id}|${kind}|${node.constructor.name}|${start ?? ''}|${[...successors].map(([a, s]) => `${a}>${s}`).join(',')}`,
@@ -123,4 +136,10 @@ export function graphNode(graph: CompiledGraph, id: string): GraphNode {
     );
   }
   return node;
+}
+
+/** The fan-out policy of a parallel node or flow. @throws QueueflowError INTERNAL for another kind. */
+export function fanOutPolicy(node: GraphNode): FanOutPolicy {
+  if (!node.fanOut) throw new QueueflowError('INTERNAL', `node '${node.id}' (${node.kind}) does not fan out`);
+  return node.fanOut;
 }

@@ -1,7 +1,9 @@
-import type { ErrorRecord } from '../errors/error-record.js';
-import type { FlowDefinition } from './flow-definition.js';
-import type { Json, JsonObject } from './json.js';
-import type { MergeConflict } from './merge-patches.js';
+import type { ErrorRecord, RunError } from '../errors/error-record.js';
+
+export type { RunError };
+import type { FlowDefinition } from '../interpreter/flow-definition.js';
+import type { Json, JsonObject } from '../json/json.js';
+import type { MergeConflict } from '../json/merge-patches.js';
 
 /**
  * A run's status. `queued`: created, no step taken; `running`: a step is queued or running;
@@ -20,17 +22,6 @@ export interface RunOptions<P extends object = object> {
   params?: P;
 }
 
-/** Why a run failed. */
-export interface RunError {
-  message: string;
-  name?: string;
-  code?: string;
-  /** Id of the node whose step failed. */
-  node?: string;
-  /** Tries of `exec` made before the run failed, when `exec` failed. */
-  attempts?: number;
-}
-
 /** How a run ended. `shared` is the last committed shared store. */
 export interface RunResult<S extends object = JsonObject> {
   id: string;
@@ -47,16 +38,16 @@ export interface RunHandle<S extends object = JsonObject> {
   result(): Promise<RunResult<S>>;
 }
 
-/** What an engine knows of a run. Times are epoch milliseconds. */
-export interface RunInfo {
+/** What `list` shows of a run: its record without `shared` and histories. Times are epoch milliseconds. */
+export interface RunSummary {
   id: string;
   flow: string;
   status: RunStatus;
   /** Id of the node the next (or running) step visits. */
   currentNode?: string;
-  /** Steps committed so far. */
+  /** Steps committed so far (the step counter). */
   steps: number;
-  /** Failed tries of the current step so far (for a failed run: every try of the failed step). */
+  /** Failed tries of the current step so far (for a failed run: every try of the failed step); a count. */
   attempts: number;
   createdAt: number;
   startedAt?: number;
@@ -64,19 +55,24 @@ export interface RunInfo {
   updatedAt: number;
   lastAction?: string;
   error?: RunError;
-  /** Errors of failed tries, oldest first (the last 50). */
-  errors: ErrorRecord[];
-  /** Paths that two fan-out children both wrote, resolved in param-set order. */
-  conflicts: MergeConflict[];
   /** The parent run, for a fan-out child. */
   parentId?: string;
-  /** Fan-out progress while waiting on children. */
-  children?: { total: number; ended: number; failed: number };
   /**
    * Why a worker gave the current step back without running it, when one did (RedisEngine: a
    * worker with other code deployed, or without this flow); cleared when a step commits.
    */
   refusal?: string;
+}
+
+/** What an engine knows of a run (`get`). Times are epoch milliseconds. */
+export interface RunInfo extends RunSummary {
+  /** Errors of failed tries, oldest first (the last 50). */
+  errors: ErrorRecord[];
+  /** Paths that two fan-out children both wrote, resolved in param-set order. */
+  conflicts: MergeConflict[];
+  /** Fan-out progress while waiting on children. */
+  children?: { total: number; ended: number; failed: number };
+  /** The last committed shared store. */
   shared: JsonObject;
 }
 
@@ -113,8 +109,11 @@ export interface Engine {
   get(runId: string): Promise<RunInfo | undefined>;
   /** Resolves when run `runId` has ended, also if it already has. @throws QueueflowError RUN_NOT_FOUND for an unknown run id. */
   result(runId: string): Promise<RunResult>;
-  /** Runs started with `run`/`start`, newest first (fan-out children are seen through their parent). */
-  list(options?: ListRunsOptions): Promise<RunInfo[]>;
+  /**
+   * Runs started with `run`/`start`, newest first (fan-out children are seen through their
+   * parent), without `shared` and histories: `get` one for those.
+   */
+  list(options?: ListRunsOptions): Promise<RunSummary[]>;
   /**
    * Cancels the run now: its status becomes `cancelled`, and a step in flight commits nothing
    * (the run stops at that step boundary). No-op once ended.

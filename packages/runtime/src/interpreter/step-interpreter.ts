@@ -3,94 +3,22 @@ import { toParamList } from '../core/batch-flow.js';
 import { toItems } from '../core/batch-node.js';
 import type { Flow } from '../core/flow.js';
 import { asError, type Node } from '../core/node.js';
-import type { ParallelBatchNode } from '../core/parallel-batch-node.js';
+import { attachVisit } from '../core/run-context.js';
 import { toErrorRecord, type ErrorRecord } from '../errors/error-record.js';
 import { QueueflowError } from '../errors/queueflow-error.js';
-import type { Checkpoint, Frame } from './checkpoint.js';
-import { advancePast, walkParams } from './walk.js';
-import type { FanOutRequest } from './fan-out.js';
-import { graphNode, isLeaf, type CompiledGraph, type GraphNode } from './graph.js';
-import { assertJson, type Json, type JsonObject } from './json.js';
-import { attachRuntime, type NodeRuntime } from './node-runtime.js';
+import { assertJson, type Json, type JsonObject } from '../json/json.js';
 import { attachMailbox } from '../mailbox/mailbox-of.js';
-import {
-  noMailbox,
-  type OutgoingMessage,
-  type ParkRequest,
-  type StepMailbox,
-  type StepReplay,
-} from './step-mailbox.js';
+import { noMailbox } from '../mailbox/no-mailbox.js';
+import type { Checkpoint, Frame } from './checkpoint.js';
+import { fanOutPolicy, graphNode, isLeaf, type CompiledGraph, type GraphNode } from './graph.js';
+import type { StepContext, StepOutcome, StepResult } from './step-types.js';
+import { advancePast, walkParams } from './walk.js';
 
 /**
  * The resumable step interpreter: given a run's checkpoint, takes one step (one node visit, plus
  * the flow boundaries around it) and says what happens next. It decides *what* happens; the
  * engine decides where the checkpoint lives and who runs the next step.
  */
-
-/** What the next step of a run targets. */
-export interface StepTarget {
-  /** The node the step visits; `undefined` for the first step of a run that enters flows. */
-  node: string | undefined;
-  /** Tries the step gets (the node's `maxRetries`; 1 for a step that only enters flows). */
-  maxAttempts: number;
-}
-
-export interface StepContext {
-  /** 0-based index of this try of the step (BullMQ's `attemptsMade` on the Redis engine). */
-  attempt: number;
-  /**
-   * `true` on the engines: a ParallelBatchFlow's param sets become child runs and a
-   * ParallelBatchNode's items child tasks (a `fan-out` outcome). `false` runs them in-process.
-   */
-  fanOut: boolean;
-  /** Aborts the running `exec` (cancelled run). */
-  signal?: AbortSignal | undefined;
-  /** Run facts for node code. */
-  runtime?: NodeRuntime | undefined;
-  /** The step's mailbox; without one, node code cannot send or receive (fan-out items). */
-  mailbox?: StepMailbox | undefined;
-}
-
-/**
- * What a step did. `checkpoint` is the state to commit (the step mutates the one it was given).
- *
- * - `next`: commit, then run `target` as a new step.
- * - `retry`: commit (the visit's `prep` result is kept), then run the same step again after
- *   `delayMs` with the next attempt index.
- * - `completed` / `failed`: the run ended. On `failed`, commit only the status and `error`:
- *   the checkpoint may hold the half-done step.
- * - `fan-out`: commit, start the children in `fanOut`, and resume with {@link resumeFanOut}
- *   when the last one has ended.
- * - `park`: a `receive` found its mailbox empty. Keep the stored checkpoint, deliver the outbox,
- *   keep `replay` with the run, and run the same step again when a message comes to
- *   `park.address` or at `park.deadline`.
- */
-export type StepOutcome = StepResult & {
-  /** Messages the step sent: deliver them with the commit (or the park); drop them otherwise. */
-  outbox: OutgoingMessage[];
-  /**
-   * Every try of `exec` that failed during this step, oldest first, including one that
-   * `execFallback` then rescued. On `failed`, `error` is the last of them when exec's error
-   * failed the run, else (an error in prep, post or the fallback) it comes on top.
-   */
-  errors: ErrorRecord[];
-};
-
-/** @internal What the step's body decides; `guard` adds the errors of failed tries. */
-export type StepResult =
-  | { type: 'next'; checkpoint: Checkpoint; target: StepTarget }
-  | { type: 'retry'; checkpoint: Checkpoint; target: StepTarget; error: ErrorRecord; delayMs: number }
-  | { type: 'completed'; checkpoint: Checkpoint; lastAction: string | undefined }
-  | { type: 'failed'; checkpoint: Checkpoint; error: ErrorRecord }
-  | { type: 'fan-out'; checkpoint: Checkpoint; fanOut: FanOutRequest }
-  | {
-      type: 'park';
-      /** Unchanged from the start of the step: a parked step commits nothing but its sends. */
-      checkpoint: Checkpoint;
-      park: ParkRequest;
-      /** What the step must find when it runs again: keep it with the run until the step commits. */
-      replay: StepReplay;
-    };
 
 /** Most flow boundaries one step may cross without visiting a node (guards empty loops). */
 const MAX_BOUNDARIES_PER_STEP = 10_000;
@@ -109,7 +37,7 @@ export async function executeStep(
   });
 }
 
-/** @internal Shared by the interpreter's entry points; one instance per step. */
+/** Shared by the interpreter's entry points (executeStep, executeItem, resumeFanOut); one instance per step. */
 export class Step {
   /** The node whose code is running, for error records. */
   current: string | undefined;
@@ -158,7 +86,7 @@ export class Step {
     }
     const record = toErrorRecord(error, {
       node: this.current,
-      at: Date.now(),
+      at: this.ctx.now(),
       ...(this.failedAttempt === undefined ? {} : { attempt: this.failedAttempt }),
       ...extra,
     });
@@ -169,7 +97,7 @@ export class Step {
   copyOf<T extends BaseNode<any, any>>(node: GraphNode, params: JsonObject): T {
     const copy = node.template.clone() as T;
     copy.setParams(params);
-    if (this.ctx.runtime) attachRuntime(copy, this.ctx.runtime);
+    if (this.ctx.run) attachVisit(copy, this.ctx.run);
     attachMailbox(copy, this.ctx.mailbox ?? noMailbox);
     this.current = node.id;
     return copy;
@@ -213,9 +141,9 @@ export class Step {
       execRes = results;
     } else {
       const items = toItems(copy, prepRes);
-      if (this.ctx.fanOut && items.length > 0) {
+      if (items.length > 0) {
         frame.visit.fannedOut = true;
-        const parallel = copy as unknown as ParallelBatchNode;
+        const { concurrency, onItemError } = fanOutPolicy(node);
         return {
           type: 'fan-out',
           checkpoint: this.checkpoint,
@@ -224,14 +152,13 @@ export class Step {
             node: node.id,
             params: walkParams(frame),
             items: items as Json[],
-            concurrency: parallel.concurrency,
-            onItemError: parallel.onItemError,
+            concurrency,
+            onItemError,
             maxAttempts: node.maxAttempts,
           },
         };
       }
-      execRes = await copy._exec(prepRes, this.ctx.signal);
-      assertResult(execRes, `exec result of '${node.id}'`);
+      execRes = []; // an empty batch: `post` still runs (rule S8)
     }
     this.ctx.signal?.throwIfAborted();
     const action = await copy.post(shared, prepRes, execRes);
@@ -255,7 +182,7 @@ export class Step {
       value = await copy._tryExec(input, attempt, this.ctx.signal);
     } catch (error) {
       if (this.ctx.mailbox?.parkRequest) throw error; // parking, not a failed try
-      const record = toErrorRecord(error, { node: node.id, attempt, at: Date.now() });
+      const record = toErrorRecord(error, { node: node.id, attempt, at: this.ctx.now() });
       this.failedTries.push(record);
       this.lastTryError = error;
       if (attempt < node.maxAttempts - 1 && record.retryable && !this.ctx.signal?.aborted) {
@@ -316,7 +243,7 @@ export class Step {
           continue;
         }
       }
-      if (top.kind === 'run' || top.kind === 'walk') {
+      if (top.kind === 'run' || top.kind === 'child') {
         this.checkpoint.frames = [];
         if (top.lastAction === undefined) delete this.checkpoint.lastAction;
         else this.checkpoint.lastAction = top.lastAction;
@@ -345,7 +272,7 @@ export class Step {
 
   /**
    * Enters the flow at `parent.node`: runs its `prep` and pushes its frame. A ParallelBatchFlow
-   * on an engine returns a `fan-out` outcome instead of walking its param sets here.
+   * returns a `fan-out` outcome instead of walking its param sets here.
    */
   async enterFlow(parent: Frame, node: GraphNode): Promise<StepResult | undefined> {
     const params = walkParams(parent);
@@ -363,27 +290,21 @@ export class Step {
       });
       return undefined;
     }
-    if (node.kind === 'parallel-batch-flow' && !this.ctx.fanOut) {
-      // In one process: the whole ParallelBatchFlow runs inside this step, as `flow.run` does.
-      const action = await copy._run(shared, this.ctx.signal);
-      advancePast(this.graph, parent, action);
-      return undefined;
-    }
     const list = toParamList(copy, await copy.prep(shared));
     assertResult(list, `prep result of '${node.id}'`);
     if (node.kind === 'parallel-batch-flow' && list.length > 0) {
       this.checkpoint.frames.push({ kind: 'fan-out', flow: node.id, params, prepRes: list as Json });
-      const parallel = copy as unknown as { concurrency?: number; onItemError: 'fail-fast' | 'collect' };
+      const { concurrency, onItemError } = fanOutPolicy(node);
       return {
         type: 'fan-out',
         checkpoint: this.checkpoint,
         fanOut: {
-          kind: 'walks',
+          kind: 'runs',
           flow: node.id,
           params: list.map((item) => ({ ...params, ...(item as JsonObject) })),
           start: node.start!,
-          concurrency: parallel.concurrency,
-          onItemError: parallel.onItemError,
+          concurrency,
+          onItemError,
         },
       };
     }

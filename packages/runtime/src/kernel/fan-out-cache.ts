@@ -1,29 +1,31 @@
-import type { FanOutRequest, StepTarget } from '@queueflow/runtime/interpreter';
-import type { FanOutStore } from './fan-out-store.js';
+import type { JsonObject } from '../json/json.js';
+import type { FanOutRequest, StepTarget } from '../interpreter/step-types.js';
+import { decodeShared } from './codec.js';
+import type { RunStore } from './run-store.js';
 
 /** What every child of a fan-out needs from its parent; it does not change while they run. */
 export interface FanOutBasics {
   /** The request without per-child data (params, items). */
   request: FanOutRequest;
-  /** The parent's `shared` when it fanned out, JSON. */
-  snapshot: string;
+  /** The parent's `shared` when it fanned out: read-only, shared by every child. */
+  snapshot: JsonObject;
   /** The parent's flow and graph fingerprint. */
   flow: string;
   fingerprint: string;
-  /** Walks: the children's first target. */
+  /** Runs: the children's first target. */
   childTarget?: StepTarget;
 }
 
 /**
- * The fan-outs whose children this worker runs, by parent and step: thousands of children read
- * the same snapshot and request, so a worker reads them from Redis once. An entry never goes
+ * The fan-outs whose children this driver runs, by parent and step: thousands of children read
+ * the same snapshot and request, so a driver reads (and decodes) them once. An entry never goes
  * stale: a parent's fan-out at a given step is written once.
  */
 export class FanOutCache {
   private readonly entries = new Map<string, FanOutBasics>();
 
   constructor(
-    private readonly store: FanOutStore,
+    private readonly store: RunStore,
     private readonly capacity = 64,
   ) {}
 
@@ -39,9 +41,9 @@ export class FanOutCache {
   async get(parentId: string, step: number): Promise<FanOutBasics | undefined> {
     const cached = this.entries.get(`${parentId}.${step}`);
     if (cached) return cached;
-    const stored = await this.store.fanOutBasics(parentId);
-    if (!stored || stored.step !== step) return undefined;
-    const { request, snapshot, flow, fingerprint } = stored;
-    return this.remember(parentId, step, { request, snapshot, flow, fingerprint });
+    const [fanOut, snapshot] = await Promise.all([this.store.fanOutOf(parentId), this.store.snapshotOf(parentId)]);
+    if (!fanOut || fanOut.step !== step || snapshot === undefined) return undefined;
+    const { request, flow, fingerprint } = fanOut;
+    return this.remember(parentId, step, { request, snapshot: decodeShared(snapshot), flow, fingerprint });
   }
 }

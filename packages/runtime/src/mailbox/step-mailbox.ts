@@ -1,5 +1,11 @@
-import { QueueflowError } from '../errors/queueflow-error.js';
-import { jsonCopy, type Json } from './json.js';
+import { jsonCopy, type Json } from '../json/json.js';
+import type {
+  MessageReservations,
+  OutgoingMessage,
+  ParkRequest,
+  StepMailboxPort,
+  StepReplay,
+} from '../interpreter/step-types.js';
 import {
   checkAddress,
   checkMessageBody,
@@ -8,47 +14,16 @@ import {
   type Message,
   type ReceiveOptions,
   type SendOptions,
-} from '../mailbox/message.js';
-
-/** A message a step sends, delivered when the step commits or parks. */
-export interface OutgoingMessage {
-  address: string;
-  message: Message;
-}
-
-/** Where a parked step waits: receive call number `ordinal` of the step, on `address`. */
-export interface ParkRequest {
-  ordinal: number;
-  address: string;
-  /** Epoch ms after which that receive resolves `undefined`; `null` waits as long as it takes. */
-  deadline: number | null;
-}
-
-/** What earlier runs of the same step left behind (the step parked, then woke). */
-export interface StepReplay {
-  /** Sends of this step already delivered (when it parked): the first `sent` sends are skipped. */
-  sent: number;
-  /** Where the step parked last. */
-  parked?: ParkRequest | undefined;
-  /** Receive calls (ordinals) that timed out in an earlier run of the step: they stay `undefined`. */
-  timedOut?: number[] | undefined;
-}
+} from './message.js';
 
 /**
- * How an engine reserves messages for a step: receive call `ordinal` gets the message reserved
- * for it by an earlier run of this step (a replay), else the head of `address`, now reserved for
- * this step until it commits, else `undefined`.
+ * Thrown inside node code by `receive` on an empty mailbox: the step parks. A control signal, not
+ * an error: the interpreter turns it into a `park` outcome, whatever the code did with it.
  */
-export interface MessageReservations {
-  reserve(ordinal: number, address: string): Promise<Message | undefined>;
-}
-
-/** Thrown inside node code by `receive` on an empty mailbox: the step parks. */
-export class ParkSignal extends QueueflowError {
+export class ParkSignal extends Error {
   constructor(readonly request: ParkRequest) {
-    super('INTERNAL', `the step waits for a message at '${request.address}' (a parked run; not an error)`, {
-      retryable: false,
-    });
+    super(`the step waits for a message at '${request.address}' (a parked run; not an error)`);
+    this.name = 'ParkSignal';
   }
 }
 
@@ -58,7 +33,7 @@ export class ParkSignal extends QueueflowError {
  * mailbox parks the step, which then runs again from its start when woken. Calls are numbered
  * in call order, so a step that runs again meets the same messages (a deterministic step).
  */
-export class StepMailbox implements Mailbox {
+export class StepMailbox implements Mailbox, StepMailboxPort {
   readonly outbox: OutgoingMessage[] = [];
   parkRequest: ParkRequest | undefined;
   private readonly timedOut = new Set<number>();
@@ -125,21 +100,4 @@ export class StepMailbox implements Mailbox {
     this.timedOut.add(ordinal);
     return undefined;
   }
-}
-
-/** For code that may not wait on a mailbox (the items of a ParallelBatchNode fan-out). */
-export const noMailbox: Mailbox = {
-  send: () => Promise.reject(notHere()),
-  receive: () => Promise.reject(notHere()),
-  replyAddress: () => {
-    throw notHere();
-  },
-};
-
-function notHere(): QueueflowError {
-  return new QueueflowError(
-    'INVALID_OPTION',
-    'mailboxes are not available inside the items of a ParallelBatchNode on an engine: use a ParallelBatchFlow, whose children are runs',
-    { retryable: false },
-  );
 }

@@ -1,17 +1,17 @@
-import type { Json, JsonObject } from './json.js';
+import type { Json, JsonObject } from '../json/json.js';
 
 /**
  * Where a walk stands, one frame per flow level (the run itself at the bottom).
  *
  * - `run`: the run's root node; its successors are not followed (the root is the run).
  * - `flow`: the walk of a nested Flow, between its `prep` and its `post`.
- * - `batch`: the walks of a BatchFlow (or a ParallelBatchFlow run in one process), one per
+ * - `batch`: the walks of a BatchFlow, one per
  *   param set in `prepRes`, the current one at `batchIndex`.
  * - `fan-out`: a ParallelBatchFlow waiting for its child runs; resumed by the engine.
- * - `walk`: the bottom frame of a fan-out child run: one param set's walk, without the parent
+ * - `child`: the bottom frame of a fan-out child run: one param set's walk, without the parent
  *   flow's `prep`/`post`.
  */
-export type FrameKind = 'run' | 'flow' | 'batch' | 'fan-out' | 'walk';
+export type FrameKind = 'run' | 'flow' | 'batch' | 'fan-out' | 'child';
 
 export interface Frame {
   kind: FrameKind;

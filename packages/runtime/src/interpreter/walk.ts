@@ -2,8 +2,8 @@ import { BaseNode } from '../core/base-node.js';
 import { warn } from '../core/warnings.js';
 import type { Checkpoint, Frame } from './checkpoint.js';
 import { graphNode, isLeaf, type CompiledGraph } from './graph.js';
-import type { JsonObject } from './json.js';
-import type { StepTarget } from './step-interpreter.js';
+import type { JsonObject } from '../json/json.js';
+import type { StepTarget } from './step-types.js';
 
 /**
  * Moving through a checkpoint's frames without running user code: where a run starts, what its

@@ -1,11 +1,11 @@
-import type { StoredRun } from './stored-run.js';
+import type { StoredRun } from './run-store.js';
 
 /**
- * The runs this worker itself advanced last, by run id: when the next step of a run lands on
- * the same worker (the common case for a sequential flow), the step starts from the state this
- * worker committed instead of reading it back from Redis. Safe because every commit is guarded
- * by the step counter (and checks for a cancel request): if anyone else moved the run on, the
- * commit is refused and the worker re-reads the run.
+ * The runs this driver itself advanced last, by run id: when the next step of a run lands on the
+ * same driver (the common case for a sequential flow), the step starts from the state this driver
+ * committed instead of reading it back from the store. Safe because every commit is guarded by
+ * the step counter (and checks for a cancel request): if anyone else moved the run on, the commit
+ * is refused and the driver reads the run again.
  */
 export class CheckpointCache {
   private readonly entries = new Map<string, StoredRun>();

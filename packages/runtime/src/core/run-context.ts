@@ -1,0 +1,55 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
+import type { BaseNode } from './base-node.js';
+
+/**
+ * Where a node visit runs, as node code reads it through `this.runContext`: the same facts on
+ * `flow.run`, LocalEngine and RedisEngine.
+ */
+export interface RunContext {
+  /**
+   * Id of the run. On the engines, the run's id (a ParallelBatchNode item on an engine: its
+   * parent run's); with `flow.run`, a fresh id per top-level `run` call.
+   */
+  readonly runId: string;
+  /** The registered flow's name on the engines; with `flow.run`, the root flow's name or class name. */
+  readonly flow: string;
+  /**
+   * The step counter when this visit began: on the engines the steps the run had committed
+   * (`RunInfo.steps`); with `flow.run`, the node visits before this one.
+   */
+  readonly step: number;
+  /** 0-based index of the current (or last) try of `exec` in this visit (`currentRetry`). */
+  readonly attempt: number;
+}
+
+/** What the runner attaches to a per-visit copy (never to a template). */
+export interface VisitFacts {
+  readonly runId: string;
+  readonly flow: string;
+  readonly step: number;
+}
+
+/** One top-level `flow.run`: its id and name, and the visits so far (nested flows included). */
+export interface FlowRunState {
+  readonly runId: string;
+  readonly flow: string;
+  visits: number;
+}
+
+/**
+ * The `flow.run` a walk belongs to, carried by the async context: concurrent `run` calls on one
+ * flow object each see their own, and nested flows see their root's.
+ */
+export const flowRuns = new AsyncLocalStorage<FlowRunState>();
+
+const VISIT = Symbol('queueflow.visit');
+
+/** Attaches the facts of the visit `node` (a per-visit copy) runs for. */
+export function attachVisit(node: BaseNode<any, any>, facts: VisitFacts): void {
+  (node as unknown as Record<symbol, VisitFacts>)[VISIT] = facts;
+}
+
+/** The facts attached to `node`, if a runner attached any. */
+export function visitOf(node: BaseNode<any, any>): VisitFacts | undefined {
+  return (node as unknown as Record<symbol, VisitFacts | undefined>)[VISIT];
+}

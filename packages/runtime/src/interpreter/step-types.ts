@@ -1,0 +1,168 @@
+/**
+ * The types the step interpreter, the fan-out and the engines share, in a module of types only,
+ * so that no import cycle runs through them (langgraphjs `pregel/types.ts`).
+ */
+import type { ErrorRecord } from '../errors/error-record.js';
+import type { Mailbox, Message } from '../mailbox/message.js';
+import type { Checkpoint } from './checkpoint.js';
+import type { Json, JsonObject } from '../json/json.js';
+import type { PatchOperation } from '../json/merge-patches.js';
+
+/** What the next step of a run targets. */
+export interface StepTarget {
+  /** The node the step visits; `undefined` for a step that only crosses flow boundaries. */
+  node: string | undefined;
+  /** Tries the step gets (the node's `maxRetries`; 1 for a step that only crosses boundaries). */
+  maxAttempts: number;
+}
+
+/** Facts about the running step that node code can read (`this.runContext`). */
+export interface RunContext {
+  /** Id of the run the step belongs to (a fan-out item: its parent run). */
+  readonly runId: string;
+  /** Name of the registered flow. */
+  readonly flow: string;
+  /** The step counter: steps the run had committed before this one. */
+  readonly step: number;
+  /** 0-based index of this try of `exec` (PocketFlow's `currentRetry`). */
+  readonly attempt: number;
+}
+
+export interface StepContext {
+  /** 0-based index of this try of the step. */
+  attempt: number;
+  /** Aborts the running `exec` (a cancelled run). */
+  signal?: AbortSignal | undefined;
+  /** Run facts for node code, without the attempt (each try sets its own). */
+  run?: Omit<RunContext, 'attempt'> | undefined;
+  /** The step's mailbox; without one, node code cannot send or receive (fan-out items). */
+  mailbox?: (Mailbox & StepMailboxPort) | undefined;
+  /** Epoch ms, for error records. */
+  now: () => number;
+}
+
+/** What the interpreter needs of a step's mailbox (StepMailbox implements it). */
+export interface StepMailboxPort {
+  readonly outbox: OutgoingMessage[];
+  readonly parkRequest: ParkRequest | undefined;
+  replayAfterPark(): StepReplay;
+}
+
+/**
+ * A parallel class asks its engine to fan out (DESIGN "Fan-out"):
+ * - `runs`: a ParallelBatchFlow; one child run per param set, each walking the flow's graph from
+ *   `start` with `params[i]`, from a snapshot of the parent's `shared`;
+ * - `items`: a ParallelBatchNode; one item task per item, `exec` with the node's retry policy.
+ */
+export type FanOutRequest =
+  | {
+      kind: 'runs';
+      flow: string;
+      start: string;
+      /** Merged params of each child, in param-set order. */
+      params: JsonObject[];
+      concurrency: number | undefined;
+      onItemError: OnItemError;
+    }
+  | {
+      kind: 'items';
+      node: string;
+      params: JsonObject;
+      items: Json[];
+      concurrency: number | undefined;
+      onItemError: OnItemError;
+      maxAttempts: number;
+    };
+
+/** What a failed child does to its fan-out: fail the parent at once, or be collected for `post`. */
+export type OnItemError = 'fail-fast' | 'collect';
+
+/** How one child ended. `patch` (runs) is its change to the snapshot as JSON Patch. */
+export type ChildOutcome =
+  | { status: 'completed'; patch?: PatchOperation[]; lastAction?: string | undefined; value?: Json }
+  | { status: 'failed'; error: ErrorRecord }
+  | { status: 'cancelled' };
+
+/**
+ * What a step did. `checkpoint` is the state to commit (the step mutates the one it was given).
+ *
+ * - `next`: commit, then run `target` as a new step.
+ * - `retry`: commit (the visit's `prep` result is kept), then run the same step again after
+ *   `delayMs` with the next attempt index.
+ * - `completed` / `failed`: the run ended. On `failed`, commit only the status and `error`:
+ *   the checkpoint may hold the half-done step.
+ * - `fan-out`: commit, start the children in `fanOut`, and resume with `resumeFanOut` when the
+ *   last one has ended.
+ * - `park`: a `receive` found its mailbox empty. Keep the stored checkpoint, deliver the outbox,
+ *   keep `replay` with the run, and run the same step again when a message comes to
+ *   `park.address` or at `park.deadline`.
+ */
+export type StepOutcome = StepResult & {
+  /** Messages the step sent: deliver them with the commit (or the park); drop them otherwise. */
+  outbox: OutgoingMessage[];
+  /**
+   * Every try of `exec` that failed during this step, oldest first, including one that
+   * `execFallback` then rescued. On `failed`, `error` is the last of them when exec's error
+   * failed the run, else (an error in prep, post or the fallback) it comes on top.
+   */
+  errors: ErrorRecord[];
+};
+
+/** What the step's body decides; the interpreter adds the errors of failed tries and the outbox. */
+export type StepResult =
+  | { type: 'next'; checkpoint: Checkpoint; target: StepTarget }
+  | { type: 'retry'; checkpoint: Checkpoint; target: StepTarget; error: ErrorRecord; delayMs: number }
+  | { type: 'completed'; checkpoint: Checkpoint; lastAction: string | undefined }
+  | { type: 'failed'; checkpoint: Checkpoint; error: ErrorRecord }
+  | { type: 'fan-out'; checkpoint: Checkpoint; fanOut: FanOutRequest }
+  | {
+      type: 'park';
+      /** Unchanged from the start of the step: a parked step commits nothing but its sends. */
+      checkpoint: Checkpoint;
+      park: ParkRequest;
+      /** What the step must find when it runs again: keep it with the run until the step commits. */
+      replay: StepReplay;
+    };
+
+/** One try of an item of a ParallelBatchNode fan-out: its value, a retry, or the failure. */
+export type ItemTryOutcome = (
+  | { type: 'completed'; value: Json | undefined }
+  | { type: 'retry'; error: ErrorRecord; delayMs: number }
+  | { type: 'failed'; error: ErrorRecord }
+) & {
+  /** Failed tries of this attempt (the failed try itself, or one the fallback rescued). */
+  errors: ErrorRecord[];
+};
+
+/** A message a step sends, delivered when the step commits or parks. */
+export interface OutgoingMessage {
+  address: string;
+  message: Message;
+}
+
+/** Where a parked step waits: receive call number `ordinal` of the step, on `address`. */
+export interface ParkRequest {
+  ordinal: number;
+  address: string;
+  /** Epoch ms after which that receive resolves `undefined`; `null` waits as long as it takes. */
+  deadline: number | null;
+}
+
+/** What earlier runs of the same step left behind (the step parked, then woke). */
+export interface StepReplay {
+  /** Sends of this step already delivered (when it parked): the first `sent` sends are skipped. */
+  sent: number;
+  /** Where the step parked last. */
+  parked?: ParkRequest | undefined;
+  /** Receive calls (ordinals) that timed out in an earlier run of the step: they stay `undefined`. */
+  timedOut?: number[] | undefined;
+}
+
+/**
+ * How an engine reserves messages for a step: receive call `ordinal` gets the message reserved
+ * for it by an earlier run of this step (a replay), else the head of `address`, now reserved for
+ * this step until it commits, else `undefined`.
+ */
+export interface MessageReservations {
+  reserve(ordinal: number, address: string): Promise<Message | undefined>;
+}

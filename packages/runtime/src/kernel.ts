@@ -1,0 +1,83 @@
+/**
+ * `@queueflow/runtime/kernel`: what an engine is built from (DESIGN "The run kernel"): the storage
+ * and scheduling contracts, the step driver and run client that run every run over them, the
+ * codec, and the step interpreter underneath. Applications use `LocalEngine` or `RedisEngine`;
+ * this entry point is for engine implementations (such as `@queueflow/worker`).
+ */
+export type {
+  RunStore,
+  Runnable,
+  NewRun,
+  StoredRun,
+  ChildOf,
+  RunRecord,
+  CommitMode,
+  CommitFields,
+  CommitResult,
+  CommitReply,
+  ChildReport,
+  ChildEndReport,
+  ChildEndedResult,
+  CancelResult,
+  FanOutCommit,
+  ParkReply,
+  StoredFanOut,
+} from './kernel/run-store.js';
+export { childRunId, wakeId, isFinal } from './kernel/run-store.js';
+export type { Scheduler, Task, StepTask, WakeTask, ItemTask, TaskResult } from './kernel/scheduler.js';
+export { taskId } from './kernel/scheduler.js';
+export type { RunEventListener, RunEventSource } from './kernel/run-events.js';
+export { StepDriver, type StepDriverOptions } from './kernel/step-driver.js';
+export { RunClient, prepareRun, type RunClientOptions } from './kernel/run-client.js';
+export { ResultWaiter } from './kernel/result-waiter.js';
+export { cancelRun } from './kernel/cancel-run.js';
+export {
+  encodeCheckpoint,
+  decodeCheckpoint,
+  encodeShared,
+  decodeShared,
+  encodeTarget,
+  decodeTarget,
+  encodeReplay,
+  decodeReplay,
+  encodeOutcome,
+  decodeOutcome,
+  encodeRequest,
+  decodeRequest,
+  encodeMessage,
+  decodeMessage,
+  encodeErrorRecord,
+  decodeErrorRecord,
+  encodeRunError,
+  decodeRunError,
+  encodeConflict,
+  decodeConflict,
+  encodeJson,
+  decodeJson,
+  type StoredCheckpoint,
+} from './kernel/codec.js';
+export { systemClock } from './kernel/clock.js';
+export { newRunId } from './kernel/run-id.js';
+export { checkRunInput } from './kernel/run-input.js';
+export { MemoryRunStore } from './local/memory-run-store.js';
+export { LocalScheduler, type TaskRunner } from './local/local-scheduler.js';
+export type { Checkpoint, Frame, FrameKind, Visit } from './interpreter/checkpoint.js';
+export type {
+  StepTarget,
+  StepContext,
+  StepOutcome,
+  FanOutRequest,
+  ChildOutcome,
+  OutgoingMessage,
+  ParkRequest,
+  StepReplay,
+} from './interpreter/step-types.js';
+export { initialCheckpoint } from './interpreter/walk.js';
+export { executeStep } from './interpreter/step-interpreter.js';
+export { compileGraph, type CompiledGraph, type GraphNode, type NodeKind } from './interpreter/graph.js';
+export { FlowRegistry, isFlowDefinition } from './interpreter/flow-definition.js';
+export { diffShared, mergePatches, type PatchOperation } from './json/merge-patches.js';
+export { jsonCopy } from './json/json.js';
+export { warn } from './core/warnings.js';
+export { invalidOption } from './core/validate-options.js';
+export { checkAddress, checkMessageBody } from './mailbox/message.js';

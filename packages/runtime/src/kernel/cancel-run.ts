@@ -1,0 +1,52 @@
+import { childRunId, type CancelResult, type RunStore } from './run-store.js';
+import type { Scheduler } from './scheduler.js';
+
+/** Children cancelled at once when a fan-out ends early (each batch runs concurrently). */
+const CANCEL_BATCH = 100;
+
+/**
+ * Cancels a run now and what hangs on it: its status becomes `cancelled` and nothing it does later
+ * commits (a step in flight is aborted through the store's `cancelled` event and stops at its step
+ * boundary); a fan-out's children are cancelled too, and theirs in turn; a cancelled child's
+ * parent hears of it.
+ */
+export async function cancelRun(store: RunStore, scheduler: Scheduler, runId: string): Promise<CancelResult> {
+  const { result, wakes } = await store.cancel(runId);
+  await scheduler.promote(wakes);
+  if (result === 'missing' || result === 'ended') return result;
+  const run = await store.load(runId);
+  if (!run) return result;
+  if (result === 'cancelled-waiting') await cancelChildren(store, scheduler, runId, run.step);
+  // A cancelled fan-out child must be reported to its parent: the driver that takes its step
+  // finds it ended and does that (the task may exist already; the add is then a no-op).
+  if (run.parent) await scheduler.addStep(runId, run.step, run.target);
+  return result;
+}
+
+/**
+ * Cancels the child runs of the fan-out `parentId` made at `parentStep`, and theirs in turn. Item
+ * children need nothing: their tasks find the parent ended and stop.
+ */
+export async function cancelChildren(
+  store: RunStore,
+  scheduler: Scheduler,
+  parentId: string,
+  parentStep: number,
+): Promise<void> {
+  const fanOut = await store.fanOutOf(parentId);
+  if (!fanOut || fanOut.step !== parentStep || fanOut.request.kind !== 'runs') return;
+  for (let first = 0; first < fanOut.total; first += CANCEL_BATCH) {
+    const ids = Array.from({ length: Math.min(CANCEL_BATCH, fanOut.total - first) }, (_, i) =>
+      childRunId(parentId, parentStep, first + i),
+    );
+    await Promise.all(ids.map((id) => cancelChild(store, scheduler, id)));
+  }
+}
+
+async function cancelChild(store: RunStore, scheduler: Scheduler, id: string): Promise<void> {
+  const { result, wakes } = await store.cancel(id);
+  await scheduler.promote(wakes);
+  if (result !== 'cancelled-waiting') return;
+  const child = await store.position(id);
+  if (child) await cancelChildren(store, scheduler, id, child.step); // it waited on a fan-out of its own
+}

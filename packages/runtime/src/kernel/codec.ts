@@ -1,0 +1,123 @@
+/**
+ * The one codec of the run kernel (langgraphjs `serde`, Temporal `DataConverter`): every form in
+ * which run state is stored, with its type, and the only place that turns it into text and back.
+ * Stores keep the strings; they never look inside them.
+ */
+import jsonPatch from 'fast-json-patch';
+import type { ErrorRecord } from '../errors/error-record.js';
+import { QueueflowError } from '../errors/queueflow-error.js';
+import type { Checkpoint, Frame } from '../interpreter/checkpoint.js';
+import type { Json, JsonObject } from '../json/json.js';
+import { diffShared, type MergeConflict, type PatchOperation } from '../json/merge-patches.js';
+import type { ChildOutcome, FanOutRequest, StepReplay, StepTarget } from '../interpreter/step-types.js';
+import type { Message } from '../mailbox/message.js';
+import type { RunError } from './engine.js';
+
+/**
+ * A checkpoint as stored: whole, or, for a fan-out child, as the JSON Patch (diffShared's
+ * mergeable form) that turns its parent's snapshot into its `shared`, so that N children of a
+ * large `shared` do not store N copies of it.
+ */
+export type StoredCheckpoint =
+  | { shared: JsonObject; frames: Frame[]; lastAction?: string }
+  | { base: 'snapshot'; patch: PatchOperation[]; frames: Frame[]; lastAction?: string };
+
+/**
+ * Encodes a checkpoint, refusing one over `maxBytes`. With `snapshot` (a fan-out child), stores
+ * `shared` as its delta against it.
+ *
+ * @throws QueueflowError `PAYLOAD_TOO_LARGE` naming the size and the limit.
+ */
+export function encodeCheckpoint(checkpoint: Checkpoint, maxBytes: number, snapshot?: JsonObject): string {
+  const stored: StoredCheckpoint = snapshot
+    ? { base: 'snapshot', patch: diffShared(snapshot, checkpoint.shared), frames: checkpoint.frames }
+    : { shared: checkpoint.shared, frames: checkpoint.frames };
+  if (checkpoint.lastAction !== undefined) stored.lastAction = checkpoint.lastAction;
+  return limited(JSON.stringify(stored), maxBytes, "the run's checkpoint (shared, params and step state)");
+}
+
+/** The first checkpoint of a fan-out child: its frames, and `shared` equal to the snapshot. */
+export function encodeChildStart(frames: Frame[]): string {
+  const stored: StoredCheckpoint = { base: 'snapshot', patch: [], frames };
+  return JSON.stringify(stored);
+}
+
+/** Whether an encoded checkpoint is a delta against its parent's snapshot. */
+export function isDeltaCheckpoint(encoded: string): boolean {
+  return encoded.startsWith('{"base":"snapshot"');
+}
+
+/**
+ * Decodes a checkpoint. A child's delta is applied to `snapshot()` (its parent's `shared` when it
+ * fanned out), which is asked for only then.
+ *
+ * @throws Error when a delta comes without a snapshot (the parent's fan-out is gone).
+ */
+export function decodeCheckpoint(encoded: string, snapshot?: () => JsonObject | undefined): Checkpoint {
+  const stored = JSON.parse(encoded) as StoredCheckpoint;
+  const checkpoint: Checkpoint = { shared: sharedOf(stored, snapshot), frames: stored.frames };
+  if (stored.lastAction !== undefined) checkpoint.lastAction = stored.lastAction;
+  return checkpoint;
+}
+
+/** The delta a child's stored checkpoint holds against its snapshot (its outcome's patch). */
+export function deltaOf(encoded: string): PatchOperation[] | undefined {
+  const stored = JSON.parse(encoded) as StoredCheckpoint;
+  return 'base' in stored ? stored.patch : undefined;
+}
+
+function sharedOf(stored: StoredCheckpoint, snapshot: (() => JsonObject | undefined) | undefined): JsonObject {
+  if (!('base' in stored)) return stored.shared;
+  const base = snapshot?.();
+  if (!base) throw new Error("the fan-out snapshot this child starts from is gone (its parent's fan-out expired?)");
+  return jsonPatch.applyPatch(jsonPatch.deepClone(base) as JsonObject, stored.patch, false, true).newDocument;
+}
+
+/** Encodes a parent's `shared` at a fan-out, refusing one over `maxBytes`. */
+export function encodeShared(shared: JsonObject, maxBytes = Infinity): string {
+  return limited(JSON.stringify(shared), maxBytes, "the run's shared store");
+}
+
+export function decodeShared(encoded: string): JsonObject {
+  return JSON.parse(encoded) as JsonObject;
+}
+
+export const encodeTarget = (target: StepTarget): string => JSON.stringify(target);
+export const decodeTarget = (encoded: string): StepTarget => JSON.parse(encoded) as StepTarget;
+
+export const encodeReplay = (replay: StepReplay): string => JSON.stringify(replay);
+export const decodeReplay = (encoded: string): StepReplay => JSON.parse(encoded) as StepReplay;
+
+export const encodeOutcome = (outcome: ChildOutcome): string => JSON.stringify(outcome);
+export const decodeOutcome = (encoded: string): ChildOutcome => JSON.parse(encoded) as ChildOutcome;
+
+export const encodeRequest = (request: FanOutRequest): string => JSON.stringify(request);
+export const decodeRequest = (encoded: string): FanOutRequest => JSON.parse(encoded) as FanOutRequest;
+
+export const encodeMessage = (message: Message): string => JSON.stringify(message);
+export const decodeMessage = (encoded: string): Message => JSON.parse(encoded) as Message;
+
+export const encodeErrorRecord = (record: ErrorRecord): string => JSON.stringify(record);
+export const decodeErrorRecord = (encoded: string): ErrorRecord => JSON.parse(encoded) as ErrorRecord;
+
+export const encodeRunError = (error: RunError): string => JSON.stringify(error);
+export const decodeRunError = (encoded: string): RunError => JSON.parse(encoded) as RunError;
+
+export const encodeConflict = (conflict: MergeConflict): string => JSON.stringify(conflict);
+export const decodeConflict = (encoded: string): MergeConflict => JSON.parse(encoded) as MergeConflict;
+
+export const encodeJson = (value: Json): string => JSON.stringify(value);
+export const decodeJson = (encoded: string): Json => JSON.parse(encoded) as Json;
+
+function limited(encoded: string, maxBytes: number, what: string): string {
+  if (encoded.length <= maxBytes / 3) return encoded; // at most 3 bytes per UTF-16 unit: surely within
+  const bytes = Buffer.byteLength(encoded);
+  if (bytes > maxBytes) {
+    throw new QueueflowError(
+      'PAYLOAD_TOO_LARGE',
+      `${what} is ${bytes} bytes, over the limit of ${maxBytes} bytes (maxCheckpointBytes)`,
+      { retryable: false },
+    );
+  }
+  return encoded;
+}

@@ -1,0 +1,290 @@
+import { childFailedError, recordOfRunError } from '../errors/error-record.js';
+import type { Checkpoint } from '../interpreter/checkpoint.js';
+import { childStart, executeItem } from '../interpreter/fan-out.js';
+import type { CompiledGraph } from '../interpreter/graph.js';
+import type { Json, JsonObject } from '../json/json.js';
+import type {
+  ChildOutcome,
+  FanOutRequest,
+  OutgoingMessage,
+  StepContext,
+  StepTarget,
+} from '../interpreter/step-types.js';
+import { cancelChildren } from './cancel-run.js';
+import type { Clock } from './clock.js';
+import { deltaOf, encodeChildStart, encodeShared } from './codec.js';
+import { FanOutCache, type FanOutBasics } from './fan-out-cache.js';
+import {
+  childRunId,
+  type ChildEndedResult,
+  type ChildReport,
+  type CommitFields,
+  type CommitMode,
+  type RunStore,
+  type StoredRun,
+} from './run-store.js';
+import type { ItemTask, Scheduler, TaskResult } from './scheduler.js';
+
+/** What the fan-out driver needs from the step driver it works for. */
+export interface FanOutHost {
+  ensureProgress(run: StoredRun): Promise<void>;
+  graphFor(run: Pick<StoredRun, 'id' | 'flow' | 'fingerprint'>): Promise<CompiledGraph | string>;
+  checkpointOf(run: StoredRun): Promise<Checkpoint>;
+}
+
+const DONE: TaskResult = { type: 'done' };
+
+/**
+ * The fan-out side of the step driver (DESIGN "Fan-out"): starting children, running the items
+ * of a ParallelBatchNode, reporting each child's end to its parent, and doing what that report
+ * asks (start the next child, add the fan-in, cancel the siblings).
+ */
+export class FanOutDriver {
+  private readonly cache: FanOutCache;
+
+  constructor(
+    private readonly store: RunStore,
+    private readonly scheduler: Scheduler,
+    private readonly options: { clock: Clock; maxCheckpointBytes: number },
+    private readonly host: FanOutHost,
+  ) {
+    this.cache = new FanOutCache(store);
+  }
+
+  /** The `shared` parent `parentId` had when it fanned out at `step` (never mutate it). */
+  async snapshotOf(parentId: string, step: number): Promise<JsonObject | undefined> {
+    return (await this.cache.get(parentId, step))?.snapshot;
+  }
+
+  /**
+   * Commits a fan-out step (the parent waits, holding no worker; child runs are created, each
+   * with a delta against the snapshot stored once) and adds the first children.
+   */
+  async start(
+    run: StoredRun,
+    graph: CompiledGraph,
+    checkpoint: Checkpoint,
+    encoded: string,
+    request: FanOutRequest,
+    outbox: OutgoingMessage[],
+  ): Promise<void> {
+    const total = request.kind === 'runs' ? request.params.length : request.items.length;
+    const startNow = Math.min(request.concurrency ?? total, total);
+    const snapshot = encodeShared(checkpoint.shared);
+    let perChild: string[] | Json[];
+    let childTarget: StepTarget | undefined;
+    if (request.kind === 'runs') {
+      perChild = request.params.map((_params, index) => {
+        const start = childStart(graph, request, index);
+        childTarget ??= start.target;
+        return encodeChildStart(start.frames);
+      });
+    } else {
+      perChild = request.items;
+    }
+    const { result, wakes } = await this.store.fanOut(run, {
+      checkpoint: encoded,
+      target: { node: request.kind === 'runs' ? request.flow : request.node, maxAttempts: 1 },
+      request: withoutPerChildData(request),
+      snapshot,
+      total,
+      startNow,
+      ...(childTarget ? { childTarget } : {}),
+      perChild,
+      outbox,
+      now: this.options.clock.now(),
+    });
+    await this.scheduler.promote(wakes);
+    if (result === 'stale') {
+      const current = await this.store.load(run.id);
+      if (current) await this.host.ensureProgress(current);
+      return;
+    }
+    if (result !== 'committed') return;
+    const basics = this.cache.remember(run.id, run.step + 1, {
+      request: withoutPerChildData(request),
+      snapshot: checkpoint.shared,
+      flow: run.flow,
+      fingerprint: run.fingerprint,
+      ...(childTarget ? { childTarget } : {}),
+    });
+    const first = Array.from({ length: startNow }, (_, i) => i);
+    await this.startChildren(run.id, run.step + 1, basics, first, request.kind === 'items' ? request.items : undefined);
+  }
+
+  /** A waiting parent's children: re-add those started and not ended, or its fan-in. */
+  async ensureChildren(run: StoredRun): Promise<void> {
+    const fanOut = await this.store.fanOutOf(run.id);
+    if (!fanOut || fanOut.step !== run.step) return;
+    if (fanOut.ended >= fanOut.total)
+      return this.scheduler.addStep(run.id, run.step, { node: undefined, maxAttempts: 1 });
+    const basics = await this.cache.get(run.id, run.step);
+    if (!basics) return;
+    const outcomes = await this.store.outcomesOf(run.id, fanOut.total);
+    const pending = Array.from({ length: fanOut.started }, (_, i) => i).filter((i) => !outcomes[i]);
+    if (fanOut.request.kind === 'items') return this.startChildren(run.id, run.step, basics, pending);
+    for (const index of pending) {
+      const child = await this.store.load(childRunId(run.id, run.step, index));
+      if (child) await this.host.ensureProgress(child);
+    }
+  }
+
+  /** How a child's end is reported to its parent, should this commit end it. */
+  async childReport(run: StoredRun, mode: CommitMode, fields: CommitFields): Promise<ChildReport | undefined> {
+    const parent = run.parent!;
+    const fanOut = await this.cache.get(parent.id, parent.step);
+    if (!fanOut) return undefined; // the parent's fan-out is gone: nobody waits for this child
+    let outcome: ChildOutcome | undefined;
+    if (mode === 'completed' && fields.checkpoint) {
+      outcome = {
+        status: 'completed',
+        patch: deltaOf(fields.checkpoint) ?? [],
+        ...(fields.lastAction === undefined ? {} : { lastAction: fields.lastAction }),
+      };
+    } else if (mode === 'failed' && fields.errorRecords?.length) {
+      outcome = { status: 'failed', error: fields.errorRecords[fields.errorRecords.length - 1]! };
+    }
+    return {
+      parent,
+      ...(outcome ? { outcome } : {}),
+      failFast: fanOut.request.onItemError === 'fail-fast',
+      parentError: childFailedError(fanOut.request, parent.index, fields.errorRecords?.at(-1)),
+      now: fields.now,
+    };
+  }
+
+  /** Does what recording a child's end asked for: start the next child, resume, or cancel. */
+  async followChildEnded(parentId: string, parentStep: number, result: ChildEndedResult): Promise<void> {
+    switch (result.type) {
+      case 'recorded': {
+        if (result.startIndex === undefined) return;
+        const fanOut = await this.cache.get(parentId, parentStep);
+        if (fanOut) await this.startChildren(parentId, parentStep, fanOut, [result.startIndex]);
+        return;
+      }
+      case 'fan-in':
+        return this.scheduler.addStep(parentId, parentStep, { node: undefined, maxAttempts: 1 });
+      case 'parent-ended': {
+        await cancelChildren(this.store, this.scheduler, parentId, parentStep);
+        // The parent ended inside the transition (failed fast, or cancelled): if it is a child
+        // itself, its own parent hears of it now.
+        const parent = await this.store.load(parentId);
+        if (parent?.parent) await this.reportEnded(parent);
+        return;
+      }
+      case 'duplicate': {
+        const parent = await this.store.load(parentId);
+        if (parent) await this.host.ensureProgress(parent);
+        return;
+      }
+      case 'ignored':
+        return;
+    }
+  }
+
+  /** Adds the first task of the children at `indices` (idempotent: deterministic task ids). */
+  private async startChildren(
+    parentId: string,
+    parentStep: number,
+    fanOut: FanOutBasics,
+    indices: number[],
+    items?: Json[],
+  ): Promise<void> {
+    const { request } = fanOut;
+    if (request.kind === 'items') {
+      const inputs = await Promise.all(
+        indices.map(async (index) => ({
+          index,
+          item: items ? (items[index] ?? null) : ((await this.store.itemOf(parentId, index)) ?? null),
+        })),
+      );
+      return this.scheduler.addItems(parentId, parentStep, inputs, request.maxAttempts);
+    }
+    const target = fanOut.childTarget ?? (await this.store.load(childRunId(parentId, parentStep, indices[0]!)))?.target;
+    if (!target) return;
+    await this.scheduler.addFirstSteps(
+      indices.map((index) => childRunId(parentId, parentStep, index)),
+      target,
+    );
+  }
+
+  /** Runs one try of one item of a ParallelBatchNode fan-out, with the node's retry policy. */
+  async runItem(task: ItemTask, attemptsMade: number): Promise<TaskResult> {
+    const { runId, step, index } = task;
+    // A cheap check first: the items of a parent that has ended (failed fast, cancelled) stop.
+    const parent = await this.store.position(runId);
+    if (parent?.status !== 'waiting' || parent.step !== step) return DONE;
+    const fanOut = await this.cache.get(runId, step);
+    if (fanOut?.request.kind !== 'items') return DONE;
+    const { request } = fanOut;
+    const graph = await this.host.graphFor({ id: runId, flow: fanOut.flow, fingerprint: fanOut.fingerprint });
+    if (typeof graph === 'string') return { type: 'defer', delayMs: 5000, reason: graph };
+    const ctx: StepContext = {
+      attempt: attemptsMade,
+      signal: new AbortController().signal,
+      run: { runId, flow: fanOut.flow, step },
+      now: () => this.options.clock.now(),
+    };
+    const outcome = await executeItem(graph, request.node, request.params, task.item, ctx);
+    const rescued = outcome.type === 'failed' ? outcome.errors.filter((e) => e !== outcome.error) : outcome.errors;
+    await this.store.appendErrors(runId, rescued);
+    if (outcome.type === 'retry') return { type: 'retry', delayMs: outcome.delayMs, error: outcome.error };
+    await this.itemEnded(
+      runId,
+      step,
+      index,
+      outcome.type === 'completed'
+        ? { status: 'completed', ...(outcome.value === undefined ? {} : { value: outcome.value }) }
+        : { status: 'failed', error: outcome.error },
+    );
+    return DONE;
+  }
+
+  /** Records an item's end on its parent and does what that asks for. */
+  async itemEnded(parentId: string, parentStep: number, index: number, outcome: ChildOutcome): Promise<void> {
+    const fanOut = await this.cache.get(parentId, parentStep);
+    if (!fanOut) return;
+    await this.recordEnd(parentId, parentStep, index, fanOut.request, outcome);
+  }
+
+  /** An ended child whose parent may not have heard of it (a redelivery): report it again. */
+  async reportEnded(run: StoredRun): Promise<void> {
+    if (!run.parent) return;
+    const fanOut = await this.cache.get(run.parent.id, run.parent.step);
+    if (!fanOut) return;
+    let outcome: ChildOutcome;
+    if (run.status === 'completed') {
+      outcome = {
+        status: 'completed',
+        patch: deltaOf(run.checkpoint) ?? [],
+        ...(run.lastAction === undefined ? {} : { lastAction: run.lastAction }),
+      };
+    } else if (run.status === 'failed') {
+      outcome = { status: 'failed', error: recordOfRunError(run.error) };
+    } else {
+      outcome = { status: 'cancelled' };
+    }
+    await this.recordEnd(run.parent.id, run.parent.step, run.parent.index, fanOut.request, outcome);
+  }
+
+  private async recordEnd(
+    parentId: string,
+    parentStep: number,
+    index: number,
+    request: FanOutRequest,
+    outcome: ChildOutcome,
+  ): Promise<void> {
+    const result = await this.store.childEnded(parentId, parentStep, index, {
+      outcome,
+      failFast: request.onItemError === 'fail-fast',
+      parentError: childFailedError(request, index, outcome.status === 'failed' ? outcome.error : undefined),
+      now: this.options.clock.now(),
+    });
+    await this.followChildEnded(parentId, parentStep, result);
+  }
+}
+
+/** The request as stored on the parent: without the per-child data (params, items). */
+function withoutPerChildData(request: FanOutRequest): FanOutRequest {
+  return request.kind === 'runs' ? { ...request, params: [] } : { ...request, items: [] };
+}

@@ -1,0 +1,15 @@
+/** What a store announces as runs change, to clients awaiting results and drivers running steps. */
+export interface RunEventListener {
+  /** Run `runId` (not a fan-out child: its parent hears of it) has ended. */
+  ended?(runId: string): void;
+  /** Run `runId` was cancelled: a step of it running here must stop. */
+  cancelled?(runId: string): void;
+  /** Events may have been missed (a subscription was re-established): read again what matters. */
+  resync?(): void;
+}
+
+/** A store's event feed: pub/sub on Redis, in-process calls in memory. */
+export interface RunEventSource {
+  /** Subscribes `listener`; resolves once events flow. Returns the unsubscribe function. */
+  subscribe(listener: RunEventListener): Promise<() => void>;
+}

@@ -1,0 +1,259 @@
+import type { ErrorRecord } from '../errors/error-record.js';
+import type { ChildOutcome, FanOutRequest, StepTarget } from '../interpreter/step-types.js';
+import type { MergeConflict } from '../json/merge-patches.js';
+import type { OutgoingMessage, ParkRequest, StepReplay } from '../interpreter/step-types.js';
+import type { Json } from '../json/json.js';
+import type { ListRunsOptions, RunError, RunStatus } from './engine.js';
+import type { Message } from '../mailbox/message.js';
+
+/**
+ * The storage contract of the run kernel (DESIGN "The run kernel"): where run state lives.
+ *
+ * Each operation is one atomic transition with fixed result codes; on Redis each is one Lua
+ * script, in memory one synchronous change of maps. The rules of the run lifecycle (what a step
+ * outcome means, when a fan-out resumes, how a cancel cascades) live in the step driver and the
+ * run client, never here: a store only answers "did this transition apply, and what did it find".
+ * One conformance suite (tests/store-conformance) checks every store against the same specs.
+ */
+export interface RunStore {
+  /** Writes a new run record (status `queued`) and indexes it for `list`. */
+  create(run: NewRun): Promise<void>;
+  /** Removes a run that could not be started (its first step could not be enqueued). */
+  discard(runId: string): Promise<void>;
+  /** The run's record, or `undefined` when there is none (never created, or expired). */
+  load(runId: string): Promise<StoredRun | undefined>;
+  /** The run's status and step counter alone (cheap: no checkpoint is read). */
+  position(runId: string): Promise<{ status: RunStatus; step: number } | undefined>;
+  /**
+   * The run's record for the step a worker is about to take; a `queued` run whose flow and graph
+   * fingerprint are among `runnable` becomes `running` (its first step starts now) in the same
+   * transition.
+   */
+  loadForStep(runId: string, runnable: readonly Runnable[]): Promise<StoredRun | undefined>;
+
+  /**
+   * Commits the outcome of the step the run stood at (`at`), only if it still stands there.
+   * For a fan-out child, `report` records its end on the parent in the same transition when the
+   * run ends here. See {@link CommitMode} for what each mode writes.
+   */
+  commit(at: StoredRun, mode: CommitMode, fields: CommitFields, report?: ChildReport): Promise<CommitReply>;
+  /** Commits a step that fanned out: the parent waits; walks' child records are created. */
+  fanOut(at: StoredRun, fields: FanOutCommit): Promise<{ result: CommitResult; wakes: string[] }>;
+  /** Records how child `index` of the parent's fan-out at `parentStep` ended (once per index). */
+  childEnded(parentId: string, parentStep: number, index: number, report: ChildEndReport): Promise<ChildEndedResult>;
+  /** Cancels the run now (see {@link CancelResult}); messages its step reserved go back. */
+  cancel(runId: string): Promise<{ result: CancelResult; wakes: string[] }>;
+  /** Appends error records to the run's history (failed tries of a fan-out item). */
+  appendErrors(runId: string, records: ErrorRecord[]): Promise<void>;
+  /** Notes why a worker gave the current step back; cleared by the next commit. */
+  noteRefusal(runId: string, message: string): Promise<void>;
+
+  /**
+   * Reserves a message for receive call `ordinal` of the step the run stands at: the one reserved
+   * for it before, else the head of the mailbox at `address`. `'stale'` when the run has ended or
+   * moved on (a stale delivery reserves nothing).
+   */
+  reserveMessage(at: StoredRun, ordinal: number, address: string): Promise<Message | undefined | 'stale'>;
+  /** Parks the run on `park.address` and delivers the step's sends so far. */
+  park(at: StoredRun, park: ParkRequest, replay: StepReplay, outbox: OutgoingMessage[]): Promise<ParkReply>;
+  /** Appends a message from outside any run; returns the wake ids of runs parked on the address. */
+  send(address: string, message: Message): Promise<{ wakes: string[] }>;
+  /** Messages waiting at `address`. */
+  mailboxSize(address: string): Promise<number>;
+
+  /** The fan-out a waiting parent made, with its counters (not its snapshot: see snapshotOf). */
+  fanOutOf(parentId: string): Promise<StoredFanOut | undefined>;
+  /** The encoded `shared` a parent had when it fanned out. */
+  snapshotOf(parentId: string): Promise<string | undefined>;
+  /** Input of item `index` of a ParallelBatchNode fan-out. */
+  itemOf(parentId: string, index: number): Promise<Json | undefined>;
+  /** Outcomes recorded so far, by child index. */
+  outcomesOf(parentId: string, total: number): Promise<(ChildOutcome | undefined)[]>;
+  /** The run's record with its history lists and fan-out counters, for `get`. */
+  record(runId: string): Promise<RunRecord | undefined>;
+  /** Runs created by clients (not fan-out children), newest first, at most `limit`. */
+  list(options: Required<Pick<ListRunsOptions, 'limit'>> & ListRunsOptions): Promise<StoredRun[]>;
+}
+
+/** A flow this worker runs and the fingerprint of its graph. */
+export type Runnable = readonly [flow: string, fingerprint: string];
+
+/** A new run's record. `checkpoint` is encoded (see codec.ts). */
+export interface NewRun {
+  id: string;
+  flow: string;
+  fingerprint: string;
+  checkpoint: string;
+  target: StepTarget;
+  /** Epoch ms. */
+  now: number;
+}
+
+/** A run's record as a store holds it. Times are epoch ms. */
+export interface StoredRun {
+  id: string;
+  flow: string;
+  fingerprint: string;
+  status: RunStatus;
+  /** The step counter: steps committed so far. */
+  step: number;
+  /** Failed tries of the current step (a count). */
+  attempt: number;
+  /** Encoded checkpoint (codec.ts); a fan-out child's is a delta against its parent's snapshot. */
+  checkpoint: string;
+  target: StepTarget;
+  createdAt: number;
+  startedAt?: number;
+  updatedAt: number;
+  finishedAt?: number;
+  lastAction?: string;
+  error?: RunError;
+  /** A cancel was requested: the next transition ends the run `cancelled`. */
+  cancel: boolean;
+  parent?: ChildOf;
+  /** Times the run has parked on a mailbox (wake ids are `<id>-<step>-p<parkCount>`). */
+  parkCount: number;
+  /** The current step's park and delivered sends, when it parked. */
+  replay: StepReplay;
+  /** Why a worker last gave the current step back. */
+  refusal?: string;
+}
+
+/** A fan-out child's place: its parent, the parent's step that fanned out, its index. */
+export interface ChildOf {
+  id: string;
+  step: number;
+  index: number;
+}
+
+/** A stored run with what `get` shows beside it. */
+export interface RunRecord {
+  run: StoredRun;
+  /** Errors of failed tries, oldest first (capped). */
+  errors: ErrorRecord[];
+  conflicts: MergeConflict[];
+  /** Fan-out progress, while the run waits on children. */
+  children?: { total: number; ended: number; failed: number };
+}
+
+/**
+ * What a commit writes, by mode (all modes: only if the run stands at the step, has not ended,
+ * and no cancel is pending; with a cancel pending the run ends `cancelled` instead):
+ * - `next`: the new checkpoint and target, step counter + 1, attempt 0; the step's reserved
+ *   messages are consumed and its sends delivered.
+ * - `retry`: the checkpoint (the visit's prep result kept), attempt + 1.
+ * - `completed`: as `next`, then the run ends `completed` with its last action.
+ * - `failed`: only the error (the checkpoint may hold a half-done step); reserved messages go
+ *   back to their mailboxes.
+ */
+export type CommitMode = 'next' | 'retry' | 'completed' | 'failed';
+
+export interface CommitFields {
+  checkpoint?: string;
+  target?: StepTarget;
+  /** Errors to append to the run's history; for mode `failed` the last is the one that failed it. */
+  errorRecords?: ErrorRecord[];
+  /** The step's sends, delivered if it commits (modes next and completed). */
+  outbox?: OutgoingMessage[];
+  runError?: RunError;
+  lastAction?: string;
+  conflicts?: MergeConflict[];
+  /** Epoch ms. */
+  now: number;
+}
+
+/** What a commit did. */
+export type CommitResult = 'committed' | 'stale' | 'cancelled' | 'missing';
+
+export interface CommitReply {
+  result: CommitResult;
+  /** When a fan-out child ended here: what recording its end on the parent asks for. */
+  parent?: ChildEndedResult;
+  /** Wake ids of runs parked on mailboxes that got a message here. */
+  wakes: string[];
+}
+
+/** How a fan-out child's end is reported to its parent by the commit that ends it. */
+export interface ChildReport extends ChildEndReport {
+  parent: ChildOf;
+}
+
+/** A child's end as recorded on its parent. */
+export interface ChildEndReport {
+  /** How it ended; for a run ended `cancelled` by the commit, the store records `cancelled`. */
+  outcome?: ChildOutcome;
+  failFast: boolean;
+  /** The parent's error if it fails fast because of this child. */
+  parentError: RunError;
+  /** Epoch ms. */
+  now: number;
+}
+
+/** What recording a child's end asks the caller to do. */
+export type ChildEndedResult =
+  | { type: 'ignored' } // the parent no longer waits on this fan-out
+  | { type: 'recorded'; startIndex: number | undefined } // start child `startIndex` now, if any
+  | { type: 'parent-ended' } // the parent ended here (failed fast, or a cancel was pending)
+  | { type: 'fan-in' } // it was the last child: enqueue the parent's fan-in step
+  | { type: 'duplicate' }; // recorded before (a redelivery)
+
+/** `cancelled-waiting`: cancelled while waiting on a fan-out, whose children need cancelling. */
+export type CancelResult = 'missing' | 'ended' | 'cancelled' | 'cancelled-waiting';
+
+export interface FanOutCommit {
+  /** The parent's encoded checkpoint, waiting. */
+  checkpoint: string;
+  target: StepTarget;
+  /** The request without per-child data (params, items). */
+  request: FanOutRequest;
+  /** The parent's `shared` when it fanned out, encoded. */
+  snapshot: string;
+  total: number;
+  /** Children started now (the concurrency limit, or all). */
+  startNow: number;
+  /** Runs: the children's first target. */
+  childTarget?: StepTarget;
+  /** Runs: each child's encoded first checkpoint; items: each item. */
+  perChild: string[] | Json[];
+  outbox: OutgoingMessage[];
+  /** Epoch ms. */
+  now: number;
+}
+
+export interface ParkReply {
+  result: CommitResult;
+  /** The park count after this park: the wake id is `<id>-<step>-p<parkCount>`. */
+  parkCount: number;
+  /** A message is already at the address: wake at once. */
+  ready: boolean;
+  wakes: string[];
+}
+
+/** A waiting parent's fan-out as stored. */
+export interface StoredFanOut {
+  /** Without per-child data (params, items). */
+  request: FanOutRequest;
+  total: number;
+  started: number;
+  ended: number;
+  failed: number;
+  /** The parent's step counter once it fanned out (children belong to it). */
+  step: number;
+  /** The parent's flow and graph fingerprint. */
+  flow: string;
+  fingerprint: string;
+}
+
+/** Id of child `index` of the fan-out a parent made at `parentStep`. */
+export function childRunId(parentId: string, parentStep: number, index: number): string {
+  return `${parentId}.${parentStep}.${index}`;
+}
+
+/** Id of the wake of a run parked at `step` for the `parkCount`th time. */
+export function wakeId(runId: string, step: number, parkCount: number): string {
+  return `${runId}-${step}-p${parkCount}`;
+}
+
+export function isFinal(status: RunStatus | undefined): status is 'completed' | 'failed' | 'cancelled' {
+  return status === 'completed' || status === 'failed' || status === 'cancelled';
+}

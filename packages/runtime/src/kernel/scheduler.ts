@@ -1,0 +1,86 @@
+import type { ErrorRecord } from '../errors/error-record.js';
+import type { Json } from '../json/json.js';
+import type { StepTarget } from '../interpreter/step-types.js';
+
+/**
+ * The scheduling contract of the run kernel (DESIGN "The run kernel"): who runs a step, and when.
+ * BullMQ on Redis (one job per task, retries as job attempts, delays in the delayed set), an
+ * in-process queue on the injected clock in LocalEngine.
+ *
+ * Every add is idempotent: a task is named by a deterministic id, and adding an id the scheduler
+ * still holds (waiting, delayed or running) adds nothing. So whoever finds a run short of its
+ * next task may add it again (the step driver's `ensureProgress`).
+ */
+export interface Scheduler {
+  /** Adds step `step` of `runId`, with `target.maxAttempts` tries. */
+  addStep(runId: string, step: number, target: StepTarget): Promise<void>;
+  /** Adds the first step of each fan-out child run in `runIds`. */
+  addFirstSteps(runIds: readonly string[], target: StepTarget): Promise<void>;
+  /** Adds the item tasks of a ParallelBatchNode fan-out, each with `maxAttempts` tries. */
+  addItems(
+    runId: string,
+    step: number,
+    items: readonly { index: number; item: Json }[],
+    maxAttempts: number,
+  ): Promise<void>;
+  /**
+   * Adds the wake of a parked run: it runs the parked step again after `delayMs` (its receive
+   * deadline, or a periodic re-check), or as soon as {@link Scheduler.promote} names it. Its
+   * tries count on from `attemptBase` (the tries the step had used before it parked).
+   */
+  addWake(wake: WakeTask, target: StepTarget, delayMs: number): Promise<void>;
+  /** Makes the named delayed wakes due now; gone or running ones are skipped. */
+  promote(wakeIds: readonly string[]): Promise<void>;
+}
+
+/** A task: one step of a run (its wake, after a park, included), or one item of a fan-out. */
+export type Task = StepTask | WakeTask | ItemTask;
+
+export interface StepTask {
+  type: 'step';
+  runId: string;
+  step: number;
+}
+
+export interface WakeTask {
+  type: 'wake';
+  runId: string;
+  step: number;
+  /** The park it ends: stale once the run has parked again or moved on. */
+  park: number;
+  /** Tries of the step that had failed before it parked. */
+  attemptBase: number;
+}
+
+export interface ItemTask {
+  type: 'item';
+  runId: string;
+  step: number;
+  index: number;
+  item: Json;
+}
+
+/**
+ * What became of a task, for its scheduler:
+ * - `done`: nothing more to do with it;
+ * - `retry`: a failed try that will be retried: run it again after `delayMs` with the next
+ *   attempt (BullMQ: the job's next attempt, through the backoff strategy);
+ * - `defer`: run it again after `delayMs` without using a try (a worker with other code refused
+ *   it, or it arrived before the commit that precedes it).
+ */
+export type TaskResult =
+  | { type: 'done' }
+  | { type: 'retry'; delayMs: number; error: ErrorRecord }
+  | { type: 'defer'; delayMs: number; reason: string };
+
+/** The deterministic id of a task, unique among a deployment's tasks. Never holds `:` (BullMQ). */
+export function taskId(task: Task): string {
+  switch (task.type) {
+    case 'step':
+      return `${task.runId}-${task.step}`;
+    case 'wake':
+      return `${task.runId}-${task.step}-p${task.park}`;
+    case 'item':
+      return `${task.runId}-${task.step}-i${task.index}`;
+  }
+}

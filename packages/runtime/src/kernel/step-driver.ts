@@ -1,0 +1,350 @@
+import { recordOfFailedTask, runErrorOf, toErrorRecord } from '../errors/error-record.js';
+import { QueueflowError } from '../errors/queueflow-error.js';
+import { warn } from '../core/warnings.js';
+import type { Checkpoint } from '../interpreter/checkpoint.js';
+import type { FlowRegistry } from '../interpreter/flow-definition.js';
+import type { CompiledGraph } from '../interpreter/graph.js';
+import { resumeFanOut } from '../interpreter/fan-out.js';
+import { executeStep } from '../interpreter/step-interpreter.js';
+import type { ParkRequest, StepContext, StepOutcome, StepTarget } from '../interpreter/step-types.js';
+import { StepMailbox } from '../mailbox/step-mailbox.js';
+import { CheckpointCache } from './checkpoint-cache.js';
+import type { Clock } from './clock.js';
+import { decodeCheckpoint, encodeCheckpoint } from './codec.js';
+import { FanOutDriver } from './fan-out-driver.js';
+import {
+  isFinal,
+  type CommitFields,
+  type CommitMode,
+  type CommitResult,
+  type RunStore,
+  type Runnable,
+  type StoredRun,
+} from './run-store.js';
+import { taskId, type Scheduler, type StepTask, type Task, type TaskResult, type WakeTask } from './scheduler.js';
+
+export interface StepDriverOptions {
+  /** Time source for records, deadlines and delays. */
+  clock: Clock;
+  /** Largest encoded checkpoint, in bytes. */
+  maxCheckpointBytes: number;
+  /** How long a refused step (other code deployed) waits before another try, in ms. */
+  refusalDelayMs: number;
+  /**
+   * Longest a parked run sleeps before it looks at its mailbox again, in ms: a safety net for a
+   * wake lost in a crash between a message's delivery and its wake (`Infinity`: none).
+   */
+  parkRecheckMs: number;
+}
+
+const DONE: TaskResult = { type: 'done' };
+
+/**
+ * The step driver (DESIGN "The run kernel"): takes one task of a run, with the step interpreter,
+ * and turns its outcome into the store's atomic transitions and the scheduler's next tasks. It is
+ * the one place where the rules of the run lifecycle are written; every engine runs its runs
+ * through it, over its own {@link RunStore} and {@link Scheduler}.
+ *
+ * Every path is idempotent: a task that finds its run past its step re-adds whatever the run
+ * needs next ({@link StepDriver.ensureProgress}), which recovers from a crash between a commit
+ * and the add that follows it.
+ */
+export class StepDriver {
+  /** Abort controllers of the steps running here, by run id (a cancel aborts them). */
+  private readonly running = new Map<string, AbortController>();
+  /** The runs this driver advanced last: their next step starts from memory, not a read. */
+  private readonly runs = new CheckpointCache();
+  private readonly fanOut: FanOutDriver;
+  /** The flows this driver runs, with their graph fingerprints. */
+  private readonly runnable: Runnable[];
+  /** Runs whose refused step has been warned about (a refused step comes back every few seconds). */
+  private readonly refusalsWarned = new Set<string>();
+
+  constructor(
+    private readonly store: RunStore,
+    private readonly scheduler: Scheduler,
+    private readonly registry: FlowRegistry,
+    private readonly options: StepDriverOptions,
+  ) {
+    this.runnable = registry.names().map((name) => [name, registry.graph(name).fingerprint] as const);
+    this.fanOut = new FanOutDriver(store, scheduler, options, this);
+  }
+
+  /**
+   * Runs one task. `attemptsMade` is the scheduler's count of earlier tries of this task (BullMQ's
+   * `attemptsMade`). Never throws for what node code does; a store or scheduler error propagates
+   * (the scheduler retries the task).
+   */
+  async run(task: Task, attemptsMade: number): Promise<TaskResult> {
+    if (task.type === 'item') return this.fanOut.runItem(task, attemptsMade);
+    return this.runStep(task, attemptsMade);
+  }
+
+  /** Aborts the `exec` of a run's step running here (its run was cancelled). */
+  abort(runId: string): void {
+    this.running.get(runId)?.abort(new QueueflowError('RUN_CANCELLED', `run '${runId}' was cancelled`));
+  }
+
+  /** Aborts every step running here (the engine closes). */
+  abortAll(reason: Error): void {
+    for (const controller of this.running.values()) controller.abort(reason);
+  }
+
+  /**
+   * A task failed for good outside the interpreter (it stalled too often, or kept failing on an
+   * infrastructure error): record that on the run, as an ordinary failure, so nothing waits forever.
+   */
+  async taskFailed(task: Task, error: Error, attemptsMade: number): Promise<void> {
+    const record = recordOfFailedTask(task, error, attemptsMade, this.options.clock.now());
+    const run = await this.store.load(task.runId);
+    if (!run || isFinal(run.status) || run.step !== task.step) return;
+    if (task.type === 'item')
+      return this.fanOut.itemEnded(run.id, run.step, task.index, { status: 'failed', error: record });
+    await this.commit(run, 'failed', { errorRecords: [record], runError: runErrorOf(record), now: record.at! });
+  }
+
+  private async runStep(task: StepTask | WakeTask, attemptsMade: number): Promise<TaskResult> {
+    // A wake always reads the run: it follows a park, which no cache of this driver saw.
+    const cached = task.type === 'step' ? this.runs.take(task.runId, task.step) : undefined;
+    const run = cached ?? (await this.store.loadForStep(task.runId, this.runnable));
+    if (!run) return DONE; // expired or never started
+    const parked = run.status === 'waiting' && run.replay.parked !== undefined;
+    if (task.type === 'wake' && task.park !== run.parkCount) {
+      // A wake of an earlier park: the run has parked again or moved on since.
+      if (isFinal(run.status)) await this.ensureProgress(run);
+      return DONE;
+    }
+    if (parked && task.type === 'step') {
+      await this.ensureProgress(run); // it waits for its wake
+      return DONE;
+    }
+    if (!isFinal(run.status) && task.step > run.step) {
+      // A task is added only after its step was committed; should one still arrive first, it
+      // waits a moment rather than being dropped.
+      return {
+        type: 'defer',
+        delayMs: 100,
+        reason: `step ${task.step} of run '${run.id}' arrived before step ${run.step} was committed`,
+      };
+    }
+    if (isFinal(run.status) || run.step !== task.step) {
+      await this.ensureProgress(run);
+      return DONE;
+    }
+    const graph = await this.graphFor(run);
+    if (typeof graph === 'string') return { type: 'defer', delayMs: this.options.refusalDelayMs, reason: graph };
+    if (run.cancel) {
+      await this.commit(run, 'failed', { now: this.options.clock.now() });
+      return DONE;
+    }
+    const checkpoint = await this.checkpointOf(run);
+    const controller = new AbortController();
+    this.running.set(run.id, controller);
+    try {
+      const attempt = (task.type === 'wake' ? task.attemptBase : 0) + attemptsMade;
+      const now = (): number => this.options.clock.now();
+      const reservations = {
+        reserve: async (ordinal: number, address: string) => {
+          const reserved = await this.store.reserveMessage(run, ordinal, address);
+          if (reserved === 'stale')
+            throw new Error(`run '${run.id}' is no longer at step ${run.step}: this run of the step is stale`);
+          return reserved;
+        },
+      };
+      const ctx: StepContext = {
+        attempt,
+        signal: controller.signal,
+        run: { runId: run.id, flow: run.flow, step: run.step },
+        mailbox: new StepMailbox(reservations, { runId: run.id, step: run.step }, run.replay, now),
+        now,
+      };
+      if (run.status === 'waiting' && !parked) {
+        const fanOut = await this.store.fanOutOf(run.id);
+        if (!fanOut || fanOut.ended < fanOut.total) return DONE; // not every child has ended yet
+        const outcomes = await this.store.outcomesOf(run.id, fanOut.total);
+        const resumed = await resumeFanOut(graph, checkpoint, outcomes, ctx);
+        return await this.apply(run, graph, resumed.outcome, resumed.conflicts);
+      }
+      return await this.apply(run, graph, await executeStep(graph, checkpoint, ctx));
+    } finally {
+      this.running.delete(run.id);
+    }
+  }
+
+  /** The run's checkpoint; a fan-out child's is a delta against its parent's snapshot. */
+  async checkpointOf(run: StoredRun): Promise<Checkpoint> {
+    const snapshot = run.parent ? await this.fanOut.snapshotOf(run.parent.id, run.parent.step) : undefined;
+    return decodeCheckpoint(run.checkpoint, () => snapshot);
+  }
+
+  /** Commits a step's outcome and adds what follows it. */
+  private async apply(
+    run: StoredRun,
+    graph: CompiledGraph,
+    outcome: StepOutcome,
+    conflicts: CommitFields['conflicts'] = [],
+  ): Promise<TaskResult> {
+    const now = this.options.clock.now();
+    if (outcome.type === 'failed') {
+      const errorRecords = outcome.errors.includes(outcome.error) ? outcome.errors : [...outcome.errors, outcome.error];
+      await this.commit(run, 'failed', { errorRecords, runError: runErrorOf(outcome.error), now });
+      return DONE;
+    }
+    if (outcome.type === 'park') {
+      await this.park(run, outcome);
+      return DONE;
+    }
+    let checkpoint: string;
+    try {
+      const snapshot = run.parent ? await this.fanOut.snapshotOf(run.parent.id, run.parent.step) : undefined;
+      checkpoint = encodeCheckpoint(outcome.checkpoint, this.options.maxCheckpointBytes, snapshot);
+    } catch (error) {
+      const record = toErrorRecord(error, { retryable: false, node: outcome.checkpoint.frames.at(-1)?.node, at: now });
+      await this.commit(run, 'failed', {
+        errorRecords: [...outcome.errors, record],
+        runError: runErrorOf(record),
+        now,
+      });
+      return DONE;
+    }
+    switch (outcome.type) {
+      case 'next': {
+        // The next step's task is added together with the commit (one round trip, not two), and
+        // after it on the same connection, so the store has the commit before the task. Should
+        // the commit be refused, the task is harmless: it finds the run elsewhere (ensureProgress).
+        const fields = {
+          checkpoint,
+          target: outcome.target,
+          conflicts,
+          errorRecords: outcome.errors,
+          outbox: outcome.outbox,
+          now,
+        };
+        // Remembered before the next task exists, so that task finds it; forgotten if refused.
+        this.runs.remember({
+          ...run,
+          status: 'running',
+          step: run.step + 1,
+          attempt: 0,
+          target: outcome.target,
+          checkpoint,
+          replay: { sent: 0 },
+        });
+        const [result] = await Promise.all([
+          this.commit(run, 'next', fields),
+          this.scheduler.addStep(run.id, run.step + 1, outcome.target),
+        ]);
+        if (result !== 'committed') this.runs.forget(run.id);
+        return DONE;
+      }
+      case 'retry': {
+        const result = await this.commit(run, 'retry', { checkpoint, errorRecords: outcome.errors, now });
+        return result === 'committed' ? { type: 'retry', delayMs: outcome.delayMs, error: outcome.error } : DONE;
+      }
+      case 'completed':
+        await this.commit(run, 'completed', {
+          checkpoint,
+          conflicts,
+          errorRecords: outcome.errors,
+          outbox: outcome.outbox,
+          now,
+          ...(outcome.lastAction === undefined ? {} : { lastAction: outcome.lastAction }),
+        });
+        return DONE;
+      case 'fan-out':
+        await this.fanOut.start(run, graph, outcome.checkpoint, checkpoint, outcome.fanOut, outcome.outbox);
+        return DONE;
+    }
+  }
+
+  /** Parks the run on a mailbox and adds its wake. */
+  private async park(run: StoredRun, outcome: Extract<StepOutcome, { type: 'park' }>): Promise<void> {
+    const reply = await this.store.park(run, outcome.park, outcome.replay, outcome.outbox);
+    await this.scheduler.promote(reply.wakes);
+    if (reply.result === 'stale') {
+      const current = await this.store.load(run.id);
+      if (current) await this.ensureProgress(current);
+      return;
+    }
+    if (reply.result !== 'committed') return;
+    const wake: WakeTask = {
+      type: 'wake',
+      runId: run.id,
+      step: run.step,
+      park: reply.parkCount,
+      attemptBase: run.attempt,
+    };
+    await this.addWake(wake, run.target, reply.ready ? undefined : outcome.park);
+    // A message that came between the park and its wake found no wake to promote: look again.
+    if (!reply.ready && (await this.store.mailboxSize(outcome.park.address)) > 0) {
+      await this.scheduler.promote([taskId(wake)]);
+    }
+  }
+
+  /** The wake of a park: due at its deadline (or the re-check), now when `park` is undefined. */
+  private addWake(wake: WakeTask, target: StepTarget, park?: ParkRequest): Promise<void> {
+    const untilDeadline =
+      park?.deadline === null || park === undefined ? Infinity : park.deadline - this.options.clock.now();
+    const delayMs = park === undefined ? 0 : Math.min(untilDeadline, this.options.parkRecheckMs);
+    return this.scheduler.addWake(wake, target, delayMs);
+  }
+
+  /**
+   * Commits, and does what follows a refused or cancelling commit. A fan-out child that ends
+   * here reports to its parent in the same commit.
+   */
+  private async commit(run: StoredRun, mode: CommitMode, fields: CommitFields): Promise<CommitResult> {
+    const report = run.parent ? await this.fanOut.childReport(run, mode, fields) : undefined;
+    const reply = await this.store.commit(run, mode, fields, report);
+    await this.scheduler.promote(reply.wakes);
+    if (reply.result === 'stale') {
+      const current = await this.store.load(run.id);
+      if (current) await this.ensureProgress(current);
+    }
+    if (reply.parent && report) await this.fanOut.followChildEnded(report.parent.id, report.parent.step, reply.parent);
+    return reply.result;
+  }
+
+  /**
+   * Re-adds whatever `run` needs next; every add is idempotent. Called when a task finds its run
+   * past its step: the task that committed may have died before adding the next one.
+   */
+  async ensureProgress(run: StoredRun): Promise<void> {
+    if (isFinal(run.status)) return this.fanOut.reportEnded(run);
+    if (run.status !== 'waiting') return this.scheduler.addStep(run.id, run.step, run.target);
+    if (run.replay.parked) {
+      const wake: WakeTask = {
+        type: 'wake',
+        runId: run.id,
+        step: run.step,
+        park: run.parkCount,
+        attemptBase: run.attempt,
+      };
+      return this.addWake(wake, run.target, run.replay.parked);
+    }
+    return this.fanOut.ensureChildren(run);
+  }
+
+  /**
+   * The graph for `run`, built here, or why this driver refuses the step: a graph of another
+   * shape (other code deployed mid-run) or no such flow. A refused step goes back to the
+   * scheduler without using up a try, so a worker with the matching code can take it.
+   */
+  async graphFor(run: Pick<StoredRun, 'id' | 'flow' | 'fingerprint'>): Promise<CompiledGraph | string> {
+    let problem: string;
+    try {
+      const graph = this.registry.graph(run.flow);
+      if (graph.fingerprint === run.fingerprint) return graph;
+      problem = `flow '${run.flow}' has graph fingerprint ${graph.fingerprint} on this worker but ${run.fingerprint} in run '${run.id}' (other code deployed?)`;
+    } catch (error) {
+      problem = `this worker cannot build flow '${run.flow}' of run '${run.id}': ${(error as Error).message}`;
+    }
+    await this.store.noteRefusal(run.id, `${problem} (at ${new Date(this.options.clock.now()).toISOString()})`);
+    if (!this.refusalsWarned.has(run.id)) {
+      if (this.refusalsWarned.size >= 1000) this.refusalsWarned.clear();
+      this.refusalsWarned.add(run.id);
+      warn('QF_STEP_REFUSED', `${problem}; the step goes back to the queue for a worker with the matching code`);
+    }
+    return problem;
+  }
+}

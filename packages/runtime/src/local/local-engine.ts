@@ -1,0 +1,151 @@
+import { checkOptionalPositiveInteger } from '../core/validate-options.js';
+import { QueueflowError } from '../errors/queueflow-error.js';
+import { FlowRegistry, type FlowDefinition, type FlowsOption } from '../interpreter/flow-definition.js';
+import type { Json, JsonObject } from '../json/json.js';
+import { systemClock, type Clock } from '../kernel/clock.js';
+import type {
+  Engine,
+  ListRunsOptions,
+  RunHandle,
+  RunInfo,
+  RunOptions,
+  RunResult,
+  RunSummary,
+} from '../kernel/engine.js';
+import { ResultWaiter } from '../kernel/result-waiter.js';
+import { RunClient } from '../kernel/run-client.js';
+import { StepDriver } from '../kernel/step-driver.js';
+import { LocalScheduler } from './local-scheduler.js';
+import { MemoryRunStore } from './memory-run-store.js';
+
+export interface LocalEngineOptions {
+  /** The flows this engine runs: definitions from `defineFlow`, or a module exporting them. */
+  flows: FlowsOption;
+  /** Most steps running at once in this process. @defaultValue 16 */
+  concurrency?: number;
+  /** Finished runs kept for `get` (fan-out children included), oldest dropped first. @defaultValue 10000 */
+  retainFinishedRuns?: number;
+  /** Largest encoded checkpoint, in bytes. @defaultValue 16 MiB */
+  maxCheckpointBytes?: number;
+  /** Time source for retry delays, deadlines and records; tests inject a fake one. @defaultValue the system clock */
+  clock?: Clock;
+}
+
+/**
+ * The embedded engine: runs registered flows step by step in this process, through the same run
+ * kernel as the Redis engine (the step driver and run client) over an in-memory store and an
+ * in-process scheduler. Every checkpoint goes through JSON, so what works here survives the Redis
+ * engine too.
+ *
+ * @example
+ * ```ts
+ * const engine = new LocalEngine({ flows: [review] });
+ * const result = await engine.run('review', { draft: '...' });
+ * if (result.status === 'completed') console.log(result.lastAction, result.shared);
+ * ```
+ */
+export class LocalEngine implements Engine {
+  private readonly store: MemoryRunStore;
+  private readonly scheduler: LocalScheduler;
+  private readonly driver: StepDriver;
+  private readonly waiter: ResultWaiter;
+  private readonly client: RunClient;
+  private readonly ready: Promise<void>;
+  private closed = false;
+
+  /** @throws TypeError for invalid options. */
+  constructor(options: LocalEngineOptions) {
+    const registry = new FlowRegistry(options.flows);
+    const clock = options.clock ?? systemClock;
+    const retainFinishedRuns =
+      checkOptionalPositiveInteger('LocalEngine', 'retainFinishedRuns', options.retainFinishedRuns) ?? 10_000;
+    const maxCheckpointBytes =
+      checkOptionalPositiveInteger('LocalEngine', 'maxCheckpointBytes', options.maxCheckpointBytes) ?? 16 * 1024 * 1024;
+    const concurrency = checkOptionalPositiveInteger('LocalEngine', 'concurrency', options.concurrency) ?? 16;
+    this.store = new MemoryRunStore(clock, retainFinishedRuns);
+    this.scheduler = new LocalScheduler(concurrency, clock);
+    // In memory no wake is lost: a parked run sleeps until its message or its deadline.
+    this.driver = new StepDriver(this.store, this.scheduler, registry, {
+      clock,
+      maxCheckpointBytes,
+      refusalDelayMs: 5000,
+      parkRecheckMs: Infinity,
+    });
+    this.waiter = new ResultWaiter(this.store, (runId) => this.client.resultIfEnded(runId));
+    this.client = new RunClient(this.store, this.scheduler, registry, this.waiter, {
+      clock,
+      maxCheckpointBytes,
+      where: 'in this engine',
+    });
+    this.ready = Promise.all([
+      this.waiter.start(),
+      this.store.subscribe({ cancelled: (runId) => this.driver.abort(runId) }),
+    ]).then(() => this.scheduler.start(this.driver));
+  }
+
+  async run<S extends object = JsonObject>(
+    flow: FlowDefinition | string,
+    shared: S,
+    options?: RunOptions,
+  ): Promise<RunResult<S>> {
+    const handle = await this.start(flow, shared, options);
+    return handle.result();
+  }
+
+  async start<S extends object = JsonObject>(
+    flow: FlowDefinition | string,
+    shared: S,
+    options?: RunOptions,
+  ): Promise<RunHandle<S>> {
+    await this.open();
+    return this.client.start(flow, shared, options);
+  }
+
+  async get(runId: string): Promise<RunInfo | undefined> {
+    return this.client.get(runId);
+  }
+
+  async list(options?: ListRunsOptions): Promise<RunSummary[]> {
+    return this.client.list(options);
+  }
+
+  /** Resolves when run `runId` has ended. @throws QueueflowError RUN_NOT_FOUND for an unknown id. */
+  async result(runId: string): Promise<RunResult> {
+    await this.open();
+    return this.client.result(runId);
+  }
+
+  /**
+   * Cancels the run now: its status becomes `cancelled`, the `exec` in flight is aborted, and the
+   * step in flight commits nothing (it stops at that step boundary). No-op once ended.
+   * @throws QueueflowError RUN_NOT_FOUND for an unknown run id.
+   */
+  async cancel(runId: string): Promise<void> {
+    return this.client.cancel(runId);
+  }
+
+  /**
+   * Sends `body` to the mailbox at `address` from outside any run (a person or a service
+   * answering an agent); wakes a run parked on it.
+   *
+   * @throws QueueflowError NOT_JSON for a body that would not survive JSON; TypeError for a bad address.
+   */
+  async send(address: string, body: Json): Promise<void> {
+    await this.open();
+    return this.client.send(address, body);
+  }
+
+  /** Stops: runs stay where they are; the `exec` in flight is aborted; awaited results reject. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    this.scheduler.close();
+    this.driver.abortAll(new QueueflowError('ENGINE_CLOSED', 'the engine was closed'));
+    this.waiter.close();
+  }
+
+  private async open(): Promise<void> {
+    if (this.closed) throw new QueueflowError('ENGINE_CLOSED', 'LocalEngine is closed');
+    await this.ready;
+  }
+}

@@ -1,0 +1,153 @@
+import { toErrorRecord } from '../errors/error-record.js';
+import type { Json } from '../json/json.js';
+import type { StepTarget } from '../interpreter/step-types.js';
+import type { Clock } from '../kernel/clock.js';
+import { taskId, type Scheduler, type Task, type TaskResult, type WakeTask } from '../kernel/scheduler.js';
+
+/** Runs the tasks a scheduler hands out (the step driver). */
+export interface TaskRunner {
+  run(task: Task, attemptsMade: number): Promise<TaskResult>;
+  taskFailed(task: Task, error: Error, attemptsMade: number): Promise<void>;
+}
+
+interface Job {
+  task: Task;
+  /** Tries the task gets (BullMQ `attempts`). */
+  attempts: number;
+  attemptsMade: number;
+  state: 'waiting' | 'delayed' | 'active';
+  timer?: unknown;
+}
+
+/** Delay before a task that threw (a bug, not node code) runs again, in ms (as on Redis). */
+const FAILED_TASK_RETRY_MS = 1000;
+
+/**
+ * The LocalEngine's scheduler: BullMQ's job semantics in this process, on the injected clock.
+ * Tasks are jobs named by their task id (an add whose id is still held adds nothing), at most
+ * `concurrency` run at once in the order they became ready, and a delayed job waits on a timer of
+ * the clock without holding a slot; a `retry` uses up one of the job's attempts, a `defer` none.
+ */
+export class LocalScheduler implements Scheduler {
+  private readonly jobs = new Map<string, Job>();
+  private ready: string[] = [];
+  private head = 0;
+  private active = 0;
+  private runner: TaskRunner | undefined;
+  private closed = false;
+
+  constructor(
+    private readonly concurrency: number,
+    private readonly clock: Clock,
+  ) {}
+
+  /** Starts handing tasks to `runner`. */
+  start(runner: TaskRunner): void {
+    this.runner = runner;
+    this.pump();
+  }
+
+  async addStep(runId: string, step: number, target: StepTarget): Promise<void> {
+    this.add({ type: 'step', runId, step }, target.maxAttempts, 0);
+  }
+
+  async addFirstSteps(runIds: readonly string[], target: StepTarget): Promise<void> {
+    for (const runId of runIds) this.add({ type: 'step', runId, step: 0 }, target.maxAttempts, 0);
+  }
+
+  async addItems(
+    runId: string,
+    step: number,
+    items: readonly { index: number; item: Json }[],
+    maxAttempts: number,
+  ): Promise<void> {
+    for (const { index, item } of items) this.add({ type: 'item', runId, step, index, item }, maxAttempts, 0);
+  }
+
+  async addWake(wake: WakeTask, target: StepTarget, delayMs: number): Promise<void> {
+    this.add(wake, Math.max(1, target.maxAttempts - wake.attemptBase), delayMs);
+  }
+
+  async promote(wakeIds: readonly string[]): Promise<void> {
+    for (const id of wakeIds) {
+      const job = this.jobs.get(id);
+      if (job?.state === 'delayed') this.makeReady(id, job);
+    }
+  }
+
+  /** Drops waiting and delayed tasks; tasks running finish. */
+  close(): void {
+    this.closed = true;
+    for (const job of this.jobs.values()) if (job.timer !== undefined) this.clock.clearTimeout(job.timer);
+    this.jobs.clear();
+    this.ready = [];
+    this.head = 0;
+  }
+
+  private add(task: Task, attempts: number, delayMs: number): void {
+    const id = taskId(task);
+    if (this.closed || this.jobs.has(id)) return;
+    const job: Job = { task, attempts, attemptsMade: 0, state: 'waiting' };
+    this.jobs.set(id, job);
+    this.schedule(id, job, delayMs);
+  }
+
+  private schedule(id: string, job: Job, delayMs: number): void {
+    if (delayMs <= 0 || !Number.isFinite(delayMs)) {
+      if (delayMs === Infinity) {
+        job.state = 'delayed'; // waits for a promote
+        return;
+      }
+      return this.makeReady(id, job);
+    }
+    job.state = 'delayed';
+    job.timer = this.clock.setTimeout(() => this.makeReady(id, job), delayMs);
+  }
+
+  private makeReady(id: string, job: Job): void {
+    if (job.timer !== undefined) this.clock.clearTimeout(job.timer);
+    delete job.timer;
+    job.state = 'waiting';
+    this.ready.push(id);
+    this.pump();
+  }
+
+  private pump(): void {
+    while (this.runner && !this.closed && this.active < this.concurrency && this.head < this.ready.length) {
+      const id = this.ready[this.head++]!;
+      if (this.head > 1024 && this.head * 2 > this.ready.length) {
+        this.ready = this.ready.slice(this.head);
+        this.head = 0;
+      }
+      const job = this.jobs.get(id);
+      if (job?.state !== 'waiting') continue;
+      job.state = 'active';
+      this.active++;
+      void this.runJob(id, job, this.runner).finally(() => {
+        this.active--;
+        this.pump();
+      });
+    }
+  }
+
+  private async runJob(id: string, job: Job, runner: TaskRunner): Promise<void> {
+    let result: TaskResult;
+    try {
+      result = await runner.run(job.task, job.attemptsMade);
+    } catch (error) {
+      result = { type: 'retry', delayMs: FAILED_TASK_RETRY_MS, error: toErrorRecord(error) };
+      if (job.attemptsMade + 1 >= job.attempts) {
+        this.jobs.delete(id);
+        await runner.taskFailed(job.task, error as Error, job.attemptsMade + 1).catch(() => {});
+        return;
+      }
+    }
+    if (this.closed) return;
+    if (result.type === 'done') {
+      this.jobs.delete(id);
+      return;
+    }
+    if (result.type === 'retry') job.attemptsMade++;
+    this.schedule(id, job, result.delayMs);
+  }
+}

@@ -1,0 +1,525 @@
+import type { ErrorRecord } from '../errors/error-record.js';
+import { recordOfRunError } from '../errors/error-record.js';
+import type { Json } from '../json/json.js';
+import type { ChildOutcome, OutgoingMessage, ParkRequest, StepReplay } from '../interpreter/step-types.js';
+import type { Message } from '../mailbox/message.js';
+import {
+  decodeConflict,
+  decodeErrorRecord,
+  decodeJson,
+  decodeMessage,
+  decodeOutcome,
+  decodeRequest,
+  encodeConflict,
+  encodeErrorRecord,
+  encodeJson,
+  encodeMessage,
+  encodeOutcome,
+  encodeRequest,
+} from '../kernel/codec.js';
+import type { Clock } from '../kernel/clock.js';
+import type { ListRunsOptions, RunStatus } from '../kernel/engine.js';
+import type { RunEventListener, RunEventSource } from '../kernel/run-events.js';
+import {
+  childRunId,
+  isFinal,
+  wakeId,
+  type CancelResult,
+  type ChildEndReport,
+  type ChildEndedResult,
+  type ChildReport,
+  type CommitFields,
+  type CommitMode,
+  type CommitReply,
+  type FanOutCommit,
+  type NewRun,
+  type ParkReply,
+  type RunRecord,
+  type RunStore,
+  type Runnable,
+  type StoredFanOut,
+  type StoredRun,
+} from '../kernel/run-store.js';
+
+/** Error records kept per run, oldest dropped first. */
+const MAX_ERRORS = 50;
+
+interface MemoryFanOut {
+  request: string;
+  snapshot: string;
+  total: number;
+  started: number;
+  ended: number;
+  failed: number;
+  step: number;
+  /** Items of a ParallelBatchNode fan-out, encoded. */
+  items: string[];
+}
+
+/** One run in memory: the record and the lists and hashes Redis keeps beside it, encoded alike. */
+interface MemoryRun {
+  run: StoredRun;
+  errors: string[];
+  conflicts: string[];
+  fanOut?: MemoryFanOut;
+  /** Child index → encoded outcome, while waiting on a fan-out. */
+  outcomes: Map<number, string>;
+  /** Messages reserved by the current step, by receive ordinal. */
+  reserved: Map<number, { address: string; message: string }>;
+}
+
+/**
+ * The run store in this process's memory (LocalEngine): each operation the same atomic transition
+ * as the Redis store's Lua script of the same name, with the same result codes, kept in maps and
+ * run synchronously (nothing interleaves inside one). Values cross it encoded, as they cross Redis,
+ * so what works here survives the Redis engine too. Finished runs beyond `retainFinishedRuns` are
+ * dropped, oldest first.
+ */
+export class MemoryRunStore implements RunStore, RunEventSource {
+  private readonly runs = new Map<string, MemoryRun>();
+  private readonly finished: string[] = [];
+  private readonly mailboxes = new Map<string, string[]>();
+  /** Wake ids of the runs parked on each address. */
+  private readonly waiters = new Map<string, Set<string>>();
+  private readonly listeners = new Set<RunEventListener>();
+
+  constructor(
+    private readonly clock: Clock,
+    private readonly retainFinishedRuns: number,
+  ) {}
+
+  async subscribe(listener: RunEventListener): Promise<() => void> {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  async create(run: NewRun): Promise<void> {
+    this.runs.set(run.id, {
+      run: {
+        id: run.id,
+        flow: run.flow,
+        fingerprint: run.fingerprint,
+        status: 'queued',
+        step: 0,
+        attempt: 0,
+        checkpoint: run.checkpoint,
+        target: run.target,
+        createdAt: run.now,
+        updatedAt: run.now,
+        cancel: false,
+        parkCount: 0,
+        replay: { sent: 0 },
+      },
+      errors: [],
+      conflicts: [],
+      outcomes: new Map(),
+      reserved: new Map(),
+    });
+  }
+
+  async discard(runId: string): Promise<void> {
+    this.runs.delete(runId);
+  }
+
+  async load(runId: string): Promise<StoredRun | undefined> {
+    const entry = this.runs.get(runId);
+    return entry && copyOf(entry.run);
+  }
+
+  async position(runId: string): Promise<{ status: RunStatus; step: number } | undefined> {
+    const run = this.runs.get(runId)?.run;
+    return run && { status: run.status, step: run.step };
+  }
+
+  async loadForStep(runId: string, runnable: readonly Runnable[]): Promise<StoredRun | undefined> {
+    const entry = this.runs.get(runId);
+    if (!entry) return undefined;
+    const { run } = entry;
+    if (
+      run.status === 'queued' &&
+      runnable.some(([flow, fingerprint]) => flow === run.flow && fingerprint === run.fingerprint)
+    ) {
+      const now = this.clock.now();
+      run.status = 'running';
+      run.startedAt = now;
+      run.updatedAt = now;
+    }
+    return copyOf(run);
+  }
+
+  async commit(at: StoredRun, mode: CommitMode, fields: CommitFields, report?: ChildReport): Promise<CommitReply> {
+    const wakes: string[] = [];
+    const entry = this.runs.get(at.id);
+    if (!entry) return { result: 'missing', wakes };
+    const { run } = entry;
+    if (isFinal(run.status) || !atStep(run, at)) return { result: 'stale', wakes };
+    this.leaveWaiters(run);
+    const toParent = (outcome: ChildOutcome | undefined): ChildEndedResult | undefined =>
+      report &&
+      this.recordChildEnd(report.parent.id, report.parent.step, report.parent.index, {
+        ...report,
+        ...(outcome ? { outcome } : {}),
+      });
+    if (run.cancel) {
+      this.releaseReserved(entry, wakes);
+      this.finish(entry, 'cancelled', fields.now);
+      return { result: 'cancelled', wakes, ...optional('parent', toParent({ status: 'cancelled' })) };
+    }
+    const records = fields.errorRecords ?? [];
+    this.pushErrors(entry, records);
+    for (const conflict of fields.conflicts ?? []) entry.conflicts.push(encodeConflict(conflict));
+    run.updatedAt = fields.now;
+    run.startedAt ??= fields.now;
+    delete run.refusal; // a worker with the right code has taken the step
+
+    if (mode === 'retry') {
+      if (fields.checkpoint) run.checkpoint = fields.checkpoint;
+      run.attempt++;
+      run.status = 'running';
+      return { result: 'committed', wakes };
+    }
+    if (mode === 'failed') {
+      if (fields.runError) run.error = fields.runError;
+      const last = records[records.length - 1];
+      // A step that failed in exec: its last try counts among the step's tries.
+      if (last?.attempt !== undefined) run.attempt = last.attempt + 1;
+      this.releaseReserved(entry, wakes);
+      this.finish(entry, 'failed', fields.now);
+      const outcome: ChildOutcome = report?.outcome ?? {
+        status: 'failed',
+        error: last ?? recordOfRunError(fields.runError),
+      };
+      return { result: 'committed', wakes, ...optional('parent', toParent(outcome)) };
+    }
+    // The step commits: what it received is consumed, what it sent leaves.
+    entry.reserved.clear();
+    this.deliver(fields.outbox ?? [], wakes);
+    run.step++;
+    run.attempt = 0;
+    run.replay = { sent: 0 };
+    if (fields.checkpoint) run.checkpoint = fields.checkpoint;
+    if (fields.target) run.target = fields.target;
+    delete entry.fanOut;
+    entry.outcomes.clear();
+    if (mode === 'completed') {
+      if (fields.lastAction !== undefined) run.lastAction = fields.lastAction;
+      this.finish(entry, 'completed', fields.now);
+      return { result: 'committed', wakes, ...optional('parent', toParent(report?.outcome)) };
+    }
+    run.status = 'running';
+    return { result: 'committed', wakes };
+  }
+
+  async fanOut(at: StoredRun, fields: FanOutCommit): Promise<{ result: CommitReply['result']; wakes: string[] }> {
+    const wakes: string[] = [];
+    const entry = this.runs.get(at.id);
+    if (!entry) return { result: 'missing', wakes };
+    const { run } = entry;
+    if (isFinal(run.status) || !atStep(run, at)) return { result: 'stale', wakes };
+    if (run.cancel) {
+      this.releaseReserved(entry, wakes);
+      this.finish(entry, 'cancelled', fields.now);
+      return { result: 'cancelled', wakes };
+    }
+    this.leaveWaiters(run);
+    entry.reserved.clear();
+    this.deliver(fields.outbox, wakes);
+    run.replay = { sent: 0 };
+    const step = ++run.step;
+    Object.assign(run, {
+      status: 'waiting',
+      attempt: 0,
+      checkpoint: fields.checkpoint,
+      target: fields.target,
+      updatedAt: fields.now,
+    });
+    run.startedAt ??= fields.now;
+    entry.outcomes.clear();
+    const runs = fields.request.kind === 'runs';
+    entry.fanOut = {
+      request: encodeRequest(fields.request),
+      snapshot: fields.snapshot,
+      total: fields.total,
+      started: fields.startNow,
+      ended: 0,
+      failed: 0,
+      step,
+      items: runs ? [] : (fields.perChild as Json[]).map((item) => encodeJson(item ?? null)),
+    };
+    if (runs) {
+      (fields.perChild as string[]).forEach((checkpoint, index) => {
+        const id = childRunId(run.id, step, index);
+        this.runs.set(id, {
+          run: {
+            id,
+            flow: run.flow,
+            fingerprint: run.fingerprint,
+            status: 'queued',
+            step: 0,
+            attempt: 0,
+            checkpoint,
+            target: fields.childTarget!,
+            createdAt: fields.now,
+            updatedAt: fields.now,
+            cancel: false,
+            parent: { id: run.id, step, index },
+            parkCount: 0,
+            replay: { sent: 0 },
+          },
+          errors: [],
+          conflicts: [],
+          outcomes: new Map(),
+          reserved: new Map(),
+        });
+      });
+    }
+    return { result: 'committed', wakes };
+  }
+
+  async childEnded(
+    parentId: string,
+    parentStep: number,
+    index: number,
+    report: ChildEndReport,
+  ): Promise<ChildEndedResult> {
+    return this.recordChildEnd(parentId, parentStep, index, report);
+  }
+
+  async cancel(runId: string): Promise<{ result: CancelResult; wakes: string[] }> {
+    const wakes: string[] = [];
+    const entry = this.runs.get(runId);
+    if (!entry) return { result: 'missing', wakes };
+    const { run } = entry;
+    if (isFinal(run.status)) return { result: 'ended', wakes };
+    const status = run.status;
+    this.leaveWaiters(run);
+    run.cancel = true;
+    this.releaseReserved(entry, wakes);
+    this.emit((listener) => listener.cancelled?.(runId));
+    this.finish(entry, 'cancelled', this.clock.now());
+    return { result: status === 'waiting' && entry.fanOut ? 'cancelled-waiting' : 'cancelled', wakes };
+  }
+
+  async appendErrors(runId: string, records: ErrorRecord[]): Promise<void> {
+    const entry = this.runs.get(runId);
+    if (entry) this.pushErrors(entry, records);
+  }
+
+  async noteRefusal(runId: string, message: string): Promise<void> {
+    const run = this.runs.get(runId)?.run;
+    if (run) run.refusal = message;
+  }
+
+  async reserveMessage(at: StoredRun, ordinal: number, address: string): Promise<Message | undefined | 'stale'> {
+    const entry = this.runs.get(at.id);
+    if (!entry || isFinal(entry.run.status) || !atStep(entry.run, at)) return 'stale';
+    const held = entry.reserved.get(ordinal);
+    if (held) return decodeMessage(held.message);
+    const message = this.mailboxes.get(address)?.shift();
+    if (message === undefined) return undefined;
+    if (this.mailboxes.get(address)?.length === 0) this.mailboxes.delete(address);
+    entry.reserved.set(ordinal, { address, message });
+    return decodeMessage(message);
+  }
+
+  async park(at: StoredRun, park: ParkRequest, replay: StepReplay, outbox: OutgoingMessage[]): Promise<ParkReply> {
+    const wakes: string[] = [];
+    const entry = this.runs.get(at.id);
+    if (!entry) return { result: 'missing', parkCount: 0, ready: false, wakes };
+    const { run } = entry;
+    if (isFinal(run.status) || !atStep(run, at)) return { result: 'stale', parkCount: 0, ready: false, wakes };
+    const now = this.clock.now();
+    if (run.cancel) {
+      this.releaseReserved(entry, wakes);
+      this.finish(entry, 'cancelled', now);
+      return { result: 'cancelled', parkCount: 0, ready: false, wakes };
+    }
+    this.leaveWaiters(run);
+    const parkCount = ++run.parkCount;
+    run.status = 'waiting';
+    run.replay = replay;
+    run.updatedAt = now;
+    run.startedAt ??= now;
+    this.deliver(outbox, wakes);
+    const waiting = this.waiters.get(park.address) ?? new Set<string>();
+    waiting.add(wakeId(run.id, run.step, parkCount));
+    this.waiters.set(park.address, waiting);
+    const ready = (this.mailboxes.get(park.address)?.length ?? 0) > 0;
+    return { result: 'committed', parkCount, ready, wakes };
+  }
+
+  async send(address: string, message: Message): Promise<{ wakes: string[] }> {
+    const wakes: string[] = [];
+    this.deliver([{ address, message }], wakes);
+    return { wakes };
+  }
+
+  async mailboxSize(address: string): Promise<number> {
+    return this.mailboxes.get(address)?.length ?? 0;
+  }
+
+  async fanOutOf(parentId: string): Promise<StoredFanOut | undefined> {
+    const entry = this.runs.get(parentId);
+    const fanOut = entry?.fanOut;
+    if (!entry || !fanOut) return undefined;
+    const { total, started, ended, failed, step } = fanOut;
+    const { flow, fingerprint } = entry.run;
+    return { request: decodeRequest(fanOut.request), total, started, ended, failed, step, flow, fingerprint };
+  }
+
+  async snapshotOf(parentId: string): Promise<string | undefined> {
+    return this.runs.get(parentId)?.fanOut?.snapshot;
+  }
+
+  async itemOf(parentId: string, index: number): Promise<Json | undefined> {
+    const item = this.runs.get(parentId)?.fanOut?.items[index];
+    return item === undefined ? undefined : decodeJson(item);
+  }
+
+  async outcomesOf(parentId: string, total: number): Promise<(ChildOutcome | undefined)[]> {
+    const outcomes = new Array<ChildOutcome | undefined>(total);
+    for (const [index, outcome] of this.runs.get(parentId)?.outcomes ?? []) outcomes[index] = decodeOutcome(outcome);
+    return outcomes;
+  }
+
+  async record(runId: string): Promise<RunRecord | undefined> {
+    const entry = this.runs.get(runId);
+    if (!entry) return undefined;
+    const fanOut = entry.fanOut;
+    return {
+      run: copyOf(entry.run),
+      errors: entry.errors.map(decodeErrorRecord),
+      conflicts: entry.conflicts.map(decodeConflict),
+      ...(fanOut ? { children: { total: fanOut.total, ended: fanOut.ended, failed: fanOut.failed } } : {}),
+    };
+  }
+
+  async list(options: ListRunsOptions & { limit: number }): Promise<StoredRun[]> {
+    const found: StoredRun[] = [];
+    for (const { run } of [...this.runs.values()].reverse()) {
+      if (found.length >= options.limit) break;
+      if (run.parent) continue; // fan-out children are seen through their parent
+      if (options.status && run.status !== options.status) continue;
+      if (options.flow && run.flow !== options.flow) continue;
+      found.push(copyOf(run));
+    }
+    return found;
+  }
+
+  /** Ids of every run held (fan-out children included), for tests and tools. */
+  runIds(): string[] {
+    return [...this.runs.keys()];
+  }
+
+  /**
+   * Records how child `index` of a waiting parent ended (once per index) and says what the parent
+   * does next (recordChildEnd in run-lifecycle.lua).
+   */
+  private recordChildEnd(
+    parentId: string,
+    parentStep: number,
+    index: number,
+    report: ChildEndReport,
+  ): ChildEndedResult {
+    const entry = this.runs.get(parentId);
+    const fanOut = entry?.fanOut;
+    if (!entry || !fanOut || entry.run.status !== 'waiting' || fanOut.step !== parentStep) return { type: 'ignored' };
+    if (entry.outcomes.has(index)) return fanOut.ended >= fanOut.total ? { type: 'fan-in' } : { type: 'duplicate' };
+    const outcome: ChildOutcome = report.outcome ?? { status: 'cancelled' };
+    entry.outcomes.set(index, encodeOutcome(outcome));
+    if (outcome.status === 'failed') this.pushErrors(entry, [outcome.error]);
+    fanOut.ended++;
+    entry.run.updatedAt = report.now;
+    if (entry.run.cancel) {
+      this.finish(entry, 'cancelled', report.now);
+      return { type: 'parent-ended' };
+    }
+    if (outcome.status !== 'completed') {
+      fanOut.failed++;
+      if (report.failFast) {
+        entry.run.error = report.parentError;
+        this.finish(entry, 'failed', report.now);
+        return { type: 'parent-ended' };
+      }
+    }
+    if (fanOut.ended >= fanOut.total) return { type: 'fan-in' };
+    if (fanOut.started < fanOut.total) return { type: 'recorded', startIndex: fanOut.started++ };
+    return { type: 'recorded', startIndex: undefined };
+  }
+
+  /** Ends a run; a fan-out child's end is not announced (its parent hears of it). */
+  private finish(entry: MemoryRun, status: 'completed' | 'failed' | 'cancelled', now: number): void {
+    const { run } = entry;
+    run.status = status;
+    run.finishedAt = now;
+    run.updatedAt = now;
+    if (!run.parent) this.emit((listener) => listener.ended?.(run.id));
+    this.finished.push(run.id);
+    while (this.finished.length > this.retainFinishedRuns) this.runs.delete(this.finished.shift()!);
+  }
+
+  private pushErrors(entry: MemoryRun, records: readonly ErrorRecord[]): void {
+    for (const record of records) entry.errors.push(encodeErrorRecord(record));
+    if (entry.errors.length > MAX_ERRORS) entry.errors.splice(0, entry.errors.length - MAX_ERRORS);
+  }
+
+  /** Appends each message to its mailbox and takes the runs parked there off its waiters. */
+  private deliver(outbox: readonly OutgoingMessage[], wakes: string[]): void {
+    for (const { address, message } of outbox) {
+      const queue = this.mailboxes.get(address) ?? [];
+      queue.push(encodeMessage(message));
+      this.mailboxes.set(address, queue);
+      this.collectWaiters(address, wakes);
+    }
+  }
+
+  /** Gives the messages the current step reserved back, at the head of their mailboxes, in order. */
+  private releaseReserved(entry: MemoryRun, wakes: string[]): void {
+    const ordinals = [...entry.reserved.keys()].sort((a, b) => b - a);
+    for (const ordinal of ordinals) {
+      const { address, message } = entry.reserved.get(ordinal)!;
+      const queue = this.mailboxes.get(address) ?? [];
+      queue.unshift(message);
+      this.mailboxes.set(address, queue);
+      this.collectWaiters(address, wakes);
+    }
+    entry.reserved.clear();
+  }
+
+  private collectWaiters(address: string, wakes: string[]): void {
+    const waiting = this.waiters.get(address);
+    if (!waiting) return;
+    wakes.push(...waiting);
+    this.waiters.delete(address);
+  }
+
+  /** The run stops waiting where its step last parked: its wake leaves that address's waiters. */
+  private leaveWaiters(run: StoredRun): void {
+    const address = run.replay.parked?.address;
+    if (address === undefined) return;
+    const waiting = this.waiters.get(address);
+    waiting?.delete(wakeId(run.id, run.step, run.parkCount));
+    if (waiting?.size === 0) this.waiters.delete(address);
+  }
+
+  private emit(call: (listener: RunEventListener) => void): void {
+    // After the transition, as a published message arrives after the script that published it.
+    queueMicrotask(() => {
+      for (const listener of this.listeners) call(listener);
+    });
+  }
+}
+
+/** Whether the run still stands where a step started: same step counter and same park count. */
+function atStep(run: StoredRun, at: StoredRun): boolean {
+  return run.step === at.step && run.parkCount === at.parkCount;
+}
+
+/** A copy the caller may keep: later transitions do not change it. */
+function copyOf(run: StoredRun): StoredRun {
+  return { ...run, ...(run.parent ? { parent: { ...run.parent } } : {}) };
+}
+
+function optional<K extends string, V>(key: K, value: V | undefined): { [P in K]?: V } {
+  return (value === undefined ? {} : { [key]: value }) as { [P in K]?: V };
+}

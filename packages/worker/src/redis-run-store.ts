@@ -1,0 +1,402 @@
+import type { ErrorRecord, Json, ListRunsOptions, RunStatus } from '@queueflow/runtime';
+import {
+  decodeConflict,
+  decodeErrorRecord,
+  decodeJson,
+  decodeMessage,
+  decodeOutcome,
+  decodeRequest,
+  encodeErrorRecord,
+  encodeJson,
+  encodeMessage,
+  encodeOutcome,
+  encodeReplay,
+  encodeRequest,
+  encodeRunError,
+  encodeTarget,
+  encodeConflict,
+  type CancelResult,
+  type ChildEndReport,
+  type ChildEndedResult,
+  type ChildOutcome,
+  type ChildReport,
+  type CommitFields,
+  type CommitMode,
+  type CommitReply,
+  type CommitResult,
+  type FanOutCommit,
+  type NewRun,
+  type OutgoingMessage,
+  type ParkReply,
+  type ParkRequest,
+  type RunRecord,
+  type RunStore,
+  type Runnable,
+  type StepReplay,
+  type StoredFanOut,
+  type StoredRun,
+} from '@queueflow/runtime/kernel';
+import type { Message } from '@queueflow/runtime';
+import type { RedisKeys } from './redis-keys.js';
+import { hashOfList, positionOf, runOfHash } from './run-hash.js';
+import type { ScriptedRedis } from './scripts.js';
+
+/** Settings of the Redis store. */
+export interface RedisStoreOptions {
+  /** How long a finished run's record is kept, in seconds. */
+  retentionSeconds: number;
+  /** Error records kept per run. */
+  maxErrors: number;
+}
+
+const COMMIT_CODES: Record<number, CommitResult> = { 1: 'committed', 0: 'stale', 2: 'cancelled', [-1]: 'missing' };
+const CANCEL_CODES: Record<number, CancelResult> = {
+  [-1]: 'missing',
+  0: 'ended',
+  1: 'cancelled',
+  2: 'cancelled-waiting',
+};
+
+/**
+ * The run store in Redis (DESIGN "The run kernel"): each transition of the {@link RunStore}
+ * contract is one Lua script (src/lua, each headed by its KEYS, ARGV and return codes), so it is
+ * atomic whatever else runs; reads are plain commands. Keys come from {@link RedisKeys}.
+ */
+export class RedisRunStore implements RunStore {
+  constructor(
+    private readonly redis: ScriptedRedis,
+    private readonly keys: RedisKeys,
+    private readonly options: RedisStoreOptions,
+  ) {}
+
+  async create(run: NewRun): Promise<void> {
+    const results = await this.redis
+      .multi()
+      .hset(this.keys.run(run.id), {
+        flow: run.flow,
+        fingerprint: run.fingerprint,
+        status: 'queued',
+        step: 0,
+        attempt: 0,
+        checkpoint: run.checkpoint,
+        target: encodeTarget(run.target),
+        createdAt: run.now,
+        updatedAt: run.now,
+      })
+      .zadd(this.keys.runs(), run.now, run.id)
+      .exec();
+    if (!results) throw new Error('Redis transaction was aborted');
+    for (const [error] of results) if (error) throw error;
+  }
+
+  async discard(runId: string): Promise<void> {
+    await this.redis.multi().del(this.keys.run(runId)).zrem(this.keys.runs(), runId).exec();
+  }
+
+  async load(runId: string): Promise<StoredRun | undefined> {
+    const hash = await this.redis.hgetall(this.keys.run(runId));
+    return hash.status ? runOfHash(runId, hash) : undefined;
+  }
+
+  async position(runId: string): Promise<{ status: RunStatus; step: number } | undefined> {
+    const [status, step] = await this.redis.hmget(this.keys.run(runId), 'status', 'step');
+    return status ? { status: status as RunStatus, step: Number(step ?? 0) } : undefined;
+  }
+
+  async loadForStep(runId: string, runnable: readonly Runnable[]): Promise<StoredRun | undefined> {
+    const flat = (await this.redis.loadRun(this.keys.run(runId), Date.now(), ...runnable.flat())) as string[];
+    const hash = hashOfList(flat);
+    return hash.status ? runOfHash(runId, hash) : undefined;
+  }
+
+  async commit(at: StoredRun, mode: CommitMode, fields: CommitFields, report?: ChildReport): Promise<CommitReply> {
+    const keys = report
+      ? [...this.keys.runKeys(at.id), ...this.keys.runKeys(report.parent.id)]
+      : this.keys.runKeys(at.id);
+    const records = fields.errorRecords ?? [];
+    const last = records[records.length - 1];
+    const options = {
+      ...this.common(at.id, fields.now),
+      at: positionOf(at),
+      mode,
+      ...(fields.target ? { target: encodeTarget(fields.target) } : {}),
+      errors: records.map(encodeErrorRecord),
+      ...(mode === 'failed' && last?.attempt !== undefined ? { lastAttempt: last.attempt } : {}),
+      ...(fields.runError ? { runError: encodeRunError(fields.runError) } : {}),
+      ...(fields.lastAction !== undefined ? { lastAction: fields.lastAction } : {}),
+      conflicts: (fields.conflicts ?? []).map(encodeConflict),
+      outbox: outboxOf(fields.outbox),
+      ...(report
+        ? {
+            parent: {
+              id: report.parent.id,
+              step: report.parent.step,
+              index: report.parent.index,
+              ...(report.outcome ? { outcome: encodeOutcome(report.outcome) } : {}),
+              failFast: report.failFast,
+              parentError: encodeRunError(report.parentError),
+            },
+          }
+        : {}),
+    };
+    const [code, parentCode, next, wakes] = (await this.redis.commitStep(
+      keys.length,
+      ...keys,
+      JSON.stringify(options),
+      fields.checkpoint ?? '',
+    )) as [number, number, number, string[]];
+    return {
+      result: COMMIT_CODES[code] ?? 'stale',
+      wakes,
+      ...(report && parentCode !== -1 ? { parent: childEndedResult(parentCode, next) } : {}),
+    };
+  }
+
+  async fanOut(at: StoredRun, fields: FanOutCommit): Promise<{ result: CommitResult; wakes: string[] }> {
+    const options = {
+      ...this.common(at.id, fields.now),
+      at: positionOf(at),
+      total: fields.total,
+      startNow: fields.startNow,
+      kind: fields.request.kind,
+      flow: at.flow,
+      fingerprint: at.fingerprint,
+      runPrefix: this.keys.runPrefix(),
+      ...(fields.childTarget ? { childTarget: encodeTarget(fields.childTarget) } : {}),
+      outbox: outboxOf(fields.outbox),
+    };
+    const perChild =
+      fields.request.kind === 'runs'
+        ? (fields.perChild as string[])
+        : (fields.perChild as Json[]).map((item) => encodeJson(item ?? null));
+    const [code, wakes] = (await this.redis.fanOut(
+      ...this.keys.runKeys(at.id),
+      JSON.stringify(options),
+      fields.checkpoint,
+      encodeTarget(fields.target),
+      encodeRequest(fields.request),
+      fields.snapshot,
+      ...perChild,
+    )) as [number, string[]];
+    return { result: COMMIT_CODES[code] ?? 'stale', wakes };
+  }
+
+  async childEnded(
+    parentId: string,
+    parentStep: number,
+    index: number,
+    report: ChildEndReport,
+  ): Promise<ChildEndedResult> {
+    const outcome: ChildOutcome = report.outcome ?? { status: 'cancelled' };
+    const [code, next] = (await this.redis.childEnded(
+      ...this.keys.runKeys(parentId),
+      parentStep,
+      index,
+      encodeOutcome(outcome),
+      outcome.status === 'completed' ? 1 : 0,
+      report.failFast ? 1 : 0,
+      encodeRunError(report.parentError),
+      report.now,
+      this.keys.events(),
+      parentId,
+      this.options.retentionSeconds,
+      outcome.status === 'failed' ? encodeErrorRecord(outcome.error) : '',
+      this.options.maxErrors,
+    )) as [number, number];
+    return childEndedResult(code, next);
+  }
+
+  async cancel(runId: string): Promise<{ result: CancelResult; wakes: string[] }> {
+    const [code, wakes] = (await this.redis.cancelRun(
+      ...this.keys.runKeys(runId),
+      Date.now(),
+      this.keys.events(),
+      runId,
+      this.options.retentionSeconds,
+      this.keys.mailboxPrefix(),
+      this.keys.waitersPrefix(),
+    )) as [number, string[]];
+    return { result: CANCEL_CODES[code] ?? 'missing', wakes };
+  }
+
+  async appendErrors(runId: string, records: ErrorRecord[]): Promise<void> {
+    if (records.length === 0) return;
+    await this.redis
+      .multi()
+      .rpush(this.keys.errors(runId), ...records.map(encodeErrorRecord))
+      .ltrim(this.keys.errors(runId), -this.options.maxErrors, -1)
+      .exec();
+  }
+
+  async noteRefusal(runId: string, message: string): Promise<void> {
+    await this.redis.hset(this.keys.run(runId), 'refusal', message);
+  }
+
+  async reserveMessage(at: StoredRun, ordinal: number, address: string): Promise<Message | undefined | 'stale'> {
+    const [code, message] = (await this.redis.reserveMessage(
+      this.keys.run(at.id),
+      this.keys.reserved(at.id),
+      this.keys.mailbox(address),
+      positionOf(at),
+      ordinal,
+      address,
+    )) as [number, string?];
+    if (code === -1) return 'stale';
+    return code === 1 ? decodeMessage(message!) : undefined;
+  }
+
+  async park(at: StoredRun, park: ParkRequest, replay: StepReplay, outbox: OutgoingMessage[]): Promise<ParkReply> {
+    const options = {
+      ...this.common(at.id, Date.now()),
+      at: positionOf(at),
+      replay: encodeReplay(replay),
+      address: park.address,
+      outbox: outboxOf(outbox),
+    };
+    const [code, parkCount, ready, wakes] = (await this.redis.parkRun(
+      ...this.keys.runKeys(at.id),
+      JSON.stringify(options),
+    )) as [number, number, number, string[]];
+    return { result: COMMIT_CODES[code] ?? 'stale', parkCount, ready: ready === 1, wakes };
+  }
+
+  async send(address: string, message: Message): Promise<{ wakes: string[] }> {
+    const wakes = (await this.redis.sendMessage(
+      this.keys.mailbox(address),
+      this.keys.mailboxWaiters(address),
+      encodeMessage(message),
+      this.options.retentionSeconds,
+    )) as string[];
+    return { wakes };
+  }
+
+  async mailboxSize(address: string): Promise<number> {
+    return this.redis.llen(this.keys.mailbox(address));
+  }
+
+  async fanOutOf(parentId: string): Promise<StoredFanOut | undefined> {
+    const [[request, total, started, ended, failed, step], [flow, fingerprint]] = await Promise.all([
+      this.redis.hmget(this.keys.fanOut(parentId), 'request', 'total', 'started', 'ended', 'failed', 'step'),
+      this.redis.hmget(this.keys.run(parentId), 'flow', 'fingerprint'),
+    ]);
+    if (!request) return undefined;
+    return {
+      request: decodeRequest(request),
+      total: Number(total),
+      started: Number(started),
+      ended: Number(ended),
+      failed: Number(failed),
+      step: Number(step),
+      flow: flow ?? '',
+      fingerprint: fingerprint ?? '',
+    };
+  }
+
+  async snapshotOf(parentId: string): Promise<string | undefined> {
+    return (await this.redis.hget(this.keys.fanOut(parentId), 'snapshot')) ?? undefined;
+  }
+
+  async itemOf(parentId: string, index: number): Promise<Json | undefined> {
+    const item = await this.redis.hget(this.keys.fanOut(parentId), `i${index}`);
+    return item === null ? undefined : decodeJson(item);
+  }
+
+  async outcomesOf(parentId: string, total: number): Promise<(ChildOutcome | undefined)[]> {
+    const hash = await this.redis.hgetall(this.keys.outcomes(parentId));
+    const outcomes = new Array<ChildOutcome | undefined>(total);
+    for (const [index, json] of Object.entries(hash)) outcomes[Number(index)] = decodeOutcome(json);
+    return outcomes;
+  }
+
+  async record(runId: string): Promise<RunRecord | undefined> {
+    const [hash, errors, conflicts, fanOut] = await Promise.all([
+      this.redis.hgetall(this.keys.run(runId)),
+      this.redis.lrange(this.keys.errors(runId), 0, -1),
+      this.redis.lrange(this.keys.conflicts(runId), 0, -1),
+      this.redis.hmget(this.keys.fanOut(runId), 'total', 'ended', 'failed'),
+    ]);
+    if (!hash.status) return undefined;
+    return {
+      run: runOfHash(runId, hash),
+      errors: errors.map(decodeErrorRecord),
+      conflicts: conflicts.map(decodeConflict),
+      ...(fanOut[0] !== null
+        ? { children: { total: Number(fanOut[0]), ended: Number(fanOut[1]), failed: Number(fanOut[2]) } }
+        : {}),
+    };
+  }
+
+  async list(options: ListRunsOptions & { limit: number }): Promise<StoredRun[]> {
+    const { limit } = options;
+    const found: StoredRun[] = [];
+    const pageSize = Math.max(limit * 2, 50);
+    // Fields `list` shows: the checkpoint (possibly megabytes) is not read.
+    const fields = [
+      'status',
+      'flow',
+      'step',
+      'attempt',
+      'target',
+      'createdAt',
+      'startedAt',
+      'updatedAt',
+      'finishedAt',
+      'lastAction',
+      'error',
+      'refusal',
+      'parentId',
+    ] as const;
+    for (let offset = 0; found.length < limit; offset += pageSize) {
+      const ids = await this.redis.zrevrange(this.keys.runs(), offset, offset + pageSize - 1);
+      if (ids.length === 0) break;
+      const pipeline = this.redis.pipeline();
+      for (const id of ids) pipeline.hmget(this.keys.run(id), ...fields);
+      const replies = (await pipeline.exec()) ?? [];
+      const expired: string[] = [];
+      ids.forEach((id, i) => {
+        const values = (replies[i]?.[1] ?? []) as (string | null)[];
+        const hash = Object.fromEntries(fields.map((field, k) => [field, values[k] ?? undefined]));
+        if (!hash.status) return void expired.push(id);
+        const run = runOfHash(id, hash);
+        if (options.status && run.status !== options.status) return;
+        if (options.flow && run.flow !== options.flow) return;
+        if (found.length < limit) found.push(run);
+      });
+      // Records expire on their own; their index entries are dropped when met.
+      if (expired.length > 0) await this.redis.zrem(this.keys.runs(), ...expired);
+    }
+    return found;
+  }
+
+  /** Options every transition script reads. */
+  private common(runId: string, now: number): Record<string, string | number> {
+    return {
+      runId,
+      now: String(now),
+      retention: this.options.retentionSeconds,
+      maxErrors: this.options.maxErrors,
+      channel: this.keys.events(),
+      mailboxPrefix: this.keys.mailboxPrefix(),
+      waitersPrefix: this.keys.waitersPrefix(),
+    };
+  }
+}
+
+function outboxOf(outbox: readonly OutgoingMessage[] | undefined): [string, string][] {
+  return (outbox ?? []).map(({ address, message }) => [address, encodeMessage(message)]);
+}
+
+function childEndedResult(code: number, next: number): ChildEndedResult {
+  switch (code) {
+    case 1:
+      return { type: 'recorded', startIndex: next >= 0 ? next : undefined };
+    case 2:
+      return { type: 'parent-ended' };
+    case 3:
+      return { type: 'fan-in' };
+    case 4:
+      return { type: 'duplicate' };
+    default:
+      return { type: 'ignored' };
+  }
+}

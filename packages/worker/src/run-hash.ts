@@ -1,0 +1,45 @@
+import type { RunStatus } from '@queueflow/runtime';
+import { decodeReplay, decodeRunError, decodeTarget, type StoredRun } from '@queueflow/runtime/kernel';
+
+/**
+ * A run's record as its Redis hash holds it: the fields scripts read and write (`status`, `step`,
+ * `parkCount`, `checkpoint`...), all strings. This module is the one place that reads them back.
+ */
+export function runOfHash(id: string, hash: Record<string, string | undefined>): StoredRun {
+  const number = (field: string): number | undefined => (hash[field] === undefined ? undefined : Number(hash[field]));
+  return {
+    id,
+    flow: hash.flow ?? '',
+    fingerprint: hash.fingerprint ?? '',
+    status: hash.status as RunStatus,
+    step: number('step') ?? 0,
+    attempt: number('attempt') ?? 0,
+    checkpoint: hash.checkpoint ?? '{"shared":{},"frames":[]}',
+    target: hash.target ? decodeTarget(hash.target) : { node: undefined, maxAttempts: 1 },
+    createdAt: number('createdAt') ?? 0,
+    ...(hash.startedAt !== undefined ? { startedAt: Number(hash.startedAt) } : {}),
+    updatedAt: number('updatedAt') ?? 0,
+    ...(hash.finishedAt !== undefined ? { finishedAt: Number(hash.finishedAt) } : {}),
+    ...(hash.lastAction !== undefined ? { lastAction: hash.lastAction } : {}),
+    ...(hash.error ? { error: decodeRunError(hash.error) } : {}),
+    cancel: hash.cancel === '1',
+    parkCount: Number(hash.parkCount ?? 0),
+    replay: hash.replay ? decodeReplay(hash.replay) : { sent: 0 },
+    ...(hash.refusal !== undefined ? { refusal: hash.refusal } : {}),
+    ...(hash.parentId !== undefined
+      ? { parent: { id: hash.parentId, step: Number(hash.parentStep), index: Number(hash.childIndex) } }
+      : {}),
+  };
+}
+
+/** A flat HGETALL-style reply (`[field, value, ...]`) as an object. */
+export function hashOfList(flat: string[]): Record<string, string> {
+  const hash: Record<string, string> = {};
+  for (let i = 0; i < flat.length; i += 2) hash[flat[i]!] = flat[i + 1]!;
+  return hash;
+}
+
+/** Where a step started, as scripts compare it: the step counter, ':', the park count (atStep). */
+export function positionOf(at: StoredRun): string {
+  return `${at.step}:${at.parkCount}`;
+}
