@@ -167,7 +167,7 @@ export class BaseNode<S = unknown, P extends NonIterableObject = NonIterableObje
    * map is shared with the template, as Python's `copy.copy` does (rule S6).
    */
   clone(): this {
-    const copy = Object.create(Object.getPrototypeOf(this)) as this;
+    const copy = Object.create(Object.getPrototypeOf(this) as object) as this;
     Object.assign(copy, this);
     copy._params = { ...this._params };
     return copy;

@@ -287,7 +287,8 @@ export class LocalEngine implements Engine {
     if (fanOut.request.kind === 'items') {
       return this.tasks.push({ type: 'item', runId: parent.id, step: parent.step, index, attempt: 0 });
     }
-    const { checkpoint, target } = walkCheckpoint(parent.graph, fanOut.request, index, JSON.parse(fanOut.snapshot));
+    const snapshot = JSON.parse(fanOut.snapshot) as JsonObject;
+    const { checkpoint, target } = walkCheckpoint(parent.graph, fanOut.request, index, snapshot);
     const child = this.createRun(parent.graph, checkpoint, target, { id: parent.id, step: parent.step, index });
     fanOut.childIds[index] = child.id;
     this.tasks.push({ type: 'step', runId: child.id, step: 0 });

@@ -25,6 +25,7 @@ export function checkRunInput(shared: unknown, params: unknown): { shared: JsonO
   if (params === null || typeof params !== 'object' || Array.isArray(params)) {
     throw new QueueflowError(
       'NOT_JSON',
+      // eslint-disable-next-line @typescript-eslint/no-base-to-string -- only null or a primitive gets here
       `params must be a plain object, got ${Array.isArray(params) ? 'an array' : String(params)}`,
       {
         retryable: false,
@@ -53,8 +54,8 @@ export function encodeCheckpoint(checkpoint: Checkpoint, maxBytes: number): stri
   return encoded;
 }
 
-/** The {@link RunError} a run reports for a failure. */
-export function runErrorOf(error: ErrorRecord | unknown): RunError {
+/** The {@link RunError} a run reports for a failure: an {@link ErrorRecord} or anything thrown. */
+export function runErrorOf(error: unknown): RunError {
   const record: ErrorRecord = isErrorRecord(error) ? error : toErrorRecord(error);
   return {
     message: record.message,
