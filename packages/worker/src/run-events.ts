@@ -75,6 +75,7 @@ export class RunEvents {
     for (const runId of this.waiters.keys()) void this.check(runId);
   }
 
+  /** Never rejects (it handles its own errors), so callers fire it with `void` and move on. */
   private async check(runId: string): Promise<void> {
     let result: RunResult | undefined;
     try {
