@@ -16,8 +16,8 @@ export default defineConfig(
     languageOptions: {
       parserOptions: {
         projectService: {
-          // The one TypeScript file no package tsconfig.json includes.
-          allowDefaultProject: ['vitest.config.ts'],
+          // The root's TypeScript config files, which no package tsconfig.json includes.
+          allowDefaultProject: ['*.config.ts'],
         },
         tsconfigRootDir: import.meta.dirname,
       },
