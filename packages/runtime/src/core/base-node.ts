@@ -6,8 +6,9 @@ import { DEFAULT_ACTION } from './types.js';
 import { warn } from './warnings.js';
 
 /**
- * The smallest unit of a graph: `prep(shared)` → `exec(prepRes)` → `post(shared, prepRes,
- * execRes)`, where `post` returns the action that picks the successor (rule S1).
+ * The smallest unit of a graph: `prep(shared)` → `exec(prepRes)` →
+ * `post(shared, prepRes, execRes)`, where `post` returns the action that picks the successor
+ * (rule S1).
  *
  * Node objects are templates: a Flow runs a shallow copy per visit ({@link BaseNode.clone}), so
  * fields set during a visit never leak into the next visit, run or concurrent branch. An object
