@@ -11,6 +11,7 @@ import {
   type RunInfo,
   type RunOptions,
   type RunResult,
+  type ResultOptions,
   type RunSummary,
   type StepRecord,
   type ForkOptions,
@@ -100,10 +101,14 @@ export class RedisEngine implements Engine {
     return client.startPrepared(run);
   }
 
-  /** Resolves when run `runId` has ended. @throws QueueflowError RUN_NOT_FOUND for an unknown id. */
-  async result(runId: string): Promise<RunResult> {
+  /**
+   * Resolves when run `runId` has ended; warns `QF_NO_WORKER` (once per flow) when no live worker
+   * serves its flow for 10 s.
+   * @throws QueueflowError RUN_NOT_FOUND for an unknown id; RESULT_TIMEOUT after `timeoutMs`.
+   */
+  async result(runId: string, options?: ResultOptions): Promise<RunResult> {
     const { client } = await this.connect();
-    return client.result(runId);
+    return client.result(runId, options);
   }
 
   async get(runId: string): Promise<RunInfo | undefined> {
@@ -220,6 +225,7 @@ export class RedisEngine implements Engine {
         maxCheckpointBytes: this.settings.maxCheckpointBytes,
         where: `under prefix '${this.keys.prefix}'`,
         workerLapseMs: WORKER_LAPSE_MS,
+        noWorkerWarningMs: 10_000,
       });
       await waiter.start();
       return { redis, subscriber, scheduler, waiter, client };
