@@ -33,6 +33,7 @@ export { ResultWaiter } from './kernel/result-waiter.js';
 export { cancelRun } from './kernel/cancel-run.js';
 export {
   encodeCheckpoint,
+  encodeChildStart,
   decodeCheckpoint,
   encodeShared,
   decodeShared,
