@@ -34,6 +34,7 @@ import {
   type Runnable,
   type StepTarget,
   type StoredRun,
+  wakeId,
 } from '@queueflow/runtime/kernel';
 import { RedisKeys, RedisRunEvents, RedisRunStore, withScripts } from '@queueflow/worker';
 import { FakeClock } from '../conformance/fake-clock.js';
@@ -265,6 +266,32 @@ export function failedOutcome(message = 'child failed'): ChildOutcome {
 /** A child's end as the fan-out driver reports it; without `outcome`, the store records `cancelled`. */
 export function endReport(h: StoreHarness, outcome: ChildOutcome | undefined, failFast = false): ChildEndReport {
   return { ...(outcome ? { outcome } : {}), failFast, parentError: PARENT_ERROR, now: h.now() };
+}
+
+/**
+ * Parks `run` on `address` (receive call 0), with the replay a step mailbox leaves (it names the
+ * park); returns the run as it is now and its wake id.
+ */
+export async function parkOn(
+  h: StoreHarness,
+  run: StoredRun,
+  address: string,
+): Promise<{ run: StoredRun; wake: string }> {
+  const park = { ordinal: 0, address, deadline: null };
+  const reply = await h.store.park(run, park, { sent: 0, parked: park }, []);
+  if (reply.result !== 'committed') throw new Error(`park of '${run.id}' was ${reply.result}`);
+  return { run: await h.load(run.id), wake: wakeId(run.id, run.step, reply.parkCount) };
+}
+
+/** The messages at `address`, oldest first, as a fresh run reserving them one by one sees them. */
+export async function drain(h: StoreHarness, address: string): Promise<string[]> {
+  const reader = await h.started();
+  const ids: string[] = [];
+  for (let ordinal = 0; ; ordinal++) {
+    const reserved = await h.store.reserveMessage(reader, ordinal, address);
+    if (reserved === undefined || reserved === 'stale') return ids;
+    ids.push(reserved.id);
+  }
 }
 
 /** Every event a source announces, as `ended:<id>` / `cancelled:<id>`, in order of arrival. */
