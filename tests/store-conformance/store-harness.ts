@@ -60,7 +60,7 @@ export interface StoreHarness {
   now(): number;
   /** A new run's record: a unique id, {@link FLOW}, {@link FINGERPRINT}, `now()`. */
   newRun(overrides?: Partial<NewRun>): NewRun;
-  /** Creates a run and takes its first step (loadForStep with {@link RUNNABLE}): it is `running`. */
+  /** Creates a run and takes its first step (loadForStep by a worker that runs it): it is `running`. */
   started(overrides?: Partial<NewRun>): Promise<StoredRun>;
   /** Creates a run and returns its record (`queued`). */
   created(overrides?: Partial<NewRun>): Promise<StoredRun>;
@@ -149,7 +149,7 @@ function withBuilders(name: StoreName, store: RunStore, events: () => RunEventSo
     async started(overrides) {
       const run = newRun(overrides);
       await store.create(run);
-      const loaded = await store.loadForStep(run.id, RUNNABLE);
+      const loaded = await store.loadForStep(run.id, [[run.flow, run.fingerprint]]);
       if (loaded?.status !== 'running') throw new Error(`run '${run.id}' did not start: ${loaded?.status}`);
       return loaded;
     },
