@@ -330,10 +330,11 @@ export class RedisRunStore implements RunStore {
     const { limit } = options;
     const found: StoredRun[] = [];
     const pageSize = Math.max(limit * 2, 50);
-    // Fields `list` shows: the checkpoint (possibly megabytes) is not read.
+    // Every field of the record but the checkpoint (possibly megabytes), which listing never reads.
     const fields = [
       'status',
       'flow',
+      'fingerprint',
       'step',
       'attempt',
       'target',
@@ -344,7 +345,12 @@ export class RedisRunStore implements RunStore {
       'lastAction',
       'error',
       'refusal',
+      'cancel',
+      'parkCount',
+      'replay',
       'parentId',
+      'parentStep',
+      'childIndex',
     ] as const;
     for (let offset = 0; found.length < limit; offset += pageSize) {
       const ids = await this.redis.zrevrange(this.keys.runs(), offset, offset + pageSize - 1);
