@@ -175,6 +175,16 @@ describe.each(stores)('%s: park', (name) => {
     expect(reply).toMatchObject({ result: 'committed', ready: true });
   });
 
+  it('is ready at once when its own sends went to the address it waits on', async () => {
+    const h = await open();
+    const run = await h.started();
+    const park = { ordinal: 0, address: 'loop', deadline: null };
+    const reply = await h.store.park(run, park, { sent: 1, parked: park }, [
+      { address: 'loop', message: message('to myself') },
+    ]);
+    expect(reply).toEqual({ result: 'committed', parkCount: 1, ready: true, wakes: [] });
+  });
+
   it("delivers the step's sends so far and wakes the runs parked where they go", async () => {
     const h = await open();
     const waiter = await parkOn(h, await h.started(), 'questions');

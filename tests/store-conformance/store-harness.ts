@@ -265,7 +265,7 @@ export function failedOutcome(message = 'child failed'): ChildOutcome {
 
 /** A child's end as the fan-out driver reports it; without `outcome`, the store records `cancelled`. */
 export function endReport(h: StoreHarness, outcome: ChildOutcome | undefined, failFast = false): ChildEndReport {
-  return { ...(outcome ? { outcome } : {}), failFast, parentError: PARENT_ERROR, now: h.now() };
+  return { ...(outcome ? { outcome } : {}), failFast, parentError: { ...PARENT_ERROR }, now: h.now() };
 }
 
 /**
