@@ -103,7 +103,7 @@ export class MemoryRunStore implements RunStore, RunEventSource {
         step: 0,
         attempt: 0,
         checkpoint: run.checkpoint,
-        target: run.target,
+        target: { ...run.target },
         createdAt: run.now,
         updatedAt: run.now,
         cancel: false,
@@ -179,7 +179,7 @@ export class MemoryRunStore implements RunStore, RunEventSource {
       return { result: 'committed', wakes };
     }
     if (mode === 'failed') {
-      if (fields.runError) run.error = fields.runError;
+      if (fields.runError) run.error = { ...fields.runError };
       const last = records[records.length - 1];
       // A step that failed in exec: its last try counts among the step's tries.
       if (last?.attempt !== undefined) run.attempt = last.attempt + 1;
@@ -198,7 +198,7 @@ export class MemoryRunStore implements RunStore, RunEventSource {
     run.attempt = 0;
     run.replay = { sent: 0 };
     if (fields.checkpoint) run.checkpoint = fields.checkpoint;
-    if (fields.target) run.target = fields.target;
+    if (fields.target) run.target = { ...fields.target };
     delete entry.fanOut;
     entry.outcomes.clear();
     if (mode === 'completed') {
@@ -230,7 +230,7 @@ export class MemoryRunStore implements RunStore, RunEventSource {
       status: 'waiting',
       attempt: 0,
       checkpoint: fields.checkpoint,
-      target: fields.target,
+      target: { ...fields.target },
       updatedAt: fields.now,
     });
     run.startedAt ??= fields.now;
@@ -258,7 +258,7 @@ export class MemoryRunStore implements RunStore, RunEventSource {
             step: 0,
             attempt: 0,
             checkpoint,
-            target: fields.childTarget!,
+            target: { ...fields.childTarget! },
             createdAt: fields.now,
             updatedAt: fields.now,
             cancel: false,
@@ -337,7 +337,7 @@ export class MemoryRunStore implements RunStore, RunEventSource {
     this.leaveWaiters(run);
     const parkCount = ++run.parkCount;
     run.status = 'waiting';
-    run.replay = replay;
+    run.replay = copyOfReplay(replay);
     run.updatedAt = now;
     run.startedAt ??= now;
     this.deliver(outbox, wakes);
@@ -437,7 +437,7 @@ export class MemoryRunStore implements RunStore, RunEventSource {
     if (outcome.status !== 'completed') {
       fanOut.failed++;
       if (report.failFast) {
-        entry.run.error = report.parentError;
+        entry.run.error = { ...report.parentError };
         this.finish(entry, 'failed', report.now);
         return { type: 'parent-ended' };
       }
@@ -515,9 +515,26 @@ function atStep(run: StoredRun, at: StoredRun): boolean {
   return run.step === at.step && run.parkCount === at.parkCount;
 }
 
-/** A copy the caller may keep: later transitions do not change it. */
+/**
+ * A copy the caller may keep: later transitions do not change it, and changing it changes nothing
+ * stored (as a record read back from Redis). Transitions copy what they are given alike.
+ */
 function copyOf(run: StoredRun): StoredRun {
-  return { ...run, ...(run.parent ? { parent: { ...run.parent } } : {}) };
+  return {
+    ...run,
+    target: { ...run.target },
+    replay: copyOfReplay(run.replay),
+    ...(run.error ? { error: { ...run.error } } : {}),
+    ...(run.parent ? { parent: { ...run.parent } } : {}),
+  };
+}
+
+function copyOfReplay(replay: StepReplay): StepReplay {
+  return {
+    ...replay,
+    ...(replay.parked ? { parked: { ...replay.parked } } : {}),
+    ...(replay.timedOut ? { timedOut: [...replay.timedOut] } : {}),
+  };
 }
 
 function optional<K extends string, V>(key: K, value: V | undefined): { [P in K]?: V } {
