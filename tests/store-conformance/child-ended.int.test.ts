@@ -325,6 +325,25 @@ describe.each(stores)('%s: commit of a fan-out child', (name) => {
     expect((await h.store.outcomesOf(parent.id, 2))[0]).toBeUndefined();
   });
 
+  it('a failing child whose report has no outcome is recorded failed, with its last error', async () => {
+    // ChildEndReport.outcome is optional in run-store.ts, which names no outcome the store
+    // records for a run that fails here without one (only `cancelled` for a run the commit
+    // cancels). Expected: the failure is recorded, with the error that failed the child.
+    const h = await open();
+    const { parent, run, report } = await child(h, { total: 2 });
+    const error = errorRecord('child broke', { attempt: 0 });
+    const reply = await h.store.commit(
+      run,
+      'failed',
+      { errorRecords: [error], runError: { message: 'child broke', attempts: 1 }, now: h.now() },
+      report(undefined),
+    );
+    expect(reply.parent).toEqual({ type: 'recorded', startIndex: undefined });
+    expect(await h.store.outcomesOf(parent.id, 2)).toEqual([{ status: 'failed', error }, undefined]);
+    expect(await h.store.fanOutOf(parent.id)).toMatchObject({ ended: 1, failed: 1 });
+    expect((await h.store.record(parent.id))?.errors).toEqual([error]);
+  });
+
   it('a child ending twice (a second child report for its index) is a duplicate', async () => {
     const h = await open();
     const { parent, step, run, report } = await child(h, { total: 2 });

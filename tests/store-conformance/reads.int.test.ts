@@ -130,6 +130,15 @@ describe.each(stores)('%s: list', (name) => {
     expect(await listed(h, { limit: 10 })).toEqual([...ids].reverse());
   });
 
+  it('gives runs created in the same millisecond last created first', async () => {
+    // Clients start runs faster than one a millisecond: "newest first" must not fall back on
+    // another order (such as the ids') among runs of the same createdAt.
+    const h = await open();
+    const now = h.now();
+    for (const id of ['run-b', 'run-a', 'run-c']) await h.store.create(h.newRun({ id, now }));
+    expect(await listed(h, { limit: 10 })).toEqual(['run-c', 'run-a', 'run-b']);
+  });
+
   it('gives at most `limit` runs, the newest', async () => {
     const h = await open();
     const ids = [];
