@@ -26,6 +26,7 @@ import {
   type CommitResult,
   type FanOutCommit,
   type NewRun,
+  childOutcomeOf,
   type OutgoingMessage,
   type ReopenReply,
   type StoredMailbox,
@@ -70,6 +71,7 @@ const SUMMARY_FIELDS = [
   'lastAction',
   'error',
   'refusal',
+  'cancel',
   'parentId',
   'parentStep',
   'childIndex',
@@ -100,7 +102,7 @@ export class RedisRunStore implements RunStore {
   ) {}
 
   async create(run: NewRun): Promise<{ created: true } | { created: false; runId: string }> {
-    const keys = [this.keys.run(run.id), this.keys.runs()];
+    const keys = [this.keys.run(run.id), this.keys.runs(), this.keys.runsSequence()];
     if (run.idempotencyKey !== undefined) keys.push(this.keys.idempotency(run.idempotencyKey));
     const fields: (string | number)[] = [
       'flow',
@@ -162,6 +164,7 @@ export class RedisRunStore implements RunStore {
       : this.keys.runKeys(at.id);
     const records = fields.errorRecords ?? [];
     const last = records[records.length - 1];
+    const outcome = report && (report.outcome ?? childOutcomeOf(mode, fields));
     const options = {
       ...this.common(at.id, fields.now),
       at: positionOf(at),
@@ -180,7 +183,8 @@ export class RedisRunStore implements RunStore {
               id: report.parent.id,
               step: report.parent.step,
               index: report.parent.index,
-              ...(report.outcome ? { outcome: encodeOutcome(report.outcome) } : {}),
+              ...(outcome ? { outcome: encodeOutcome(outcome) } : {}),
+              ...(outcome?.status === 'failed' ? { errorRecord: encodeErrorRecord(outcome.error) } : {}),
               failFast: report.failFast,
               parentError: encodeRunError(report.parentError),
             },

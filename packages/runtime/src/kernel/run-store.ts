@@ -1,4 +1,4 @@
-import type { ErrorRecord } from '../errors/error-record.js';
+import { recordOfRunError, type ErrorRecord } from '../errors/error-record.js';
 import type { ChildOutcome, FanOutRequest, StepTarget } from '../interpreter/step-types.js';
 import type { MergeConflict } from '../json/merge-patches.js';
 import type { OutgoingMessage, ParkRequest, StepReplay } from '../interpreter/step-types.js';
@@ -106,6 +106,17 @@ export interface RunStore {
   list(options: Required<Pick<ListRunsOptions, 'limit'>> & ListRunsOptions): Promise<StoredRun[]>;
   /** The records of the given runs without their checkpoints (`checkpoint` is `''`), in order. */
   summaries(runIds: readonly string[]): Promise<(StoredRun | undefined)[]>;
+}
+
+/**
+ * What a fan-out child ending here without an outcome in its report is recorded as (every store):
+ * completed (no patch), or failed with its last error record (else its run error).
+ */
+export function childOutcomeOf(mode: CommitMode, fields: CommitFields): ChildOutcome | undefined {
+  if (mode === 'completed') return { status: 'completed' };
+  if (mode !== 'failed') return undefined;
+  const records = fields.errorRecords ?? [];
+  return { status: 'failed', error: records[records.length - 1] ?? recordOfRunError(fields.runError) };
 }
 
 /** Error records kept per run, oldest dropped first (the cap of every store). */

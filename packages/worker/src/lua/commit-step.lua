@@ -27,7 +27,8 @@
     outbox        the step's sends, { address, message JSON } pairs: delivered by modes next and
                   completed, dropped otherwise
     parent        (fan-out children) { id, step, index, outcome (JSON, if the run ends here
-                  completed or failed), failFast (bool), parentError (JSON) }
+                  completed or failed), errorRecord (JSON: a failed outcome's error, appended to
+                  the parent's errors), failFast (bool), parentError (JSON) }
   ARGV[2] the new checkpoint ('' keeps the stored one)
 
   Messages the step reserved are consumed by modes next and completed, kept for a retry, and
@@ -55,7 +56,7 @@ local function toParent(status, outcome)
   if type(p) ~= 'table' then return { -1, -1 } end
   local ok, errorRecord = '0', ''
   if status == 'completed' then ok = '1' end
-  if status == 'failed' and type(o.errors) == 'table' and #o.errors > 0 then errorRecord = o.errors[#o.errors] end
+  if status == 'failed' and type(p.errorRecord) == 'string' then errorRecord = p.errorRecord end
   local failFast = '0'
   if p.failFast then failFast = '1' end
   return recordChildEnd({ KEYS[8], KEYS[9], KEYS[10], KEYS[11], KEYS[12], KEYS[13], KEYS[14] }, {
