@@ -90,7 +90,7 @@ const CANCEL_CODES: Record<number, CancelResult> = {
 };
 
 /**
- * The run store in Redis (DESIGN "The run kernel"): each transition of the {@link RunStore}
+ * The run store in Redis (DESIGN "The run kernel"): each transition of the `RunStore`
  * contract is one Lua script (src/lua, each headed by its KEYS, ARGV and return codes), so it is
  * atomic whatever else runs; reads are plain commands. Keys come from {@link RedisKeys}.
  */
