@@ -35,7 +35,7 @@ describe.each(stores)('%s: cancel', (name) => {
 
     expect(await h.store.cancel(run.id)).toEqual({ result: 'cancelled', wakes: [] });
     const cancelled = await h.load(run.id);
-    expect(cancelled).toMatchObject({ status: 'cancelled', cancel: true, step: 0, checkpoint: run.checkpoint });
+    expect(cancelled).toMatchObject({ status: 'cancelled', step: 0, checkpoint: run.checkpoint });
     expect(cancelled.finishedAt).toEqual(expect.any(Number));
     expect(await h.store.position(run.id)).toEqual({ status: 'cancelled', step: 0 });
   });

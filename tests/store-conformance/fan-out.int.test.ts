@@ -62,7 +62,6 @@ describe.each(stores)('%s: fanOut', (name) => {
         target: target('child-start'),
         createdAt: fields.now,
         updatedAt: fields.now,
-        cancel: false,
         parent: { id: run.id, step: 1, index },
         parkCount: 0,
         replay: { sent: 0 },

@@ -42,7 +42,6 @@ describe.each(stores)('%s: create, discard, load, position, loadForStep', (name)
       target: { node: 'a', maxAttempts: 3 },
       createdAt: run.now,
       updatedAt: run.now,
-      cancel: false,
       parkCount: 0,
       replay: { sent: 0 },
     });

@@ -71,7 +71,6 @@ const SUMMARY_FIELDS = [
   'lastAction',
   'error',
   'refusal',
-  'cancel',
   'parentId',
   'parentStep',
   'childIndex',
@@ -81,7 +80,7 @@ const SUMMARY_FIELDS = [
   'retries',
 ] as const;
 
-const COMMIT_CODES: Record<number, CommitResult> = { 1: 'committed', 0: 'stale', 2: 'cancelled', [-1]: 'missing' };
+const COMMIT_CODES: Record<number, CommitResult> = { 1: 'committed', 0: 'stale', [-1]: 'missing' };
 const CANCEL_CODES: Record<number, CancelResult> = {
   [-1]: 'missing',
   0: 'ended',

@@ -120,7 +120,6 @@ export class MemoryRunStore implements RunStore, RunEventSource {
         target: { ...run.target },
         createdAt: run.now,
         updatedAt: run.now,
-        cancel: false,
         parkCount: 0,
         replay: { sent: 0 },
         ...(run.forkedFrom ? { forkedFrom: { ...run.forkedFrom } } : {}),
@@ -181,11 +180,6 @@ export class MemoryRunStore implements RunStore, RunEventSource {
         ...report,
         ...(outcome ? { outcome } : {}),
       });
-    if (run.cancel) {
-      this.releaseReserved(entry, wakes);
-      this.finish(entry, 'cancelled', fields.now);
-      return { result: 'cancelled', wakes, ...optional('parent', toParent({ status: 'cancelled' })) };
-    }
     const records = fields.errorRecords ?? [];
     this.pushErrors(entry, records);
     for (const conflict of fields.conflicts ?? []) entry.conflicts.push(encodeConflict(conflict));
@@ -243,11 +237,6 @@ export class MemoryRunStore implements RunStore, RunEventSource {
     if (!entry) return { result: 'missing', wakes };
     const { run } = entry;
     if (isFinal(run.status) || !atStep(run, at)) return { result: 'stale', wakes };
-    if (run.cancel) {
-      this.releaseReserved(entry, wakes);
-      this.finish(entry, 'cancelled', fields.now);
-      return { result: 'cancelled', wakes };
-    }
     this.leaveWaiters(run);
     entry.reserved.clear();
     this.deliver(fields.outbox, wakes);
@@ -289,7 +278,6 @@ export class MemoryRunStore implements RunStore, RunEventSource {
             target: { ...fields.childTarget! },
             createdAt: fields.now,
             updatedAt: fields.now,
-            cancel: false,
             parent: { id: run.id, step, index },
             parkCount: 0,
             replay: { sent: 0 },
@@ -323,7 +311,6 @@ export class MemoryRunStore implements RunStore, RunEventSource {
     if (isFinal(run.status)) return { result: 'ended', wakes };
     const status = run.status;
     this.leaveWaiters(run);
-    run.cancel = true;
     this.releaseReserved(entry, wakes);
     this.emit((listener) => listener.cancelled?.(runId));
     this.finish(entry, 'cancelled', this.clock.now());
@@ -359,11 +346,6 @@ export class MemoryRunStore implements RunStore, RunEventSource {
     const { run } = entry;
     if (isFinal(run.status) || !atStep(run, at)) return { result: 'stale', parkCount: 0, ready: false, wakes };
     const now = this.clock.now();
-    if (run.cancel) {
-      this.releaseReserved(entry, wakes);
-      this.finish(entry, 'cancelled', now);
-      return { result: 'cancelled', parkCount: 0, ready: false, wakes };
-    }
     this.leaveWaiters(run);
     const parkCount = ++run.parkCount;
     run.status = 'waiting';
@@ -414,7 +396,6 @@ export class MemoryRunStore implements RunStore, RunEventSource {
     }
     delete run.error;
     delete run.finishedAt;
-    run.cancel = false;
     run.attempt = 0;
     run.retries = (run.retries ?? 0) + 1;
     run.updatedAt = this.clock.now();
@@ -555,10 +536,6 @@ export class MemoryRunStore implements RunStore, RunEventSource {
     fanOut.ended++;
     entry.run.updatedAt = report.now;
     this.changed(parentId);
-    if (entry.run.cancel) {
-      this.finish(entry, 'cancelled', report.now);
-      return { type: 'parent-ended' };
-    }
     if (outcome.status !== 'completed') {
       fanOut.failed++;
       if (report.failFast) {

@@ -36,8 +36,8 @@
 
   Returns { code, parentCode, next, wakes }:
     code  1 committed
-          0 stale: the run has ended or moved past this step; nothing written
-          2 a cancel was requested: the run is now cancelled instead
+          0 stale: the run has ended (a cancel ends it at once) or moved past this step;
+            nothing written
          -1 no such run
     parentCode, next: when a child ended here, recordChildEnd's answer (see run-lifecycle.lua);
           else -1, -1
@@ -73,13 +73,6 @@ if isFinal(status) then return { 0, -1, -1, wakes } end
 if not atStep(runKey, expectedStep, expectedParks) then return { 0, -1, -1, wakes } end
 
 leaveWaiters(runKey, o, runId)
-if redis.call('HGET', runKey, 'cancel') == '1' then
-  releaseReserved(KEYS[6], o, wakes)
-  finish(runKeys, runId, 'cancelled', now, o)
-  local parent = toParent('cancelled', cjson.encode({ status = 'cancelled' }))
-  return { 2, parent[1], parent[2], wakes }
-end
-
 if type(o.errors) == 'table' and #o.errors > 0 then
   for _, record in ipairs(o.errors) do redis.call('RPUSH', KEYS[2], record) end
   redis.call('LTRIM', KEYS[2], -tonumber(o.maxErrors), -1)

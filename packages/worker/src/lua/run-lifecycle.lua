@@ -58,7 +58,7 @@ end
   Returns { code, next }:
     0 ignored: the parent no longer waits on this fan-out
     1 recorded; `next` is the index of a child to start now, or -1
-    2 the parent ended here (failed fast, or a cancel was pending): cancel the siblings
+    2 the parent ended here (it failed fast): cancel the siblings
     3 recorded, and it was the last child: enqueue the parent's fan-in step
     4 recorded before (a redelivery): nothing new
 ]]
@@ -79,10 +79,6 @@ local function recordChildEnd(keys, c)
   end
   local ended = redis.call('HINCRBY', fanOutKey, 'ended', 1)
   redis.call('HSET', runKey, 'updatedAt', c.now)
-  if redis.call('HGET', runKey, 'cancel') == '1' then
-    finish(keys, c.parentId, 'cancelled', c.now, c)
-    return { 2, -1 }
-  end
   if c.ok ~= '1' then
     redis.call('HINCRBY', fanOutKey, 'failed', 1)
     if c.failFast == '1' then
