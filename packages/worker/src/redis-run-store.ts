@@ -40,7 +40,9 @@ import {
   type StepReplay,
   type StoredFanOut,
   type StoredRun,
+  systemClock,
 } from '@queueflow/runtime/kernel';
+import type { Clock } from '@queueflow/runtime';
 import type { Message } from '@queueflow/runtime';
 import type { RedisKeys } from './redis-keys.js';
 import { hashOfList, positionOf, runOfHash } from './run-hash.js';
@@ -98,6 +100,8 @@ export class RedisRunStore implements RunStore {
     private readonly redis: ScriptedRedis,
     private readonly keys: RedisKeys,
     private readonly options: RedisStoreOptions,
+    /** The time source of the transitions the store stamps itself (start, cancel, park). */
+    private readonly clock: Clock = systemClock,
   ) {}
 
   async create(run: NewRun): Promise<{ created: true } | { created: false; runId: string }> {
@@ -152,7 +156,7 @@ export class RedisRunStore implements RunStore {
   }
 
   async loadForStep(runId: string, runnable: readonly Runnable[]): Promise<StoredRun | undefined> {
-    const flat = (await this.redis.loadRun(this.keys.run(runId), Date.now(), ...runnable.flat())) as string[];
+    const flat = (await this.redis.loadRun(this.keys.run(runId), this.clock.now(), ...runnable.flat())) as string[];
     const hash = hashOfList(flat);
     return hash.status ? runOfHash(runId, hash) : undefined;
   }
@@ -259,7 +263,7 @@ export class RedisRunStore implements RunStore {
   }
 
   async cancel(runId: string): Promise<{ result: CancelResult; wakes: string[] }> {
-    const options = this.common(runId, Date.now());
+    const options = this.common(runId, this.clock.now());
     const [code, wakes] = (await this.redis.cancelRun(...this.keys.runKeys(runId), JSON.stringify(options))) as [
       number,
       string[],
@@ -268,7 +272,7 @@ export class RedisRunStore implements RunStore {
   }
 
   async reopen(runId: string): Promise<ReopenReply> {
-    const options = { runId, now: String(Date.now()), changes: this.keys.changes() };
+    const options = { runId, now: String(this.clock.now()), changes: this.keys.changes() };
     const [code, status, indices] = (await this.redis.reopenRun(
       ...this.keys.runKeys(runId),
       JSON.stringify(options),
@@ -317,7 +321,7 @@ export class RedisRunStore implements RunStore {
 
   async park(at: StoredRun, park: ParkRequest, replay: StepReplay, outbox: OutgoingMessage[]): Promise<ParkReply> {
     const options = {
-      ...this.common(at.id, Date.now()),
+      ...this.common(at.id, this.clock.now()),
       at: positionOf(at),
       replay: encodeReplay(replay),
       address: park.address,

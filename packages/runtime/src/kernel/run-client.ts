@@ -141,7 +141,8 @@ export class RunClient {
    * handle of that run instead.
    */
   async startPrepared<S extends object>(run: NewRun): Promise<RunHandle<S>> {
-    const created = await this.store.create(run);
+    // Stamped on the store's clock now (prepareRun may have run before the clock was synced).
+    const created = await this.store.create({ ...run, now: this.options.clock.now() });
     if (!created.created) return this.handle<S>(created.runId);
     try {
       await this.scheduler.addStep(run.id, 0, run.target);
