@@ -272,7 +272,12 @@ export class RedisRunStore implements RunStore {
   }
 
   async reopen(runId: string): Promise<ReopenReply> {
-    const options = { runId, now: String(this.clock.now()), changes: this.keys.changes() };
+    const options = {
+      runId,
+      now: String(this.clock.now()),
+      changes: this.keys.changes(),
+      expiries: this.keys.runsExpiries(),
+    };
     const [code, status, indices] = (await this.redis.reopenRun(
       ...this.keys.runKeys(runId),
       JSON.stringify(options),
@@ -459,11 +464,12 @@ export class RedisRunStore implements RunStore {
   }
 
   async list(options: ListRunsOptions & { limit: number }): Promise<StoredRun[]> {
+    await this.trimIndex();
     const { limit } = options;
     let skip = options.offset ?? 0;
     const found: StoredRun[] = [];
     const pageSize = Math.max((limit + skip) * 2, 50);
-    for (let offset = 0; found.length < limit; offset += pageSize) {
+    for (let offset = 0; found.length < limit;) {
       const ids = await this.redis.zrevrange(this.keys.runs(), offset, offset + pageSize - 1);
       if (ids.length === 0) break;
       const runs = await this.summaries(ids);
@@ -475,10 +481,26 @@ export class RedisRunStore implements RunStore {
         if (skip > 0) return void skip--;
         if (found.length < limit) found.push(run);
       });
-      // Records expire on their own; their index entries are dropped when met.
+      // An id whose record is gone without an expiry entry (written before there were any) is
+      // dropped when met; the next page starts that many places earlier.
       if (expired.length > 0) await this.redis.zrem(this.keys.runs(), ...expired);
+      offset += ids.length - expired.length;
     }
     return found;
+  }
+
+  /** Drops the ids of expired runs from the runs index, a batch at a time. */
+  private async trimIndex(): Promise<void> {
+    const batch = 1000;
+    for (let round = 0; round < 100; round++) {
+      const dropped = (await this.redis.trimRuns(
+        this.keys.runs(),
+        this.keys.runsExpiries(),
+        this.clock.now(),
+        batch,
+      )) as number;
+      if (dropped < batch) return;
+    }
   }
 
   async summaries(runIds: readonly string[]): Promise<(StoredRun | undefined)[]> {
@@ -504,6 +526,8 @@ export class RedisRunStore implements RunStore {
       maxRecords: this.options.maxStepRecords,
       channel: this.keys.events(),
       changes: this.keys.changes(),
+      runs: this.keys.runs(),
+      expiries: this.keys.runsExpiries(),
       mailboxPrefix: this.keys.mailboxPrefix(),
       waitersPrefix: this.keys.waitersPrefix(),
     };

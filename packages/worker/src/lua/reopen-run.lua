@@ -8,7 +8,8 @@
   KEYS[1..7] run hash, error list, conflict list, fan-out hash, outcome hash, reserved hash,
              history list
 
-  ARGV[1] options, JSON: runId, now (epoch ms), changes (channel)
+  ARGV[1] options, JSON: runId, now (epoch ms), changes (channel), expiries (the runs index's
+          expiry set: the run no longer expires)
 
   Returns { code, status, indices }:
     code 1 reopened: `status` the run's new status, `indices` the children to run again
@@ -50,5 +51,6 @@ redis.call('HINCRBY', KEYS[1], 'retries', 1)
 for i = 1, 7 do redis.call('PERSIST', KEYS[i]) end
 local idempotencyKey = redis.call('HGET', KEYS[1], 'idempotencyKey')
 if idempotencyKey then redis.call('PERSIST', idempotencyKey) end
+redis.call('ZREM', o.expiries, o.runId)
 changed(KEYS[1], o.runId, o)
 return { 1, status, indices }
