@@ -2,7 +2,7 @@ export { BaseNode } from './core/base-node.js';
 export { Node, type NodeOptions } from './core/node.js';
 export { BatchNode } from './core/batch-node.js';
 export { ParallelBatchNode, type ParallelOptions, type ItemOutcome } from './core/parallel-batch-node.js';
-export { Flow, type FlowOptions } from './core/flow.js';
+export { Flow, type FlowOptions, type FlowRunOptions } from './core/flow.js';
 export type { RunContext } from './core/run-context.js';
 export { BatchFlow } from './core/batch-flow.js';
 export { ParallelBatchFlow } from './core/parallel-batch-flow.js';
@@ -48,6 +48,8 @@ export type {
   RunChange,
   ChildSummary,
   FlowGraph,
+  StreamEntry,
+  StreamOptions,
 } from './kernel/engine.js';
 export { LocalEngine, type LocalEngineOptions } from './local/local-engine.js';
 export { toMermaid, type MermaidOptions } from './interpreter/mermaid.js';
@@ -56,4 +58,5 @@ export { assertJson, type Json, type JsonObject } from './json/json.js';
 export type { MergeConflict } from './json/merge-patches.js';
 export type { Message, Mailbox, SendOptions, ReceiveOptions } from './mailbox/message.js';
 export { MAX_MESSAGE_BYTES } from './mailbox/message.js';
+export { MAX_STREAM_ENTRY_BYTES } from './stream/stream-entry.js';
 export { InMemoryMailboxes, processMailboxes } from './mailbox/in-memory-mailboxes.js';

@@ -24,7 +24,15 @@ export type {
   StoredFanOut,
 } from './kernel/run-store.js';
 export type { ReopenReply, StoredMailbox, WorkerBeat, StoredWorker } from './kernel/run-store.js';
-export { childRunId, childOutcomeOf, wakeId, isFinal, MAX_ERRORS_KEPT } from './kernel/run-store.js';
+export type { StreamWrite, StreamAppendReply, StoredStreamEntry } from './kernel/run-store.js';
+export {
+  childRunId,
+  childOutcomeOf,
+  wakeId,
+  isFinal,
+  MAX_ERRORS_KEPT,
+  DEFAULT_MAX_STREAM_ENTRIES,
+} from './kernel/run-store.js';
 export type { Scheduler, Task, StepTask, WakeTask, ItemTask, TaskResult } from './kernel/scheduler.js';
 export { taskId } from './kernel/scheduler.js';
 export type { RunEventListener, RunEventSource } from './kernel/run-events.js';
@@ -62,6 +70,7 @@ export {
   type StoredStepRecord,
 } from './kernel/codec.js';
 export { systemClock } from './kernel/clock.js';
+export { compareStreamIds } from './stream/stream-entry.js';
 export { newRunId } from './kernel/run-id.js';
 export { checkRunInput } from './kernel/run-input.js';
 export { MemoryRunStore } from './local/memory-run-store.js';

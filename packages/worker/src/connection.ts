@@ -14,10 +14,11 @@ export type ConnectionOption = string | RedisOptions;
  * - `worker`: waits and reconnects forever (`maxRetriesPerRequest: null`), as BullMQ requires
  *   of worker connections.
  * - `subscriber`: pub/sub; reconnects and resubscribes.
+ * - `reader`: blocking stream reads (XREAD BLOCK) for every follower of an engine; reconnects.
  *
  * @see https://docs.bullmq.io/guide/going-to-production
  */
-export type ConnectionRole = 'client' | 'worker' | 'subscriber';
+export type ConnectionRole = 'client' | 'worker' | 'subscriber' | 'reader';
 
 function redisOptionsOf(
   connection: ConnectionOption | undefined,

@@ -5,5 +5,6 @@ export type { StoreSettings } from './store-settings.js';
 export { RedisKeys } from './redis-keys.js';
 export { RedisRunStore } from './redis-run-store.js';
 export { RedisRunEvents } from './redis-run-events.js';
+export { StreamReader } from './stream-reader.js';
 export { withScripts } from './scripts.js';
 export { loadFlows } from './load-flows.js';

@@ -22,6 +22,8 @@ import {
   type ChildSummary,
   type FlowGraph,
   type Clock,
+  type StreamEntry,
+  type StreamOptions,
 } from '@queueflow/runtime';
 import { FlowRegistry, ResultWaiter, RunClient, prepareRun, systemClock } from '@queueflow/runtime/kernel';
 import { BullmqScheduler } from './bullmq-scheduler.js';
@@ -32,6 +34,7 @@ import { RedisRunStore } from './redis-run-store.js';
 import { withScripts } from './scripts.js';
 import { ServerClock } from './server-clock.js';
 import { storeOptions, type StoreSettings } from './store-settings.js';
+import { StreamReader } from './stream-reader.js';
 import { WORKER_LAPSE_MS } from './worker-heartbeat.js';
 
 export interface RedisEngineOptions extends StoreSettings {
@@ -53,6 +56,7 @@ export interface RedisEngineOptions extends StoreSettings {
 interface Connected {
   redis: Redis;
   subscriber: Redis;
+  reader: StreamReader;
   scheduler: BullmqScheduler;
   waiter: ResultWaiter;
   client: RunClient;
@@ -62,7 +66,8 @@ interface Connected {
  * The distributed engine's client: starts runs of registered flows in Redis, where workers
  * (`startWorker`, `queueflow worker`) take their steps, and awaits their results. One instance
  * uses two Redis connections (commands, events) however many runs it awaits, opened on the first
- * call. Every method rejects with QueueflowError `REDIS_UNAVAILABLE` (naming the server and the
+ * call, and a third (blocking stream reads) however many runs it follows, opened on the first
+ * `stream`. Every method rejects with QueueflowError `REDIS_UNAVAILABLE` (naming the server and the
  * reason) when they cannot be opened; while Redis is unreachable later, commands fail fast rather
  * than queue (BullMQ's advice for producers), and the call may be retried.
  *
@@ -200,6 +205,15 @@ export class RedisEngine implements Engine {
     return (await this.connect()).client.children(runId, options);
   }
 
+  /**
+   * @see Engine.stream. Every follower of this engine waits on one connection of its own (opened
+   * on the first follow), however many runs they follow.
+   */
+  async *stream(runId: string, options?: StreamOptions): AsyncGenerator<StreamEntry, void, undefined> {
+    const { client } = await this.connect();
+    yield* client.stream(runId, options);
+  }
+
   /** @see Engine.graph */
   async graph(flow: string): Promise<FlowGraph | undefined> {
     return (await this.connect()).client.graph(flow);
@@ -209,8 +223,11 @@ export class RedisEngine implements Engine {
     if (this.closed) return;
     this.closed = true;
     if (!this.connected) return;
-    const { redis, subscriber, scheduler, waiter } = await this.connected.catch(() => ({}) as Partial<Connected>);
+    const { redis, subscriber, scheduler, waiter, reader } = await this.connected.catch(
+      () => ({}) as Partial<Connected>,
+    );
     waiter?.close();
+    await reader?.close();
     await scheduler?.close().catch(() => {});
     await Promise.all([redis?.quit().catch(() => {}), subscriber?.quit().catch(() => {})]);
   }
@@ -225,7 +242,8 @@ export class RedisEngine implements Engine {
       const clock = new ServerClock(redis, this.options.clock ?? systemClock);
       await clock.sync();
       const scheduler = new BullmqScheduler(redis, this.keys, onError, { client: true });
-      const store = new RedisRunStore(withScripts(redis), this.keys, this.settings, clock);
+      const reader = new StreamReader(() => createRedis(this.options.connection, 'reader', onError), redis);
+      const store = new RedisRunStore(withScripts(redis), this.keys, this.settings, clock, reader);
       const waiter: ResultWaiter = new ResultWaiter(
         { subscribe: (listener) => events.subscribe(listener) },
         (id) => client.resultIfEnded(id),
@@ -240,7 +258,7 @@ export class RedisEngine implements Engine {
         noWorkerWarningMs: 10_000,
       });
       await waiter.start();
-      return { redis, subscriber, scheduler, waiter, client };
+      return { redis, subscriber, scheduler, waiter, client, reader };
     })();
     this.connected.catch(() => {
       this.connected = undefined; // the next call tries again

@@ -40,6 +40,15 @@ export class RedisKeys {
     return `${this.prefix}:run:${runId}:history`;
   }
 
+  /**
+   * Stream: the run's stream (`this.emit`), one entry per emit (`s` step, `a` attempt, `n` node,
+   * `t` time, `d` data JSON, `i` item index) and an end marker (`end` status) per end; capped by
+   * XADD MAXLEN, expires with the run.
+   */
+  stream(runId: string): string {
+    return `${this.prefix}:run:${runId}:stream`;
+  }
+
   /** String: the run an idempotency key names (expires with that run). */
   idempotency(key: string): string {
     return `${this.prefix}:idempotency:${key}`;
@@ -93,8 +102,8 @@ export class RedisKeys {
     return this.mailboxWaiters('');
   }
 
-  /** The seven keys of a run, in the order every script that takes them expects. */
-  runKeys(runId: string): [string, string, string, string, string, string, string] {
+  /** The eight keys of a run, in the order every script that takes them expects. */
+  runKeys(runId: string): [string, string, string, string, string, string, string, string] {
     return [
       this.run(runId),
       this.errors(runId),
@@ -103,6 +112,7 @@ export class RedisKeys {
       this.outcomes(runId),
       this.reserved(runId),
       this.history(runId),
+      this.stream(runId),
     ];
   }
 

@@ -40,13 +40,19 @@ import {
   type StepReplay,
   type StoredFanOut,
   type StoredRun,
+  type StoredStreamEntry,
+  type StreamAppendReply,
+  type StreamWrite,
+  DEFAULT_MAX_STREAM_ENTRIES,
   systemClock,
 } from '@queueflow/runtime/kernel';
+import type { FinalRunStatus } from '@queueflow/runtime';
 import type { Clock } from '@queueflow/runtime';
 import type { Message } from '@queueflow/runtime';
 import type { RedisKeys } from './redis-keys.js';
 import { hashOfList, positionOf, runOfHash } from './run-hash.js';
 import type { ScriptedRedis } from './scripts.js';
+import type { RawStreamEntry, StreamReader } from './stream-reader.js';
 
 /** Settings of the Redis store. */
 export interface RedisStoreOptions {
@@ -56,6 +62,8 @@ export interface RedisStoreOptions {
   maxErrors: number;
   /** Step records kept per run. */
   maxStepRecords: number;
+  /** Stream entries kept per run (about: XADD MAXLEN ~). @defaultValue 10000 */
+  maxStreamEntries?: number;
 }
 
 /** Fields `list` and `summaries` read: the checkpoint (possibly megabytes) is not among them. */
@@ -102,6 +110,11 @@ export class RedisRunStore implements RunStore {
     private readonly options: RedisStoreOptions,
     /** The time source of the transitions the store stamps itself (start, cancel, park). */
     private readonly clock: Clock = systemClock,
+    /**
+     * Where blocking stream reads wait (one connection for every follower); without one, a
+     * blocking read polls every 50 ms.
+     */
+    private readonly reader?: StreamReader,
   ) {}
 
   async create(run: NewRun): Promise<{ created: true } | { created: false; runId: string }> {
@@ -128,6 +141,7 @@ export class RedisRunStore implements RunStore {
       run.now,
     ];
     if (run.forkedFrom) fields.push('forkedFrom', JSON.stringify(run.forkedFrom));
+    if (run.trace !== undefined) fields.push('trace', run.trace);
     const options = {
       id: run.id,
       now: String(run.now),
@@ -463,6 +477,46 @@ export class RedisRunStore implements RunStore {
     };
   }
 
+  async appendStream(runId: string, write: StreamWrite): Promise<StreamAppendReply> {
+    const options = {
+      step: String(write.step),
+      attempt: write.attempt,
+      ...(write.token === undefined ? {} : { token: write.token }),
+      ...(write.item === undefined ? {} : { item: write.item }),
+      maxLen: this.options.maxStreamEntries ?? DEFAULT_MAX_STREAM_ENTRIES,
+    };
+    const [code, attempt, ids] = (await this.redis.appendStream(
+      this.keys.run(runId),
+      this.keys.stream(runId),
+      JSON.stringify(options),
+      ...write.entries.flatMap(({ node, at, data }) => [node, at, data]),
+    )) as [number, number, string[]];
+    if (code === -1) return { result: 'missing' };
+    if (code === 0) return { result: 'ended' };
+    return { result: 'appended', attempt, ids };
+  }
+
+  async readStream(
+    runId: string,
+    after: string,
+    options: { count: number; blockMs?: number },
+  ): Promise<StoredStreamEntry[]> {
+    const key = this.keys.stream(runId);
+    const read = (): Promise<RawStreamEntry[]> =>
+      this.redis.xrange(key, `(${after}`, '+', 'COUNT', options.count) as Promise<RawStreamEntry[]>;
+    let found = await read();
+    if (found.length === 0 && options.blockMs) {
+      if (this.reader) found = (await this.reader.read(key, after, options.blockMs)).slice(0, options.count);
+      else {
+        for (const until = Date.now() + options.blockMs; found.length === 0 && Date.now() < until; ) {
+          await new Promise((resolve) => setTimeout(resolve, 50));
+          found = await read();
+        }
+      }
+    }
+    return found.map(streamEntryOf);
+  }
+
   async list(options: ListRunsOptions & { limit: number }): Promise<StoredRun[]> {
     await this.trimIndex();
     const { limit } = options;
@@ -536,6 +590,21 @@ export class RedisRunStore implements RunStore {
 
 function outboxOf(outbox: readonly OutgoingMessage[] | undefined): [string, string][] {
   return (outbox ?? []).map(({ address, message }) => [address, encodeMessage(message)]);
+}
+
+/** A stream entry as append-stream.lua (or finish, for the end marker) wrote it. */
+function streamEntryOf([id, flat]: RawStreamEntry): StoredStreamEntry {
+  const fields = hashOfList(flat);
+  if (fields.end !== undefined) return { id, end: fields.end as FinalRunStatus };
+  return {
+    id,
+    step: Number(fields.s),
+    attempt: Number(fields.a),
+    node: fields.n ?? '',
+    at: Number(fields.t),
+    data: decodeJson(fields.d ?? 'null'),
+    ...(fields.i === undefined ? {} : { item: Number(fields.i) }),
+  };
 }
 
 function childEndedResult(code: number, next: number): ChildEndedResult {

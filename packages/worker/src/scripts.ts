@@ -6,17 +6,18 @@ const SCRIPTS: Record<ScriptName, { file: string; keys?: number }> = {
   // Variable number of keys: the caller passes the count first.
   createRun: { file: 'create-run.lua' },
   commitStep: { file: 'commit-step.lua' },
-  fanOut: { file: 'fan-out.lua', keys: 7 },
-  childEnded: { file: 'child-ended.lua', keys: 7 },
-  cancelRun: { file: 'cancel-run.lua', keys: 7 },
-  reopenRun: { file: 'reopen-run.lua', keys: 7 },
+  fanOut: { file: 'fan-out.lua', keys: 8 },
+  childEnded: { file: 'child-ended.lua', keys: 8 },
+  cancelRun: { file: 'cancel-run.lua', keys: 8 },
+  reopenRun: { file: 'reopen-run.lua', keys: 8 },
   loadRun: { file: 'load-run.lua', keys: 1 },
   reserveMessage: { file: 'reserve-message.lua', keys: 3 },
-  parkRun: { file: 'park-run.lua', keys: 7 },
+  parkRun: { file: 'park-run.lua', keys: 8 },
   sendMessage: { file: 'send-message.lua', keys: 2 },
   takeMessage: { file: 'take-message.lua', keys: 1 },
   workerRegistry: { file: 'worker-registry.lua', keys: 2 },
   trimRuns: { file: 'trim-runs.lua', keys: 2 },
+  appendStream: { file: 'append-stream.lua', keys: 2 },
 };
 
 type ScriptName =
@@ -32,7 +33,8 @@ type ScriptName =
   | 'sendMessage'
   | 'takeMessage'
   | 'workerRegistry'
-  | 'trimRuns';
+  | 'trimRuns'
+  | 'appendStream';
 
 let sources: Record<ScriptName, string> | undefined;
 

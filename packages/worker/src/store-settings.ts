@@ -1,4 +1,4 @@
-import { MAX_ERRORS_KEPT, invalidOption } from '@queueflow/runtime/kernel';
+import { DEFAULT_MAX_STREAM_ENTRIES, MAX_ERRORS_KEPT, invalidOption } from '@queueflow/runtime/kernel';
 
 /** Settings of the run store shared by engine clients and workers. */
 export interface StoreSettings {
@@ -8,6 +8,11 @@ export interface StoreSettings {
   maxCheckpointBytes?: number;
   /** Step records kept per run for `history`, `fork` and `sharedAt`, oldest dropped first. @defaultValue 10000 */
   maxStepRecords?: number;
+  /**
+   * Entries kept in each run's stream (`this.emit`), oldest dropped first; about, as Redis
+   * trims whole nodes (XADD MAXLEN ~). @defaultValue 10000
+   */
+  maxStreamEntries?: number;
 }
 
 /** The checked settings, as the store uses them. */
@@ -16,6 +21,7 @@ export interface CheckedStoreSettings {
   maxErrors: number;
   maxCheckpointBytes: number;
   maxStepRecords: number;
+  maxStreamEntries: number;
 }
 
 /** @throws TypeError naming the bad setting and `owner`. */
@@ -32,7 +38,12 @@ export function storeOptions(settings: StoreSettings, owner: string): CheckedSto
   if (!Number.isInteger(maxStepRecords) || maxStepRecords < 1) {
     throw invalidOption(owner, 'maxStepRecords', 'an integer from 1 and up', maxStepRecords);
   }
+  const maxStreamEntries = settings.maxStreamEntries ?? DEFAULT_MAX_STREAM_ENTRIES;
+  if (!Number.isInteger(maxStreamEntries) || maxStreamEntries < 1) {
+    throw invalidOption(owner, 'maxStreamEntries', 'an integer from 1 and up', maxStreamEntries);
+  }
   return {
+    maxStreamEntries,
     retentionSeconds: Math.ceil(retentionMs / 1000),
     maxErrors: MAX_ERRORS_KEPT,
     maxCheckpointBytes,

@@ -3,7 +3,9 @@ import { mailboxOf } from '../mailbox/mailbox-of.js';
 import type { Message, ReceiveOptions, SendOptions } from '../mailbox/message.js';
 import type { Action, MaybePromise, NonIterableObject } from './types.js';
 import { DEFAULT_ACTION } from './types.js';
-import { visitOf, type RunContext } from './run-context.js';
+import { visitOf, type FlowRunState, type RunContext } from './run-context.js';
+import { emitterOf } from '../stream/emitter-of.js';
+import { encodeStreamData } from '../stream/stream-entry.js';
 import { warn } from './warnings.js';
 
 /**
@@ -174,6 +176,33 @@ export class BaseNode<S = unknown, P extends NonIterableObject = NonIterableObje
     return mailbox.receive(replyTo, options);
   }
 
+  /**
+   * Appends `data` to the run's stream, for whoever follows the run live (a model's tokens as
+   * they come, what an agent says): `engine.stream(runId)`, `queueflow tail`, or the `onEmit`
+   * option of `flow.run` (without it, `flow.run` drops the entries). Returns at once; on an
+   * engine the entry is written in the background, in emit order, and before the step commits.
+   * Entries of a try that fails later stay in the stream with their `attempt`. A step that parks
+   * on `receive` runs again from its start when woken: emit after the `receive`.
+   *
+   * @throws QueueflowError `NOT_JSON` naming the path, `PAYLOAD_TOO_LARGE` for data over
+   *   `MAX_STREAM_ENTRY_BYTES` (64 KiB) as JSON.
+   * @example
+   * ```ts
+   * override async exec(prompt: string) {
+   *   let text = '';
+   *   for await (const token of model.stream(prompt)) { this.emit({ token }); text += token; }
+   *   return text;
+   * }
+   * ```
+   */
+  emit(data: Json): void {
+    const encoded = encodeStreamData(data);
+    const attached = emitterOf(this);
+    if (attached) return attached.port.emit(attached.node, encoded);
+    const facts = visitOf(this);
+    if (facts?.run?.stream) emitLocally(facts.run, this, facts.step, encoded);
+  }
+
   /** Answers a message received from `ask`. @throws TypeError when it has no `replyTo`. */
   reply(message: Message, body: Json): Promise<void> {
     if (!message.replyTo)
@@ -191,4 +220,19 @@ export class BaseNode<S = unknown, P extends NonIterableObject = NonIterableObje
     copy._params = { ...this._params };
     return copy;
   }
+}
+
+/** `flow.run`: hands an entry to the run's `onEmit`, with an id as an engine would give it. */
+function emitLocally(run: FlowRunState, node: BaseNode<any, any>, step: number, encoded: string): void {
+  const stream = run.stream!;
+  const at = Date.now();
+  stream.last = at > stream.last.ms ? { ms: at, seq: 0 } : { ms: stream.last.ms, seq: stream.last.seq + 1 };
+  stream.onEmit({
+    id: `${stream.last.ms}-${stream.last.seq}`,
+    step,
+    attempt: (node as { currentRetry?: number }).currentRetry ?? 0,
+    node: node.name ?? node.constructor.name,
+    at,
+    data: JSON.parse(encoded) as Json,
+  });
 }

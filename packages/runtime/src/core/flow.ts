@@ -1,8 +1,19 @@
+import type { StreamEntry } from '../stream/stream-types.js';
 import { newRunId } from '../kernel/run-id.js';
 import { BaseNode } from './base-node.js';
 import { attachVisit, visitOf, type FlowRunState } from './run-context.js';
 import type { Action, MaybePromise, NonIterableObject } from './types.js';
 import { invalidOption } from './validate-options.js';
+
+/** Options of one `flow.run` call (beyond PocketFlow's `shared`). */
+export interface FlowRunOptions {
+  /**
+   * Called with each entry node code emits (`this.emit`), synchronously, in emit order: the
+   * run's stream without an engine. Entries carry the same fields as `engine.stream`'s (`step`
+   * counts node visits). @defaultValue entries are dropped
+   */
+  onEmit?: (entry: StreamEntry) => void;
+}
 
 /** Options of {@link Flow} and the batch flows. */
 export interface FlowOptions {
@@ -59,18 +70,28 @@ export class Flow<S = unknown, P extends NonIterableObject = NonIterableObject> 
   }
 
   /** A top-level `flow.run`: a fresh run id, named after this flow. */
-  private newRunState(): FlowRunState {
-    return { runId: newRunId(), flow: this.name ?? this.constructor.name, visits: 0 };
+  private newRunState(options: FlowRunOptions = {}): FlowRunState {
+    const onEmit = options.onEmit;
+    if (onEmit !== undefined && typeof onEmit !== 'function') {
+      throw invalidOption(`${this.constructor.name}.run`, 'onEmit', 'a function', onEmit);
+    }
+    return {
+      runId: newRunId(),
+      flow: this.name ?? this.constructor.name,
+      visits: 0,
+      ...(onEmit ? { stream: { onEmit, last: { ms: 0, seq: 0 } } } : {}),
+    };
   }
 
   /**
    * Runs the flow (rules S5–S7) as a run of its own, which `runContext` names inside. The walk
    * runs on a thin per-call object whose prototype is this flow (as each visit runs on a copy,
    * rule S6), so that concurrent `run` calls on one flow object keep their own run.
+   * `options.onEmit` receives what node code emits (`this.emit`).
    */
-  override run(shared: S): Promise<Action | undefined> {
+  override run(shared: S, options?: FlowRunOptions): Promise<Action | undefined> {
     const self = Object.create(this) as this;
-    const run = this.newRunState();
+    const run = this.newRunState(options);
     attachVisit(self, { runId: run.runId, flow: run.flow, step: 0, run });
     return BaseNode.prototype.run.call(self, shared) as Promise<Action | undefined>;
   }

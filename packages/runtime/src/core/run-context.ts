@@ -1,3 +1,5 @@
+import type { StreamEntry } from '../stream/stream-types.js';
+
 /**
  * Where a node visit runs, as node code reads it through `this.runContext`: the same facts on
  * `flow.run`, LocalEngine and RedisEngine.
@@ -33,6 +35,8 @@ export interface FlowRunState {
   readonly runId: string;
   readonly flow: string;
   visits: number;
+  /** Where `this.emit` goes (the `onEmit` option of `flow.run`), and the last entry id given. */
+  readonly stream?: { readonly onEmit: (entry: StreamEntry) => void; last: { ms: number; seq: number } };
 }
 
 const VISIT = Symbol('queueflow.visit');

@@ -9,6 +9,7 @@ import { QueueflowError } from '../errors/queueflow-error.js';
 import { assertJson, type Json, type JsonObject } from '../json/json.js';
 import { attachMailbox } from '../mailbox/mailbox-of.js';
 import { noMailbox } from '../mailbox/no-mailbox.js';
+import { attachEmitter } from '../stream/emitter-of.js';
 import type { Checkpoint, Frame } from './checkpoint.js';
 import { fanOutPolicy, graphNode, isLeaf, type CompiledGraph, type GraphNode } from './graph.js';
 import type { StepContext, StepOutcome, StepResult } from './step-types.js';
@@ -106,6 +107,7 @@ export class Step {
     copy.setParams(params);
     if (this.ctx.run) attachVisit(copy, this.ctx.run);
     attachMailbox(copy, this.ctx.mailbox ?? noMailbox);
+    if (this.ctx.emitter) attachEmitter(copy, { port: this.ctx.emitter, node: node.id });
     this.current = node.id;
     return copy;
   }

@@ -26,6 +26,8 @@ export interface StepContext {
   run?: Omit<RunContext, 'attempt'> | undefined;
   /** The step's mailbox; without one, node code cannot send or receive (fan-out items). */
   mailbox?: (Mailbox & StepMailboxPort) | undefined;
+  /** The step's stream (`this.emit`); without one, emitted entries go nowhere. */
+  emitter?: StepEmitterPort | undefined;
   /** Epoch ms, for error records. */
   now: () => number;
 }
@@ -35,6 +37,14 @@ export interface StepMailboxPort {
   readonly outbox: OutgoingMessage[];
   readonly parkRequest: ParkRequest | undefined;
   replayAfterPark(): StepReplay;
+}
+
+/**
+ * What node code's `this.emit` writes to on an engine (the step driver's StepStream implements
+ * it): appends one entry, `data` already checked and encoded as JSON, without waiting.
+ */
+export interface StepEmitterPort {
+  emit(node: string, data: string): void;
 }
 
 /**
@@ -52,6 +62,8 @@ export type FanOutRequest =
       params: JsonObject[];
       concurrency: number | undefined;
       onItemError: OnItemError;
+      /** The trace context of the step that fanned out (set by the driver as it stores the request). */
+      trace?: string;
     }
   | {
       kind: 'items';
@@ -61,6 +73,8 @@ export type FanOutRequest =
       concurrency: number | undefined;
       onItemError: OnItemError;
       maxAttempts: number;
+      /** The trace context of the step that fanned out (set by the driver as it stores the request). */
+      trace?: string;
     };
 
 /** What a failed child does to its fan-out: fail the parent at once, or be collected for `post`. */

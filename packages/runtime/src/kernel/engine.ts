@@ -6,6 +6,9 @@ import type { Json, JsonObject } from '../json/json.js';
 import type { MergeConflict, PatchOperation } from '../json/merge-patches.js';
 import type { Message } from '../mailbox/message.js';
 import type { FlowGraph } from '../interpreter/mermaid.js';
+import type { StreamEntry, StreamOptions } from '../stream/stream-types.js';
+
+export type { StreamEntry, StreamOptions };
 
 export type { FlowGraph };
 
@@ -208,9 +211,26 @@ export interface Engine {
   children(runId: string, options?: { offset?: number; limit?: number }): Promise<ChildSummary[]>;
   /** The graph of a registered flow, for drawing, or `undefined` for a flow this engine does not know. */
   graph(flow: string): Promise<FlowGraph | undefined>;
+  /**
+   * The run's stream: what its nodes said with `this.emit`, from the beginning (or after entry
+   * `from`) and then live as it grows; the iteration ends when the run ends (completed, failed
+   * or cancelled). Entries of a try that failed later are delivered too, with their `attempt`:
+   * per step, only the entries of its highest attempt belong to the try that went on. A follower
+   * that comes back with the `id` of the last entry it got as `from` misses nothing and sees
+   * nothing twice. Entries of a ParallelBatchFlow's children are on the child runs' streams.
+   *
+   * @throws QueueflowError (on the first `next`) `RUN_NOT_FOUND` for an unknown or expired run,
+   *   `INVALID_OPTION` for a malformed `from`.
+   * @example
+   * ```ts
+   * for await (const entry of engine.stream(handle.id)) process.stdout.write(String(entry.data));
+   * ```
+   */
+  stream(runId: string, options?: StreamOptions): AsyncIterable<StreamEntry>;
   /** Releases the engine's resources; runs of a `LocalEngine` stop where they are. */
   close(): Promise<void>;
 }
+
 
 /** One committed step of a run. Times are epoch milliseconds. */
 export interface StepRecord {

@@ -6,6 +6,7 @@ import type { Json, JsonObject } from '../json/json.js';
 import type {
   ChildOutcome,
   FanOutRequest,
+  ItemTryOutcome,
   OutgoingMessage,
   StepContext,
   StepTarget,
@@ -24,6 +25,8 @@ import {
   type StoredRun,
 } from './run-store.js';
 import type { ItemTask, Scheduler, TaskResult } from './scheduler.js';
+import { StepStream } from './step-stream.js';
+import { TrySpan, recordRunEnd } from '../telemetry/tracing.js';
 
 /** What the fan-out driver needs from the step driver it works for. */
 export interface FanOutHost {
@@ -49,6 +52,11 @@ export class FanOutDriver {
     private readonly host: FanOutHost,
   ) {
     this.cache = new FanOutCache(store);
+  }
+
+  /** The trace context of the step of `parentId` that fanned out at `step` (its children's spans join it). */
+  async traceOf(parentId: string, step: number): Promise<string | undefined> {
+    return (await this.cache.get(parentId, step))?.request.trace;
   }
 
   /** The `shared` parent `parentId` had when it fanned out at `step` (never mutate it). */
@@ -171,6 +179,10 @@ export class FanOutDriver {
         // The parent ended inside the transition (failed fast, or cancelled): if it is a child
         // itself, its own parent hears of it now.
         const parent = await this.store.load(parentId);
+        if (parent) {
+          const trace = parent.trace ?? (parent.parent ? await this.traceOf(parent.parent.id, parent.parent.step) : undefined);
+          recordRunEnd({ ...parent, trace }, parent.status, parent.finishedAt ?? this.options.clock.now(), parent.error);
+        }
         if (parent?.parent) await this.reportEnded(parent);
         return;
       }
@@ -221,13 +233,34 @@ export class FanOutDriver {
     const { request } = fanOut;
     const graph = await this.host.graphFor({ id: runId, flow: fanOut.flow, fingerprint: fanOut.fingerprint });
     if (typeof graph === 'string') return { type: 'defer', delayMs: 5000, reason: graph };
+    const now = (): number => this.options.clock.now();
+    const stream = new StepStream(this.store, runId, { step, attempt: attemptsMade, item: index }, now);
     const ctx: StepContext = {
       attempt: attemptsMade,
       signal: new AbortController().signal,
       run: { runId, flow: fanOut.flow, step },
-      now: () => this.options.clock.now(),
+      emitter: stream,
+      now,
     };
-    const outcome = await executeItem(graph, request.node, request.params, task.item, ctx);
+    const span = new TrySpan({
+      runId,
+      flow: fanOut.flow,
+      node: request.node,
+      step,
+      attempt: attemptsMade,
+      item: index,
+      parent: request.trace,
+    });
+    let outcome: ItemTryOutcome | undefined;
+    try {
+      outcome = await span.run(() => executeItem(graph, request.node, request.params, task.item, ctx));
+      await stream.flush();
+    } finally {
+      span.end(
+        outcome?.type ?? 'failed',
+        outcome?.type === 'failed' || outcome?.type === 'retry' ? outcome.error : undefined,
+      );
+    }
     const rescued = outcome.type === 'failed' ? outcome.errors.filter((e) => e !== outcome.error) : outcome.errors;
     await this.store.appendErrors(runId, rescued);
     if (outcome.type === 'retry') return { type: 'retry', delayMs: outcome.delayMs, error: outcome.error };

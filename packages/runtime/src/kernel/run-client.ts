@@ -26,8 +26,15 @@ import type {
   RunResult,
   RunSummary,
   StepRecord,
+  StreamEntry,
+  StreamOptions,
   WorkerInfo,
 } from './engine.js';
+import { followStream } from './run-stream.js';
+import { SpanStatusCode, trace } from '@opentelemetry/api';
+import { recordRunEnd, startRunSpan } from '../telemetry/tracing.js';
+import { traceparentOf } from '../telemetry/trace-context.js';
+import { checkStreamId } from '../stream/stream-entry.js';
 import { Inbox } from './inbox.js';
 import { retryRun } from './retry-run.js';
 import type { RunEventSource } from './run-events.js';
@@ -47,6 +54,12 @@ export interface RunClientOptions {
   where: string;
   /** How long a worker may go without a heartbeat and still count as live, in ms. */
   workerLapseMs: number;
+  /**
+   * Longest a follower of a run's stream waits for an entry before it looks at the run's status
+   * again, in ms (a safety net: a run's end appends a marker that ends the wait at once).
+   * @defaultValue 5000
+   */
+  streamPollMs?: number;
   /**
    * After how long a wait for a result with no live worker serving the run's flow warns
    * `QF_NO_WORKER`, in ms (real time); `undefined`: never (the engine runs its steps itself).
@@ -141,16 +154,30 @@ export class RunClient {
    * handle of that run instead.
    */
   async startPrepared<S extends object>(run: NewRun): Promise<RunHandle<S>> {
-    // Stamped on the store's clock now (prepareRun may have run before the clock was synced).
-    const created = await this.store.create({ ...run, now: this.options.clock.now() });
-    if (!created.created) return this.handle<S>(created.runId);
+    // The run's trace starts here: its record carries the context every step's span joins.
+    const started = startRunSpan(run.flow, run.id);
     try {
-      await this.scheduler.addStep(run.id, 0, run.target);
+      // Stamped on the store's clock now (prepareRun may have run before the clock was synced).
+      const created = await this.store.create({
+        ...run,
+        now: this.options.clock.now(),
+        ...(started.trace === undefined ? {} : { trace: started.trace }),
+      });
+      if (!created.created) return this.handle<S>(created.runId);
+      try {
+        await this.scheduler.addStep(run.id, 0, run.target);
+      } catch (error) {
+        await this.store.discard(run.id).catch(() => {});
+        throw error;
+      }
+      return this.handle<S>(run.id);
     } catch (error) {
-      await this.store.discard(run.id).catch(() => {});
+      started.span.recordException(error as Error);
+      started.span.setStatus({ code: SpanStatusCode.ERROR, message: (error as Error).message });
       throw error;
+    } finally {
+      started.span.end();
     }
-    return this.handle<S>(run.id);
   }
 
   /** A handle on run `runId`. */
@@ -242,6 +269,10 @@ export class RunClient {
   async cancel(runId: string): Promise<void> {
     const result = await cancelRun(this.store, this.scheduler, runId);
     if (result === 'missing') throw this.notFound(runId);
+    if (result !== 'ended') {
+      const run = await this.store.load(runId);
+      if (run?.trace) recordRunEnd(run, 'cancelled', run.finishedAt ?? this.options.clock.now());
+    }
   }
 
   /**
@@ -251,7 +282,14 @@ export class RunClient {
   async send(address: string, body: Json): Promise<void> {
     checkAddress('send', address);
     checkMessageBody(body, `message body sent to '${address}'`);
-    const { wakes } = await this.store.send(address, { id: `m.${nanoid()}`, body, sentAt: this.options.clock.now() });
+    const span = trace.getActiveSpan();
+    const sender = span ? traceparentOf(span) : undefined;
+    const { wakes } = await this.store.send(address, {
+      id: `m.${nanoid()}`,
+      body,
+      sentAt: this.options.clock.now(),
+      ...(sender === undefined ? {} : { trace: sender }),
+    });
     await this.scheduler.promote(wakes);
   }
 
@@ -326,6 +364,15 @@ export class RunClient {
       if (!outcome) return { index, status: index < fanOut.started ? ('running' as const) : ('queued' as const) };
       if (outcome.status !== 'failed') return { index, status: outcome.status };
       return { index, status: 'failed' as const, error: runErrorOf(outcome.error) };
+    });
+  }
+
+  /** See {@link Engine.stream}. */
+  async *stream(runId: string, options: StreamOptions = {}): AsyncGenerator<StreamEntry, void, undefined> {
+    const after = options.from === undefined ? '0-0' : checkStreamId('from', options.from);
+    yield* followStream(this.store, runId, after, {
+      pollMs: this.options.streamPollMs ?? 5000,
+      notFound: () => this.notFound(runId, ' (never started, or expired)'),
     });
   }
 

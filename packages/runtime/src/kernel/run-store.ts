@@ -3,7 +3,8 @@ import type { ChildOutcome, FanOutRequest, StepTarget } from '../interpreter/ste
 import type { MergeConflict } from '../json/merge-patches.js';
 import type { OutgoingMessage, ParkRequest, StepReplay } from '../interpreter/step-types.js';
 import type { Json } from '../json/json.js';
-import type { ListRunsOptions, RunError, RunStatus } from './engine.js';
+import type { FinalRunStatus, ListRunsOptions, RunError, RunStatus } from './engine.js';
+import type { StreamEntry } from '../stream/stream-types.js';
 import type { Message } from '../mailbox/message.js';
 
 /**
@@ -102,6 +103,20 @@ export interface RunStore {
   outcomesOf(parentId: string, total: number): Promise<(ChildOutcome | undefined)[]>;
   /** The run's record with its history lists and fan-out counters, for `get`. */
   record(runId: string): Promise<RunRecord | undefined>;
+  /**
+   * Appends the entries one try of a step wrote (`this.emit`) to the run's stream, in order, and
+   * trims the stream to the store's per-run cap (oldest first). `write.token` names the try: when
+   * another try of the same step wrote entries before with an attempt at or above
+   * `write.attempt` (a try cut short by a crash), this try's entries get the attempt above it
+   * (the reply says which). Writes nothing for a run that has ended or does not exist.
+   */
+  appendStream(runId: string, write: StreamWrite): Promise<StreamAppendReply>;
+  /**
+   * Up to `count` entries of the run's stream after id `after`, oldest first, end markers
+   * included (the transition that ends a run appends one); `[]` when there are none (or no such
+   * run). With `blockMs`, waits up to that long (ms) for an entry when there is none yet.
+   */
+  readStream(runId: string, after: string, options: { count: number; blockMs?: number }): Promise<StoredStreamEntry[]>;
   /** Runs created by clients (not fan-out children), newest first, at most `limit` after `offset`. */
   list(options: Required<Pick<ListRunsOptions, 'limit'>> & ListRunsOptions): Promise<StoredRun[]>;
   /** The records of the given runs without their checkpoints (`checkpoint` is `''`), in order. */
@@ -172,6 +187,8 @@ export interface NewRun {
   idempotencyKey?: string;
   /** A fork's source: the run and the committed step it starts after. */
   forkedFrom?: { runId: string; step: number };
+  /** The trace context of the run's start (W3C traceparent), which its steps' spans join. */
+  trace?: string;
 }
 
 /** A run's record as a store holds it. Times are epoch ms. */
@@ -204,6 +221,8 @@ export interface StoredRun {
   forkedFrom?: { runId: string; step: number };
   /** Times the run was reopened after it failed or was cancelled. */
   retries?: number;
+  /** The trace context of the run's start (W3C traceparent); a fan-out child has its parent's request's. */
+  trace?: string;
 }
 
 /** A fan-out child's place: its parent, the parent's step that fanned out, its index. */
@@ -319,6 +338,28 @@ export interface ParkReply {
   ready: boolean;
   wakes: string[];
 }
+
+/** What one try of a step appends to its run's stream. Times are epoch ms. */
+export interface StreamWrite {
+  step: number;
+  /** The try's attempt (the step's try index). */
+  attempt: number;
+  /** Names the try, for the attempt of a try after one cut short; absent for a fan-out item. */
+  token?: string;
+  /** The item's index, for entries an item of a ParallelBatchNode fan-out wrote. */
+  item?: number;
+  /** Entries in emit order; `data` encoded as JSON. */
+  entries: { node: string; at: number; data: string }[];
+}
+
+/** What {@link RunStore.appendStream} did: the ids and the attempt the entries got, or why not. */
+export type StreamAppendReply = { result: 'appended'; attempt: number; ids: string[] } | { result: 'ended' | 'missing' };
+
+/** An entry of a run's stream as a store holds it: an entry, or the marker its end left. */
+export type StoredStreamEntry = StreamEntry | { id: string; end: FinalRunStatus };
+
+/** Stream entries kept per run by default, oldest dropped first. */
+export const DEFAULT_MAX_STREAM_ENTRIES = 10_000;
 
 /** A waiting parent's fan-out as stored. */
 export interface StoredFanOut {

@@ -6,7 +6,14 @@ import type { FlowRegistry } from '../interpreter/flow-definition.js';
 import type { CompiledGraph } from '../interpreter/graph.js';
 import { resumeFanOut } from '../interpreter/fan-out.js';
 import { executeStep } from '../interpreter/step-interpreter.js';
-import type { ParkRequest, StepContext, StepOutcome, StepTarget } from '../interpreter/step-types.js';
+import type {
+  ChildOutcome,
+  ParkRequest,
+  StepContext,
+  StepOutcome,
+  StepTarget,
+} from '../interpreter/step-types.js';
+import { TrySpan, recordRunEnd } from '../telemetry/tracing.js';
 import type { MergeConflict } from '../json/merge-patches.js';
 import { StepMailbox } from '../mailbox/step-mailbox.js';
 import { CheckpointCache } from './checkpoint-cache.js';
@@ -14,6 +21,7 @@ import type { Clock } from './clock.js';
 import { decodeCheckpoint, encodeCheckpoint } from './codec.js';
 import { FanOutDriver } from './fan-out-driver.js';
 import { stepRecord } from './step-history.js';
+import { StepStream } from './step-stream.js';
 import {
   isFinal,
   type CommitFields,
@@ -151,24 +159,7 @@ export class StepDriver {
     const controller = new AbortController();
     this.running.set(run.id, controller);
     try {
-      const attempt = (task.type === 'wake' ? task.attemptBase : 0) + attemptsMade;
-      const now = (): number => this.options.clock.now();
-      const reservations = {
-        reserve: async (ordinal: number, address: string) => {
-          const reserved = await this.store.reserveMessage(run, ordinal, address);
-          if (reserved === 'stale')
-            throw new Error(`run '${run.id}' is no longer at step ${run.step}: this run of the step is stale`);
-          return reserved;
-        },
-      };
-      const ctx: StepContext = {
-        attempt,
-        signal: controller.signal,
-        run: { runId: run.id, flow: run.flow, step: run.step },
-        mailbox: new StepMailbox(reservations, { runId: run.id, step: run.step }, run.replay, now),
-        now,
-      };
-      const start: StepStart = { run, attempt, startedAt: now() };
+      let fanIn: { total: number; outcomes: (ChildOutcome | undefined)[] } | undefined;
       if (run.status === 'waiting' && !parked) {
         const fanOut = await this.store.fanOutOf(run.id);
         if (!fanOut || fanOut.ended < fanOut.total) {
@@ -177,15 +168,64 @@ export class StepDriver {
           if (fanOut) await this.fanOut.ensureChildren(run);
           return DONE;
         }
-        const outcomes = await this.store.outcomesOf(run.id, fanOut.total);
-        const resumed = await resumeFanOut(graph, checkpoint, outcomes, ctx);
-        start.merged = { children: fanOut.total, conflicts: resumed.conflicts };
-        return await this.apply(start, graph, resumed.outcome, resumed.conflicts);
+        fanIn = { total: fanOut.total, outcomes: await this.store.outcomesOf(run.id, fanOut.total) };
       }
-      return await this.apply(start, graph, await executeStep(graph, checkpoint, ctx));
+      const attempt = (task.type === 'wake' ? task.attemptBase : 0) + attemptsMade;
+      const now = (): number => this.options.clock.now();
+      const span = new TrySpan({
+        runId: run.id,
+        flow: run.flow,
+        node: run.target.node ?? run.flow,
+        step: run.step,
+        attempt,
+        parent: await this.traceOf(run),
+      });
+      const trace = span.trace;
+      const reservations = {
+        reserve: async (ordinal: number, address: string) => {
+          const reserved = await this.store.reserveMessage(run, ordinal, address);
+          if (reserved === 'stale')
+            throw new Error(`run '${run.id}' is no longer at step ${run.step}: this run of the step is stale`);
+          span.linkTo(reserved?.trace); // from the step that sent it
+          return reserved;
+        },
+      };
+      const stream = new StepStream(this.store, run.id, { step: run.step, attempt }, now);
+      const ctx: StepContext = {
+        attempt,
+        signal: controller.signal,
+        run: { runId: run.id, flow: run.flow, step: run.step },
+        mailbox: new StepMailbox(reservations, { runId: run.id, step: run.step, trace }, run.replay, now),
+        emitter: stream,
+        now,
+      };
+      const start: StepStart = { run, attempt, startedAt: now() };
+      let ended: StepOutcome | undefined;
+      try {
+        let conflicts: MergeConflict[] = [];
+        if (fanIn) {
+          const resumed = await span.run(() => resumeFanOut(graph, checkpoint, fanIn.outcomes, ctx));
+          start.merged = { children: fanIn.total, conflicts: resumed.conflicts };
+          ended = resumed.outcome;
+          conflicts = resumed.conflicts;
+        } else {
+          ended = await span.run(() => executeStep(graph, checkpoint, ctx));
+        }
+        // The step's entries are stored before its outcome: a follower sees them before the end.
+        await stream.flush();
+        return await this.apply(start, graph, ended, conflicts, trace);
+      } finally {
+        span.end(ended?.type ?? 'failed', ended?.type === 'failed' || ended?.type === 'retry' ? ended.error : undefined);
+      }
     } finally {
       this.running.delete(run.id);
     }
+  }
+
+  /** The trace context a run's spans join: its own, or (a fan-out child) its parent's fan-out step's. */
+  private async traceOf(run: StoredRun): Promise<string | undefined> {
+    if (run.trace !== undefined || !run.parent) return run.trace;
+    return this.fanOut.traceOf(run.parent.id, run.parent.step);
   }
 
   /** The run's checkpoint; a fan-out child's is a delta against its parent's snapshot. */
@@ -200,6 +240,7 @@ export class StepDriver {
     graph: CompiledGraph,
     outcome: StepOutcome,
     conflicts: CommitFields['conflicts'] = [],
+    trace?: string,
   ): Promise<TaskResult> {
     const { run } = start;
     const now = this.options.clock.now();
@@ -274,7 +315,15 @@ export class StepDriver {
         });
         return DONE;
       case 'fan-out':
-        await this.fanOut.start(run, graph, outcome.checkpoint, checkpoint, outcome.fanOut, outcome.outbox, record);
+        await this.fanOut.start(
+          run,
+          graph,
+          outcome.checkpoint,
+          checkpoint,
+          trace === undefined ? outcome.fanOut : { ...outcome.fanOut, trace },
+          outcome.outbox,
+          record,
+        );
         return DONE;
     }
   }
@@ -346,6 +395,9 @@ export class StepDriver {
   private async commit(run: StoredRun, mode: CommitMode, fields: CommitFields): Promise<CommitResult> {
     const report = run.parent ? await this.fanOut.childReport(run, mode, fields) : undefined;
     const reply = await this.store.commit(run, mode, fields, report);
+    if (reply.result === 'committed' && (mode === 'completed' || mode === 'failed')) {
+      recordRunEnd({ ...run, trace: await this.traceOf(run) }, mode, fields.now, fields.runError);
+    }
     await this.scheduler.promote(reply.wakes);
     if (reply.result === 'stale') {
       const current = await this.store.load(run.id);

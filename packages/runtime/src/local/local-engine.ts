@@ -20,6 +20,8 @@ import type {
   RunResult,
   RunSummary,
   StepRecord,
+  StreamEntry,
+  StreamOptions,
   WorkerInfo,
 } from '../kernel/engine.js';
 import { ResultWaiter } from '../kernel/result-waiter.js';
@@ -212,6 +214,12 @@ export class LocalEngine implements Engine {
   /** @see Engine.children */
   async children(runId: string, options?: { offset?: number; limit?: number }): Promise<ChildSummary[]> {
     return this.client.children(runId, options);
+  }
+
+  /** @see Engine.stream */
+  async *stream(runId: string, options?: StreamOptions): AsyncGenerator<StreamEntry, void, undefined> {
+    await this.open();
+    yield* this.client.stream(runId, options);
   }
 
   /** @see Engine.graph */

@@ -17,7 +17,9 @@ import {
   encodeRequest,
 } from '../kernel/codec.js';
 import type { Clock } from '../kernel/clock.js';
-import type { ListRunsOptions, RunStatus } from '../kernel/engine.js';
+import type { FinalRunStatus, ListRunsOptions, RunStatus } from '../kernel/engine.js';
+import type { StreamEntry } from '../stream/stream-types.js';
+import { compareStreamIds } from '../stream/stream-entry.js';
 import type { RunEventListener, RunEventSource } from '../kernel/run-events.js';
 import {
   MAX_ERRORS_KEPT,
@@ -44,6 +46,10 @@ import {
   type Runnable,
   type StoredFanOut,
   type StoredRun,
+  type StoredStreamEntry,
+  type StreamAppendReply,
+  type StreamWrite,
+  DEFAULT_MAX_STREAM_ENTRIES,
 } from '../kernel/run-store.js';
 
 interface MemoryFanOut {
@@ -71,6 +77,10 @@ interface MemoryRun {
   /** Encoded step records, oldest first. */
   history: string[];
   idempotencyKey?: string;
+  /** The run's stream, oldest first (entries keep their data encoded), capped. */
+  stream: { id: string; end?: FinalRunStatus; entry?: Omit<StreamEntry, 'id' | 'data'> & { data: string } }[];
+  /** The try that wrote the stream last: its step, token and attempt (appendStream). */
+  streamTry?: { step: number; token: string; attempt: number };
 }
 
 /**
@@ -90,11 +100,17 @@ export class MemoryRunStore implements RunStore, RunEventSource {
   /** Idempotency key → the run that holds it. */
   private readonly idempotency = new Map<string, string>();
   private readonly registry = new Map<string, StoredWorker>();
+  /** The last stream id handed out (`<ms>-<seq>`), so ids only grow, as Redis' do. */
+  private lastStreamId = { ms: 0, seq: 0 };
+  /** Blocked `readStream` calls, by run id: called when the run's stream grows (or it goes). */
+  private readonly streamWaiters = new Map<string, Set<() => void>>();
 
   constructor(
     private readonly clock: Clock,
     private readonly retainFinishedRuns: number,
     private readonly maxStepRecords: number,
+    /** Stream entries kept per run, oldest dropped first. */
+    private readonly maxStreamEntries: number = DEFAULT_MAX_STREAM_ENTRIES,
   ) {}
 
   async subscribe(listener: RunEventListener): Promise<() => void> {
@@ -123,12 +139,14 @@ export class MemoryRunStore implements RunStore, RunEventSource {
         parkCount: 0,
         replay: { sent: 0 },
         ...(run.forkedFrom ? { forkedFrom: { ...run.forkedFrom } } : {}),
+        ...(run.trace === undefined ? {} : { trace: run.trace }),
       },
       errors: [],
       conflicts: [],
       outcomes: new Map(),
       reserved: new Map(),
       history: [],
+      stream: [],
       ...(run.idempotencyKey === undefined ? {} : { idempotencyKey: run.idempotencyKey }),
     });
     this.changed(run.id);
@@ -287,6 +305,7 @@ export class MemoryRunStore implements RunStore, RunEventSource {
           outcomes: new Map(),
           reserved: new Map(),
           history: [],
+          stream: [],
         });
       });
     }
@@ -511,6 +530,81 @@ export class MemoryRunStore implements RunStore, RunEventSource {
     return found;
   }
 
+  async appendStream(runId: string, write: StreamWrite): Promise<StreamAppendReply> {
+    const entry = this.runs.get(runId);
+    if (!entry) return { result: 'missing' };
+    if (isFinal(entry.run.status)) return { result: 'ended' };
+    let attempt = write.attempt;
+    if (write.token !== undefined) {
+      const last = entry.streamTry;
+      if (last?.step === write.step) {
+        if (last.token === write.token) attempt = last.attempt;
+        else if (last.attempt >= attempt) attempt = last.attempt + 1;
+      }
+      entry.streamTry = { step: write.step, token: write.token, attempt };
+    }
+    const ids = write.entries.map(({ node, at, data }) => {
+      const id = this.nextStreamId();
+      entry.stream.push({
+        id,
+        entry: { step: write.step, attempt, node, at, data, ...(write.item === undefined ? {} : { item: write.item }) },
+      });
+      return id;
+    });
+    if (entry.stream.length > this.maxStreamEntries) entry.stream.splice(0, entry.stream.length - this.maxStreamEntries);
+    this.streamGrew(runId);
+    return { result: 'appended', attempt, ids };
+  }
+
+  async readStream(
+    runId: string,
+    after: string,
+    options: { count: number; blockMs?: number },
+  ): Promise<StoredStreamEntry[]> {
+    const found = this.streamAfter(runId, after, options.count);
+    if (found.length > 0 || !options.blockMs) return found;
+    await new Promise<void>((resolve) => {
+      const waiters = this.streamWaiters.get(runId) ?? new Set();
+      const done = (): void => {
+        clearTimeout(timer);
+        waiters.delete(done);
+        if (waiters.size === 0 && this.streamWaiters.get(runId) === waiters) this.streamWaiters.delete(runId);
+        resolve();
+      };
+      const timer = setTimeout(done, options.blockMs);
+      timer.unref?.();
+      waiters.add(done);
+      this.streamWaiters.set(runId, waiters);
+    });
+    return this.streamAfter(runId, after, options.count);
+  }
+
+  private streamAfter(runId: string, after: string, count: number): StoredStreamEntry[] {
+    const stream = this.runs.get(runId)?.stream ?? [];
+    const found: StoredStreamEntry[] = [];
+    for (const stored of stream) {
+      if (found.length >= count) break;
+      if (compareStreamIds(stored.id, after) <= 0) continue;
+      if (stored.end) found.push({ id: stored.id, end: stored.end });
+      else found.push({ ...stored.entry!, id: stored.id, data: decodeJson(stored.entry!.data) });
+    }
+    return found;
+  }
+
+  /** A new stream id, `<ms>-<seq>` on the store's clock, above every id handed out before. */
+  private nextStreamId(): string {
+    const ms = this.clock.now();
+    this.lastStreamId =
+      ms > this.lastStreamId.ms ? { ms, seq: 0 } : { ms: this.lastStreamId.ms, seq: this.lastStreamId.seq + 1 };
+    return `${this.lastStreamId.ms}-${this.lastStreamId.seq}`;
+  }
+
+  /** Wakes the blocked reads of the run's stream. */
+  private streamGrew(runId: string): void {
+    const waiters = this.streamWaiters.get(runId);
+    if (waiters) for (const wake of [...waiters]) wake();
+  }
+
   /** Ids of every run held (fan-out children included), for tests and tools. */
   runIds(): string[] {
     return [...this.runs.keys()];
@@ -555,6 +649,9 @@ export class MemoryRunStore implements RunStore, RunEventSource {
     run.status = status;
     run.finishedAt = now;
     run.updatedAt = now;
+    // The stream's end marker, in the same transition: a follower ends when it reads it.
+    entry.stream.push({ id: this.nextStreamId(), end: status });
+    this.streamGrew(run.id);
     if (!run.parent) this.emit((listener) => listener.ended?.(run.id));
     this.changed(run.id);
     this.finished.push(run.id);
@@ -569,6 +666,7 @@ export class MemoryRunStore implements RunStore, RunEventSource {
       this.idempotency.delete(entry.idempotencyKey);
     }
     this.runs.delete(runId);
+    this.streamGrew(runId); // its followers find it gone
   }
 
   /** A reopened run is no longer among the finished ones the retention drops. */

@@ -12,6 +12,11 @@ export interface Message<B extends Json = Json> {
   replyTo?: string;
   /** Epoch milliseconds when it was sent (committed, on the engines). */
   sentAt: number;
+  /**
+   * The trace context of the step (or client call) that sent it, as a W3C traceparent, when a
+   * tracer provider was registered there: the receiving step's span links to it.
+   */
+  trace?: string;
 }
 
 export interface SendOptions {

@@ -43,7 +43,7 @@ export class StepMailbox implements Mailbox, StepMailboxPort {
 
   constructor(
     private readonly reservations: MessageReservations,
-    private readonly ids: { runId: string; step: number },
+    private readonly ids: { runId: string; step: number; trace?: string | undefined },
     private readonly replay: StepReplay,
     private readonly now: () => number,
   ) {}
@@ -72,6 +72,7 @@ export class StepMailbox implements Mailbox, StepMailboxPort {
         body: jsonCopy(body),
         ...(options.replyTo ? { replyTo: checkAddress('send', options.replyTo) } : {}),
         sentAt: this.now(),
+        ...(this.ids.trace === undefined ? {} : { trace: this.ids.trace }),
       },
     });
   }

@@ -4,8 +4,8 @@
   result is then refused at its commit, so the run stops at that step boundary. Messages its
   step had reserved go back to their mailboxes.
 
-  KEYS[1..7] run hash, error list, conflict list, fan-out hash, outcome hash, reserved hash,
-             history list
+  KEYS[1..8] run hash, error list, conflict list, fan-out hash, outcome hash, reserved hash,
+             history list, stream
 
   ARGV[1] options, JSON: now (epoch ms), runId, retention (seconds), channel, changes,
           mailboxPrefix, waitersPrefix
@@ -24,7 +24,7 @@ local wakes = {}
 leaveWaiters(KEYS[1], o, o.runId)
 releaseReserved(KEYS[6], o, wakes)
 redis.call('PUBLISH', o.channel, cjson.encode({ type = 'cancel', runId = o.runId }))
-finish({ KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7] }, o.runId, 'cancelled', o.now, o)
+finish({ KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8] }, o.runId, 'cancelled', o.now, o)
 local waitingOnChildren = status == 'waiting' and redis.call('EXISTS', KEYS[4]) == 1
 if waitingOnChildren then return { 2, wakes } end
 return { 1, wakes }

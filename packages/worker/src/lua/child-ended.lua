@@ -4,8 +4,8 @@
   Used for item children and redelivered ends; a child run reports through commit-step.lua when
   it ends.
 
-  KEYS[1..7] the parent's run hash, error list, conflict list, fan-out hash, outcome hash,
-             reserved hash, history list
+  KEYS[1..8] the parent's run hash, error list, conflict list, fan-out hash, outcome hash,
+             reserved hash, history list, stream
 
   ARGV[1] options, JSON (recordChildEnd's `c`, run-lifecycle.lua): parentId, parentStep, index,
           outcome (JSON), ok ('1' completed, '0' failed or cancelled), failFast ('1' or '0'),
@@ -15,4 +15,4 @@
   Returns { code, next } as recordChildEnd says.
   Emits: PUBLISH <channel> {type:'ended', ...} when the parent ends here.
 ]]
-return recordChildEnd({ KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7] }, cjson.decode(ARGV[1]))
+return recordChildEnd({ KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8] }, cjson.decode(ARGV[1]))

@@ -5,8 +5,8 @@
 
   KEYS[1] run hash           KEYS[2] run error list      KEYS[3] run conflict list
   KEYS[4] run fan-out hash   KEYS[5] run outcome hash    KEYS[6] run reserved-messages hash
-  KEYS[7] run step-history list
-  KEYS[8..14] (fan-out children only) the parent's seven keys, in the same order
+  KEYS[7] run step-history list  KEYS[8] run stream
+  KEYS[9..16] (fan-out children only) the parent's eight keys, in the same order
 
   ARGV[1] options, JSON:
     at            expected step counter, ':' and the expected park count (see atStep)
@@ -46,7 +46,7 @@
 ]]
 local o = cjson.decode(ARGV[1])
 local checkpoint = ARGV[2]
-local runKeys = { KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7] }
+local runKeys = { KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8] }
 local runKey = KEYS[1]
 local mode, now, runId, retention, channel = o.mode, o.now, o.runId, o.retention, o.channel
 local wakes = {}
@@ -59,7 +59,7 @@ local function toParent(status, outcome)
   if status == 'failed' and type(p.errorRecord) == 'string' then errorRecord = p.errorRecord end
   local failFast = '0'
   if p.failFast then failFast = '1' end
-  return recordChildEnd({ KEYS[8], KEYS[9], KEYS[10], KEYS[11], KEYS[12], KEYS[13], KEYS[14] }, {
+  return recordChildEnd({ KEYS[9], KEYS[10], KEYS[11], KEYS[12], KEYS[13], KEYS[14], KEYS[15], KEYS[16] }, {
     parentId = p.id, parentStep = tostring(p.step), index = tostring(p.index), outcome = outcome, ok = ok,
     failFast = failFast, parentError = p.parentError, errorRecord = errorRecord, now = now,
     channel = channel, changes = o.changes, retention = retention, maxErrors = o.maxErrors,

@@ -5,7 +5,7 @@
 
   KEYS[1] run hash           KEYS[2] run error list      KEYS[3] run conflict list
   KEYS[4] run fan-out hash   KEYS[5] run outcome hash    KEYS[6] run reserved-messages hash
-  KEYS[7] run step-history list
+  KEYS[7] run step-history list  KEYS[8] run stream
 
   ARGV[1] options, JSON:
     at         expected step counter, ':' and the expected park count (see atStep)

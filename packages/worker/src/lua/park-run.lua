@@ -4,7 +4,8 @@
   runs again. The step's sends so far leave now (so `ask` can be answered), and are counted so
   that the step, run again, does not send them twice.
 
-  KEYS[1..7] run hash, error list, conflict list, fan-out hash, outcome hash, reserved hash, history list
+  KEYS[1..8] run hash, error list, conflict list, fan-out hash, outcome hash, reserved hash, history
+             list, stream
 
   ARGV[1] options, JSON:
     at         expected step counter, ':' and the expected park count (see atStep)
@@ -22,7 +23,7 @@
     wakes: wake ids of runs parked on addresses this park delivered to
 ]]
 local o = cjson.decode(ARGV[1])
-local keys = { KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7] }
+local keys = { KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8] }
 local status = redis.call('HGET', KEYS[1], 'status')
 if not status then return { -1, 0, 0, {} } end
 local expectedStep, expectedParks = string.match(o.at, '^(%d+):(%d+)$')

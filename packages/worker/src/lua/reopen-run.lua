@@ -5,8 +5,8 @@
   started, else `running`; its error goes, its error history stays, its keys
   (and idempotency key) are kept again (no expiry).
 
-  KEYS[1..7] run hash, error list, conflict list, fan-out hash, outcome hash, reserved hash,
-             history list
+  KEYS[1..8] run hash, error list, conflict list, fan-out hash, outcome hash, reserved hash,
+             history list, stream
 
   ARGV[1] options, JSON: runId, now (epoch ms), changes (channel), expiries (the runs index's
           expiry set: the run no longer expires)
@@ -48,7 +48,7 @@ end
 redis.call('HSET', KEYS[1], 'status', status, 'attempt', 0, 'updatedAt', o.now)
 redis.call('HDEL', KEYS[1], 'error', 'finishedAt')
 redis.call('HINCRBY', KEYS[1], 'retries', 1)
-for i = 1, 7 do redis.call('PERSIST', KEYS[i]) end
+for i = 1, 8 do redis.call('PERSIST', KEYS[i]) end
 local idempotencyKey = redis.call('HGET', KEYS[1], 'idempotencyKey')
 if idempotencyKey then redis.call('PERSIST', idempotencyKey) end
 redis.call('ZREM', o.expiries, o.runId)

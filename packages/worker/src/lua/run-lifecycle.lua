@@ -22,8 +22,8 @@ local function changed(runKey, runId, o)
   end
 end
 
--- Ends a run: status, timings, retention of its keys (and of its idempotency key), and the
--- `ended` event. A fan-out child's end is not published: its parent hears of it through
+-- Ends a run: status, timings, the end marker of its stream (after every entry its steps wrote:
+-- a follower ends on it), retention of its keys (and of its idempotency key), and the `ended` event. A fan-out child's end is not published: its parent hears of it through
 -- recordChildEnd, and thousands of children would flood every subscriber (a `result()` of a
 -- child still resolves, by its periodic check).
 -- The runs index forgets the run when its keys expire: trim-runs.lua drops the ids whose time in
@@ -31,6 +31,7 @@ end
 -- keys: the run's keys (runKeys in redis-keys.ts); o: { retention, channel, changes, runs, expiries }
 local function finish(keys, runId, status, now, o)
   redis.call('HSET', keys[1], 'status', status, 'finishedAt', now, 'updatedAt', now)
+  redis.call('XADD', keys[8], '*', 'end', status)
   local child = redis.call('HEXISTS', keys[1], 'parentId') == 1
   local ttl = tonumber(o.retention)
   if ttl and ttl > 0 then
