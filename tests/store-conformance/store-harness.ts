@@ -36,7 +36,7 @@ import {
   type StoredRun,
   wakeId,
 } from '@queueflow/runtime/kernel';
-import { RedisKeys, RedisRunEvents, RedisRunStore, withScripts } from '@queueflow/worker';
+import { RedisKeys, RedisRunEvents, RedisRunStore, StreamReader, withScripts } from '@queueflow/worker';
 import { FakeClock } from '../conformance/fake-clock.js';
 import { deletePrefix, redisUrl, testPrefix } from '../support/test-redis.js';
 
@@ -68,25 +68,32 @@ export interface StoreHarness {
   load(runId: string): Promise<StoredRun>;
 }
 
+/** Store settings a spec may change. */
+export interface StoreSettings {
+  /** Stream entries kept per run. @defaultValue 10000 */
+  maxStreamEntries?: number;
+}
+
 /** Call inside `describe.each(stores)`: returns `open`, which opens store `name` for one test. */
-export function useStore(name: StoreName): () => Promise<StoreHarness> {
+export function useStore(name: StoreName): (settings?: StoreSettings) => Promise<StoreHarness> {
   const cleanups: (() => Promise<void>)[] = [];
   afterEach(async () => {
     for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
   });
-  return async () => {
-    const opened = name === 'MemoryRunStore' ? openMemory() : await openRedis(cleanups);
+  return async (settings = {}) => {
+    const opened = name === 'MemoryRunStore' ? openMemory(settings) : await openRedis(cleanups, settings);
     return withBuilders(name, opened.store, opened.events);
   };
 }
 
-function openMemory(): { store: RunStore; events: () => RunEventSource } {
-  const store = new MemoryRunStore(new FakeClock(), 10_000, 10_000);
+function openMemory(settings: StoreSettings): { store: RunStore; events: () => RunEventSource } {
+  const store = new MemoryRunStore(new FakeClock(), 10_000, 10_000, settings.maxStreamEntries);
   return { store, events: () => store };
 }
 
 async function openRedis(
   cleanups: (() => Promise<void>)[],
+  settings: StoreSettings,
 ): Promise<{ store: RunStore; events: () => RunEventSource }> {
   const url = redisUrl();
   const keys = new RedisKeys(testPrefix('store'));
@@ -94,7 +101,14 @@ async function openRedis(
   redis.on('error', () => {});
   let subscriber: Redis | undefined;
   let events: RedisRunEvents | undefined;
+  // Blocking stream reads wait on one connection of their own, as on RedisEngine.
+  const reader = new StreamReader(() => {
+    const blocking = new Redis(url, { maxRetriesPerRequest: null });
+    blocking.on('error', () => {});
+    return blocking;
+  }, redis);
   cleanups.push(async () => {
+    await reader.close();
     await subscriber?.quit().catch(() => {});
     await deletePrefix(url, keys.prefix);
     await redis.quit().catch(() => {});
@@ -103,8 +117,14 @@ async function openRedis(
   const store = new RedisRunStore(
     withScripts(redis),
     keys,
-    { retentionSeconds: 3600, maxErrors: MAX_ERRORS, maxStepRecords: 10_000 },
+    {
+      retentionSeconds: 3600,
+      maxErrors: MAX_ERRORS,
+      maxStepRecords: 10_000,
+      ...(settings.maxStreamEntries === undefined ? {} : { maxStreamEntries: settings.maxStreamEntries }),
+    },
     new FakeClock(),
+    reader,
   );
   return {
     store,
