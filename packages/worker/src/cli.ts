@@ -13,10 +13,11 @@ import { RedisEngine } from './redis-engine.js';
 import { throttledLog } from './throttled-log.js';
 import { isFinal } from '@queueflow/runtime/kernel';
 import { startWorker } from './worker.js';
+import { tailCommand } from './cli/tail-command.js';
 
 /**
- * The `queueflow` command: start workers; start, inspect, list and cancel runs; send messages;
- * print a flow's graph.
+ * The `queueflow` command: start workers; start, inspect, list and cancel runs; follow a run's
+ * stream; send messages; print a flow's graph.
  * `REDIS_URL` is the default connection everywhere.
  */
 const program = new Command()
@@ -230,6 +231,8 @@ program
       await engine.close();
     }
   });
+
+program.addCommand(tailCommand({ redisOption, prefixOption, openEngine }));
 
 program
   .command('graph <flow>')
