@@ -71,6 +71,7 @@ export {
 } from './kernel/codec.js';
 export { systemClock } from './kernel/clock.js';
 export { compareStreamIds } from './stream/stream-entry.js';
+export { observeGauges, queueflowMetrics, type GaugeSource, type QueueflowMetrics } from './telemetry/metrics.js';
 export { newRunId } from './kernel/run-id.js';
 export { checkRunInput } from './kernel/run-input.js';
 export { MemoryRunStore } from './local/memory-run-store.js';

@@ -508,13 +508,28 @@ export class RedisRunStore implements RunStore {
     if (found.length === 0 && options.blockMs) {
       if (this.reader) found = (await this.reader.read(key, after, options.blockMs)).slice(0, options.count);
       else {
-        for (const until = Date.now() + options.blockMs; found.length === 0 && Date.now() < until; ) {
+        for (const until = Date.now() + options.blockMs; found.length === 0 && Date.now() < until;) {
           await new Promise((resolve) => setTimeout(resolve, 50));
           found = await read();
         }
       }
     }
     return found.map(streamEntryOf);
+  }
+
+  /** Runs parked on a mailbox now: the members of every waiter set (a SCAN; for the parked-runs gauge). */
+  async parkedRuns(): Promise<number> {
+    let parked = 0;
+    for await (const keys of this.redis.scanStream({
+      match: `${escapeGlob(this.keys.waitersPrefix())}*`,
+      count: 500,
+    }) as AsyncIterable<string[]>) {
+      if (keys.length === 0) continue;
+      const pipeline = this.redis.pipeline();
+      for (const key of keys) pipeline.scard(key);
+      for (const [, size] of (await pipeline.exec()) ?? []) parked += Number(size ?? 0);
+    }
+    return parked;
   }
 
   async list(options: ListRunsOptions & { limit: number }): Promise<StoredRun[]> {

@@ -2,7 +2,7 @@ import { hostname } from 'node:os';
 import { DelayedError, Worker, type Job } from 'bullmq';
 import { nanoid } from 'nanoid';
 import type { Clock, FlowsOption } from '@queueflow/runtime';
-import { FlowRegistry, StepDriver, invalidOption, systemClock } from '@queueflow/runtime/kernel';
+import { FlowRegistry, StepDriver, invalidOption, observeGauges, systemClock } from '@queueflow/runtime/kernel';
 import { BullmqScheduler, taskOfJob } from './bullmq-scheduler.js';
 import { checkRedisConfig, connectAll, createRedis, type ConnectionOption } from './connection.js';
 import { RedisKeys, normalizePrefix } from './redis-keys.js';
@@ -167,11 +167,20 @@ export async function startWorker(options: WorkerOptions): Promise<QueueflowWork
     onError,
   });
   await heartbeat.start();
+  // Metrics the application's reader collects (no-ops without a MeterProvider).
+  const unobserve = observeGauges({
+    queueDepth: async () => {
+      const counts = await scheduler.queue.getJobCounts('waiting', 'prioritized');
+      return (counts.waiting ?? 0) + (counts.prioritized ?? 0);
+    },
+    parkedRuns: () => store.parkedRuns(),
+  });
 
   let closing: Promise<void> | undefined;
   return {
     close: () =>
       (closing ??= (async () => {
+        unobserve();
         await worker.close();
         await heartbeat.stop();
         await scheduler.close().catch(() => {});

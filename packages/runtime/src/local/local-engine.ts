@@ -29,6 +29,7 @@ import { RunClient } from '../kernel/run-client.js';
 import { StepDriver } from '../kernel/step-driver.js';
 import { LocalScheduler } from './local-scheduler.js';
 import { MemoryRunStore } from './memory-run-store.js';
+import { observeGauges } from '../telemetry/metrics.js';
 
 export interface LocalEngineOptions {
   /** The flows this engine runs: definitions from `defineFlow`, or a module exporting them. */
@@ -68,6 +69,8 @@ export class LocalEngine implements Engine {
   /** This engine as the one worker that runs its steps. */
   private readonly self: Omit<WorkerInfo, 'active' | 'lastSeenAt'>;
   private readonly clock: Clock;
+  /** Unregisters the observable gauges (queue depth, parked runs). */
+  private readonly unobserve: () => void;
   private closed = false;
 
   /** @throws TypeError for invalid options. */
@@ -106,6 +109,10 @@ export class LocalEngine implements Engine {
       maxCheckpointBytes,
       where: 'in this engine',
       workerLapseMs: Infinity,
+    });
+    this.unobserve = observeGauges({
+      queueDepth: () => this.scheduler.waiting,
+      parkedRuns: () => this.store.parkedRuns(),
     });
     this.ready = Promise.all([
       this.waiter.start(),
@@ -231,6 +238,7 @@ export class LocalEngine implements Engine {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    this.unobserve();
     this.scheduler.close();
     this.driver.abortAll(new QueueflowError('ENGINE_CLOSED', 'the engine was closed'));
     this.waiter.close();

@@ -34,6 +34,13 @@ export class LocalScheduler implements Scheduler {
   private head = 0;
   /** Tasks running now. */
   active = 0;
+
+  /** Tasks waiting for a slot now (not delayed, not running): the queue depth. */
+  get waiting(): number {
+    let count = 0;
+    for (const job of this.jobs.values()) if (job.state === 'waiting') count++;
+    return count;
+  }
   private runner: TaskRunner | undefined;
   private closed = false;
 

@@ -605,6 +605,13 @@ export class MemoryRunStore implements RunStore, RunEventSource {
     if (waiters) for (const wake of [...waiters]) wake();
   }
 
+  /** Runs parked on a mailbox now (for the `queueflow.runs.parked` gauge). */
+  parkedRuns(): number {
+    let count = 0;
+    for (const waiting of this.waiters.values()) count += waiting.size;
+    return count;
+  }
+
   /** Ids of every run held (fan-out children included), for tests and tools. */
   runIds(): string[] {
     return [...this.runs.keys()];
