@@ -1,4 +1,13 @@
-import { SpanKind, SpanStatusCode, context, trace, type Attributes, type Span, type Tracer } from '@opentelemetry/api';
+import {
+  SpanKind,
+  SpanStatusCode,
+  context,
+  trace,
+  type Attributes,
+  type Span,
+  type Tracer,
+  type TracerProvider,
+} from '@opentelemetry/api';
 import type { ErrorRecord, RunError } from '../errors/error-record.js';
 import { queueflowMetrics } from './metrics.js';
 import { contextOf, spanContextOf, traceparentOf } from './trace-context.js';
@@ -34,11 +43,16 @@ export const ATTRIBUTES = {
   outcome: 'queueflow.step.outcome',
 } as const;
 
-let cached: Tracer | undefined;
+let cached: { provider: TracerProvider; tracer: Tracer } | undefined;
 
-/** queueflow's tracer (a proxy: it records once the application registers a tracer provider). */
+/**
+ * queueflow's tracer, from the global tracer provider (a proxy until the application registers
+ * one); made again only when the global provider changes (`trace.disable()` and a new one).
+ */
 function tracer(): Tracer {
-  return (cached ??= trace.getTracer('@queueflow/runtime'));
+  const provider = trace.getTracerProvider();
+  if (cached?.provider !== provider) cached = { provider, tracer: provider.getTracer('@queueflow/runtime') };
+  return cached.tracer;
 }
 
 /** The client's span of a run's start, and the trace context to store in the run's record. */
