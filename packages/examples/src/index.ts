@@ -92,6 +92,7 @@ export {
   type GuesserShared,
   type HinterShared,
   type Players,
+  type TabooSaid,
   type Source,
   type ToGuesser,
   type ToHinter,

@@ -6,10 +6,11 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { playTaboo, TABOO_DECK } from '../src/index.js';
+import { playTaboo, TABOO_DECK, type TabooSaid } from '../src/index.js';
 
 interface ChatRequest {
   model: string;
+  stream?: boolean;
   messages: { role: string; content: string }[];
 }
 
@@ -35,6 +36,23 @@ describe('Taboo with model players (a fake OpenAI-compatible endpoint)', () => {
       req.on('end', () => {
         const request = JSON.parse(body) as ChatRequest;
         requests.push(request);
+        if (request.stream) {
+          // Server-sent events, a chunk per word, as a streaming model answers.
+          res.setHeader('content-type', 'text/event-stream');
+          const words = reply(request).split(/(?<= )/);
+          for (const word of words) {
+            const chunk = {
+              id: `chatcmpl-${requests.length}`,
+              object: 'chat.completion.chunk',
+              created: 0,
+              model: request.model,
+              choices: [{ index: 0, delta: { content: word }, finish_reason: null }],
+            };
+            res.write(`data: ${JSON.stringify(chunk)}\n\n`);
+          }
+          res.end('data: [DONE]\n\n');
+          return;
+        }
         res.setHeader('content-type', 'application/json');
         res.end(
           JSON.stringify({
@@ -62,9 +80,10 @@ describe('Taboo with model players (a fake OpenAI-compatible endpoint)', () => {
     await new Promise((resolve) => server.close(resolve));
   });
 
-  it('plays a card with the model on both sides', async () => {
+  it('plays a card with the model on both sides, its answers streamed token by token', async () => {
     requests.length = 0;
-    const game = await playTaboo({ players: 'llm', words: ['piano'] });
+    const said: TabooSaid[] = [];
+    const game = await playTaboo({ players: 'llm', words: ['piano'], onSay: (entry) => said.push(entry) });
     expect(game.transcript).toEqual([
       { kind: 'hint', round: 1, turn: 1, text: 'Chopin composed for it.', source: 'llm' },
       { kind: 'guess', round: 1, turn: 1, text: 'piano', correct: true },
@@ -74,6 +93,14 @@ describe('Taboo with model players (a fake OpenAI-compatible endpoint)', () => {
     expect(game.guesserLog[0]?.source).toBe('llm');
     expect(requests.map((r) => r.model)).toEqual(['fake-model', 'fake-model']);
     expect(requests[0]!.messages[1]!.content).toContain('Forbidden words: keys, music, instrument, play, black');
+    // The clue's tokens as the model streamed them, then the line the hinter said.
+    const hinter = said.filter((s) => s.agent === 'hinter' && 'round' in s);
+    expect(hinter.flatMap((s) => ('token' in s ? [s.token] : []))).toEqual(['Chopin ', 'composed ', 'for ', 'it.']);
+    expect(hinter.at(-1)).toEqual({ agent: 'hinter', round: 1, turn: 1, text: 'Chopin composed for it.' });
+    expect(
+      said.filter((s) => s.agent === 'guesser').map((s) => ('token' in s ? s.token : 'text' in s ? s.text : '')),
+    ).toEqual(['Piano.', 'piano']);
+    expect(requests.every((r) => r.stream === true)).toBe(true);
   });
 
   it("rejects the model's clue when it says a forbidden word; the rule-based clue stands in after the last try", async () => {

@@ -105,6 +105,9 @@ describe('Taboo on RedisEngine with the agents on two worker processes', () => {
       /Taboo: 2 cards, 3 hints each, rule-based players, on queueflow workers \(redis:\/\/.+, prefix /,
     );
     expect(stderr).toMatch(/Hinter run \S+, guesser run \S+; waiting for workers/);
+    // The conversation live, from the agents' streams on the workers.
+    expect(stderr).toMatch(/^ {2}hinter {2}1\.1: .+\n {2}guesser 1\.1: .+$/m);
+    expect(stderr).toMatch(/the hinter ends the game/);
     const expected = await playTaboo({ words: ['volcano', 'lighthouse'] });
     expect(stdout.trim()).toBe(formatTranscript(expected.transcript));
   }, 30_000);

@@ -14,6 +14,7 @@ import type { Players } from '../taboo/types.js';
 import { llmConfigFromEnv } from '../utils/llm-client.js';
 import { checkPrefixNeedsRedis, keyPrefix } from './prefix-option.js';
 import { redactUrl } from './redact-url.js';
+import { LiveTranscript } from './taboo-live.js';
 import { CommandExit, runCommand } from './run-command.js';
 
 interface CliOptions {
@@ -104,6 +105,7 @@ async function main(): Promise<void> {
     console.error('The workers call the model with the OPENAI_* variables of their own environment.');
 
   let hint: NodeJS.Timeout | undefined;
+  const live = new LiveTranscript((text) => process.stderr.write(text));
   const interrupt = new AbortController();
   const onSigint = (): void => {
     if (process.stderr.isTTY) process.stderr.write('\n'); // past the terminal's ^C
@@ -122,6 +124,9 @@ async function main(): Promise<void> {
       players,
       ...(options.turnTimeout ? { turnTimeoutMs: options.turnTimeout } : {}),
       signal: interrupt.signal,
+      // The conversation live, on stderr (the transcript follows on stdout at the end): through
+      // engine.stream with --redis or --engine local, flow.run's onEmit otherwise.
+      onSay: (said, entry) => live.say(said, entry),
       onStart: (started) => {
         if (!options.redis) return;
         console.error(`Hinter run ${started.hinter}, guesser run ${started.guesser}; waiting for workers...`);

@@ -38,7 +38,10 @@ export class SummariseDocument extends DocumentStage<SummariseInput, SummariseOu
       };
     }
     return {
-      summary: await llmSummary(config, { subject: input.subject, text: input.text }, this.signal),
+      // The model's answer streams to whoever follows the run (engine.stream, queueflow tail).
+      summary: await llmSummary(config, { subject: input.subject, text: input.text }, this.signal, (token) =>
+        this.emit({ summary: token }),
+      ),
       warning: null,
     };
   }

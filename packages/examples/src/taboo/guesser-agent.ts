@@ -10,6 +10,7 @@ import {
   type EndReason,
   type GuesserShared,
   type Source,
+  type TabooSaid,
   type ToGuesser,
   type ToHinter,
 } from './types.js';
@@ -32,8 +33,9 @@ export interface GuesserMove {
  *   starts a fresh memory of hints and guesses) or the end of the game.
  * - `exec` guesses from the round's hints: the rule-based guesser, or the model when `players`
  *   is `llm` (the rule-based guess stands in after the last failed try).
- * - `post` keeps the round in `shared` and sends the guess to the hinter (it leaves when the
- *   step commits); at the end of the game the flow goes `over`.
+ * - `post` keeps the round in `shared`, sends the guess to the hinter (it leaves when the step
+ *   commits) and says it on the run's stream (`this.emit`); at the end of the game the flow goes
+ *   `over`. A model's guess streams token by token from `exec`.
  */
 export class GuesserAgent extends Node<GuesserShared, AgentParams> {
   override async prep(shared: GuesserShared): Promise<GuesserTurn> {
@@ -60,8 +62,10 @@ export class GuesserAgent extends Node<GuesserShared, AgentParams> {
     await traceExec(this.params, 'guesser', turn);
     const llm = this.params.players === 'llm' ? llmConfigFromEnv() : null;
     if (!llm) return { guess: ruleBasedGuess(turn.hints, turn.guessed), source: 'rules' };
+    const onToken = (token: string): void =>
+      this.emit({ agent: 'guesser', round: turn.round, turn: turn.turn, token } satisfies TabooSaid);
     return {
-      guess: await llmGuess(llm, { hints: turn.hints, wrongGuesses: turn.guessed }, this.signal),
+      guess: await llmGuess(llm, { hints: turn.hints, wrongGuesses: turn.guessed }, this.signal, onToken),
       source: 'llm',
     };
   }
@@ -93,6 +97,7 @@ export class GuesserAgent extends Node<GuesserShared, AgentParams> {
       turn: turn.turn,
       guess,
     } satisfies ToHinter);
+    this.emit({ agent: 'guesser', round: turn.round, turn: turn.turn, text: guess } satisfies TabooSaid);
     return 'next';
   }
 }

@@ -12,6 +12,7 @@ import {
   type HinterShared,
   type Source,
   type ToGuesser,
+  type TabooSaid,
   type ToHinter,
 } from './types.js';
 
@@ -46,7 +47,9 @@ export interface HinterMove {
  *   `llm` (a clue that breaks the taboo fails the try; after the last try the rule-based clue
  *   stands in).
  * - `post` writes the transcript and sends the hint (or the end) to the guesser; the message
- *   leaves when the step commits.
+ *   leaves when the step commits. It also says the hint on the run's stream (`this.emit`, after
+ *   the `receive`, so a step that parked says nothing twice); a model's clue streams token by
+ *   token from `exec`.
  */
 export class HinterAgent extends Node<HinterShared, AgentParams> {
   override async prep(shared: HinterShared): Promise<HinterPlan> {
@@ -65,10 +68,12 @@ export class HinterAgent extends Node<HinterShared, AgentParams> {
     if (next.kind !== 'hint') return { source: 'rules' };
     const llm = this.params.players === 'llm' ? llmConfigFromEnv() : null;
     if (!llm) return { hint: ruleBasedHint(next.card, next.turn), source: 'rules' };
+    // The clue streams as the model writes it (whoever follows the run sees it come).
     const hint = await llmHint(
       llm,
       { ...next.card, previousHints: next.previousHints, wrongGuesses: next.wrongGuesses },
       this.signal,
+      (token) => this.emit({ agent: 'hinter', round: next.round, turn: next.turn, token } satisfies TabooSaid),
     );
     const said = breaksTaboo(hint, next.card);
     if (said) throw new Error(`the model's clue says '${said}': ${hint}`);
@@ -107,12 +112,14 @@ export class HinterAgent extends Node<HinterShared, AgentParams> {
         source: move.source,
       });
       await this.send(to, { type: 'hint', round: next.round, turn: next.turn, hint: move.hint! } satisfies ToGuesser);
+      this.emit({ agent: 'hinter', round: next.round, turn: next.turn, text: move.hint! } satisfies TabooSaid);
       return 'next';
     }
     shared.ended = next.reason;
     const rounds = shared.transcript.filter((entry) => entry.kind === 'round').length;
     shared.transcript.push({ kind: 'end', reason: next.reason, solved: shared.solved, rounds });
     await this.send(to, { type: 'end', reason: next.reason, solved: shared.solved, rounds } satisfies ToGuesser);
+    this.emit({ agent: 'hinter', end: next.reason, solved: shared.solved, rounds } satisfies TabooSaid);
     return 'over';
   }
 }

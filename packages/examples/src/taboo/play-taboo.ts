@@ -1,10 +1,25 @@
 import { nanoid } from 'nanoid';
-import { QueueflowError, type Engine, type JsonObject, type RunResult } from '@queueflow/runtime';
+import {
+  QueueflowError,
+  type Engine,
+  type Flow,
+  type JsonObject,
+  type RunResult,
+  type StreamEntry,
+} from '@queueflow/runtime';
 import { awaitRuns } from '../utils/await-runs.js';
 import { DEFAULT_TURN_TIMEOUT_MS } from './hinter-agent.js';
 import { cardsFor } from './taboo-deck.js';
 import { tabooGuesser, tabooHinter } from './taboo-flows.js';
-import type { AgentParams, GuesserEntry, GuesserShared, HinterShared, Players, TranscriptEntry } from './types.js';
+import type {
+  AgentParams,
+  GuesserEntry,
+  GuesserShared,
+  HinterShared,
+  Players,
+  TabooSaid,
+  TranscriptEntry,
+} from './types.js';
 
 export interface PlayTabooOptions {
   /**
@@ -28,6 +43,12 @@ export interface PlayTabooOptions {
   guesser?: Pick<AgentParams, 'execMs' | 'markerDir'>;
   /** Called with the agents' run ids once both runs have started (engines only). */
   onStart?: (runs: { hinter: string; guesser: string }) => void;
+  /**
+   * Called with what each agent says as it says it (their runs' streams: `this.emit` in the
+   * agents): through `engine.stream` on an engine, through `flow.run`'s `onEmit` without one.
+   * Entries of a try that failed come too, with their `attempt`.
+   */
+  onSay?: (said: TabooSaid, entry: StreamEntry) => void;
   /**
    * Engines only: aborting it cancels both agents' runs and rejects once the cancels have been
    * sent (e.g. on Ctrl-C), so the engine may be closed right after. `flow.run` cannot be stopped.
@@ -101,13 +122,20 @@ export async function playTaboo(options: PlayTabooOptions = {}): Promise<TabooGa
       await engine.start(tabooHinter, hinterShared, { params: asJson(hinterParams) }),
     ];
     options.onStart?.({ hinter: h.id, guesser: g.id });
+    const onSay = options.onSay;
+    // Each agent's stream, followed live; each ends when its run ends.
+    const following = onSay ? [h, g].map((handle) => follow(engine, handle.id, onSay)) : [];
     const [hinterResult, guesserResult] = await awaitRuns(engine, [h, g], options.signal);
+    await Promise.all(following);
     hinter = { shared: completed('hinter', hinterResult), runId: h.id };
     guesser = { shared: completed('guesser', guesserResult), runId: g.id };
   } else {
+    const onEmit = options.onSay && ((entry: StreamEntry) => options.onSay!(entry.data as TabooSaid, entry));
     await Promise.all([
-      tabooHinter.build().setParams(hinterParams).run(hinterShared),
-      tabooGuesser.build().setParams(guesserParams).run(guesserShared),
+      (tabooHinter.build() as Flow<HinterShared>).setParams(hinterParams).run(hinterShared, onEmit ? { onEmit } : {}),
+      (tabooGuesser.build() as Flow<GuesserShared>)
+        .setParams(guesserParams)
+        .run(guesserShared, onEmit ? { onEmit } : {}),
     ]);
     hinter = { shared: hinterShared };
     guesser = { shared: guesserShared };
@@ -122,6 +150,19 @@ export async function playTaboo(options: PlayTabooOptions = {}): Promise<TabooGa
     hinter: { ...(hinter.runId ? { runId: hinter.runId } : {}), received: hinter.shared.received },
     guesser: { ...(guesser.runId ? { runId: guesser.runId } : {}), received: guesser.shared.received },
   };
+}
+
+/** Hands every entry of run `runId`'s stream to `onSay` until the run ends (a view: errors end it quietly). */
+async function follow(
+  engine: Engine,
+  runId: string,
+  onSay: (said: TabooSaid, entry: StreamEntry) => void,
+): Promise<void> {
+  try {
+    for await (const entry of engine.stream(runId)) onSay(entry.data as TabooSaid, entry);
+  } catch {
+    // The engine closed, or the run expired: the game's own wait reports real trouble.
+  }
 }
 
 /** Params as the engines take them (`RunOptions.params` is a JsonObject): unset fields dropped. */

@@ -96,3 +96,11 @@ export interface GuesserShared {
 export function agentAddress(game: string, agent: 'hinter' | 'guesser'): string {
   return `taboo.${game}.${agent}`;
 }
+
+/**
+ * What an agent says on its run's stream (`this.emit`): a line it said (`text`), a piece of a
+ * model's answer as it streams (`token`), or the hinter's end of the game.
+ */
+export type TabooSaid =
+  | ({ agent: 'hinter' | 'guesser'; round: number; turn: number } & ({ text: string } | { token: string }))
+  | { agent: 'hinter'; end: EndReason; solved: number; rounds: number };

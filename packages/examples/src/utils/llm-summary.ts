@@ -1,20 +1,23 @@
-import { llmClient, type LlmConfig } from './llm-client.js';
+import type { LlmConfig } from './llm-client.js';
+import { chatCompletion } from './llm-stream.js';
 
 /** Characters of a document sent to the model. */
 const PROMPT_CHARS = 6_000;
 
 /**
  * A one- or two-sentence summary of a document from the configured model (the official `openai`
- * client). Throws what the client throws; the calling node retries and falls back.
+ * client), streamed to `onToken` when given. Throws what the client throws; the calling node
+ * retries and falls back.
  */
 export async function llmSummary(
   config: LlmConfig,
   document: { subject: string | null; text: string },
   signal?: AbortSignal,
+  onToken?: (token: string) => void,
 ): Promise<string> {
-  const response = await llmClient(config).chat.completions.create(
+  return chatCompletion(
+    config,
     {
-      model: config.model,
       temperature: 0,
       max_tokens: 120,
       messages: [
@@ -28,9 +31,6 @@ export async function llmSummary(
         },
       ],
     },
-    signal ? { signal } : undefined,
+    { signal, onToken },
   );
-  const summary = response.choices[0]?.message?.content?.replace(/\s+/g, ' ').trim();
-  if (!summary) throw new Error(`the model ${config.model} returned an empty summary`);
-  return summary;
 }

@@ -1,21 +1,27 @@
-import { llmClient, type LlmConfig } from './llm-client.js';
+import type { LlmConfig } from './llm-client.js';
+import { chatCompletion } from './llm-stream.js';
 
 /**
  * The Taboo players' model calls, through the official `openai` client on any OpenAI-compatible
  * endpoint (`llmConfigFromEnv`: `OPENAI_BASE_URL`, `OPENAI_API_KEY`, `OPENAI_MODEL`). The agents
- * call these from their `exec`; the runtime knows nothing of models. Never used in tests.
+ * call these from their `exec`, passing `onToken` to stream the answer (`this.emit`); the runtime
+ * knows nothing of models. Tests use a fake endpoint (test/taboo-llm.test.ts).
  */
 
-async function complete(
+/** Hands each piece of a model's answer to the caller as it comes (the node emits it). */
+export type OnToken = (token: string) => void;
+
+function complete(
   config: LlmConfig,
   system: string,
   user: string,
   maxTokens: number,
   signal?: AbortSignal,
+  onToken?: OnToken,
 ): Promise<string> {
-  const response = await llmClient(config).chat.completions.create(
+  return chatCompletion(
+    config,
     {
-      model: config.model,
       temperature: 0,
       max_tokens: maxTokens,
       messages: [
@@ -23,11 +29,8 @@ async function complete(
         { role: 'user', content: user },
       ],
     },
-    signal ? { signal } : undefined,
+    { signal, onToken },
   );
-  const text = response.choices[0]?.message?.content?.replace(/\s+/g, ' ').trim();
-  if (!text) throw new Error(`the model ${config.model} returned nothing`);
-  return text;
 }
 
 /**
@@ -43,6 +46,7 @@ export function llmHint(
     wrongGuesses: readonly string[];
   },
   signal?: AbortSignal,
+  onToken?: OnToken,
 ): Promise<string> {
   const system =
     'You are the hinter in the word game Taboo. Describe the secret word in one short sentence so that a player can ' +
@@ -57,7 +61,7 @@ export function llmHint(
   ]
     .filter(Boolean)
     .join('\n');
-  return complete(config, system, user, 60, signal);
+  return complete(config, system, user, 60, signal, onToken);
 }
 
 /** One guess (a single word, lower case) from a round's `hints`, not one of `wrongGuesses`. */
@@ -65,6 +69,7 @@ export async function llmGuess(
   config: LlmConfig,
   round: { hints: readonly string[]; wrongGuesses: readonly string[] },
   signal?: AbortSignal,
+  onToken?: OnToken,
 ): Promise<string> {
   const system =
     'You are the guesser in the word game Taboo. From the clues, guess the secret word: a common English noun. ' +
@@ -75,7 +80,7 @@ export async function llmGuess(
   ]
     .filter(Boolean)
     .join('\n');
-  const text = await complete(config, system, user, 10, signal);
+  const text = await complete(config, system, user, 10, signal, onToken);
   const guess = text.toLowerCase().match(/[a-z][a-z-]*/)?.[0];
   if (!guess) throw new Error(`the model ${config.model} gave no word: '${text}'`);
   return guess;
