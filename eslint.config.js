@@ -16,8 +16,9 @@ export default defineConfig(
     languageOptions: {
       parserOptions: {
         projectService: {
-          // The root's TypeScript config files, which no package tsconfig.json includes.
-          allowDefaultProject: ['*.config.ts'],
+          // The root's TypeScript config files, which no package tsconfig.json includes, and the
+          // plain-JavaScript preload worker processes of the tracing test import before tsx.
+          allowDefaultProject: ['*.config.ts', 'tests/tracing/*.mjs'],
         },
         tsconfigRootDir: import.meta.dirname,
       },

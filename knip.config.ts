@@ -17,6 +17,9 @@ const config: KnipConfig = {
         // The CLIs behind `npm run pipeline` and `npm run taboo` (run as node dist/cli/*.js).
         'src/cli/pipeline.ts',
         'src/cli/taboo.ts',
+        'src/cli/trace-report.ts',
+        // Preloaded by path into traced processes: NODE_OPTIONS="--import .../dist/tracing/register.js".
+        'src/tracing/register.ts',
         // Flows modules that workers load by path: `queueflow worker --flows <module>`.
         'src/flows.ts',
         'src/taboo/taboo-flows.ts',

@@ -85,7 +85,11 @@ describe.each(engines)('%s: run streams', (name) => {
     const ids = entries.map((e) => e.id);
     expect(new Set(ids).size).toBe(ids.length);
     const order = ids.map((id) => id.split('-').map(Number) as [number, number]);
-    expect(order.every(([ms, seq], i) => i === 0 || ms > order[i - 1]![0] || (ms === order[i - 1]![0] && seq > order[i - 1]![1]))).toBe(true);
+    expect(
+      order.every(
+        ([ms, seq], i) => i === 0 || ms > order[i - 1]![0] || (ms === order[i - 1]![0] && seq > order[i - 1]![1]),
+      ),
+    ).toBe(true);
     expect(entries.every((e) => typeof e.at === 'number' && e.at > 0)).toBe(true);
   });
 

@@ -39,7 +39,10 @@ describe.each(stores)('%s: appendStream', (name) => {
     const first = await h.store.appendStream(run.id, write(0, 0, ['a', { b: [1, null] }]));
     const second = await h.store.appendStream(run.id, write(0, 0, [3], { item: 2, token: undefined }));
     expect(first).toMatchObject({ result: 'appended', attempt: 0 });
-    const ids = [...(first.result === 'appended' ? first.ids : []), ...(second.result === 'appended' ? second.ids : [])];
+    const ids = [
+      ...(first.result === 'appended' ? first.ids : []),
+      ...(second.result === 'appended' ? second.ids : []),
+    ];
     const entries = await all(h, run.id);
     expect(entries).toEqual([
       { id: ids[0], step: 0, attempt: 0, node: 'talker', at: 1000, data: 'a' },
@@ -93,7 +96,15 @@ describe.each(stores)('%s: appendStream', (name) => {
   it('keeps about the newest maxStreamEntries entries, oldest dropped first', async () => {
     const h = await open({ maxStreamEntries: 10 });
     const run = await h.started();
-    for (let i = 0; i < 50; i++) await h.store.appendStream(run.id, write(0, 0, Array.from({ length: 10 }, (_, k) => i * 10 + k)));
+    for (let i = 0; i < 50; i++)
+      await h.store.appendStream(
+        run.id,
+        write(
+          0,
+          0,
+          Array.from({ length: 10 }, (_, k) => i * 10 + k),
+        ),
+      );
     const kept = await all(h, run.id);
     // Redis trims whole nodes of the stream (MAXLEN ~): about the cap, never fewer.
     expect(kept.length).toBeGreaterThanOrEqual(10);
@@ -180,6 +191,8 @@ describe.each(stores)('%s: readStream', (name) => {
     await new Promise((resolve) => setTimeout(resolve, 50));
     for (const [i, run] of runs.entries()) await h.store.appendStream(run.id, write(0, 0, [`for ${i}`]));
     const got = await Promise.all(waits);
-    got.forEach((entries, i) => expect(shape(entries), `run ${i}`).toEqual([{ step: 0, attempt: 0, data: `for ${i}` }]));
+    got.forEach((entries, i) =>
+      expect(shape(entries), `run ${i}`).toEqual([{ step: 0, attempt: 0, data: `for ${i}` }]),
+    );
   });
 });

@@ -42,11 +42,19 @@ describe('streams: many followers', () => {
     // Every follower is waiting now (the runs are queued: no worker yet).
     await new Promise((resolve) => setTimeout(resolve, 1000));
     const following = tcpSockets();
-    expect(following - before, `sockets: ${before} before following, ${following} while ${RUNS} follow`).toBeLessThanOrEqual(1);
+    expect(
+      following - before,
+      `sockets: ${before} before following, ${following} while ${RUNS} follow`,
+    ).toBeLessThanOrEqual(1);
 
     worker = await startWorker({ connection: redisUrl(), flows: [hello], prefix, concurrency: 50 });
     const all = await within(Promise.all(streams), 60_000, 'the followers did not all end');
-    all.forEach((entries, n) => expect(entries.map((e) => e.data), `run ${n}`).toEqual([{ hello: n }]));
+    all.forEach((entries, n) =>
+      expect(
+        entries.map((e) => e.data),
+        `run ${n}`,
+      ).toEqual([{ hello: n }]),
+    );
     await waitFor('the last result', async () => (await engine.get(handles.at(-1)!.id))?.status === 'completed');
   }, 120_000);
 });

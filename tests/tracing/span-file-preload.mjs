@@ -7,6 +7,7 @@
  */
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import process from 'node:process';
 import { trace } from '@opentelemetry/api';
 import { InMemorySpanExporter, SimpleSpanProcessor, TracerProvider } from '@opentelemetry/sdk-trace';
 

@@ -101,14 +101,18 @@ describe('tracing: one trace per run across the client and 2 worker processes', 
     const steps = ofRun.filter((s) => s.name.startsWith('step ') && s.attributes['queueflow.run.id'] === runId);
     expect(steps.every((s) => s.parentSpanId === start.spanId)).toBe(true);
     expect(new Set(steps.map((s) => s.pid)).size, 'steps ran on both workers').toBe(2);
-    expect(steps.map((s) => s.name)).toEqual(expect.arrayContaining(['step first', 'step loop', 'step fan', 'step items', 'step last']));
+    expect(steps.map((s) => s.name)).toEqual(
+      expect.arrayContaining(['step first', 'step loop', 'step fan', 'step items', 'step last']),
+    );
     for (const s of steps) {
       expect(s.attributes).toMatchObject({ 'queueflow.flow': 'traced', 'queueflow.node': s.name.slice(5) });
       expect(typeof s.attributes['queueflow.step']).toBe('number');
       expect(typeof s.attributes['queueflow.attempt']).toBe('number');
     }
     // The failed try of `last` carries its error; the retry succeeds.
-    const last = steps.filter((s) => s.name === 'step last').sort((a, b) => Number(a.attributes['queueflow.attempt']) - Number(b.attributes['queueflow.attempt']));
+    const last = steps
+      .filter((s) => s.name === 'step last')
+      .sort((a, b) => Number(a.attributes['queueflow.attempt']) - Number(b.attributes['queueflow.attempt']));
     expect(last.map((s) => [s.attributes['queueflow.attempt'], s.status.code])).toEqual([
       [0, 2],
       [1, 0],
@@ -131,7 +135,9 @@ describe('tracing: one trace per run across the client and 2 worker processes', 
     expect(childRuns.every((s) => s.parentSpanId === fanOut.spanId)).toBe(true);
 
     // Items: children of the items step's fan-out span, one per item.
-    const itemsStep = steps.filter((s) => s.name === 'step items').sort((a, b) => Number(a.attributes['queueflow.step']) - Number(b.attributes['queueflow.step']))[0]!;
+    const itemsStep = steps
+      .filter((s) => s.name === 'step items')
+      .sort((a, b) => Number(a.attributes['queueflow.step']) - Number(b.attributes['queueflow.step']))[0]!;
     const items = ofRun.filter((s) => s.name === 'item items');
     expect(items.map((s) => s.attributes['queueflow.item']).sort()).toEqual([0, 1, 2]);
     expect(items.every((s) => s.parentSpanId === itemsStep.spanId)).toBe(true);
@@ -140,11 +146,15 @@ describe('tracing: one trace per run across the client and 2 worker processes', 
     const run = ofRun.find((s) => s.name === 'run traced' && s.attributes['queueflow.run.id'] === runId)!;
     expect(run.parentSpanId).toBe(start.spanId);
     expect(run.attributes['queueflow.run.status']).toBe('completed');
-    expect(run.endMs - run.startMs).toBeGreaterThanOrEqual(Math.max(...steps.map((s) => s.endMs)) - Math.min(...steps.map((s) => s.startMs)) - 50);
+    expect(run.endMs - run.startMs).toBeGreaterThanOrEqual(
+      Math.max(...steps.map((s) => s.endMs)) - Math.min(...steps.map((s) => s.startMs)) - 50,
+    );
 
     // The listener's step that received `first`'s message links to the step that sent it.
     const sender = steps.find((s) => s.name === 'step first')!;
     const listens = spans.filter((s) => s.name === 'step listen');
-    expect(listens.some((s) => s.links.some((link) => link.spanId === sender.spanId && link.traceId === sender.traceId))).toBe(true);
+    expect(
+      listens.some((s) => s.links.some((link) => link.spanId === sender.spanId && link.traceId === sender.traceId)),
+    ).toBe(true);
   }, 90_000);
 });

@@ -68,7 +68,8 @@ export const traced = defineFlow('traced', () => {
   const loop = new Loop({ name: 'loop' });
   loop.on('again', loop);
   first.next(loop);
-  loop.next(new Fan(new Child({ name: 'child' }), { name: 'fan' }))
+  loop
+    .next(new Fan(new Child({ name: 'child' }), { name: 'fan' }))
     .next(new Items({ name: 'items' }))
     .next(new Last());
   return new Flow(first);
@@ -85,4 +86,3 @@ class Listen extends Node<S, Params> {
 }
 
 export const listener = defineFlow('listener', () => new Flow(new Listen({ name: 'listen' })));
-

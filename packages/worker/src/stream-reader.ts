@@ -93,16 +93,8 @@ export class StreamReader {
       this.inFlight = new Map(keys.map((key, i) => [key, ids[i]!]));
       let reply: [string, RawStreamEntry[]][] | null;
       try {
-        reply = (await blocking.call(
-          'XREAD',
-          'COUNT',
-          COUNT,
-          'BLOCK',
-          BLOCK_MS,
-          'STREAMS',
-          ...keys,
-          ...ids,
-        )) as [string, RawStreamEntry[]][] | null;
+        reply = (await blocking.call('XREAD', 'COUNT', COUNT, 'BLOCK', BLOCK_MS, 'STREAMS', ...keys, ...ids)) as
+          [string, RawStreamEntry[]][] | null;
       } catch {
         reply = null; // the connection dropped (ioredis reconnects): read again
         if (!this.closed) await new Promise((resolve) => setTimeout(resolve, 100));

@@ -1,4 +1,5 @@
 import { appendFileSync } from 'node:fs';
+import { SpanStatusCode } from '@opentelemetry/api';
 import type { ReadableSpan, SpanExporter } from '@opentelemetry/sdk-trace';
 
 /** A span as one JSON line: what {@link renderTrace} reads back. Times are epoch milliseconds. */
@@ -18,6 +19,12 @@ export interface SpanLine {
 
 const ms = ([seconds, nanos]: [number, number]): number => seconds * 1000 + nanos / 1e6;
 
+/** An attribute's value as text (`''` for none). */
+export function attributeText(value: unknown): string {
+  if (value === undefined || value === null) return '';
+  return typeof value === 'object' ? JSON.stringify(value) : String(value as string | number | boolean);
+}
+
 /**
  * Appends each span to a file as a JSON line, synchronously (several processes may share the
  * file: each line is one `appendFileSync`). For reading a trace back without a tracing backend.
@@ -32,13 +39,13 @@ export class JsonLinesSpanExporter implements SpanExporter {
         spanId: span.spanContext().spanId,
         ...(span.parentSpanContext ? { parentSpanId: span.parentSpanContext.spanId } : {}),
         name: span.name,
-        service: String(span.resource.attributes['service.name'] ?? ''),
+        service: attributeText(span.resource.attributes['service.name']),
         pid: Number(span.resource.attributes['process.pid'] ?? process.pid),
         startMs: ms(span.startTime),
         endMs: ms(span.endTime),
         attributes: span.attributes,
         links: span.links.map((link) => link.context.spanId),
-        ...(span.status.code === 2 ? { error: span.status.message ?? 'error' } : {}),
+        ...(span.status.code === SpanStatusCode.ERROR ? { error: span.status.message ?? 'error' } : {}),
       };
       return `${JSON.stringify(line)}\n`;
     });

@@ -1,4 +1,4 @@
-import type { SpanLine } from './json-lines-exporter.js';
+import { attributeText, type SpanLine } from './json-lines-exporter.js';
 
 /**
  * A trace as text: one line per span, children indented under their parent in start order, each
@@ -19,12 +19,12 @@ export function renderTrace(spans: readonly SpanLine[]): string {
     const children = (byParent.get(parent) ?? []).sort((a, b) => a.startMs - b.startMs);
     for (const span of children) {
       const a = span.attributes;
-      const runId = String(a['queueflow.run.id'] ?? '');
+      const runId = attributeText(a['queueflow.run.id']);
       const facts = [
         runId.includes('.') ? `child ${runId.slice(runId.indexOf('.') + 1)}` : '',
-        a['queueflow.step'] === undefined ? '' : `step ${String(a['queueflow.step'])}`,
-        a['queueflow.attempt'] ? `attempt ${String(a['queueflow.attempt'])}` : '',
-        a['queueflow.item'] === undefined ? '' : `item ${String(a['queueflow.item'])}`,
+        a['queueflow.step'] === undefined ? '' : `step ${attributeText(a['queueflow.step'])}`,
+        a['queueflow.attempt'] ? `attempt ${attributeText(a['queueflow.attempt'])}` : '',
+        a['queueflow.item'] === undefined ? '' : `item ${attributeText(a['queueflow.item'])}`,
         span.links.length > 0 ? `link ${span.links.join(',')}` : '',
         span.error ? `ERROR ${span.error}` : '',
       ].filter(Boolean);

@@ -231,7 +231,6 @@ export interface Engine {
   close(): Promise<void>;
 }
 
-
 /** One committed step of a run. Times are epoch milliseconds. */
 export interface StepRecord {
   /** The step counter before the step: 0 for the first step. */

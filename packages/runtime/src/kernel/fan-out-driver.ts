@@ -180,8 +180,14 @@ export class FanOutDriver {
         // itself, its own parent hears of it now.
         const parent = await this.store.load(parentId);
         if (parent) {
-          const trace = parent.trace ?? (parent.parent ? await this.traceOf(parent.parent.id, parent.parent.step) : undefined);
-          recordRunEnd({ ...parent, trace }, parent.status, parent.finishedAt ?? this.options.clock.now(), parent.error);
+          const trace =
+            parent.trace ?? (parent.parent ? await this.traceOf(parent.parent.id, parent.parent.step) : undefined);
+          recordRunEnd(
+            { ...parent, trace },
+            parent.status,
+            parent.finishedAt ?? this.options.clock.now(),
+            parent.error,
+          );
         }
         if (parent?.parent) await this.reportEnded(parent);
         return;

@@ -353,7 +353,8 @@ export interface StreamWrite {
 }
 
 /** What {@link RunStore.appendStream} did: the ids and the attempt the entries got, or why not. */
-export type StreamAppendReply = { result: 'appended'; attempt: number; ids: string[] } | { result: 'ended' | 'missing' };
+export type StreamAppendReply =
+  { result: 'appended'; attempt: number; ids: string[] } | { result: 'ended' | 'missing' };
 
 /** An entry of a run's stream as a store holds it: an entry, or the marker its end left. */
 export type StoredStreamEntry = StreamEntry | { id: string; end: FinalRunStatus };

@@ -26,7 +26,10 @@ export async function* followStream(
   if (!(await store.position(runId))) throw options.notFound();
   let caughtUp = false;
   for (;;) {
-    const batch = await store.readStream(runId, after, { count: PAGE, ...(caughtUp ? { blockMs: options.pollMs } : {}) });
+    const batch = await store.readStream(runId, after, {
+      count: PAGE,
+      ...(caughtUp ? { blockMs: options.pollMs } : {}),
+    });
     let marker = false;
     for (const stored of batch) {
       after = stored.id;

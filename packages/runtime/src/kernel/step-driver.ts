@@ -6,13 +6,7 @@ import type { FlowRegistry } from '../interpreter/flow-definition.js';
 import type { CompiledGraph } from '../interpreter/graph.js';
 import { resumeFanOut } from '../interpreter/fan-out.js';
 import { executeStep } from '../interpreter/step-interpreter.js';
-import type {
-  ChildOutcome,
-  ParkRequest,
-  StepContext,
-  StepOutcome,
-  StepTarget,
-} from '../interpreter/step-types.js';
+import type { ChildOutcome, ParkRequest, StepContext, StepOutcome, StepTarget } from '../interpreter/step-types.js';
 import { TrySpan, recordRunEnd } from '../telemetry/tracing.js';
 import type { MergeConflict } from '../json/merge-patches.js';
 import { StepMailbox } from '../mailbox/step-mailbox.js';
@@ -215,7 +209,10 @@ export class StepDriver {
         await stream.flush();
         return await this.apply(start, graph, ended, conflicts, trace);
       } finally {
-        span.end(ended?.type ?? 'failed', ended?.type === 'failed' || ended?.type === 'retry' ? ended.error : undefined);
+        span.end(
+          ended?.type ?? 'failed',
+          ended?.type === 'failed' || ended?.type === 'retry' ? ended.error : undefined,
+        );
       }
     } finally {
       this.running.delete(run.id);

@@ -12,7 +12,7 @@ import type { RunStore, StreamWrite } from './run-store.js';
 export class StepStream implements StepEmitterPort {
   private pending: StreamWrite['entries'] = [];
   private writing: Promise<void> = Promise.resolve();
-  private failure: unknown;
+  private failure: Error | undefined;
   private closed = false;
   /** Names this try, so that a try after one cut short gets an attempt of its own. */
   private readonly token: string | undefined;
@@ -55,7 +55,7 @@ export class StepStream implements StepEmitterPort {
         entries,
       });
     } catch (error) {
-      this.failure = error;
+      this.failure = error instanceof Error ? error : new Error(String(error));
     }
   }
 }

@@ -551,7 +551,8 @@ export class MemoryRunStore implements RunStore, RunEventSource {
       });
       return id;
     });
-    if (entry.stream.length > this.maxStreamEntries) entry.stream.splice(0, entry.stream.length - this.maxStreamEntries);
+    if (entry.stream.length > this.maxStreamEntries)
+      entry.stream.splice(0, entry.stream.length - this.maxStreamEntries);
     this.streamGrew(runId);
     return { result: 'appended', attempt, ids };
   }

@@ -23,6 +23,7 @@ export interface StreamEntry {
   node: string;
   /** When it was emitted (the worker's clock, on the store's time). */
   at: number;
+  /** What node code passed to `this.emit`, as it came back from JSON. */
   data: Json;
   /** For an entry written by an item of a ParallelBatchNode fan-out: the item's index. */
   item?: number;

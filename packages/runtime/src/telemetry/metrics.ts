@@ -1,4 +1,4 @@
-import { metrics, type Counter, type Histogram, type Meter } from '@opentelemetry/api';
+import { metrics, type BatchObservableResult, type Counter, type Histogram, type Meter } from '@opentelemetry/api';
 
 /**
  * queueflow's metrics, through `@opentelemetry/api` (the application registers a MeterProvider;
@@ -76,7 +76,7 @@ export function observeGauges(source: GaugeSource): () => void {
   const parked = current.createObservableGauge('queueflow.runs.parked', {
     description: 'Runs parked on a mailbox, waiting for a message',
   });
-  const callback = async (result: import('@opentelemetry/api').BatchObservableResult): Promise<void> => {
+  const callback = async (result: BatchObservableResult): Promise<void> => {
     const [queued, waiting] = await Promise.all([source.queueDepth(), source.parkedRuns()]);
     result.observe(depth, queued);
     result.observe(parked, waiting);

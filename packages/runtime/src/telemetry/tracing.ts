@@ -32,7 +32,7 @@ import { contextOf, spanContextOf, traceparentOf } from './trace-context.js';
  * `queueflow.attempt` (and `queueflow.item`, `queueflow.run.status`, `queueflow.step.outcome`).
  */
 
-export const ATTRIBUTES = {
+const ATTRIBUTES = {
   runId: 'queueflow.run.id',
   flow: 'queueflow.flow',
   node: 'queueflow.node',
@@ -134,7 +134,11 @@ export class TrySpan {
     });
     this.span.setAttribute(ATTRIBUTES.outcome, outcome);
     if (error) {
-      this.span.recordException({ name: error.name, message: error.message, ...(error.stack ? { stack: error.stack } : {}) });
+      this.span.recordException({
+        name: error.name,
+        message: error.message,
+        ...(error.stack ? { stack: error.stack } : {}),
+      });
       this.span.setStatus({ code: SpanStatusCode.ERROR, message: error.message });
     }
     this.span.end();

@@ -39,7 +39,7 @@ export function tailCommand(context: TailCommandContext): Command {
 }
 
 /** One entry as a line: `step.attempt node  data` (the item's index too, for an item's entry). */
-export function formatEntry(entry: StreamEntry): string {
+function formatEntry(entry: StreamEntry): string {
   const where = `${entry.step}.${entry.attempt} ${entry.node}${entry.item === undefined ? '' : `[${entry.item}]`}`;
   return `${where}  ${typeof entry.data === 'string' ? entry.data : JSON.stringify(entry.data)}`;
 }
