@@ -188,7 +188,9 @@ export class StepDriver {
       }
       return await this.apply(start, graph, await executeStep(graph, checkpoint, ctx));
     } finally {
-      this.running.delete(run.id);
+      // The run's next step may have started here already (its task is added with this commit):
+      // its controller is not this one's to drop.
+      if (this.running.get(run.id) === controller) this.running.delete(run.id);
     }
   }
 
