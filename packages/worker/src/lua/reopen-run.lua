@@ -36,7 +36,8 @@ if fanOut[1] and fanOut[1] == run[2] then
       indices[#indices + 1] = index
     end
   end
-  redis.call('HINCRBY', KEYS[4], 'ended', -removed)
+  -- Guarded: `-removed` of 0 is Lua's -0, which Redis reads as "-0" and refuses as an integer.
+  if removed > 0 then redis.call('HINCRBY', KEYS[4], 'ended', -removed) end
   redis.call('HSET', KEYS[4], 'failed', 0)
   status = 'waiting'
 elseif run[3] then
