@@ -183,15 +183,31 @@ export class StepDriver {
         }
         const outcomes = await this.store.outcomesOf(run.id, fanOut.total);
         const resumed = await resumeFanOut(graph, checkpoint, outcomes, ctx);
+        if (cancelledHere(controller)) return await this.droppedByCancel(run);
         start.merged = { children: fanOut.total, conflicts: resumed.conflicts };
         return await this.apply(start, graph, resumed.outcome, resumed.conflicts);
       }
-      return await this.apply(start, graph, await executeStep(graph, checkpoint, ctx));
+      const outcome = await executeStep(graph, checkpoint, ctx);
+      if (cancelledHere(controller)) return await this.droppedByCancel(run);
+      return await this.apply(start, graph, outcome);
     } finally {
       // The run's next step may have started here already (its task is added with this commit):
       // its controller is not this one's to drop.
       if (this.running.get(run.id) === controller) this.running.delete(run.id);
     }
+  }
+
+  /**
+   * A step whose `exec` a cancel aborted commits nothing, whatever its code did after the abort:
+   * the run stopped at this step boundary. Its commit would not be refused should a retry have
+   * reopened the run meanwhile (same step), and would then land on the retried run, e.g. failing
+   * it with the abort's error; the retry's own task runs the step again instead. A cancelled
+   * fan-out child still tells its parent (ensureProgress of an ended run).
+   */
+  private async droppedByCancel(run: StoredRun): Promise<TaskResult> {
+    const current = await this.store.load(run.id);
+    if (current && isFinal(current.status)) await this.ensureProgress(current);
+    return DONE;
   }
 
   /** The run's checkpoint; a fan-out child's is a delta against its parent's snapshot. */
@@ -402,4 +418,11 @@ export class StepDriver {
     }
     return problem;
   }
+}
+
+/** Whether a cancel of the run aborted the step `controller` belongs to (not the engine closing). */
+function cancelledHere(controller: AbortController): boolean {
+  return (
+    controller.signal.aborted && (controller.signal.reason as { code?: string } | undefined)?.code === 'RUN_CANCELLED'
+  );
 }
