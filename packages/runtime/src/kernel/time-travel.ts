@@ -9,7 +9,7 @@ import { encodeCheckpoint } from './codec.js';
 import type { ForkOptions, StepRecord } from './engine.js';
 import { newRunId } from './run-id.js';
 import type { NewRun, RunStore, StoredRun } from './run-store.js';
-import { checkpointAt, historyOf } from './step-history.js';
+import { assertForkable, checkpointAt, historyOf } from './step-history.js';
 
 /**
  * Reading a run's past and starting from it (DESIGN "Operating runs"; LangGraph's time travel):
@@ -45,6 +45,7 @@ export class TimeTravel {
   async forkOf(runId: string, options: ForkOptions): Promise<NewRun> {
     const { run, records } = await this.read(runId);
     const checkpoint = checkpointAt(await this.checkpointOf(run), run.step, records, options.step, runId);
+    assertForkable(records, options.step, runId);
     if (checkpoint.frames.length === 0) {
       throw new QueueflowError(
         'INVALID_OPTION',
