@@ -45,7 +45,7 @@ export interface StepDriverOptions {
 interface StepStart {
   run: StoredRun;
   attempt: number;
-  /** Epoch ms when this try began. */
+  /** Epoch ms when the step's first try began. */
   startedAt: number;
   /** A fan-in: the children merged and the conflicts. */
   merged?: { children: number; conflicts: MergeConflict[] };
@@ -172,7 +172,8 @@ export class StepDriver {
         mailbox: new StepMailbox(reservations, { runId: run.id, step: run.step }, run.replay, now),
         now,
       };
-      const start: StepStart = { run, attempt, startedAt: now() };
+      // A step retried after a failed try began with its first try (StepRecord.startedAt).
+      const start: StepStart = { run, attempt, startedAt: run.stepStartedAt ?? now() };
       if (run.status === 'waiting' && !parked) {
         const fanOut = await this.store.fanOutOf(run.id);
         if (!fanOut || fanOut.ended < fanOut.total) {
@@ -281,7 +282,12 @@ export class StepDriver {
         return DONE;
       }
       case 'retry': {
-        const result = await this.commit(run, 'retry', { checkpoint, errorRecords: outcome.errors, now });
+        const result = await this.commit(run, 'retry', {
+          checkpoint,
+          errorRecords: outcome.errors,
+          stepStartedAt: start.startedAt,
+          now,
+        });
         return result === 'committed' ? { type: 'retry', delayMs: outcome.delayMs, error: outcome.error } : DONE;
       }
       case 'completed':

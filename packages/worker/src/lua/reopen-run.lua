@@ -2,8 +2,8 @@
   Lets a failed or cancelled run go on from its last committed checkpoint (engine.retry): the
   record becomes `waiting` again when it waited on a fan-out (outcomes of children that did not
   complete are dropped, their indices returned, so they can run again), `queued` when it never
-  started, else `running`; its error and cancel request go, its error history stays, its keys
-  (and idempotency key) are kept again (no expiry).
+  started, else `running`; its error, cancel request and step start time go, its error history
+  stays, its keys (and idempotency key) are kept again (no expiry).
 
   KEYS[1..7] run hash, error list, conflict list, fan-out hash, outcome hash, reserved hash,
              history list
@@ -46,7 +46,7 @@ else
   status = 'queued'
 end
 redis.call('HSET', KEYS[1], 'status', status, 'attempt', 0, 'updatedAt', o.now)
-redis.call('HDEL', KEYS[1], 'error', 'finishedAt', 'cancel')
+redis.call('HDEL', KEYS[1], 'error', 'finishedAt', 'cancel', 'stepStartedAt')
 redis.call('HINCRBY', KEYS[1], 'retries', 1)
 for i = 1, 7 do redis.call('PERSIST', KEYS[i]) end
 local idempotencyKey = redis.call('HGET', KEYS[1], 'idempotencyKey')
