@@ -2,7 +2,7 @@ import jsonPatch from 'fast-json-patch';
 import { QueueflowError } from '../errors/queueflow-error.js';
 import type { Checkpoint } from '../interpreter/checkpoint.js';
 import type { FlowRegistry } from '../interpreter/flow-definition.js';
-import { targetOf } from '../interpreter/walk.js';
+import { targetOf, walkParams } from '../interpreter/walk.js';
 import { assertJson, type JsonObject } from '../json/json.js';
 import type { PatchOperation } from '../json/merge-patches.js';
 import { encodeCheckpoint } from './codec.js';
@@ -56,7 +56,11 @@ export class TimeTravel {
     if (options.patch !== undefined) checkpoint.shared = patched(checkpoint.shared, options.patch, runId);
     if (options.params !== undefined) {
       assertJson(options.params, 'params');
-      checkpoint.frames[0] = { ...checkpoint.frames[0]!, params: options.params };
+      const { frames } = checkpoint;
+      frames[0] = { ...frames[0]!, params: options.params };
+      // Each frame's params are those its parent's walk gave it (rule S6): rebuilt up the stack,
+      // so that the nodes the fork visits get the new params, not the source run's.
+      for (let i = 1; i < frames.length; i++) frames[i] = { ...frames[i]!, params: walkParams(frames[i - 1]!) };
     }
     assertJson(checkpoint.shared, 'shared');
     const graph = this.registry.graph(run.flow);
