@@ -9,12 +9,14 @@ import { describe, expect, it } from 'vitest';
 import {
   defineFlow,
   Flow,
+  LocalEngine,
   Node,
   ParallelBatchFlow,
   ParallelBatchNode,
   type JsonObject,
   type StepRecord,
 } from '@queueflow/runtime';
+import { RedisEngine, startWorker } from '@queueflow/worker';
 import { applyPatch } from '../support/json-patch.js';
 import { Tally } from '../support/node-probes.js';
 import { engines, useEngine, type EngineHarness } from './engine-harness.js';
@@ -314,5 +316,16 @@ describe.each(engines)('%s: sharedAt', (name) => {
     await expect(engine.sharedAt(result.id, -1)).rejects.toMatchObject({ code: 'INVALID_OPTION' });
     await expect(engine.sharedAt(result.id, 1.5)).rejects.toMatchObject({ code: 'INVALID_OPTION' });
     await expect(engine.sharedAt('no-such-run', 0)).rejects.toMatchObject({ code: 'RUN_NOT_FOUND' });
+  });
+});
+
+describe('maxStepRecords', () => {
+  it('is refused unless an integer from 1 and up, naming the option and what it got', async () => {
+    const got = /expected `maxStepRecords` to be an integer from 1 and up, got/;
+    for (const bad of [0, 1.5, -1]) {
+      expect(() => new LocalEngine({ flows, maxStepRecords: bad })).toThrow(got);
+      expect(() => new RedisEngine({ flows, maxStepRecords: bad })).toThrow(got);
+      await expect(startWorker({ flows, maxStepRecords: bad })).rejects.toThrow(got);
+    }
   });
 });
