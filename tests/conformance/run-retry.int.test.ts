@@ -98,6 +98,18 @@ const held = chain(
 );
 const quick = chain('retry-quick', () => new Step('quick'));
 
+/** Receives one message at `shared.address` (the step parks until it comes) and keeps its body. */
+class Receive extends Node<S> {
+  override async prep(shared: S): Promise<unknown> {
+    execs.add(shared.token as string, 'receive');
+    return (await this.receive(shared.address as string))?.body;
+  }
+  override post(shared: S, body: unknown): void {
+    shared.got = body;
+  }
+}
+const receive = defineFlow('retry-receive', () => new Flow(new Receive({ name: 'receive' })));
+
 /**
  * A child's behaviour by index, for the token in `shared`: 0 and 1 complete at once; 2 waits for
  * its `<token>:fail` gate and then fails while the token is broken; 3 holds on its first visit
@@ -173,7 +185,7 @@ const cancelFan = defineFlow('retry-cancel-fan', () => {
   return new Flow(new Both(new Holder({ name: 'holder' }), { name: 'both' }));
 });
 
-const flows = [five, held, quick, fan, items, cancelFan];
+const flows = [five, held, quick, fan, items, cancelFan, receive];
 
 describe.each(engines)('%s: retry a failed or cancelled run', (name) => {
   const setup = useEngine(name);
@@ -270,6 +282,42 @@ describe.each(engines)('%s: retry a failed or cancelled run', (name) => {
     expect(result.shared.visited).toEqual(['s1', 'hold', 's3']);
     expect(calls(token, 's1')).toBe(1);
     expect(calls(token, 'hold')).toBe(2);
+  });
+
+  it('goes on with a run cancelled while parked on a mailbox: it parks again and a message completes it', async () => {
+    const { engine, until } = await setup('retry-parked', { flows });
+    const token = `parked-${name}`;
+    const handle = await engine.start<S>(receive, { token, address: `inbox-${name}` });
+    await until(handle.id, 'the run to park', (info) => info.status === 'waiting');
+    await engine.cancel(handle.id);
+    expect((await handle.result()).status).toBe('cancelled');
+
+    await engine.retry(handle.id);
+    await until(handle.id, 'the retried run to park again', (info) => info.status === 'waiting');
+    await engine.send(`inbox-${name}`, 'hello');
+    const result = await within(handle.result(), 10_000, 'the retried run did not take the message');
+    expect(result.status, JSON.stringify(result.error)).toBe('completed');
+    expect(result.shared.got).toBe('hello');
+  });
+
+  it('starts a run cancelled before it started, when retried', async () => {
+    // No slot free: the run is cancelled while queued.
+    const { engine } = await setup('retry-queued', { flows, concurrency: 1 });
+    const blocker = `blocker-${name}`;
+    const busy = await engine.start<S>(held, { token: blocker });
+    await waitFor('the only slot to be taken', () => calls(blocker, 'hold') === 1);
+    const token = `queued-${name}`;
+    const queued = await engine.start<S>(five, { token });
+    await engine.cancel(queued.id);
+    expect((await queued.result()).status).toBe('cancelled');
+    expect((await engine.get(queued.id))?.startedAt).toBeUndefined();
+    await engine.cancel(busy.id); // frees the slot
+    expect((await engine.run(quick, { token: `quick-queued-${name}` })).status).toBe('completed');
+
+    expect(await engine.get(queued.id)).toMatchObject({ status: 'cancelled' });
+    const result = await (await engine.retry(queued.id)).result();
+    expect(result.status, JSON.stringify(result.error)).toBe('completed');
+    expect(execs.of(token)).toEqual(['s1', 's2', 's3', 's4', 's5']);
   });
 
   it('refuses a running run and a completed one with RUN_NOT_RETRYABLE, an unknown one with RUN_NOT_FOUND', async () => {
