@@ -50,7 +50,8 @@ export interface RunStore {
    * Lets a `failed` or `cancelled` run go on from its last committed checkpoint: it becomes
    * `waiting` again when it waited on a fan-out (whose outcomes of children that did not complete
    * are dropped, their indices returned), `queued` when it never started, else `running`; its
-   * error, cancel request and `stepStartedAt` are cleared, its error history kept, its retention lifted.
+   * error, cancel request and `stepStartedAt` are cleared, its error history kept, its retention
+   * lifted.
    */
   reopen(runId: string): Promise<ReopenReply>;
   /** The encoded step records of the run, oldest first; `undefined` when there is no such run. */
@@ -222,8 +223,8 @@ export interface RunRecord {
 /**
  * What a commit writes, by mode (all modes: only if the run stands at the step, has not ended,
  * and no cancel is pending; with a cancel pending the run ends `cancelled` instead):
- * - `next`: the new checkpoint and target, step counter + 1, attempt 0, no `stepStartedAt`; the step's reserved
- *   messages are consumed and its sends delivered.
+ * - `next`: the new checkpoint and target, step counter + 1, attempt 0, no `stepStartedAt`; the
+ *   step's reserved messages are consumed and its sends delivered.
  * - `retry`: the checkpoint (the visit's prep result kept), attempt + 1, `stepStartedAt` if unset.
  * - `completed`: as `next`, then the run ends `completed` with its last action.
  * - `failed`: only the error (the checkpoint may hold a half-done step); reserved messages go
