@@ -6,6 +6,7 @@ export default defineConfig({
   test: {
     include: ['packages/*/test/**/*.test.ts', 'tests/**/*.test.ts'],
     globalSetup: ['tests/support/global-setup.ts'],
+    setupFiles: ['tests/support/quiet-warnings.ts'],
     testTimeout: 60_000,
     hookTimeout: 60_000,
     pool: 'forks',
