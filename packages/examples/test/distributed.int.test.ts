@@ -62,7 +62,7 @@ describe('document pipeline: embedded and on RedisEngine with 2 worker processes
     await stopWorkers(workers);
     await deletePrefix(url, prefix);
     rmSync(tmp, { recursive: true, force: true });
-  }, 60_000);
+  }, 120_000);
 
   it('loads exactly one flow, documents, from the flows module, warm before it is ready', () => {
     for (const worker of workers) {
@@ -132,5 +132,5 @@ describe('document pipeline: embedded and on RedisEngine with 2 worker processes
     expect(stdout).toContain(`Records          ${out}`);
     expect(stdout).toMatch(/Waiting {10}[\d.]+ s for a worker/);
     expect(stderr).toMatch(/Run \S+ started on redis:\/\/.+, prefix /);
-  }, 60_000);
+  }, 120_000);
 });
