@@ -8,6 +8,7 @@ import {
   type RunResult,
   type RunStatus,
 } from '@queueflow/runtime';
+import { initCommand } from './cli/init.js';
 import { loadFlows } from './load-flows.js';
 import { RedisEngine } from './redis-engine.js';
 import { throttledLog } from './throttled-log.js';
@@ -316,6 +317,8 @@ function parseJsonObject(value: string): JsonObject {
     throw new InvalidArgumentError('expected a JSON object');
   return parsed as JsonObject;
 }
+
+program.addCommand(initCommand());
 
 program.parseAsync().catch((error: unknown) => {
   console.error(`queueflow: ${error instanceof Error ? error.message : String(error)}`);
