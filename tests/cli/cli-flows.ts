@@ -16,7 +16,6 @@ export interface GreetShared {
 }
 export interface GreetParams {
   greeting: string;
-  [key: string]: unknown;
 }
 
 class Greet extends Node<GreetShared, GreetParams> {

@@ -19,7 +19,6 @@ interface CountdownShared {
 interface CountdownParams {
   execMs?: number;
   markerDir?: string;
-  [key: string]: unknown;
 }
 
 class Tick extends Node<CountdownShared, CountdownParams> {

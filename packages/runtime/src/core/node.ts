@@ -1,6 +1,6 @@
 import { BaseNode } from './base-node.js';
 import { backoffDelayMs, checkBackoff, type BackoffOptions } from './backoff.js';
-import type { MaybePromise, NonIterableObject } from './types.js';
+import type { MaybePromise, NonIterableObject, ParamsObject } from './types.js';
 import { checkMaxRetries, checkOptionalPositiveInteger, checkWaitOptions, invalidOption } from './validate-options.js';
 import { NodeTimeoutError } from '../errors/queueflow-error.js';
 
@@ -55,7 +55,7 @@ export interface NodeOptions {
  *   number ≥ 0, or both `wait` and `waitMs` are given.
  * @see PocketFlow `Node` (Python reference): `max_retries` counts every try.
  */
-export class Node<S = unknown, P extends NonIterableObject = NonIterableObject> extends BaseNode<S, P> {
+export class Node<S = unknown, P extends ParamsObject = NonIterableObject> extends BaseNode<S, P> {
   /** Total tries of `exec`, first included. */
   maxRetries: number;
   /** Pause between tries, in **seconds** (PocketFlow's unit; the `waitMs` option sets it in milliseconds). */
