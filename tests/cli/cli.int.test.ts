@@ -248,16 +248,88 @@ describe('queueflow run, status, wait, cancel, send, graph with a worker', () =>
     const id = detached.stdout.trim();
     await untilRun(engine, id, 'the run to park on its mailbox', (info) => info.status === 'waiting');
 
-    expect(await queueflow(['send', 'send-desk', '{"answer":42,"by":"cli"}', ...at(prefix)])).toEqual({
-      code: 0,
-      stdout: 'sent to send-desk\n',
-      stderr: '',
-    });
+    const sent = await queueflow(['send', 'send-desk', '{"answer":42,"by":"cli"}', ...at(prefix)]);
+    expect(sent).toEqual({ code: 0, stdout: expect.stringMatching(/^m\.[\w-]{21}\n$/), stderr: '' });
+    const messageId = sent.stdout.trim(); // the id the receiving run sees
     expect(await queueflow(['wait', id, ...at(prefix)])).toEqual({
       code: 0,
-      stdout: pretty({ id, status: 'completed', shared: { got: { answer: 42, by: 'cli' } }, lastAction: 'released' }),
+      stdout: pretty({
+        id,
+        status: 'completed',
+        shared: { got: { answer: 42, by: 'cli' }, gotId: messageId },
+        lastAction: 'released',
+      }),
       stderr: '',
     });
+  });
+
+  it('wait --timeout gives up on a run that has not ended: exit 124, the run goes on', async () => {
+    const detached = await queueflow([
+      'run',
+      'cli-hold',
+      '--flows',
+      FLOWS,
+      ...at(prefix),
+      '--detach',
+      '--params',
+      '{"address":"timeout-desk"}',
+    ]);
+    expect(detached.code, detached.stderr).toBe(0);
+    const id = detached.stdout.trim();
+    await untilRun(engine, id, 'the run to park on its mailbox', (info) => info.status === 'waiting');
+
+    expect(await queueflow(['wait', id, '--timeout', '300', ...at(prefix)])).toEqual({
+      code: 124,
+      stdout: '',
+      stderr: `queueflow: run ${id} has not ended after 300 ms (status waiting); it goes on without this command\n`,
+    });
+    expect((await engine.get(id))?.status).toBe('waiting');
+    // A run that ends in time: the result and its exit code, as without --timeout.
+    await queueflow(['send', 'timeout-desk', '"go"', ...at(prefix)]);
+    const waited = await queueflow(['wait', id, '--timeout', '60000', ...at(prefix)]);
+    expect(waited.code, waited.stderr).toBe(0);
+    expect(parsed<RunResult>(waited)).toMatchObject({ id, status: 'completed', shared: { got: 'go' } });
+    const zero = await queueflow(['wait', id, '--timeout', '0', ...at(prefix)]);
+    expect(zero.code).toBe(1);
+    expect(firstLine(zero.stderr)).toBe(
+      "error: option '--timeout <ms>' argument '0' is invalid. expected an integer from 1 and up, got '0'",
+    );
+  });
+
+  it('status summarises a large shared (keys and sizes); --shared prints it whole', async () => {
+    const big = { name: 'Big', blob: 'x'.repeat(5000), list: Array.from({ length: 1000 }, (_, i) => i) };
+    const done = parsed<RunResult>(
+      await queueflow([
+        'run',
+        'cli-greet',
+        '--flows',
+        FLOWS,
+        ...at(prefix),
+        '--shared',
+        JSON.stringify(big),
+        '--params',
+        '{"greeting":"Hello"}',
+      ]),
+    );
+    expect(done.status).toBe('completed');
+    const status = await queueflow(['status', done.id, ...at(prefix)]);
+    expect(status.code, status.stderr).toBe(0);
+    expectJsonOutput(status);
+    expect(status.stdout.length).toBeLessThan(3000);
+    const info = parsed<RunInfo>(status);
+    const bytes = JSON.stringify(done.shared).length;
+    expect(info.shared).toEqual({
+      '(summary)': `${bytes} bytes of JSON in 5 keys: too large to print here; \`queueflow status ${done.id} --prefix '${prefix}' --shared\` prints it whole`,
+      name: 'Big',
+      blob: '(string: 5002 bytes)',
+      list: `(array: 1000 items, ${JSON.stringify(big.list).length} bytes)`,
+      text: 'Hello, Big!',
+      visited: ['greet', 'sign'],
+    });
+    const whole = await queueflow(['status', done.id, '--shared', ...at(prefix)]);
+    expect(whole.code, whole.stderr).toBe(0);
+    expect(parsed<RunInfo>(whole)).toEqual(JSON.parse(JSON.stringify(await engine.get(done.id))));
+    expect(parsed<RunInfo>(whole).shared).toEqual(done.shared);
   });
 
   it('cancel of a run that has ended says so and leaves it as it is', async () => {
