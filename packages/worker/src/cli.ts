@@ -322,7 +322,7 @@ async function withTimeout<T>(promise: Promise<T>, timeoutMs: number | undefined
   const timedOut = new Promise<undefined>((resolve) => {
     timer = setTimeout(() => resolve(undefined), timeoutMs);
   });
-  promise.catch(() => {});
+  void promise.catch(() => {});
   try {
     return await Promise.race([promise, timedOut]);
   } finally {

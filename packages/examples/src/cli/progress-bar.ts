@@ -7,7 +7,7 @@ export interface Progress {
 }
 
 /** How often the progress line is printed when stderr is not a terminal (a log, CI), in ms. */
-export const LOG_PROGRESS_INTERVAL_MS = 5000;
+const LOG_PROGRESS_INTERVAL_MS = 5000;
 
 /**
  * The progress of the batch on stderr (so stdout keeps only the report), with the rate in

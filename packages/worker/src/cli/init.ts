@@ -53,7 +53,7 @@ export function initCommand(): Command {
  * Writes the starter project into `target` and returns the names of the files written.
  * @throws Error when `target` is a file, or a folder that is not empty (nothing is written then).
  */
-export function writeStarter(target: string): string[] {
+function writeStarter(target: string): string[] {
   if (existsSync(target)) {
     if (!statSync(target).isDirectory()) throw new Error(`init: '${target}' is a file, not a folder`);
     const entries = readdirSync(target);
