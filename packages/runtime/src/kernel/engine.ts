@@ -151,9 +151,10 @@ export interface Engine {
   /**
    * Sends a message to the mailbox at `address` from outside any run, e.g. a person answering an
    * agent; it wakes a run waiting on that address.
+   * @returns the message's id (the `id` its receiver sees).
    * @throws QueueflowError NOT_JSON for a body that would not survive JSON; TypeError for a bad address.
    */
-  send(address: string, body: Json): Promise<void>;
+  send(address: string, body: Json): Promise<string>;
   /**
    * The run's committed steps, oldest first, one {@link StepRecord} each (within the per-run cap
    * on records, oldest dropped first).
