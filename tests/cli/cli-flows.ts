@@ -16,7 +16,6 @@ export interface GreetShared {
 }
 export interface GreetParams {
   greeting: string;
-  [key: string]: unknown;
 }
 
 class Greet extends Node<GreetShared, GreetParams> {
@@ -60,14 +59,15 @@ export const fail = defineFlow('cli-fail', () => new Flow(new Explode({ name: 'e
 
 // ---------------------------------------------------------------------------------------------
 // cli-hold: waits (no timeout) for one message on `params.address`, keeps its body in
-// `shared.got`.
+// `shared.got` and its id in `shared.gotId`.
 
-class Hold extends Node<{ got?: Json }, { address: string; [key: string]: unknown }> {
+class Hold extends Node<{ got?: Json; gotId?: string }, { address: string }> {
   override prep(): Promise<Message | undefined> {
     return this.receive(this.params.address);
   }
-  override post(shared: { got?: Json }, message: Message | undefined): string {
+  override post(shared: { got?: Json; gotId?: string }, message: Message | undefined): string {
     shared.got = message ? message.body : null;
+    if (message) shared.gotId = message.id;
     return 'released';
   }
 }

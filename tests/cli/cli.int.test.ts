@@ -24,17 +24,24 @@ const MISSING_FLOWS = fileURLToPath(new URL('./no-such-flows.js', import.meta.ur
 const RUN_ID = /^[0-9A-Za-z]{21}$/; // letters and digits only: never read as an option
 
 /**
+ * How long a `queueflow` command may take before it is killed and its test fails with its
+ * output, in ms: generous, so that a loaded machine (other tests, other work) fails no test;
+ * a hang still fails, and each test's own timeout (120 s) is longer.
+ */
+const EXIT_DEADLINE_MS = 60_000;
+
+/**
  * Starts `queueflow <args>` in a process of its own (no `--import tsx`: the CLI loads a `.ts`
  * flows module through tsx itself), killed after `timeoutMs`.
  */
-function startQueueflow(args: string[], timeoutMs = 10_000): CliProcess {
+function startQueueflow(args: string[], timeoutMs = EXIT_DEADLINE_MS): CliProcess {
   const env: NodeJS.ProcessEnv = { ...process.env, NODE_NO_WARNINGS: '1' };
   delete env.REDIS_URL; // every command names its Redis with --redis
   return startScript(CLI, args, { env, timeoutMs });
 }
 
 /** Runs `queueflow <args>` to its end. @throws Error with the output when it has not exited after `timeoutMs`. */
-function queueflow(args: string[], timeoutMs = 10_000): Promise<CliOutput> {
+function queueflow(args: string[], timeoutMs = EXIT_DEADLINE_MS): Promise<CliOutput> {
   return startQueueflow(args, timeoutMs).exited;
 }
 
@@ -90,7 +97,7 @@ describe('queueflow run, status, wait, cancel, send, graph with a worker', () =>
 
   beforeAll(async () => {
     worker = await spawnWorker({ flows: FLOWS, redisUrl: redisUrl(), prefix, concurrency: 4 });
-  }, 30_000);
+  }, 120_000);
 
   afterAll(async () => {
     await engine.close();
@@ -241,16 +248,88 @@ describe('queueflow run, status, wait, cancel, send, graph with a worker', () =>
     const id = detached.stdout.trim();
     await untilRun(engine, id, 'the run to park on its mailbox', (info) => info.status === 'waiting');
 
-    expect(await queueflow(['send', 'send-desk', '{"answer":42,"by":"cli"}', ...at(prefix)])).toEqual({
-      code: 0,
-      stdout: 'sent to send-desk\n',
-      stderr: '',
-    });
+    const sent = await queueflow(['send', 'send-desk', '{"answer":42,"by":"cli"}', ...at(prefix)]);
+    expect(sent).toEqual({ code: 0, stdout: expect.stringMatching(/^m\.[\w-]{21}\n$/), stderr: '' });
+    const messageId = sent.stdout.trim(); // the id the receiving run sees
     expect(await queueflow(['wait', id, ...at(prefix)])).toEqual({
       code: 0,
-      stdout: pretty({ id, status: 'completed', shared: { got: { answer: 42, by: 'cli' } }, lastAction: 'released' }),
+      stdout: pretty({
+        id,
+        status: 'completed',
+        shared: { got: { answer: 42, by: 'cli' }, gotId: messageId },
+        lastAction: 'released',
+      }),
       stderr: '',
     });
+  });
+
+  it('wait --timeout gives up on a run that has not ended: exit 124, the run goes on', async () => {
+    const detached = await queueflow([
+      'run',
+      'cli-hold',
+      '--flows',
+      FLOWS,
+      ...at(prefix),
+      '--detach',
+      '--params',
+      '{"address":"timeout-desk"}',
+    ]);
+    expect(detached.code, detached.stderr).toBe(0);
+    const id = detached.stdout.trim();
+    await untilRun(engine, id, 'the run to park on its mailbox', (info) => info.status === 'waiting');
+
+    expect(await queueflow(['wait', id, '--timeout', '300', ...at(prefix)])).toEqual({
+      code: 124,
+      stdout: '',
+      stderr: `queueflow: run ${id} has not ended after 300 ms (status waiting); it goes on without this command\n`,
+    });
+    expect((await engine.get(id))?.status).toBe('waiting');
+    // A run that ends in time: the result and its exit code, as without --timeout.
+    await queueflow(['send', 'timeout-desk', '"go"', ...at(prefix)]);
+    const waited = await queueflow(['wait', id, '--timeout', '60000', ...at(prefix)]);
+    expect(waited.code, waited.stderr).toBe(0);
+    expect(parsed<RunResult>(waited)).toMatchObject({ id, status: 'completed', shared: { got: 'go' } });
+    const zero = await queueflow(['wait', id, '--timeout', '0', ...at(prefix)]);
+    expect(zero.code).toBe(1);
+    expect(firstLine(zero.stderr)).toBe(
+      "error: option '--timeout <ms>' argument '0' is invalid. expected an integer from 1 and up, got '0'",
+    );
+  });
+
+  it('status summarises a large shared (keys and sizes); --shared prints it whole', async () => {
+    const big = { name: 'Big', blob: 'x'.repeat(5000), list: Array.from({ length: 1000 }, (_, i) => i) };
+    const done = parsed<RunResult>(
+      await queueflow([
+        'run',
+        'cli-greet',
+        '--flows',
+        FLOWS,
+        ...at(prefix),
+        '--shared',
+        JSON.stringify(big),
+        '--params',
+        '{"greeting":"Hello"}',
+      ]),
+    );
+    expect(done.status).toBe('completed');
+    const status = await queueflow(['status', done.id, ...at(prefix)]);
+    expect(status.code, status.stderr).toBe(0);
+    expectJsonOutput(status);
+    expect(status.stdout.length).toBeLessThan(3000);
+    const info = parsed<RunInfo>(status);
+    const bytes = JSON.stringify(done.shared).length;
+    expect(info.shared).toEqual({
+      '(summary)': `${bytes} bytes of JSON in 5 keys: too large to print here; \`queueflow status ${done.id} --prefix '${prefix}' --shared\` prints it whole`,
+      name: 'Big',
+      blob: '(string: 5002 bytes)',
+      list: `(array: 1000 items, ${JSON.stringify(big.list).length} bytes)`,
+      text: 'Hello, Big!',
+      visited: ['greet', 'sign'],
+    });
+    const whole = await queueflow(['status', done.id, '--shared', ...at(prefix)]);
+    expect(whole.code, whole.stderr).toBe(0);
+    expect(parsed<RunInfo>(whole)).toEqual(JSON.parse(JSON.stringify(await engine.get(done.id))));
+    expect(parsed<RunInfo>(whole).shared).toEqual(done.shared);
   });
 
   it('cancel of a run that has ended says so and leaves it as it is', async () => {
@@ -297,13 +376,13 @@ describe('queueflow run with no worker', () => {
   it('says after 10 s that no worker has taken the run; Ctrl-C leaves the run queued and says how to cancel it', async () => {
     const cli = startQueueflow(
       ['run', 'cli-greet', '--flows', FLOWS, ...at(prefix), '--shared', '{"name":"Cy"}'],
-      30_000,
+      90_000,
     );
     const hint = await waitFor(
       'the queued hint',
       () => (/still queued/.test(cli.output().stderr) ? cli.output().stderr : undefined),
       {
-        timeoutMs: 25_000,
+        timeoutMs: 60_000,
       },
     );
     const id = /^run (\S+) started\n/.exec(hint)![1]!;
@@ -321,7 +400,7 @@ describe('queueflow run with no worker', () => {
     ).toBe(true);
     expect((await engine.get(id))?.status).toBe('queued');
     await engine.cancel(id);
-  }, 40_000);
+  }, 120_000);
 });
 
 describe('queueflow list', () => {
@@ -373,7 +452,7 @@ describe('queueflow list', () => {
     ]);
     ids.hold = hold.stdout.trim();
     await untilRun(engine, ids.hold, 'the run to park on its mailbox', (info) => info.status === 'waiting');
-  }, 30_000);
+  }, 120_000);
 
   afterAll(async () => {
     await engine.close();
@@ -555,7 +634,7 @@ describe.concurrent('queueflow with bad input: a clear error, a non-zero exit, n
     const prefix = prefixFor('unknown-id');
     const [status, wait, cancel] = await Promise.all([
       queueflow(['status', 'no-such-run', ...at(prefix)]),
-      queueflow(['wait', 'no-such-run', ...at(prefix)], 8_000),
+      queueflow(['wait', 'no-such-run', ...at(prefix)]),
       queueflow(['cancel', 'no-such-run', ...at(prefix)]),
     ]);
     expect(status).toEqual({
@@ -581,16 +660,16 @@ describe.concurrent('queueflow with bad input: a clear error, a non-zero exit, n
     const prefix = prefixFor('read-only');
     await Promise.all([
       queueflow(['status', 'no-such-run', ...at(prefix)]),
-      queueflow(['wait', 'no-such-run', ...at(prefix)], 8_000),
+      queueflow(['wait', 'no-such-run', ...at(prefix)]),
       queueflow(['list', ...at(prefix)]),
     ]);
     expect(await keysUnder(redis, prefix)).toEqual([]);
   });
 
-  it('an unreachable --redis: status and wait fail within seconds, naming the Redis and the cause', async () => {
+  it('an unreachable --redis: status and wait fail, naming the Redis and the cause (no retrying forever)', async () => {
     const [status, wait] = await Promise.all([
-      queueflow(['status', 'some-run', '--redis', 'redis://127.0.0.1:1'], 8_000),
-      queueflow(['wait', 'some-run', '--redis', 'redis://127.0.0.1:1'], 8_000),
+      queueflow(['status', 'some-run', '--redis', 'redis://127.0.0.1:1']),
+      queueflow(['wait', 'some-run', '--redis', 'redis://127.0.0.1:1']),
     ]);
     const expected = {
       code: 1,
@@ -598,11 +677,11 @@ describe.concurrent('queueflow with bad input: a clear error, a non-zero exit, n
       stderr: 'queueflow: cannot connect to Redis at redis://127.0.0.1:1: connect ECONNREFUSED 127.0.0.1:1\n',
     };
     expect(status).toEqual(expected);
-    expect(wait).toEqual(expected); // each command would have been killed at 8 s: a hang fails above
+    expect(wait).toEqual(expected); // a command that retried forever would be killed at its deadline: a hang fails above
   });
 
   it('an unreachable --redis for a worker: it exits with one line naming the Redis and the cause', async () => {
-    expect(await queueflow(['worker', '--flows', FLOWS, '--redis', 'redis://127.0.0.1:1'], 8_000)).toEqual({
+    expect(await queueflow(['worker', '--flows', FLOWS, '--redis', 'redis://127.0.0.1:1'])).toEqual({
       code: 1,
       stdout: '',
       stderr: 'queueflow: cannot connect to Redis at redis://127.0.0.1:1: connect ECONNREFUSED 127.0.0.1:1\n',
@@ -610,7 +689,7 @@ describe.concurrent('queueflow with bad input: a clear error, a non-zero exit, n
   });
 
   it('an unreachable --redis with a password: the password is not printed', async () => {
-    const out = await queueflow(['list', '--redis', 'redis://someone:s3cret@127.0.0.1:1'], 8_000);
+    const out = await queueflow(['list', '--redis', 'redis://someone:s3cret@127.0.0.1:1']);
     expect(out).toEqual({
       code: 1,
       stdout: '',

@@ -10,13 +10,19 @@ import type { StoredStreamEntry, StreamWrite } from '@queueflow/runtime/kernel';
 import { checkpoint, errorRecord, stores, useStore, type StoreHarness } from './store-harness.js';
 
 /** A write of `data` values by node `node` at `step`/`attempt`. */
-function write(step: number, attempt: number, data: unknown[], extra: Partial<StreamWrite> = {}): StreamWrite {
+function write(
+  step: number,
+  attempt: number,
+  data: unknown[],
+  extra: { token?: string | undefined; item?: number } = {},
+): StreamWrite {
+  const token = 'token' in extra ? extra.token : 'try-a';
   return {
     step,
     attempt,
-    token: 'try-a',
+    ...(token === undefined ? {} : { token }),
+    ...(extra.item === undefined ? {} : { item: extra.item }),
     entries: data.map((d, i) => ({ node: 'talker', at: 1000 + i, data: JSON.stringify(d) })),
-    ...extra,
   };
 }
 

@@ -4,7 +4,7 @@
  * as the TCP sockets of this process before and while they follow.
  */
 import { afterAll, describe, expect, it } from 'vitest';
-import type { StreamEntry } from '@queueflow/runtime';
+import type { RunHandle, StreamEntry } from '@queueflow/runtime';
 import { RedisEngine, startWorker, type QueueflowWorker } from '@queueflow/worker';
 import { deletePrefix, redisUrl, testPrefix } from '../support/test-redis.js';
 import { waitFor, within } from '../support/wait-for.js';
@@ -29,7 +29,7 @@ describe('streams: many followers', () => {
   });
 
   it(`${RUNS} followers of ${RUNS} runs hold one connection, and each gets its run's stream`, async () => {
-    const handles = [];
+    const handles: RunHandle<{ n: number }>[] = [];
     for (let n = 0; n < RUNS; n += 100) {
       handles.push(...(await Promise.all(Array.from({ length: 100 }, (_, i) => engine.start(hello, { n: n + i })))));
     }

@@ -25,7 +25,7 @@ interface SpanRecord {
   name: string;
   traceId: string;
   spanId: string;
-  parentSpanId?: string;
+  parentSpanId?: string | undefined;
   attributes: Record<string, unknown>;
   links: { traceId: string; spanId: string }[];
   status: { code: number; message?: string };
@@ -62,10 +62,14 @@ describe('tracing: one trace per run across the client and 2 worker processes', 
     const address = `tracing-${prefix}`;
     // The caller's own span: the run joins the trace it is started in.
     const outer = trace.getTracer('test').startSpan('request');
-    const [handle, heard] = await context.with(trace.setSpan(context.active(), outer), async () => [
-      await engine.start(traced, {}, { params: { address, loops: 8 } }),
-      await engine.start(listener, {}, { params: { address } }),
-    ]);
+    const [handle, heard] = await context.with(
+      trace.setSpan(context.active(), outer),
+      async () =>
+        [
+          await engine.start(traced, {}, { params: { address, loops: 8 } }),
+          await engine.start(listener, {}, { params: { address } }),
+        ] as const,
+    );
     outer.end();
     expect((await handle.result()).status).toBe('completed');
     expect((await heard.result()).status).toBe('completed');

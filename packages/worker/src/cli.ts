@@ -8,6 +8,8 @@ import {
   type RunResult,
   type RunStatus,
 } from '@queueflow/runtime';
+import { initCommand } from './cli/init.js';
+import { SHARED_SUMMARY_BYTES, summariseShared } from './cli/shared-summary.js';
 import { loadFlows } from './load-flows.js';
 import { RedisEngine } from './redis-engine.js';
 import { throttledLog } from './throttled-log.js';
@@ -130,10 +132,13 @@ program
 
 program
   .command('status <runId>')
-  .description("print a run's status, current node, attempts, error and timings")
+  .description(
+    `print a run's status, current node, attempts, error, timings and shared (summarised when over ${SHARED_SUMMARY_BYTES} bytes)`,
+  )
+  .option('--shared', 'print shared whole, however large')
   .addOption(redisOption())
   .addOption(prefixOption())
-  .action(async (runId: string, options: { redis: string; prefix: string }) => {
+  .action(async (runId: string, options: { shared?: boolean; redis: string; prefix: string }) => {
     const engine = openEngine(options);
     try {
       const info = await engine.get(runId);
@@ -142,21 +147,39 @@ program
         process.exitCode = 1;
         return;
       }
-      console.log(JSON.stringify(info, null, 2));
+      const prefix = options.prefix === DEFAULT_PREFIX ? '' : ` --prefix '${options.prefix}'`;
+      const shared = options.shared
+        ? info.shared
+        : summariseShared(info.shared, `\`queueflow status ${runId}${prefix} --shared\``);
+      console.log(JSON.stringify({ ...info, shared }, null, 2));
     } finally {
       await engine.close();
     }
   });
 
+/** Exit code of `wait --timeout` when the run has not ended in time (GNU timeout's). */
+const WAIT_TIMED_OUT = 124;
+
 program
   .command('wait <runId>')
-  .description('wait for a run to end and print its result')
+  .description(
+    `wait for a run to end and print its result; exit code 0 completed, 1 failed or cancelled (or an error), ${WAIT_TIMED_OUT} not ended within --timeout`,
+  )
+  .option('--timeout <ms>', 'give up waiting after this many milliseconds (the run goes on)', positiveInteger)
   .addOption(redisOption())
   .addOption(prefixOption())
-  .action(async (runId: string, options: { redis: string; prefix: string }) => {
+  .action(async (runId: string, options: { timeout?: number; redis: string; prefix: string }) => {
     const engine = openEngine(options);
     try {
-      const result = await awaitResult(engine, runId, options);
+      const result = await withTimeout(awaitResult(engine, runId, options), options.timeout);
+      if (result === undefined) {
+        const status = (await engine.get(runId))?.status ?? 'unknown';
+        console.error(
+          `queueflow: run ${runId} has not ended after ${options.timeout} ms (status ${status}); it goes on without this command`,
+        );
+        process.exitCode = WAIT_TIMED_OUT;
+        return;
+      }
       console.log(JSON.stringify(result, null, 2));
       process.exitCode = result.status === 'completed' ? 0 : 1;
     } finally {
@@ -166,7 +189,7 @@ program
 
 program
   .command('send')
-  .description('send a message (JSON) to a mailbox, e.g. to answer an agent')
+  .description('send a message (JSON) to a mailbox, e.g. to answer an agent; prints the message id')
   .argument('<address>', 'mailbox address')
   .argument('<json>', 'message body, JSON', parseJson)
   .addOption(redisOption())
@@ -174,8 +197,7 @@ program
   .action(async (address: string, body: Json, options: { redis: string; prefix: string }) => {
     const engine = openEngine(options);
     try {
-      await engine.send(address, body);
-      console.log(`sent to ${address}`);
+      console.log(await engine.send(address, body)); // the message id: the receiver's message.id
     } finally {
       await engine.close();
     }
@@ -293,6 +315,24 @@ async function awaitResult(
   }
 }
 
+/**
+ * `promise`'s value, or `undefined` when `timeoutMs` passes first (never, without a timeout).
+ * A late rejection of `promise` is dropped: the command has moved on.
+ */
+async function withTimeout<T>(promise: Promise<T>, timeoutMs: number | undefined): Promise<T | undefined> {
+  if (timeoutMs === undefined) return promise;
+  let timer: NodeJS.Timeout | undefined;
+  const timedOut = new Promise<undefined>((resolve) => {
+    timer = setTimeout(() => resolve(undefined), timeoutMs);
+  });
+  void promise.catch(() => {});
+  try {
+    return await Promise.race([promise, timedOut]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 /** A client engine for a command that needs no flows, or the given ones. */
 function openEngine(options: { redis: string; prefix: string }, flows: FlowDefinition[] = []): RedisEngine {
   return new RedisEngine({ connection: options.redis, flows, prefix: options.prefix });
@@ -319,6 +359,8 @@ function parseJsonObject(value: string): JsonObject {
     throw new InvalidArgumentError('expected a JSON object');
   return parsed as JsonObject;
 }
+
+program.addCommand(initCommand());
 
 program.parseAsync().catch((error: unknown) => {
   console.error(`queueflow: ${error instanceof Error ? error.message : String(error)}`);

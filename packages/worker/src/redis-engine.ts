@@ -152,10 +152,11 @@ export class RedisEngine implements Engine {
    * Sends a message to the mailbox at `address` from outside any run (a person or a service
    * answering an agent); runs parked on that address wake up.
    *
+   * @returns the message's id (the `id` its receiver sees).
    * @throws QueueflowError `NOT_JSON` for a body that would not survive JSON, `PAYLOAD_TOO_LARGE`
    *   for one over `MAX_MESSAGE_BYTES` (1 MiB); TypeError for a bad address.
    */
-  async send(address: string, body: Json): Promise<void> {
+  async send(address: string, body: Json): Promise<string> {
     const { client } = await this.connect();
     return client.send(address, body);
   }

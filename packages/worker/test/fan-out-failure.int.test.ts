@@ -329,14 +329,14 @@ describe.each(subjects)('fan-out failure policy on %s', (_name, open) => {
       const handle = await subject.engine.start<S>(nestedFailFast, { token, keys: ['nest', 'broken'] });
 
       // A child that fails inside a script (its own child failed fast) still reports to the root.
-      const result = await within(handle.result(), 10_000, 'the root still waits after its child failed');
+      const result = await within(handle.result(), 30_000, 'the root still waits after its child failed');
       expect(result.status).toBe('failed');
       expect(result.error?.code).toBe('CHILD_FAILED');
       expect(result.error?.message).toMatch(/^child 1 of 'fan' failed: /);
       expect(result.error?.message).toMatch(/grandchild of broken fails try 1/);
       // The grandchildren of the waiting sibling are told to stop.
       await waitFor("the waiting sibling's children to be aborted", () => abortCodes.count(token) === 3, {
-        timeoutMs: 10_000,
+        timeoutMs: 60_000,
       });
       expect(abortCodes.of(token)).toEqual(['RUN_CANCELLED', 'RUN_CANCELLED', 'RUN_CANCELLED']);
       const failed = await subject.engine.get(handle.id);
@@ -365,7 +365,7 @@ describe.each(subjects)('fan-out failure policy on %s', (_name, open) => {
     const token = `nested-collect-${Math.random()}`;
     const result = await within(
       engine.run<S>(nestedCollect, { token, keys: ['k0', 'broken', 'k2'] }),
-      10_000,
+      30_000,
       'the root still waits after its child failed',
     );
 

@@ -1,7 +1,7 @@
 import type { Json } from '../json/json.js';
 import { mailboxOf } from '../mailbox/mailbox-of.js';
 import type { Message, ReceiveOptions, SendOptions } from '../mailbox/message.js';
-import type { Action, MaybePromise, NonIterableObject } from './types.js';
+import type { Action, MaybePromise, NonIterableObject, ParamsObject } from './types.js';
 import { DEFAULT_ACTION } from './types.js';
 import { visitOf, type FlowRunState, type RunContext } from './run-context.js';
 import { emitterOf } from '../stream/emitter-of.js';
@@ -22,7 +22,7 @@ import { warn } from './warnings.js';
  * @typeParam P - the params' type.
  * @see PocketFlow `BaseNode` (Python reference) and the PocketFlow TypeScript port.
  */
-export class BaseNode<S = unknown, P extends NonIterableObject = NonIterableObject> {
+export class BaseNode<S = unknown, P extends ParamsObject = NonIterableObject> {
   /**
    * Stable name of this node within its graph. Engines that move runs between processes use
    * it as the node's id; without it the id is the class name and the node's position.

@@ -154,9 +154,10 @@ export interface Engine {
   /**
    * Sends a message to the mailbox at `address` from outside any run, e.g. a person answering an
    * agent; it wakes a run waiting on that address.
+   * @returns the message's id (the `id` its receiver sees).
    * @throws QueueflowError NOT_JSON for a body that would not survive JSON; TypeError for a bad address.
    */
-  send(address: string, body: Json): Promise<void>;
+  send(address: string, body: Json): Promise<string>;
   /**
    * The run's committed steps, oldest first, one {@link StepRecord} each (within the per-run cap
    * on records, oldest dropped first).
@@ -241,7 +242,10 @@ export interface StepRecord {
   action?: string;
   /** Tries of `exec` the step made (1 when the first succeeded). */
   tries: number;
-  /** When the step's first try began, and when it committed. */
+  /**
+   * When the step's first try began (a step woken from a mailbox park: when it ran again), and
+   * when it committed.
+   */
   startedAt: number;
   endedAt: number;
   /** The worker that committed it (RedisEngine: `<host>:<pid>:<n>`). */

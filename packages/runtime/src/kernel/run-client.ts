@@ -277,20 +277,23 @@ export class RunClient {
 
   /**
    * Sends `body` to the mailbox at `address` from outside any run; runs parked on it wake.
+   * Returns the message's id.
    * @throws QueueflowError `NOT_JSON`, `PAYLOAD_TOO_LARGE`; TypeError for a bad address.
    */
-  async send(address: string, body: Json): Promise<void> {
+  async send(address: string, body: Json): Promise<string> {
     checkAddress('send', address);
     checkMessageBody(body, `message body sent to '${address}'`);
+    const id = `m.${nanoid()}`;
     const span = trace.getActiveSpan();
     const sender = span ? traceparentOf(span) : undefined;
     const { wakes } = await this.store.send(address, {
-      id: `m.${nanoid()}`,
+      id,
       body,
       sentAt: this.options.clock.now(),
       ...(sender === undefined ? {} : { trace: sender }),
     });
     await this.scheduler.promote(wakes);
+    return id;
   }
 
   /** See {@link Engine.history}. */

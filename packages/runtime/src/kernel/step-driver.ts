@@ -47,7 +47,7 @@ export interface StepDriverOptions {
 interface StepStart {
   run: StoredRun;
   attempt: number;
-  /** Epoch ms when this try began. */
+  /** Epoch ms when the step's first try began. */
   startedAt: number;
   /** A fan-in: the children merged and the conflicts. */
   merged?: { children: number; conflicts: MergeConflict[] };
@@ -193,20 +193,24 @@ export class StepDriver {
         emitter: stream,
         now,
       };
-      const start: StepStart = { run, attempt, startedAt: now() };
+      // A step retried after a failed try began with its first try (StepRecord.startedAt).
+      const start: StepStart = { run, attempt, startedAt: run.stepStartedAt ?? now() };
       let ended: StepOutcome | undefined;
       try {
         let conflicts: MergeConflict[] = [];
         if (fanIn) {
           const resumed = await span.run(() => resumeFanOut(graph, checkpoint, fanIn.outcomes, ctx));
-          start.merged = { children: fanIn.total, conflicts: resumed.conflicts };
           ended = resumed.outcome;
+          await stream.flush();
+          if (cancelledHere(controller)) return await this.droppedByCancel(run);
+          start.merged = { children: fanIn.total, conflicts: resumed.conflicts };
           conflicts = resumed.conflicts;
         } else {
           ended = await span.run(() => executeStep(graph, checkpoint, ctx));
+          // The step's entries are stored before its outcome: a follower sees them before the end.
+          await stream.flush();
+          if (cancelledHere(controller)) return await this.droppedByCancel(run);
         }
-        // The step's entries are stored before its outcome: a follower sees them before the end.
-        await stream.flush();
         return await this.apply(start, graph, ended, conflicts, trace);
       } finally {
         span.end(
@@ -215,7 +219,9 @@ export class StepDriver {
         );
       }
     } finally {
-      this.running.delete(run.id);
+      // The run's next step may have started here already (its task is added with this commit):
+      // its controller is not this one's to drop.
+      if (this.running.get(run.id) === controller) this.running.delete(run.id);
     }
   }
 
@@ -223,6 +229,19 @@ export class StepDriver {
   private async traceOf(run: StoredRun): Promise<string | undefined> {
     if (run.trace !== undefined || !run.parent) return run.trace;
     return this.fanOut.traceOf(run.parent.id, run.parent.step);
+  }
+
+  /**
+   * A step whose `exec` a cancel aborted commits nothing, whatever its code did after the abort:
+   * the run stopped at this step boundary. Its commit would not be refused should a retry have
+   * reopened the run meanwhile (same step), and would then land on the retried run, e.g. failing
+   * it with the abort's error; the retry's own task runs the step again instead. A cancelled
+   * fan-out child still tells its parent (ensureProgress of an ended run).
+   */
+  private async droppedByCancel(run: StoredRun): Promise<TaskResult> {
+    const current = await this.store.load(run.id);
+    if (current && isFinal(current.status)) await this.ensureProgress(current);
+    return DONE;
   }
 
   /** The run's checkpoint; a fan-out child's is a delta against its parent's snapshot. */
@@ -297,7 +316,12 @@ export class StepDriver {
         return DONE;
       }
       case 'retry': {
-        const result = await this.commit(run, 'retry', { checkpoint, errorRecords: outcome.errors, now });
+        const result = await this.commit(run, 'retry', {
+          checkpoint,
+          errorRecords: outcome.errors,
+          stepStartedAt: start.startedAt,
+          now,
+        });
         return result === 'committed' ? { type: 'retry', delayMs: outcome.delayMs, error: outcome.error } : DONE;
       }
       case 'completed':
@@ -446,4 +470,11 @@ export class StepDriver {
     }
     return problem;
   }
+}
+
+/** Whether a cancel of the run aborted the step `controller` belongs to (not the engine closing). */
+function cancelledHere(controller: AbortController): boolean {
+  return (
+    controller.signal.aborted && (controller.signal.reason as { code?: string } | undefined)?.code === 'RUN_CANCELLED'
+  );
 }
