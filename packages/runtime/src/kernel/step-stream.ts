@@ -14,17 +14,18 @@ export class StepStream implements StepEmitterPort {
   private writing: Promise<void> = Promise.resolve();
   private failure: Error | undefined;
   private closed = false;
-  /** Names this try, so that a try after one cut short gets an attempt of its own. */
-  private readonly token: string | undefined;
+  /**
+   * Names this try, so that a try after one cut short gets an attempt of its own; made at the
+   * first write (most steps emit nothing). A fan-out item has none.
+   */
+  private token: string | undefined;
 
   constructor(
     private readonly store: RunStore,
     private readonly runId: string,
     private readonly at: { step: number; attempt: number; item?: number },
     private readonly now: () => number,
-  ) {
-    this.token = at.item === undefined ? nanoid(10) : undefined;
-  }
+  ) {}
 
   emit(node: string, data: string): void {
     if (this.closed) return; // the step has ended: a late emit (a stray timer) has no place
@@ -46,6 +47,7 @@ export class StepStream implements StepEmitterPort {
     const entries = this.pending;
     this.pending = [];
     if (entries.length === 0 || this.failure !== undefined) return;
+    if (this.at.item === undefined) this.token ??= nanoid(10);
     try {
       await this.store.appendStream(this.runId, {
         step: this.at.step,
