@@ -1,5 +1,6 @@
 import { childRunId, type CancelResult, type RunStore } from './run-store.js';
 import type { Scheduler } from './scheduler.js';
+import { recordRunEnd } from '../telemetry/tracing.js';
 
 /** Children cancelled at once when a fan-out ends early (each batch runs concurrently). */
 const CANCEL_BATCH = 100;
@@ -39,14 +40,21 @@ export async function cancelChildren(
     const ids = Array.from({ length: Math.min(CANCEL_BATCH, fanOut.total - first) }, (_, i) =>
       childRunId(parentId, parentStep, first + i),
     );
-    await Promise.all(ids.map((id) => cancelChild(store, scheduler, id)));
+    const cancelled = await Promise.all(ids.map((id) => cancelChild(store, scheduler, id)));
+    // Traced (the fan-out step had a trace context): each cancelled child's run span ends here.
+    const trace = fanOut.request.trace;
+    if (trace === undefined) continue;
+    const runs = await store.summaries(ids.filter((_, i) => cancelled[i]));
+    for (const run of runs) if (run) recordRunEnd({ ...run, trace }, 'cancelled', run.finishedAt ?? run.updatedAt);
   }
 }
 
-async function cancelChild(store: RunStore, scheduler: Scheduler, id: string): Promise<void> {
+/** Cancels one child run (and its own children); whether it was cancelled here. */
+async function cancelChild(store: RunStore, scheduler: Scheduler, id: string): Promise<boolean> {
   const { result, wakes } = await store.cancel(id);
   await scheduler.promote(wakes);
-  if (result !== 'cancelled-waiting') return;
+  if (result !== 'cancelled-waiting') return result === 'cancelled';
   const child = await store.position(id);
   if (child) await cancelChildren(store, scheduler, id, child.step); // it waited on a fan-out of its own
+  return true;
 }
