@@ -163,7 +163,11 @@ export class RunClient {
         now: this.options.clock.now(),
         ...(started.trace === undefined ? {} : { trace: started.trace }),
       });
-      if (!created.created) return this.handle<S>(created.runId);
+      if (!created.created) {
+        // The idempotency key named a run started before: this start started nothing.
+        started.span.setAttribute('queueflow.run.id', created.runId);
+        return this.handle<S>(created.runId);
+      }
       try {
         await this.scheduler.addStep(run.id, 0, run.target);
       } catch (error) {
