@@ -62,7 +62,7 @@ export class StreamReader {
       let set = this.waiters.get(key);
       if (!set) this.waiters.set(key, (set = new Set()));
       set.add(waiter);
-      this.loop ??= this.run().finally(() => (this.loop = undefined));
+      this.loop ??= this.run();
       if (this.unread()) void this.interrupt();
     });
   }
@@ -83,30 +83,38 @@ export class StreamReader {
     waiter.resolve(entries);
   }
 
+  /**
+   * The read loop, while anyone waits. It forgets itself in the same turn as it sees no one
+   * waiting, so a follower arriving right after starts a new one (no read is left hanging).
+   */
   private async run(): Promise<void> {
-    while (this.waiters.size > 0 && !this.closed) {
-      const blocking = this.connection();
-      this.clientId ??= (await blocking.client('ID')) as number;
-      const keys = [...this.waiters.keys()];
-      const ids = keys.map((key) => smallestAfter(this.waiters.get(key)!));
-      this.generation++;
-      this.inFlight = new Map(keys.map((key, i) => [key, ids[i]!]));
-      let reply: [string, RawStreamEntry[]][] | null;
-      try {
-        reply = (await blocking.call('XREAD', 'COUNT', COUNT, 'BLOCK', BLOCK_MS, 'STREAMS', ...keys, ...ids)) as
-          [string, RawStreamEntry[]][] | null;
-      } catch {
-        reply = null; // the connection dropped (ioredis reconnects): read again
-        if (!this.closed) await new Promise((resolve) => setTimeout(resolve, 100));
-      } finally {
-        this.inFlight = undefined;
-      }
-      for (const [key, entries] of reply ?? []) {
-        for (const waiter of [...(this.waiters.get(key) ?? [])]) {
-          const after = entries.filter(([id]) => compareIds(id, waiter.after) > 0);
-          if (after.length > 0) this.settle(waiter, after);
+    try {
+      while (this.waiters.size > 0 && !this.closed) {
+        const blocking = this.connection();
+        this.clientId ??= (await blocking.client('ID')) as number;
+        const keys = [...this.waiters.keys()];
+        const ids = keys.map((key) => smallestAfter(this.waiters.get(key)!));
+        this.generation++;
+        this.inFlight = new Map(keys.map((key, i) => [key, ids[i]!]));
+        let reply: [string, RawStreamEntry[]][] | null;
+        try {
+          reply = (await blocking.call('XREAD', 'COUNT', COUNT, 'BLOCK', BLOCK_MS, 'STREAMS', ...keys, ...ids)) as
+            [string, RawStreamEntry[]][] | null;
+        } catch {
+          reply = null; // the connection dropped (ioredis reconnects): read again
+          if (!this.closed) await new Promise((resolve) => setTimeout(resolve, 100));
+        } finally {
+          this.inFlight = undefined;
+        }
+        for (const [key, entries] of reply ?? []) {
+          for (const waiter of [...(this.waiters.get(key) ?? [])]) {
+            const after = entries.filter(([id]) => compareIds(id, waiter.after) > 0);
+            if (after.length > 0) this.settle(waiter, after);
+          }
         }
       }
+    } finally {
+      this.loop = undefined;
     }
   }
 
