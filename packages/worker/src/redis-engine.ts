@@ -39,7 +39,13 @@ export interface RedisEngineOptions extends StoreSettings {
   connection?: ConnectionOption;
   /** The flows this client starts: the same definitions the workers load. */
   flows: FlowsOption;
-  /** Key prefix shared with the workers; a hash tag is added when missing. @defaultValue `{qf}` */
+  /**
+   * Key prefix shared with the workers. Its hash tag (the text between the first `{` and the first
+   * `}` after it) keeps every key in one Redis Cluster slot; a prefix without `{` gets braces
+   * around it, so `b6acme` and `{b6acme}` name the same keys. @defaultValue `{qf}`
+   * @throws TypeError (from the constructor) for a prefix with spaces or `:`, a `{` with no `}`
+   *   after it (`a{b`), or an empty hash tag (`{}`, `x{}`).
+   */
   prefix?: string;
   /** Called with connection errors (ioredis retries on its own). @defaultValue ignore */
   onError?: (error: Error) => void;

@@ -19,7 +19,13 @@ export interface WorkerOptions extends StoreSettings {
   connection?: ConnectionOption;
   /** The flows this worker can run: definitions from `defineFlow`, or a module exporting them. */
   flows: FlowsOption;
-  /** Key prefix shared with the clients. @defaultValue `{qf}` */
+  /**
+   * Key prefix shared with the clients. Its hash tag (the text between the first `{` and the
+   * first `}` after it) keeps every key in one Redis Cluster slot; a prefix without `{` gets
+   * braces around it, so `b6acme` and `{b6acme}` name the same keys. @defaultValue `{qf}`
+   * @throws TypeError (from `startWorker`) for a prefix with spaces or `:`, a `{` with no `}`
+   *   after it (`a{b`), or an empty hash tag (`{}`, `x{}`).
+   */
   prefix?: string;
   /** Steps run at once by this worker. @defaultValue 8 */
   concurrency?: number;
