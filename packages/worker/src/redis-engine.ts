@@ -155,7 +155,7 @@ export class RedisEngine implements Engine {
    *
    * @returns the message's id (the `id` its receiver sees).
    * @throws QueueflowError `NOT_JSON` for a body that would not survive JSON, `PAYLOAD_TOO_LARGE`
-   *   for one over `MAX_MESSAGE_BYTES` (1 MiB); TypeError for a bad address.
+   *   for one over `MAX_MESSAGE_BYTES` (1 MiB); TypeError (code `INVALID_ARGUMENT`) for a bad address.
    */
   async send(address: string, body: Json): Promise<string> {
     const { client } = await this.connect();

@@ -152,7 +152,7 @@ export interface Engine {
    * Sends a message to the mailbox at `address` from outside any run, e.g. a person answering an
    * agent; it wakes a run waiting on that address.
    * @returns the message's id (the `id` its receiver sees).
-   * @throws QueueflowError NOT_JSON for a body that would not survive JSON; TypeError for a bad address.
+   * @throws QueueflowError NOT_JSON for a body that would not survive JSON; TypeError (code `INVALID_ARGUMENT`) for a bad address.
    */
   send(address: string, body: Json): Promise<string>;
   /**
