@@ -124,6 +124,21 @@ export function childFailedError(
   };
 }
 
+/**
+ * The error of a run that no step can resume from (a corrupted or hand-edited record, or a bug):
+ * not retryable, since trying again cannot mend a record.
+ *
+ * @param run - the run's id and flow name, when known.
+ * @param problem - what is wrong, e.g. `its checkpoint is not JSON (...)`.
+ */
+export function corruptRunError(
+  run: { id?: string | undefined; flow: string } | undefined,
+  problem: string,
+): QueueflowError {
+  const which = run ? `run${run.id === undefined ? '' : ` '${run.id}'`} of flow '${run.flow}'` : 'a run';
+  return new QueueflowError('CORRUPT_RUN', `${which} cannot go on: ${problem}`, { retryable: false });
+}
+
 /** A failed or cancelled child as `post` sees it under `onItemError: 'collect'`. */
 export function itemErrorOf(outcome: { status: 'failed'; error: ErrorRecord } | { status: 'cancelled' }): {
   name: string;

@@ -46,7 +46,9 @@ export interface RunHandle<S extends object = JsonObject> {
   id: string;
   /**
    * Resolves when the run has ended, also if it ended before the call.
-   * @throws QueueflowError `RESULT_TIMEOUT` when `timeoutMs` passes first (the run goes on).
+   * @throws QueueflowError `RESULT_TIMEOUT` when `timeoutMs` passes first (the run goes on);
+   *   `CORRUPT_RUN` when the run has ended but its checkpoint cannot be read (a corrupted record:
+   *   the run failed with that error too).
    */
   result(options?: ResultOptions): Promise<RunResult<S>>;
 }
