@@ -25,7 +25,7 @@ import {
 } from '@queueflow/runtime';
 import { FlowRegistry, ResultWaiter, RunClient, prepareRun, systemClock } from '@queueflow/runtime/kernel';
 import { BullmqScheduler } from './bullmq-scheduler.js';
-import { connectAll, createRedis, type ConnectionOption } from './connection.js';
+import { connectAll, createRedis, probeServer, type ConnectionOption } from './connection.js';
 import { RedisKeys, normalizePrefix } from './redis-keys.js';
 import { RedisRunEvents } from './redis-run-events.js';
 import { RedisRunStore } from './redis-run-store.js';
@@ -226,12 +226,18 @@ export class RedisEngine implements Engine {
     if (this.closed) return Promise.reject(new QueueflowError('ENGINE_CLOSED', 'RedisEngine is closed'));
     this.connected ??= (async () => {
       const onError = this.options.onError ?? (() => {});
-      const redis = createRedis(this.options.connection, 'client', onError);
-      const subscriber = createRedis(this.options.connection, 'subscriber', onError);
+      // May this user run INFO? A least-privilege one may not (README "Production Redis").
+      const server = await probeServer(this.options.connection);
+      const settings = { readyCheck: server.info };
+      const redis = createRedis(this.options.connection, 'client', onError, settings);
+      const subscriber = createRedis(this.options.connection, 'subscriber', onError, settings);
       await connectAll([redis, subscriber]); // on failure, the next call opens new ones
       const clock = new ServerClock(redis, this.options.clock ?? systemClock);
       await clock.sync();
-      const scheduler = new BullmqScheduler(redis, this.keys, onError, { client: true });
+      const scheduler = new BullmqScheduler(redis, this.keys, onError, {
+        client: true,
+        skipVersionCheck: !server.info,
+      });
       const store = new RedisRunStore(withScripts(redis), this.keys, this.settings, clock);
       const waiter: ResultWaiter = new ResultWaiter(
         { subscribe: (listener) => events.subscribe(listener) },

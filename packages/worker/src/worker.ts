@@ -4,7 +4,7 @@ import { nanoid } from 'nanoid';
 import type { Clock, FlowsOption } from '@queueflow/runtime';
 import { FlowRegistry, StepDriver, invalidOption, systemClock } from '@queueflow/runtime/kernel';
 import { BullmqScheduler, taskOfJob } from './bullmq-scheduler.js';
-import { checkRedisConfig, connectAll, createRedis, type ConnectionOption } from './connection.js';
+import { checkRedisConfig, connectAll, createRedis, probeServer, type ConnectionOption } from './connection.js';
 import { RedisKeys, normalizePrefix } from './redis-keys.js';
 import { RetryStep, stepBackoff } from './retry-step.js';
 import { RedisRunEvents } from './redis-run-events.js';
@@ -73,7 +73,9 @@ export interface QueueflowWorker {
 
 /**
  * Starts a worker that takes steps of the given flows from Redis. Workers are stateless: start
- * as many as you like, anywhere; any of them may die at any moment.
+ * as many as you like, anywhere; any of them may die at any moment. It warns `QF_REDIS_CONFIG`
+ * when Redis may evict keys, or when its Redis user may not read `maxmemory-policy` (INFO is
+ * forbidden to a least-privilege user: README "Production Redis"), and goes on.
  *
  * @throws TypeError for invalid options; QueueflowError `REDIS_UNAVAILABLE` (naming the server and
  *   the reason) when Redis cannot be reached, with every connection it opened closed again.
@@ -98,14 +100,18 @@ export async function startWorker(options: WorkerOptions): Promise<QueueflowWork
   const onError = options.onError ?? ((error: Error) => console.error(`queueflow worker: ${error.message}`));
   for (const name of registry.names()) registry.graph(name); // build every graph once, now: fail early
 
-  const redis = createRedis(options.connection, 'worker', onError);
-  const subscriber = createRedis(options.connection, 'subscriber', onError);
+  // May this user run INFO? A least-privilege one may not (README "Production Redis"): then the
+  // worker warns that it cannot check maxmemory-policy, and goes on.
+  const server = await probeServer(options.connection);
+  checkRedisConfig(server);
+  const skipVersionCheck = !server.info;
+  const redis = createRedis(options.connection, 'worker', onError, { readyCheck: server.info });
+  const subscriber = createRedis(options.connection, 'subscriber', onError, { readyCheck: server.info });
   await connectAll([redis, subscriber]);
-  await checkRedisConfig(redis);
   const workerId = `${hostname()}:${process.pid}:${nanoid(6)}`;
   const clock = new ServerClock(redis, options.clock ?? systemClock);
   await clock.sync();
-  const scheduler = new BullmqScheduler(redis, keys, onError);
+  const scheduler = new BullmqScheduler(redis, keys, onError, { skipVersionCheck });
   const store = new RedisRunStore(withScripts(redis), keys, settings, clock);
   const driver = new StepDriver(store, scheduler, registry, {
     clock,
@@ -143,6 +149,7 @@ export async function startWorker(options: WorkerOptions): Promise<QueueflowWork
     lockDuration,
     stalledInterval,
     maxStalledCount,
+    skipVersionCheck,
     settings: { backoffStrategy: stepBackoff },
   });
   worker.on('error', onError);
