@@ -17,6 +17,8 @@ export interface LocalRedisServer {
   restart(): Promise<void>;
   /** Stops it and removes its directory. */
   stop(): Promise<void>;
+  /** Sends `signal` to the server process (SIGSTOP freezes it: connections stay open, nothing answers; SIGCONT resumes it). */
+  signal(signal: NodeJS.Signals): void;
 }
 
 export interface RedisServerOptions {
@@ -113,6 +115,9 @@ export async function startRedisServer(options: RedisServerOptions = {}): Promis
     stop: async () => {
       await kill();
       rmSync(dir, { recursive: true, force: true });
+    },
+    signal: (signal) => {
+      if (!child?.kill(signal)) throw new Error(`could not send ${signal} to redis-server at ${url}`);
     },
   };
 }

@@ -27,6 +27,11 @@ export interface ConnectionSettings {
    * skip it anyway. @defaultValue true
    */
   readyCheck?: boolean;
+  /**
+   * Longest a command may wait for its answer, in ms (ioredis `commandTimeout`); it then fails,
+   * which {@link redisTimeoutOf} turns into `REDIS_TIMEOUT`. @defaultValue no limit
+   */
+  commandTimeoutMs?: number;
 }
 
 function redisOptionsOf(
@@ -36,11 +41,16 @@ function redisOptionsOf(
 ): RedisOptions & { url?: string } {
   // Named, so `CLIENT LIST` shows which connections are queueflow's and what for.
   const connectionName = `queueflow:${role}`;
-  const enableReadyCheck = settings.readyCheck ?? true;
+  const common: RedisOptions = {
+    lazyConnect: true,
+    connectionName,
+    enableReadyCheck: settings.readyCheck ?? true,
+    ...(settings.commandTimeoutMs === undefined ? {} : { commandTimeout: settings.commandTimeoutMs }),
+  };
   const roleOptions: RedisOptions =
     role === 'client'
-      ? { maxRetriesPerRequest: 3, enableOfflineQueue: false, lazyConnect: true, connectionName, enableReadyCheck }
-      : { maxRetriesPerRequest: null, lazyConnect: true, connectionName, enableReadyCheck };
+      ? { ...common, maxRetriesPerRequest: 3, enableOfflineQueue: false }
+      : { ...common, maxRetriesPerRequest: null };
   const source = connection ?? process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
   if (typeof source === 'string') {
     let url: URL;
@@ -109,11 +119,36 @@ async function connect(redis: Redis): Promise<void> {
   }
 }
 
-/** QueueflowError `REDIS_UNAVAILABLE` naming the server of `redis` (never its password) and `cause`. */
+/**
+ * QueueflowError `REDIS_UNAVAILABLE` naming the server of `redis` (never its password) and
+ * `cause`; `REDIS_TIMEOUT` when the cause is a command that timed out (a server that accepts
+ * connections but does not answer).
+ */
 function unavailable(redis: Redis, cause: Error): QueueflowError {
+  const timeout = redisTimeoutOf(cause, serverOf(redis), redis.options.commandTimeout);
+  if (timeout !== cause) return timeout as QueueflowError;
   return new QueueflowError('REDIS_UNAVAILABLE', `cannot connect to Redis at ${serverOf(redis)}: ${cause.message}`, {
     cause,
   });
+}
+
+/** The message of ioredis's error for a command unanswered after its `commandTimeout`. */
+const COMMAND_TIMED_OUT = 'Command timed out';
+
+/**
+ * The one place where ioredis's command timeout becomes QueueflowError `REDIS_TIMEOUT`, naming
+ * the server (never its password) and the time; any other error is returned as it is.
+ *
+ * @param server - where Redis is, as {@link serverOf} names it.
+ * @param timeoutMs - the `commandTimeout` the command had, in ms.
+ */
+export function redisTimeoutOf(error: unknown, server: string, timeoutMs: number | undefined): unknown {
+  if (!(error instanceof Error) || error.message !== COMMAND_TIMED_OUT) return error;
+  return new QueueflowError(
+    'REDIS_TIMEOUT',
+    `Redis at ${server} did not answer within ${timeoutMs} ms (commandTimeoutMs); what the call asked may still happen once Redis answers`,
+    { cause: error },
+  );
 }
 
 /**
@@ -130,7 +165,7 @@ export async function connectAll(connections: Redis[]): Promise<void> {
 }
 
 /** Where `redis` connects, as a URL without the password. */
-function serverOf(redis: Redis): string {
+export function serverOf(redis: Redis): string {
   const { host, port, path, username, db, tls } = redis.options;
   if (path) return `unix://${path}`;
   const user = username ? `${encodeURIComponent(username)}@` : '';
@@ -155,11 +190,19 @@ export type ServerInfo =
  * check, which would run INFO first), closed before it returns. A server that refuses (NOPERM, a
  * renamed command) is a server whose INFO is forbidden, not an error.
  *
- * @throws QueueflowError `REDIS_UNAVAILABLE` as {@link connectAll} does.
+ * @param commandTimeoutMs - longest wait for the answer, in ms. @defaultValue no limit
+ * @throws QueueflowError `REDIS_UNAVAILABLE` as {@link connectAll} does; `REDIS_TIMEOUT` when the
+ *   server does not answer within `commandTimeoutMs`.
  */
-export async function probeServer(connection: ConnectionOption | undefined): Promise<ServerInfo> {
+export async function probeServer(
+  connection: ConnectionOption | undefined,
+  commandTimeoutMs?: number,
+): Promise<ServerInfo> {
   let lastError: Error | undefined;
-  const redis = createRedis(connection, 'client', (error) => (lastError = error), { readyCheck: false });
+  const redis = createRedis(connection, 'client', (error) => (lastError = error), {
+    readyCheck: false,
+    ...(commandTimeoutMs === undefined ? {} : { commandTimeoutMs }),
+  });
   await connectAll([redis]);
   try {
     const info = await redis.info('memory');
@@ -169,7 +212,7 @@ export async function probeServer(connection: ConnectionOption | undefined): Pro
     // INFO forbidden to this user, or renamed away: not a connection that failed.
     if (message.startsWith('NOPERM') || /unknown command/i.test(message)) return { info: false, reason: message };
     // Without the ready check, a refused AUTH (WRONGPASS, NOAUTH) shows here, not in connect.
-    throw unavailable(redis, lastError ?? (error as Error));
+    throw unavailable(redis, message === COMMAND_TIMED_OUT ? (error as Error) : (lastError ?? (error as Error)));
   } finally {
     redis.disconnect();
   }

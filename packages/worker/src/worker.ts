@@ -4,7 +4,15 @@ import { nanoid } from 'nanoid';
 import type { Clock, FlowsOption } from '@queueflow/runtime';
 import { FlowRegistry, StepDriver, invalidOption, systemClock } from '@queueflow/runtime/kernel';
 import { BullmqScheduler, taskOfJob } from './bullmq-scheduler.js';
-import { checkRedisConfig, connectAll, createRedis, probeServer, type ConnectionOption } from './connection.js';
+import {
+  checkRedisConfig,
+  connectAll,
+  createRedis,
+  probeServer,
+  serverOf,
+  type ConnectionOption,
+} from './connection.js';
+import { RedisLiveness } from './redis-liveness.js';
 import { RedisKeys, normalizePrefix } from './redis-keys.js';
 import { RetryStep, stepBackoff } from './retry-step.js';
 import { RedisRunEvents } from './redis-run-events.js';
@@ -50,9 +58,16 @@ export interface WorkerOptions extends StoreSettings {
    * for a wake-up lost in a crash; a send wakes it at once). @defaultValue 60000
    */
   parkRecheckMs?: number;
-  /** Called with errors outside any run (connection errors, a failed recovery). @defaultValue log to stderr */
+  /**
+   * How long Redis may leave the worker's PING (sent every second) unanswered before the worker
+   * says, once, through `onError` (QueueflowError `REDIS_TIMEOUT`), that Redis does not answer, in
+   * ms; it says so again through `onLog` when Redis answers. The worker itself never gives up: it
+   * waits for Redis (BullMQ's behaviour). @defaultValue 5000
+   */
+  pingTimeoutMs?: number;
+  /** Called with errors outside any run (connection errors, a failed recovery, Redis not answering). @defaultValue log to stderr */
   onError?: (error: Error) => void;
-  /** Lines worth a log: a dead worker's steps taken over. @defaultValue stdout, prefixed with the pid */
+  /** Lines worth a log: a dead worker's steps taken over, Redis answering again. @defaultValue stdout, prefixed with the pid */
   onLog?: (line: string) => void;
   /**
    * This machine's clock. Deadlines and timestamps are taken on the Redis server's clock through
@@ -97,6 +112,7 @@ export async function startWorker(options: WorkerOptions): Promise<QueueflowWork
     Math.max(1, Math.round(lockDuration / 2)),
   );
   const maxStalledCount = positiveInteger('maxStalledCount', options.maxStalledCount, 2);
+  const pingTimeoutMs = positiveInteger('pingTimeoutMs', options.pingTimeoutMs, 5000);
   const onError = options.onError ?? ((error: Error) => console.error(`queueflow worker: ${error.message}`));
   for (const name of registry.names()) registry.graph(name); // build every graph once, now: fail early
 
@@ -163,6 +179,9 @@ export async function startWorker(options: WorkerOptions): Promise<QueueflowWork
       .catch(onError);
   });
   await worker.waitUntilReady();
+  const log = options.onLog ?? ((line: string) => console.log(`queueflow worker ${process.pid}: ${line}`));
+  const liveness = new RedisLiveness(redis, { server: serverOf(redis), timeoutMs: pingTimeoutMs, onError, log });
+  liveness.start();
   const heartbeat = new WorkerHeartbeat(store, scheduler.queue, redis, {
     worker: {
       id: workerId,
@@ -176,7 +195,7 @@ export async function startWorker(options: WorkerOptions): Promise<QueueflowWork
     active: () => active,
     lapseMs: WORKER_LAPSE_MS,
     onBeat: () => clock.sync(),
-    log: options.onLog ?? ((line) => console.log(`queueflow worker ${process.pid}: ${line}`)),
+    log,
     onError,
   });
   await heartbeat.start();
@@ -186,6 +205,7 @@ export async function startWorker(options: WorkerOptions): Promise<QueueflowWork
     close: () =>
       (closing ??= (async () => {
         await worker.close();
+        liveness.stop();
         await heartbeat.stop();
         await scheduler.close().catch(() => {});
         await Promise.all([redis, subscriber, workerConnection].map((connection) => connection.quit().catch(() => {})));
