@@ -96,7 +96,7 @@ describe('queueflow run, status, wait, cancel, send, graph with a worker', () =>
       id: expect.stringMatching(RUN_ID),
       status: 'failed',
       shared: { before: true },
-      error: { name: 'Error', message: 'boom: bad input', node: 'explode', attempts: 1 },
+      error: { name: 'Error', message: 'boom: bad input', code: 'NODE_FAILED', node: 'explode', attempts: 1 },
     });
     expect(out).toEqual({ code: 1, stdout: pretty(result), stderr: `run ${result.id} started\n` });
   });

@@ -351,7 +351,7 @@ export class RunClient {
 
   private async checkpointOf(run: StoredRun): Promise<Checkpoint> {
     const snapshot = run.parent ? await this.store.snapshotOf(run.parent.id) : undefined;
-    return decodeCheckpoint(run.checkpoint, () => (snapshot === undefined ? undefined : decodeShared(snapshot)));
+    return decodeCheckpoint(run.checkpoint, () => (snapshot === undefined ? undefined : decodeShared(snapshot)), run);
   }
 
   private notFound(runId: string, why = ''): QueueflowError {
