@@ -7,7 +7,7 @@ import { expect } from 'vitest';
 import { startScript, type CliOutput, type CliProcess } from '../support/cli-process.js';
 import { redisUrl } from '../support/test-redis.js';
 
-export const CLI = fileURLToPath(new URL('../../packages/worker/dist/cli.js', import.meta.url));
+const CLI = fileURLToPath(new URL('../../packages/worker/dist/cli.js', import.meta.url));
 export const FLOWS = fileURLToPath(new URL('./cli-flows.ts', import.meta.url));
 export const NO_FLOWS = fileURLToPath(new URL('./no-flows.ts', import.meta.url));
 export const MISSING_FLOWS = fileURLToPath(new URL('./no-such-flows.js', import.meta.url));
@@ -20,7 +20,7 @@ export const RUN_ID = /^[0-9A-Za-z]{21}$/; // letters and digits only: never rea
  * output, in ms: generous, so that a loaded machine (other tests, other work) fails no test;
  * a hang still fails, and each test's own timeout (120 s) is longer.
  */
-export const EXIT_DEADLINE_MS = 60_000;
+const EXIT_DEADLINE_MS = 60_000;
 
 /**
  * Starts `queueflow <args>` in a process of its own (no `--import tsx`: the CLI loads a `.ts`

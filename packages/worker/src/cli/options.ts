@@ -4,7 +4,7 @@ import type { FlowDefinition, Json, JsonObject } from '@queueflow/runtime';
 import { RedisEngine } from '../redis-engine.js';
 
 /** The prefix every command uses unless told otherwise (`--prefix`, then `QUEUEFLOW_PREFIX`). */
-export const DEFAULT_PREFIX = '{qf}';
+const DEFAULT_PREFIX = '{qf}';
 
 /** This package's version (runtime and worker are released together). */
 export const QUEUEFLOW_VERSION = (
@@ -33,7 +33,7 @@ export function prefixHint(prefix: string): string {
 }
 
 /** A client engine for a command that needs no flows, or the given ones. */
-export function openEngine(options: ConnectionFlags, flows: FlowDefinition[] = []): RedisEngine {
+function openEngine(options: ConnectionFlags, flows: FlowDefinition[] = []): RedisEngine {
   return new RedisEngine({ connection: options.redis, flows, prefix: options.prefix });
 }
 
