@@ -26,8 +26,12 @@ const EXIT_DEADLINE_MS = 60_000;
  * Starts `queueflow <args>` in a process of its own (no `--import tsx`: the CLI loads a `.ts`
  * flows module through tsx itself), killed after `timeoutMs`.
  */
-export function startQueueflow(args: string[], timeoutMs = EXIT_DEADLINE_MS): CliProcess {
-  const env: NodeJS.ProcessEnv = { ...process.env, NODE_NO_WARNINGS: '1' };
+export function startQueueflow(
+  args: string[],
+  timeoutMs = EXIT_DEADLINE_MS,
+  moreEnv: NodeJS.ProcessEnv = {},
+): CliProcess {
+  const env: NodeJS.ProcessEnv = { ...process.env, NODE_NO_WARNINGS: '1', ...moreEnv };
   delete env.REDIS_URL; // every command names its Redis with --redis
   return startScript(CLI, args, { env, timeoutMs });
 }
