@@ -4,3 +4,5 @@ export type { ConnectionOption } from './connection.js';
 export type { StoreSettings } from './store-settings.js';
 export { RedisKeys } from './redis-keys.js';
 export { loadFlows } from './load-flows.js';
+export { createStudioHandler, type StudioHandler, type StudioHandlerOptions } from './studio/create-studio-handler.js';
+export type { StudioEngine } from './studio/studio-engine.js';

@@ -1,0 +1,21 @@
+import { ApiError } from '../api/client';
+
+/** An API error where the data would be, read out by screen readers. */
+export function Problem({ error, what }: { error: unknown; what: string }) {
+  const message =
+    error instanceof ApiError ? `${error.message} (${error.code})` : String((error as Error)?.message ?? error);
+  return (
+    <div class="problem" role="alert">
+      <strong>Could not load {what}:</strong> {message}
+    </div>
+  );
+}
+
+/** A line that says data is on its way. */
+export function Loading({ what }: { what: string }) {
+  return (
+    <p class="muted" role="status" aria-live="polite">
+      Loading {what}…
+    </p>
+  );
+}

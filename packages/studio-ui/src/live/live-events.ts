@@ -1,0 +1,68 @@
+/**
+ * The page's one event stream (`/api/events`, Server-Sent Events): run changes invalidate the
+ * queries that show those runs; counts, workers and mailboxes arrive whole and replace theirs.
+ * After a reconnect everything is read again (events may have been missed meanwhile).
+ */
+import type { QueryClient } from '@tanstack/preact-query';
+import { useEffect, useState } from 'preact/hooks';
+import { apiUrl } from '../api/client';
+import { keys } from '../api/queries';
+import type { CountsBody, MailboxInfo, RunChange, WorkerInfo } from '../api/types';
+import { config } from '../config';
+
+export type LiveState = 'connecting' | 'live' | 'reconnecting' | 'off';
+
+type Listener = (state: LiveState, problem?: string) => void;
+const listeners = new Set<Listener>();
+let current: LiveState = 'connecting';
+let problem: string | undefined;
+
+function setState(state: LiveState, text?: string): void {
+  current = state;
+  problem = text;
+  for (const listener of listeners) listener(state, text);
+}
+
+/** Opens the stream for the page's life. */
+export function connectLiveEvents(client: QueryClient): void {
+  const source = new EventSource(apiUrl('/api/events', { token: config.token }));
+  let wasOpen = false;
+  source.addEventListener('open', () => {
+    if (wasOpen) void client.invalidateQueries();
+    wasOpen = true;
+    setState('live');
+  });
+  source.addEventListener('error', () => setState(source.readyState === EventSource.CLOSED ? 'off' : 'reconnecting'));
+  source.addEventListener('problem', (event) =>
+    setState('live', (JSON.parse((event as MessageEvent<string>).data) as { message: string }).message),
+  );
+  source.addEventListener('runs', (event) => {
+    const changes = JSON.parse((event as MessageEvent<string>).data) as RunChange[];
+    void client.invalidateQueries({ queryKey: keys.runs });
+    void client.invalidateQueries({ queryKey: ['children'] });
+    for (const change of changes) {
+      void client.invalidateQueries({ queryKey: keys.run(change.runId) });
+      void client.invalidateQueries({ queryKey: keys.history(change.runId) });
+    }
+  });
+  source.addEventListener('counts', (event) =>
+    client.setQueryData(keys.counts, JSON.parse((event as MessageEvent<string>).data) as CountsBody),
+  );
+  source.addEventListener('workers', (event) =>
+    client.setQueryData(keys.workers, JSON.parse((event as MessageEvent<string>).data) as WorkerInfo[]),
+  );
+  source.addEventListener('mailboxes', (event) =>
+    client.setQueryData(keys.mailboxes, JSON.parse((event as MessageEvent<string>).data) as MailboxInfo[]),
+  );
+}
+
+/** The stream's state, for the header. */
+export function useLiveState(): { state: LiveState; problem: string | undefined } {
+  const [value, setValue] = useState({ state: current, problem });
+  useEffect(() => {
+    const listener: Listener = (state, text) => setValue({ state, problem: text });
+    listeners.add(listener);
+    return () => void listeners.delete(listener);
+  }, []);
+  return value;
+}
