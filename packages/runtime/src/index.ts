@@ -38,6 +38,15 @@ export type {
   RunInfo,
   RunSummary,
   ListRunsOptions,
+  StepRecord,
+  ForkOptions,
+  WorkerInfo,
+  MailboxesOptions,
+  MailboxInfo,
+  ParkedRun,
+  RunChange,
+  ChildSummary,
+  FlowGraph,
 } from './kernel/engine.js';
 export { LocalEngine, type LocalEngineOptions } from './local/local-engine.js';
 export { toMermaid, type MermaidOptions } from './interpreter/mermaid.js';

@@ -23,7 +23,8 @@ export type {
   ParkReply,
   StoredFanOut,
 } from './kernel/run-store.js';
-export { childRunId, wakeId, isFinal } from './kernel/run-store.js';
+export type { ReopenReply, StoredMailbox, WorkerBeat, StoredWorker } from './kernel/run-store.js';
+export { childRunId, wakeId, isFinal, MAX_ERRORS_KEPT } from './kernel/run-store.js';
 export type { Scheduler, Task, StepTask, WakeTask, ItemTask, TaskResult } from './kernel/scheduler.js';
 export { taskId } from './kernel/scheduler.js';
 export type { RunEventListener, RunEventSource } from './kernel/run-events.js';
@@ -54,7 +55,10 @@ export {
   decodeConflict,
   encodeJson,
   decodeJson,
+  encodeStepRecord,
+  decodeStepRecord,
   type StoredCheckpoint,
+  type StoredStepRecord,
 } from './kernel/codec.js';
 export { systemClock } from './kernel/clock.js';
 export { newRunId } from './kernel/run-id.js';

@@ -77,6 +77,15 @@ export class BullmqScheduler implements Scheduler {
     );
   }
 
+  async forgetFailed(taskIds: readonly string[]): Promise<void> {
+    await Promise.all(
+      taskIds.map(async (jobId) => {
+        const job = await this.queue.getJob(jobId);
+        if (job && (await job.isFailed())) await job.remove();
+      }),
+    );
+  }
+
   async close(): Promise<void> {
     await this.queue.close();
   }

@@ -12,6 +12,14 @@ import {
   type RunOptions,
   type RunResult,
   type RunSummary,
+  type StepRecord,
+  type ForkOptions,
+  type WorkerInfo,
+  type MailboxesOptions,
+  type MailboxInfo,
+  type RunChange,
+  type ChildSummary,
+  type FlowGraph,
 } from '@queueflow/runtime';
 import { FlowRegistry, ResultWaiter, RunClient, prepareRun, systemClock } from '@queueflow/runtime/kernel';
 import { BullmqScheduler } from './bullmq-scheduler.js';
@@ -21,6 +29,7 @@ import { RedisRunEvents } from './redis-run-events.js';
 import { RedisRunStore } from './redis-run-store.js';
 import { withScripts } from './scripts.js';
 import { storeOptions, type StoreSettings } from './store-settings.js';
+import { WORKER_LAPSE_MS } from './worker-heartbeat.js';
 
 export interface RedisEngineOptions extends StoreSettings {
   /** Redis to use: a URL or ioredis options. @defaultValue `REDIS_URL`, else `redis://127.0.0.1:6379` */
@@ -131,6 +140,56 @@ export class RedisEngine implements Engine {
     return client.send(address, body);
   }
 
+  /** @see Engine.history */
+  async history(runId: string): Promise<StepRecord[]> {
+    return (await this.connect()).client.history(runId);
+  }
+
+  /** @see Engine.retry */
+  async retry(runId: string): Promise<RunHandle> {
+    return (await this.connect()).client.retry(runId);
+  }
+
+  /** @see Engine.fork */
+  async fork(runId: string, options: ForkOptions): Promise<RunHandle> {
+    return (await this.connect()).client.fork(runId, options);
+  }
+
+  /** The live workers, from their heartbeats (a worker that stopped heartbeating drops out). */
+  async workers(): Promise<WorkerInfo[]> {
+    return (await this.connect()).client.workers();
+  }
+
+  /** @see Engine.mailboxes */
+  async mailboxes(options?: MailboxesOptions): Promise<MailboxInfo[]> {
+    return (await this.connect()).client.mailboxes(options);
+  }
+
+  /** @see Engine.answer */
+  async answer(address: string, messageId: string, body: Json): Promise<void> {
+    return (await this.connect()).client.answer(address, messageId, body);
+  }
+
+  /** @see Engine.watch */
+  async watch(listener: (change: RunChange) => void): Promise<() => void> {
+    return (await this.connect()).client.watch(listener);
+  }
+
+  /** @see Engine.sharedAt */
+  async sharedAt(runId: string, step: number): Promise<JsonObject> {
+    return (await this.connect()).client.sharedAt(runId, step);
+  }
+
+  /** @see Engine.children */
+  async children(runId: string, options?: { offset?: number; limit?: number }): Promise<ChildSummary[]> {
+    return (await this.connect()).client.children(runId, options);
+  }
+
+  /** @see Engine.graph */
+  async graph(flow: string): Promise<FlowGraph | undefined> {
+    return (await this.connect()).client.graph(flow);
+  }
+
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
@@ -151,14 +210,16 @@ export class RedisEngine implements Engine {
       const scheduler = new BullmqScheduler(redis, this.keys, onError, { client: true });
       const store = new RedisRunStore(withScripts(redis), this.keys, this.settings);
       const waiter: ResultWaiter = new ResultWaiter(
-        new RedisRunEvents(subscriber, this.keys.events()),
+        { subscribe: (listener) => events.subscribe(listener) },
         (id) => client.resultIfEnded(id),
         5000,
       );
-      const client: RunClient = new RunClient(store, scheduler, this.registry, waiter, {
+      const events = new RedisRunEvents(subscriber, this.keys.events(), this.keys.changes());
+      const client: RunClient = new RunClient(store, scheduler, this.registry, waiter, events, {
         clock: systemClock,
         maxCheckpointBytes: this.settings.maxCheckpointBytes,
         where: `under prefix '${this.keys.prefix}'`,
+        workerLapseMs: WORKER_LAPSE_MS,
       });
       await waiter.start();
       return { redis, subscriber, scheduler, waiter, client };

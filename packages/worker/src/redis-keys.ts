@@ -35,6 +35,31 @@ export class RedisKeys {
     return `${this.prefix}:run:${runId}:outcomes`;
   }
 
+  /** List: a run's step history records (JSON, oldest first, trimmed to the cap). */
+  history(runId: string): string {
+    return `${this.prefix}:run:${runId}:history`;
+  }
+
+  /** String: the run an idempotency key names (expires with that run). */
+  idempotency(key: string): string {
+    return `${this.prefix}:idempotency:${key}`;
+  }
+
+  /** Hash: live workers, id → worker JSON. */
+  workers(): string {
+    return `${this.prefix}:workers`;
+  }
+
+  /** Sorted set: worker id → when its last heartbeat came (epoch ms, Redis server time). */
+  workersSeen(): string {
+    return `${this.prefix}:workers:seen`;
+  }
+
+  /** Pub/sub channel: `{ runId, status, steps }` whenever a (non-child) run changes, for live views. */
+  changes(): string {
+    return `${this.prefix}:changes`;
+  }
+
   /** Hash: messages reserved by a run's current step (`a<n>` address, `m<n>` message of receive n). */
   reserved(runId: string): string {
     return `${this.prefix}:run:${runId}:reserved`;
@@ -68,8 +93,8 @@ export class RedisKeys {
     return this.mailboxWaiters('');
   }
 
-  /** The six keys of a run, in the order every script that takes them expects. */
-  runKeys(runId: string): [string, string, string, string, string, string] {
+  /** The seven keys of a run, in the order every script that takes them expects. */
+  runKeys(runId: string): [string, string, string, string, string, string, string] {
     return [
       this.run(runId),
       this.errors(runId),
@@ -77,6 +102,7 @@ export class RedisKeys {
       this.fanOut(runId),
       this.outcomes(runId),
       this.reserved(runId),
+      this.history(runId),
     ];
   }
 

@@ -1,4 +1,5 @@
 import type { Redis } from 'ioredis';
+import type { RunChange } from '@queueflow/runtime';
 import type { RunEventListener, RunEventSource } from '@queueflow/runtime/kernel';
 
 /** A message on the events channel (published by the scripts: run-lifecycle.lua, cancel-run.lua). */
@@ -12,21 +13,33 @@ type RunEventMessage = { type: 'ended'; runId: string; status: string } | { type
 export class RedisRunEvents implements RunEventSource {
   private readonly listeners = new Set<RunEventListener>();
   private subscribed: Promise<void> | undefined;
+  private changes: Promise<void> | undefined;
 
   constructor(
     private readonly subscriber: Redis,
     private readonly channel: string,
+    /** The changes channel, subscribed only once a listener wants changes (live views). */
+    private readonly changesChannel?: string,
   ) {}
 
   async subscribe(listener: RunEventListener): Promise<() => void> {
     this.listeners.add(listener);
     this.subscribed ??= this.start();
     await this.subscribed;
+    if (listener.changed && this.changesChannel) {
+      this.changes ??= this.subscriber.subscribe(this.changesChannel).then(() => undefined);
+      await this.changes;
+    }
     return () => this.listeners.delete(listener);
   }
 
   private async start(): Promise<void> {
     this.subscriber.on('message', (channel: string, message: string) => {
+      if (channel === this.changesChannel) {
+        const change = parseChange(message);
+        if (change) for (const listener of this.listeners) listener.changed?.(change);
+        return;
+      }
       if (channel !== this.channel) return;
       const event = parseEvent(message);
       if (!event) return;
@@ -46,6 +59,15 @@ function parseEvent(message: string): RunEventMessage | undefined {
   try {
     const event = JSON.parse(message) as RunEventMessage;
     return typeof event.runId === 'string' ? event : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function parseChange(message: string): RunChange | undefined {
+  try {
+    const change = JSON.parse(message) as RunChange;
+    return typeof change.runId === 'string' ? change : undefined;
   } catch {
     return undefined;
   }

@@ -27,6 +27,10 @@ import {
   type FanOutCommit,
   type NewRun,
   type OutgoingMessage,
+  type ReopenReply,
+  type StoredMailbox,
+  type StoredWorker,
+  type WorkerBeat,
   type ParkReply,
   type ParkRequest,
   type RunRecord,
@@ -47,7 +51,33 @@ export interface RedisStoreOptions {
   retentionSeconds: number;
   /** Error records kept per run. */
   maxErrors: number;
+  /** Step records kept per run. */
+  maxStepRecords: number;
 }
+
+/** Fields `list` and `summaries` read: the checkpoint (possibly megabytes) is not among them. */
+const SUMMARY_FIELDS = [
+  'status',
+  'flow',
+  'fingerprint',
+  'step',
+  'attempt',
+  'target',
+  'createdAt',
+  'startedAt',
+  'updatedAt',
+  'finishedAt',
+  'lastAction',
+  'error',
+  'refusal',
+  'parentId',
+  'parentStep',
+  'childIndex',
+  'parkCount',
+  'replay',
+  'forkedFrom',
+  'retries',
+] as const;
 
 const COMMIT_CODES: Record<number, CommitResult> = { 1: 'committed', 0: 'stale', 2: 'cancelled', [-1]: 'missing' };
 const CANCEL_CODES: Record<number, CancelResult> = {
@@ -69,24 +99,41 @@ export class RedisRunStore implements RunStore {
     private readonly options: RedisStoreOptions,
   ) {}
 
-  async create(run: NewRun): Promise<void> {
-    const results = await this.redis
-      .multi()
-      .hset(this.keys.run(run.id), {
-        flow: run.flow,
-        fingerprint: run.fingerprint,
-        status: 'queued',
-        step: 0,
-        attempt: 0,
-        checkpoint: run.checkpoint,
-        target: encodeTarget(run.target),
-        createdAt: run.now,
-        updatedAt: run.now,
-      })
-      .zadd(this.keys.runs(), run.now, run.id)
-      .exec();
-    if (!results) throw new Error('Redis transaction was aborted');
-    for (const [error] of results) if (error) throw error;
+  async create(run: NewRun): Promise<{ created: true } | { created: false; runId: string }> {
+    const keys = [this.keys.run(run.id), this.keys.runs()];
+    if (run.idempotencyKey !== undefined) keys.push(this.keys.idempotency(run.idempotencyKey));
+    const fields: (string | number)[] = [
+      'flow',
+      run.flow,
+      'fingerprint',
+      run.fingerprint,
+      'status',
+      'queued',
+      'step',
+      0,
+      'attempt',
+      0,
+      'checkpoint',
+      run.checkpoint,
+      'target',
+      encodeTarget(run.target),
+      'createdAt',
+      run.now,
+      'updatedAt',
+      run.now,
+    ];
+    if (run.forkedFrom) fields.push('forkedFrom', JSON.stringify(run.forkedFrom));
+    const options = {
+      id: run.id,
+      now: String(run.now),
+      changes: this.keys.changes(),
+      runPrefix: this.keys.runPrefix(),
+    };
+    const [code, holder] = (await this.redis.createRun(keys.length, ...keys, JSON.stringify(options), ...fields)) as [
+      number,
+      string?,
+    ];
+    return code === 1 ? { created: true } : { created: false, runId: holder! };
   }
 
   async discard(runId: string): Promise<void> {
@@ -119,6 +166,7 @@ export class RedisRunStore implements RunStore {
       ...this.common(at.id, fields.now),
       at: positionOf(at),
       mode,
+      ...(fields.record === undefined ? {} : { record: fields.record }),
       ...(fields.target ? { target: encodeTarget(fields.target) } : {}),
       errors: records.map(encodeErrorRecord),
       ...(mode === 'failed' && last?.attempt !== undefined ? { lastAttempt: last.attempt } : {}),
@@ -162,6 +210,7 @@ export class RedisRunStore implements RunStore {
       flow: at.flow,
       fingerprint: at.fingerprint,
       runPrefix: this.keys.runPrefix(),
+      ...(fields.record === undefined ? {} : { record: fields.record }),
       ...(fields.childTarget ? { childTarget: encodeTarget(fields.childTarget) } : {}),
       outbox: outboxOf(fields.outbox),
     };
@@ -188,35 +237,53 @@ export class RedisRunStore implements RunStore {
     report: ChildEndReport,
   ): Promise<ChildEndedResult> {
     const outcome: ChildOutcome = report.outcome ?? { status: 'cancelled' };
-    const [code, next] = (await this.redis.childEnded(
-      ...this.keys.runKeys(parentId),
-      parentStep,
-      index,
-      encodeOutcome(outcome),
-      outcome.status === 'completed' ? 1 : 0,
-      report.failFast ? 1 : 0,
-      encodeRunError(report.parentError),
-      report.now,
-      this.keys.events(),
+    const options = {
+      ...this.common(parentId, report.now),
       parentId,
-      this.options.retentionSeconds,
-      outcome.status === 'failed' ? encodeErrorRecord(outcome.error) : '',
-      this.options.maxErrors,
-    )) as [number, number];
+      parentStep: String(parentStep),
+      index: String(index),
+      outcome: encodeOutcome(outcome),
+      ok: outcome.status === 'completed' ? '1' : '0',
+      failFast: report.failFast ? '1' : '0',
+      parentError: encodeRunError(report.parentError),
+      errorRecord: outcome.status === 'failed' ? encodeErrorRecord(outcome.error) : '',
+    };
+    const [code, next] = (await this.redis.childEnded(...this.keys.runKeys(parentId), JSON.stringify(options))) as [
+      number,
+      number,
+    ];
     return childEndedResult(code, next);
   }
 
   async cancel(runId: string): Promise<{ result: CancelResult; wakes: string[] }> {
-    const [code, wakes] = (await this.redis.cancelRun(
-      ...this.keys.runKeys(runId),
-      Date.now(),
-      this.keys.events(),
-      runId,
-      this.options.retentionSeconds,
-      this.keys.mailboxPrefix(),
-      this.keys.waitersPrefix(),
-    )) as [number, string[]];
+    const options = this.common(runId, Date.now());
+    const [code, wakes] = (await this.redis.cancelRun(...this.keys.runKeys(runId), JSON.stringify(options))) as [
+      number,
+      string[],
+    ];
     return { result: CANCEL_CODES[code] ?? 'missing', wakes };
+  }
+
+  async reopen(runId: string): Promise<ReopenReply> {
+    const options = { runId, now: String(Date.now()), changes: this.keys.changes() };
+    const [code, status, indices] = (await this.redis.reopenRun(
+      ...this.keys.runKeys(runId),
+      JSON.stringify(options),
+    )) as [number, string, number[]];
+    if (code === -1) return { result: 'missing' };
+    if (code === 2) return { result: 'completed' };
+    if (code === 0) return { result: 'not-ended', status: status as RunStatus };
+    const run = await this.load(runId);
+    if (!run) return { result: 'missing' }; // deleted in between
+    return { result: 'reopened', run, reopenedChildren: indices };
+  }
+
+  async history(runId: string): Promise<string[] | undefined> {
+    const [exists, records] = await Promise.all([
+      this.redis.exists(this.keys.run(runId)),
+      this.redis.lrange(this.keys.history(runId), 0, -1),
+    ]);
+    return exists ? records : undefined;
   }
 
   async appendErrors(runId: string, records: ErrorRecord[]): Promise<void> {
@@ -274,6 +341,64 @@ export class RedisRunStore implements RunStore {
     return this.redis.llen(this.keys.mailbox(address));
   }
 
+  async takeMessage(address: string, messageId: string): Promise<Message | 'no-reply-to' | undefined> {
+    const [code, message] = (await this.redis.takeMessage(this.keys.mailbox(address), messageId)) as [number, string?];
+    if (code === 2) return 'no-reply-to';
+    return code === 1 ? decodeMessage(message!) : undefined;
+  }
+
+  async mailboxes(messages: number): Promise<StoredMailbox[]> {
+    const addresses = new Set<string>();
+    for (const prefix of [this.keys.mailboxPrefix(), this.keys.waitersPrefix()]) {
+      for await (const keys of this.redis.scanStream({ match: `${escapeGlob(prefix)}*`, count: 500 }) as AsyncIterable<
+        string[]
+      >) {
+        for (const key of keys) addresses.add(key.slice(prefix.length));
+      }
+    }
+    const sorted = [...addresses].sort();
+    const pipeline = this.redis.pipeline();
+    for (const address of sorted) {
+      pipeline.llen(this.keys.mailbox(address));
+      pipeline.lrange(this.keys.mailbox(address), 0, messages - 1);
+      pipeline.smembers(this.keys.mailboxWaiters(address));
+    }
+    const replies = (await pipeline.exec()) ?? [];
+    return sorted.map((address, i) => ({
+      address,
+      size: Number(replies[3 * i]?.[1] ?? 0),
+      messages: messages === 0 ? [] : ((replies[3 * i + 1]?.[1] ?? []) as string[]).map(decodeMessage),
+      waiters: (replies[3 * i + 2]?.[1] ?? []) as string[],
+    }));
+  }
+
+  async heartbeat(worker: WorkerBeat): Promise<void> {
+    await this.redis.workerRegistry(this.keys.workers(), this.keys.workersSeen(), 'beat', JSON.stringify(worker));
+  }
+
+  async workers(lapseMs: number): Promise<StoredWorker[]> {
+    return this.registry('live', lapseMs);
+  }
+
+  async claimLapsed(lapseMs: number): Promise<StoredWorker[]> {
+    return this.registry('claim', lapseMs);
+  }
+
+  async removeWorker(id: string): Promise<void> {
+    await this.redis.workerRegistry(this.keys.workers(), this.keys.workersSeen(), 'remove', id);
+  }
+
+  private async registry(op: 'live' | 'claim', lapseMs: number): Promise<StoredWorker[]> {
+    const lapse = Number.isFinite(lapseMs) ? Math.round(lapseMs) : 1e15;
+    const found = (await this.redis.workerRegistry(
+      this.keys.workers(),
+      this.keys.workersSeen(),
+      op,
+      lapse,
+    )) as string[];
+    return found.map((json) => JSON.parse(json) as StoredWorker);
+  }
+
   async fanOutOf(parentId: string): Promise<StoredFanOut | undefined> {
     const [[request, total, started, ended, failed, step], [flow, fingerprint]] = await Promise.all([
       this.redis.hmget(this.keys.fanOut(parentId), 'request', 'total', 'started', 'ended', 'failed', 'step'),
@@ -328,44 +453,38 @@ export class RedisRunStore implements RunStore {
 
   async list(options: ListRunsOptions & { limit: number }): Promise<StoredRun[]> {
     const { limit } = options;
+    let skip = options.offset ?? 0;
     const found: StoredRun[] = [];
-    const pageSize = Math.max(limit * 2, 50);
-    // Fields `list` shows: the checkpoint (possibly megabytes) is not read.
-    const fields = [
-      'status',
-      'flow',
-      'step',
-      'attempt',
-      'target',
-      'createdAt',
-      'startedAt',
-      'updatedAt',
-      'finishedAt',
-      'lastAction',
-      'error',
-      'refusal',
-      'parentId',
-    ] as const;
+    const pageSize = Math.max((limit + skip) * 2, 50);
     for (let offset = 0; found.length < limit; offset += pageSize) {
       const ids = await this.redis.zrevrange(this.keys.runs(), offset, offset + pageSize - 1);
       if (ids.length === 0) break;
-      const pipeline = this.redis.pipeline();
-      for (const id of ids) pipeline.hmget(this.keys.run(id), ...fields);
-      const replies = (await pipeline.exec()) ?? [];
+      const runs = await this.summaries(ids);
       const expired: string[] = [];
-      ids.forEach((id, i) => {
-        const values = (replies[i]?.[1] ?? []) as (string | null)[];
-        const hash = Object.fromEntries(fields.map((field, k) => [field, values[k] ?? undefined]));
-        if (!hash.status) return void expired.push(id);
-        const run = runOfHash(id, hash);
+      runs.forEach((run, i) => {
+        if (!run) return void expired.push(ids[i]!);
         if (options.status && run.status !== options.status) return;
         if (options.flow && run.flow !== options.flow) return;
+        if (skip > 0) return void skip--;
         if (found.length < limit) found.push(run);
       });
       // Records expire on their own; their index entries are dropped when met.
       if (expired.length > 0) await this.redis.zrem(this.keys.runs(), ...expired);
     }
     return found;
+  }
+
+  async summaries(runIds: readonly string[]): Promise<(StoredRun | undefined)[]> {
+    if (runIds.length === 0) return [];
+    const pipeline = this.redis.pipeline();
+    for (const id of runIds) pipeline.hmget(this.keys.run(id), ...SUMMARY_FIELDS);
+    const replies = (await pipeline.exec()) ?? [];
+    return runIds.map((id, i) => {
+      const values = (replies[i]?.[1] ?? []) as (string | null)[];
+      if (!values[0]) return undefined;
+      const hash = Object.fromEntries(SUMMARY_FIELDS.map((field, k) => [field, values[k] ?? undefined]));
+      return { ...runOfHash(id, hash), checkpoint: '' };
+    });
   }
 
   /** Options every transition script reads. */
@@ -375,7 +494,9 @@ export class RedisRunStore implements RunStore {
       now: String(now),
       retention: this.options.retentionSeconds,
       maxErrors: this.options.maxErrors,
+      maxRecords: this.options.maxStepRecords,
       channel: this.keys.events(),
+      changes: this.keys.changes(),
       mailboxPrefix: this.keys.mailboxPrefix(),
       waitersPrefix: this.keys.waitersPrefix(),
     };
@@ -399,4 +520,9 @@ function childEndedResult(code: number, next: number): ChildEndedResult {
     default:
       return { type: 'ignored' };
   }
+}
+
+/** `text` as a SCAN MATCH pattern that matches it literally (glob characters escaped). */
+function escapeGlob(text: string): string {
+  return text.replace(/[*?[\]\\]/g, (c) => `\\${c}`);
 }

@@ -26,6 +26,10 @@ export function runOfHash(id: string, hash: Record<string, string | undefined>):
     parkCount: Number(hash.parkCount ?? 0),
     replay: hash.replay ? decodeReplay(hash.replay) : { sent: 0 },
     ...(hash.refusal !== undefined ? { refusal: hash.refusal } : {}),
+    ...(hash.forkedFrom !== undefined
+      ? { forkedFrom: JSON.parse(hash.forkedFrom) as { runId: string; step: number } }
+      : {}),
+    ...(hash.retries !== undefined ? { retries: Number(hash.retries) } : {}),
     ...(hash.parentId !== undefined
       ? { parent: { id: hash.parentId, step: Number(hash.parentStep), index: Number(hash.childIndex) } }
       : {}),

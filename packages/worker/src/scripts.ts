@@ -2,20 +2,35 @@ import { readFileSync } from 'node:fs';
 import type { Redis } from 'ioredis';
 
 /** The Lua scripts of the run store; each file starts with its KEYS/ARGV/returns contract. */
-const SCRIPTS: Record<string, { file: string; keys?: number }> = {
+const SCRIPTS: Record<ScriptName, { file: string; keys?: number }> = {
   // Variable number of keys: the caller passes the count first.
+  createRun: { file: 'create-run.lua' },
   commitStep: { file: 'commit-step.lua' },
-  fanOut: { file: 'fan-out.lua', keys: 6 },
-  childEnded: { file: 'child-ended.lua', keys: 6 },
-  cancelRun: { file: 'cancel-run.lua', keys: 6 },
+  fanOut: { file: 'fan-out.lua', keys: 7 },
+  childEnded: { file: 'child-ended.lua', keys: 7 },
+  cancelRun: { file: 'cancel-run.lua', keys: 7 },
+  reopenRun: { file: 'reopen-run.lua', keys: 7 },
   loadRun: { file: 'load-run.lua', keys: 1 },
   reserveMessage: { file: 'reserve-message.lua', keys: 3 },
-  parkRun: { file: 'park-run.lua', keys: 6 },
+  parkRun: { file: 'park-run.lua', keys: 7 },
   sendMessage: { file: 'send-message.lua', keys: 2 },
+  takeMessage: { file: 'take-message.lua', keys: 1 },
+  workerRegistry: { file: 'worker-registry.lua', keys: 2 },
 };
 
 export type ScriptName =
-  'commitStep' | 'fanOut' | 'childEnded' | 'cancelRun' | 'loadRun' | 'reserveMessage' | 'parkRun' | 'sendMessage';
+  | 'createRun'
+  | 'commitStep'
+  | 'fanOut'
+  | 'childEnded'
+  | 'cancelRun'
+  | 'reopenRun'
+  | 'loadRun'
+  | 'reserveMessage'
+  | 'parkRun'
+  | 'sendMessage'
+  | 'takeMessage'
+  | 'workerRegistry';
 
 let sources: Record<ScriptName, string> | undefined;
 

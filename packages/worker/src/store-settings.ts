@@ -1,4 +1,4 @@
-import { invalidOption } from '@queueflow/runtime/kernel';
+import { MAX_ERRORS_KEPT, invalidOption } from '@queueflow/runtime/kernel';
 
 /** Settings of the run store shared by engine clients and workers. */
 export interface StoreSettings {
@@ -6,12 +6,20 @@ export interface StoreSettings {
   retentionMs?: number;
   /** Largest serialized checkpoint (shared + step state), in bytes. @defaultValue 16 MiB */
   maxCheckpointBytes?: number;
+  /** Step records kept per run for `history`, `fork` and `sharedAt`, oldest dropped first. @defaultValue 10000 */
+  maxStepRecords?: number;
 }
 
-export function storeOptions(
-  settings: StoreSettings,
-  owner: string,
-): { retentionSeconds: number; maxErrors: number; maxCheckpointBytes: number } {
+/** The checked settings, as the store uses them. */
+export interface CheckedStoreSettings {
+  retentionSeconds: number;
+  maxErrors: number;
+  maxCheckpointBytes: number;
+  maxStepRecords: number;
+}
+
+/** @throws TypeError naming the bad setting and `owner`. */
+export function storeOptions(settings: StoreSettings, owner: string): CheckedStoreSettings {
   const retentionMs = settings.retentionMs ?? 7 * 24 * 3600 * 1000;
   if (typeof retentionMs !== 'number' || !Number.isFinite(retentionMs) || retentionMs < 1000) {
     throw invalidOption(owner, 'retentionMs', 'a number of milliseconds from 1000 and up', retentionMs);
@@ -20,5 +28,14 @@ export function storeOptions(
   if (!Number.isInteger(maxCheckpointBytes) || maxCheckpointBytes < 1024) {
     throw invalidOption(owner, 'maxCheckpointBytes', 'an integer number of bytes from 1024 and up', maxCheckpointBytes);
   }
-  return { retentionSeconds: Math.ceil(retentionMs / 1000), maxErrors: 50, maxCheckpointBytes };
+  const maxStepRecords = settings.maxStepRecords ?? 10_000;
+  if (!Number.isInteger(maxStepRecords) || maxStepRecords < 1) {
+    throw invalidOption(owner, 'maxStepRecords', 'an integer from 1 and up', maxStepRecords);
+  }
+  return {
+    retentionSeconds: Math.ceil(retentionMs / 1000),
+    maxErrors: MAX_ERRORS_KEPT,
+    maxCheckpointBytes,
+    maxStepRecords,
+  };
 }

@@ -1,4 +1,6 @@
+import { hostname } from 'node:os';
 import { DelayedError, Worker, type Job } from 'bullmq';
+import { nanoid } from 'nanoid';
 import type { FlowsOption } from '@queueflow/runtime';
 import { FlowRegistry, StepDriver, invalidOption, systemClock } from '@queueflow/runtime/kernel';
 import { BullmqScheduler, taskOfJob } from './bullmq-scheduler.js';
@@ -9,6 +11,7 @@ import { RedisRunEvents } from './redis-run-events.js';
 import { RedisRunStore } from './redis-run-store.js';
 import { withScripts } from './scripts.js';
 import { storeOptions, type StoreSettings } from './store-settings.js';
+import { WORKER_LAPSE_MS, WorkerHeartbeat } from './worker-heartbeat.js';
 
 export interface WorkerOptions extends StoreSettings {
   /** Redis to use: a URL or ioredis options. @defaultValue `REDIS_URL`, else `redis://127.0.0.1:6379` */
@@ -42,6 +45,8 @@ export interface WorkerOptions extends StoreSettings {
   parkRecheckMs?: number;
   /** Called with errors outside any run (connection errors, a failed recovery). @defaultValue log to stderr */
   onError?: (error: Error) => void;
+  /** Lines worth a log: a dead worker's steps taken over. @defaultValue stdout, prefixed with the pid */
+  onLog?: (line: string) => void;
 }
 
 /** A running worker. */
@@ -84,6 +89,7 @@ export async function startWorker(options: WorkerOptions): Promise<QueueflowWork
   const subscriber = createRedis(options.connection, 'subscriber', onError);
   await connectAll([redis, subscriber]);
   await checkRedisConfig(redis);
+  const workerId = `${hostname()}:${process.pid}:${nanoid(6)}`;
   const scheduler = new BullmqScheduler(redis, keys, onError);
   const store = new RedisRunStore(withScripts(redis), keys, settings);
   const driver = new StepDriver(store, scheduler, registry, {
@@ -91,24 +97,31 @@ export async function startWorker(options: WorkerOptions): Promise<QueueflowWork
     maxCheckpointBytes: settings.maxCheckpointBytes,
     refusalDelayMs: 5000,
     parkRecheckMs: positiveInteger('parkRecheckMs', options.parkRecheckMs, 60_000),
+    workerId,
   });
 
   // Cancel requests abort the `exec` of a step running here.
   await new RedisRunEvents(subscriber, keys.events()).subscribe({ cancelled: (runId) => driver.abort(runId) });
 
   /** Runs a job's task; a retry or a deferral goes back to BullMQ's delayed set, holding no slot. */
-  const process = async (job: Job, token?: string): Promise<void> => {
-    const result = await driver.run(taskOfJob(job), job.attemptsMade);
-    if (result.type === 'retry') throw new RetryStep(result.error, result.delayMs);
-    if (result.type === 'defer') {
-      await job.moveToDelayed(Date.now() + result.delayMs, token);
-      throw new DelayedError(result.reason);
+  let active = 0;
+  const processJob = async (job: Job, token?: string): Promise<void> => {
+    active++;
+    try {
+      const result = await driver.run(taskOfJob(job), job.attemptsMade);
+      if (result.type === 'retry') throw new RetryStep(result.error, result.delayMs);
+      if (result.type === 'defer') {
+        await job.moveToDelayed(Date.now() + result.delayMs, token);
+        throw new DelayedError(result.reason);
+      }
+    } finally {
+      active--;
     }
   };
 
   // BullMQ does not close a connection it was given: ours to quit after `worker.close()`.
   const workerConnection = redis.duplicate();
-  const worker = new Worker(keys.stepQueue, process, {
+  const worker = new Worker(keys.stepQueue, processJob, {
     connection: workerConnection,
     prefix: keys.prefix,
     concurrency,
@@ -127,12 +140,29 @@ export async function startWorker(options: WorkerOptions): Promise<QueueflowWork
       .catch(onError);
   });
   await worker.waitUntilReady();
+  const heartbeat = new WorkerHeartbeat(store, scheduler.queue, redis, {
+    worker: {
+      id: workerId,
+      host: hostname(),
+      pid: process.pid,
+      concurrency,
+      flows: registry.names(),
+      startedAt: Date.now(),
+      meta: { bullmq: worker.id },
+    },
+    active: () => active,
+    lapseMs: WORKER_LAPSE_MS,
+    log: options.onLog ?? ((line) => console.log(`queueflow worker ${process.pid}: ${line}`)),
+    onError,
+  });
+  await heartbeat.start();
 
   let closing: Promise<void> | undefined;
   return {
     close: () =>
       (closing ??= (async () => {
         await worker.close();
+        await heartbeat.stop();
         await scheduler.close().catch(() => {});
         await Promise.all([redis, subscriber, workerConnection].map((connection) => connection.quit().catch(() => {})));
       })()),

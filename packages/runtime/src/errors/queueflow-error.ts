@@ -17,6 +17,11 @@ export type QueueflowErrorCode =
   | 'ENGINE_CLOSED'
   | 'REDIS_UNAVAILABLE'
   | 'CHILD_FAILED'
+  | 'RUN_NOT_RETRYABLE'
+  | 'MESSAGE_NOT_FOUND'
+  | 'RESULT_TIMEOUT'
+  | 'REDIS_TIMEOUT'
+  | 'CORRUPT_RUN'
   | 'INTERNAL';
 
 /**

@@ -4,6 +4,18 @@ import { invalidOption } from '../core/validate-options.js';
 import { compileGraph, type CompiledGraph, type GraphNode } from './graph.js';
 import type { FlowDefinition } from './flow-definition.js';
 
+/** A flow's graph for drawing: its nodes and edges, and the same as a Mermaid flowchart. */
+export interface FlowGraph {
+  flow: string;
+  /** Id of the root node (the flow itself for a Flow). */
+  root: string;
+  nodes: { id: string; kind: string; start?: string; successors: Record<string, string> }[];
+  /** Mermaid flowchart source (see toMermaid). */
+  mermaid: string;
+  /** Node id → its id in the Mermaid source (for styling a node by id). */
+  mermaidIds: Record<string, string>;
+}
+
 /** Options of {@link toMermaid}. */
 export interface MermaidOptions {
   /** Mermaid flowchart direction: top-down or left-right. @defaultValue 'TD' */
@@ -26,13 +38,39 @@ export interface MermaidOptions {
  * ```
  */
 export function toMermaid(flow: FlowDefinition | BaseNode<any, any>, options: MermaidOptions = {}): string {
-  const graph = graphOf(flow);
+  return mermaidOf(graphOf(flow), options);
+}
+
+/**
+ * A compiled graph for drawing: its nodes and edges by id, and the same as a Mermaid flowchart
+ * with the Mermaid id of each node (so a view can style a node by its id).
+ */
+export function flowGraphOf(graph: CompiledGraph): FlowGraph {
+  return {
+    flow: graph.flowName,
+    root: graph.rootId,
+    nodes: [...graph.nodes.values()].map((node) => ({
+      id: node.id,
+      kind: node.kind,
+      ...(node.start === undefined ? {} : { start: node.start }),
+      successors: Object.fromEntries(node.successors),
+    })),
+    mermaid: mermaidOf(graph, {}),
+    mermaidIds: Object.fromEntries(mermaidIds(graph)),
+  };
+}
+
+// Mermaid ids must be plain words: node ids ("Summarize#3", "a b") become n0, n1, ... labelled with the id.
+function mermaidIds(graph: CompiledGraph): Map<string, string> {
+  return new Map([...graph.nodes.keys()].map((id, index) => [id, `n${index}`] as const));
+}
+
+function mermaidOf(graph: CompiledGraph, options: MermaidOptions): string {
   const direction = options.direction ?? 'TD';
   if (direction !== 'TD' && direction !== 'LR')
     throw invalidOption('toMermaid', 'direction', "'TD' or 'LR'", direction);
 
-  // Mermaid ids must be plain words: node ids ("Summarize#3", "a b") become n0, n1, ... labelled with the id.
-  const mermaidId = new Map([...graph.nodes.keys()].map((id, index) => [id, `n${index}`] as const));
+  const mermaidId = mermaidIds(graph);
   const lines = [`flowchart ${direction}`];
   const placed = new Set<string>();
   const place = (node: GraphNode, indent: string): void => {

@@ -45,6 +45,8 @@ export class Step {
   failedAttempt: number | undefined;
   /** Failed tries of `exec` in this step, and the error object each came from. */
   readonly failedTries: ErrorRecord[] = [];
+  /** The node whose visit this step ended, and the action it returned. */
+  visited: { node: string; action: string | undefined } | undefined;
   private lastTryError: unknown;
 
   constructor(
@@ -77,7 +79,12 @@ export class Step {
         replay: mailbox.replayAfterPark(),
       };
     }
-    return { ...result, errors: this.failedTries, outbox: mailbox?.outbox ?? [] };
+    return {
+      ...result,
+      errors: this.failedTries,
+      outbox: mailbox?.outbox ?? [],
+      ...(this.visited ? { visited: this.visited } : {}),
+    };
   }
 
   failed(error: unknown, extra: Partial<ErrorRecord> = {}): StepResult {
@@ -208,6 +215,7 @@ export class Step {
 
   /** The visit of `frame.node` ended with `action`: move past it and settle. */
   finishNode(frame: Frame, action: string | undefined): Promise<StepResult> {
+    this.visited = { node: frame.node!, action };
     advancePast(this.graph, frame, action);
     return this.settle();
   }

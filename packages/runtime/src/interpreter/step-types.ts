@@ -106,6 +106,8 @@ export type StepOutcome = StepResult & {
    * failed the run, else (an error in prep, post or the fallback) it comes on top.
    */
   errors: ErrorRecord[];
+  /** The node whose visit the step ended, and the action its `post` returned. */
+  visited?: { node: string; action: string | undefined };
 };
 
 /** What the step's body decides; the interpreter adds the errors of failed tries and the outbox. */

@@ -106,6 +106,29 @@ export const decodeRunError = (encoded: string): RunError => JSON.parse(encoded)
 export const encodeConflict = (conflict: MergeConflict): string => JSON.stringify(conflict);
 export const decodeConflict = (encoded: string): MergeConflict => JSON.parse(encoded) as MergeConflict;
 
+/**
+ * A committed step as its history stores it, in short keys (a run may keep thousands): `s` step,
+ * `n` node, `a` action, `t` tries, `at` start (epoch ms), `ms` duration, `w` worker, `u` the JSON
+ * Patch from `shared` after the step back to before it, `f` the same for the walk's frames, `fo`
+ * 1 when the step fanned out, `m` the children a fan-in merged and their conflicts.
+ */
+export interface StoredStepRecord {
+  s: number;
+  n: string;
+  a?: string;
+  t: number;
+  at: number;
+  ms: number;
+  w?: string;
+  u: PatchOperation[];
+  f: PatchOperation[];
+  fo?: 1;
+  m?: { children: number; conflicts: MergeConflict[] };
+}
+
+export const encodeStepRecord = (record: StoredStepRecord): string => JSON.stringify(record);
+export const decodeStepRecord = (encoded: string): StoredStepRecord => JSON.parse(encoded) as StoredStepRecord;
+
 export const encodeJson = (value: Json): string => JSON.stringify(value);
 export const decodeJson = (encoded: string): Json => JSON.parse(encoded) as Json;
 

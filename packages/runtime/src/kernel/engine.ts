@@ -3,7 +3,11 @@ import type { ErrorRecord, RunError } from '../errors/error-record.js';
 export type { RunError };
 import type { FlowDefinition } from '../interpreter/flow-definition.js';
 import type { Json, JsonObject } from '../json/json.js';
-import type { MergeConflict } from '../json/merge-patches.js';
+import type { MergeConflict, PatchOperation } from '../json/merge-patches.js';
+import type { Message } from '../mailbox/message.js';
+import type { FlowGraph } from '../interpreter/mermaid.js';
+
+export type { FlowGraph };
 
 /**
  * A run's status. `queued`: created, no step taken; `running`: a step is queued or running;
@@ -20,6 +24,12 @@ export type FinalRunStatus = 'completed' | 'failed' | 'cancelled';
 export interface RunOptions<P extends object = object> {
   /** The flow's params (rule S6). Must survive JSON. @defaultValue `{}` */
   params?: P;
+  /**
+   * Makes the start happen once: a second `start`/`run` with the same key while the first run is
+   * retained returns the first run's handle and starts nothing (Stripe and Trigger.dev semantics).
+   * Atomic with the run's creation: two clients racing get one run. At most 256 characters.
+   */
+  idempotencyKey?: string;
 }
 
 /** How a run ended. `shared` is the last committed shared store. */
@@ -62,6 +72,10 @@ export interface RunSummary {
    * worker with other code deployed, or without this flow); cleared when a step commits.
    */
   refusal?: string;
+  /** For a run made by {@link Engine.fork}: the run and the committed step it started from. */
+  forkedFrom?: { runId: string; step: number };
+  /** Times the run went on after failing or being cancelled ({@link Engine.retry}). */
+  retries?: number;
 }
 
 /** What an engine knows of a run (`get`). Times are epoch milliseconds. */
@@ -82,6 +96,8 @@ export interface ListRunsOptions {
   flow?: string;
   /** Most runs returned, newest first. @defaultValue 100 */
   limit?: number;
+  /** Matching runs skipped first (paging). @defaultValue 0 */
+  offset?: number;
 }
 
 /**
@@ -126,6 +142,152 @@ export interface Engine {
    * @throws QueueflowError NOT_JSON for a body that would not survive JSON; TypeError for a bad address.
    */
   send(address: string, body: Json): Promise<void>;
+  /**
+   * The run's committed steps, oldest first, one {@link StepRecord} each (within the per-run cap
+   * on records, oldest dropped first).
+   * @throws QueueflowError RUN_NOT_FOUND for an unknown (or expired) run id.
+   */
+  history(runId: string): Promise<StepRecord[]>;
+  /**
+   * Lets a `failed` or `cancelled` run go on, under the same id, from its last committed
+   * checkpoint: the step that did not commit runs again, committed steps do not; the error
+   * history is kept. A fan-out parent runs again only the children that did not complete.
+   * @throws QueueflowError RUN_NOT_FOUND; `RUN_NOT_RETRYABLE` for a run that is still going or completed.
+   * @see Temporal reset, bull-board retry.
+   */
+  retry(runId: string): Promise<RunHandle>;
+  /**
+   * Starts a new run from the checkpoint after `step` committed steps of `runId` (0: its
+   * initial checkpoint), with `patch` (RFC 6902 JSON Patch) applied to its `shared`. The new
+   * run's `forkedFrom` names where it came from.
+   * @throws QueueflowError RUN_NOT_FOUND; `INVALID_OPTION` for a step the run has no checkpoint
+   *   of (beyond its steps, or dropped by the history cap) or a patch that does not apply.
+   * @see LangGraph time travel (fork from a checkpoint).
+   */
+  fork(runId: string, options: ForkOptions): Promise<RunHandle>;
+  /** The live workers, from the heartbeats they keep in the store (LocalEngine: itself). */
+  workers(): Promise<WorkerInfo[]>;
+  /**
+   * Mailboxes with messages waiting or runs parked on them, with the parked runs and (up to
+   * `messages` of) the messages: the inbox of what each waiting agent needs.
+   */
+  mailboxes(options?: MailboxesOptions): Promise<MailboxInfo[]>;
+  /**
+   * Answers a question an `ask` left at `address`: takes message `messageId` off that mailbox and
+   * sends `body` to its `replyTo`, waking the run that asked. A person answering an agent.
+   * @throws QueueflowError `MESSAGE_NOT_FOUND` when no such message waits there (already taken or
+   *   answered), `INVALID_OPTION` when it has no `replyTo`; NOT_JSON / PAYLOAD_TOO_LARGE for `body`.
+   */
+  answer(address: string, messageId: string, body: Json): Promise<void>;
+  /**
+   * Calls `listener` as runs change (a step committed, a run parked or ended, a child ended), for
+   * live views. One subscription per engine however many listeners. Resolves once listening.
+   */
+  watch(listener: (event: RunChange) => void): Promise<() => void>;
+  /**
+   * The run's `shared` after `step` committed steps (0: as it started), rebuilt from its history.
+   * @throws QueueflowError RUN_NOT_FOUND; `INVALID_OPTION` for a step it has no record of.
+   */
+  sharedAt(runId: string, step: number): Promise<JsonObject>;
+  /**
+   * The children of the fan-out a run is waiting on (or made last), in index order: child runs of
+   * a ParallelBatchFlow, items of a ParallelBatchNode. `[]` when it has none.
+   */
+  children(runId: string, options?: { offset?: number; limit?: number }): Promise<ChildSummary[]>;
+  /** The graph of a registered flow, for drawing, or `undefined` for a flow this engine does not know. */
+  graph(flow: string): Promise<FlowGraph | undefined>;
   /** Releases the engine's resources; runs of a `LocalEngine` stop where they are. */
   close(): Promise<void>;
+}
+
+/** One committed step of a run. Times are epoch milliseconds. */
+export interface StepRecord {
+  /** The step counter before the step: 0 for the first step. */
+  step: number;
+  /** The node the step visited (for a step that only crossed flow boundaries, the flow). */
+  node: string;
+  /** The action the visit returned, when it ended one. */
+  action?: string;
+  /** Tries of `exec` the step made (1 when the first succeeded). */
+  tries: number;
+  /** When the step's first try began, and when it committed. */
+  startedAt: number;
+  endedAt: number;
+  /** The worker that committed it (RedisEngine: `<host>:<pid>:<n>`). */
+  worker?: string;
+  /** RFC 6902 JSON Patch from `shared` before the step to `shared` after it. */
+  patch: PatchOperation[];
+  /** A fan-in step: the children it merged (param-set order) and the paths two of them wrote. */
+  merged?: { children: number; conflicts: MergeConflict[] };
+}
+
+export interface ForkOptions {
+  /** Committed steps of the source run to start after (0: from its start). */
+  step: number;
+  /** JSON Patch applied to the fork's `shared`. */
+  patch?: PatchOperation[];
+  /** Params of the fork. @defaultValue the source run's */
+  params?: JsonObject;
+}
+
+/** A live worker. Times are epoch milliseconds. */
+export interface WorkerInfo {
+  id: string;
+  host: string;
+  pid: number;
+  /** Steps it runs at once. */
+  concurrency: number;
+  /** Steps it runs now. */
+  active: number;
+  /** The flows it can run. */
+  flows: string[];
+  startedAt: number;
+  lastSeenAt: number;
+}
+
+export interface MailboxesOptions {
+  /** Most messages listed per mailbox, oldest first. @defaultValue 20 */
+  messages?: number;
+}
+
+/** A mailbox and who waits on it. */
+export interface MailboxInfo {
+  address: string;
+  /** Messages waiting. */
+  size: number;
+  /** The oldest of them, up to `MailboxesOptions.messages`. */
+  messages: Message[];
+  /** Runs parked on this address. */
+  parked: ParkedRun[];
+}
+
+/** A run waiting on a mailbox. Times are epoch milliseconds. */
+export interface ParkedRun {
+  runId: string;
+  flow: string;
+  /** The node whose step waits. */
+  node?: string;
+  /** When it parked. */
+  since: number;
+  /** When its `receive` gives up; `null`: it waits as long as it takes. */
+  deadline: number | null;
+}
+
+/** One child of a fan-out. Times are epoch milliseconds. */
+export interface ChildSummary {
+  index: number;
+  /** The child run's id (ParallelBatchFlow); items have none. */
+  runId?: string;
+  status: RunStatus;
+  startedAt?: number;
+  finishedAt?: number;
+  error?: RunError;
+}
+
+/** A change to a run, for live views. */
+export interface RunChange {
+  runId: string;
+  status: RunStatus;
+  /** Committed steps. */
+  steps: number;
 }

@@ -67,6 +67,7 @@ export class FanOutDriver {
     encoded: string,
     request: FanOutRequest,
     outbox: OutgoingMessage[],
+    record?: string,
   ): Promise<void> {
     const total = request.kind === 'runs' ? request.params.length : request.items.length;
     const startNow = Math.min(request.concurrency ?? total, total);
@@ -93,6 +94,7 @@ export class FanOutDriver {
       perChild,
       outbox,
       now: this.options.clock.now(),
+      ...(record === undefined ? {} : { record }),
     });
     await this.scheduler.promote(wakes);
     if (result === 'stale') {

@@ -8,11 +8,32 @@ import { checkAddress, checkMessageBody } from '../mailbox/message.js';
 import { cancelRun } from './cancel-run.js';
 import type { Clock } from './clock.js';
 import { decodeCheckpoint, decodeShared, encodeCheckpoint } from './codec.js';
-import type { ListRunsOptions, RunHandle, RunInfo, RunOptions, RunResult, RunSummary } from './engine.js';
+import { runErrorOf } from '../errors/error-record.js';
+import { flowGraphOf } from '../interpreter/mermaid.js';
+import type {
+  ChildSummary,
+  FlowGraph,
+  ForkOptions,
+  ListRunsOptions,
+  MailboxesOptions,
+  MailboxInfo,
+  RunChange,
+  RunHandle,
+  RunInfo,
+  RunOptions,
+  RunResult,
+  RunSummary,
+  StepRecord,
+  WorkerInfo,
+} from './engine.js';
+import { Inbox } from './inbox.js';
+import { retryRun } from './retry-run.js';
+import type { RunEventSource } from './run-events.js';
+import { TimeTravel } from './time-travel.js';
 import { checkRunInput } from './run-input.js';
 import { newRunId } from './run-id.js';
 import { runInfoOf, runResultOf, runSummaryOf } from './run-info.js';
-import { isFinal, type NewRun, type RunStore, type StoredRun } from './run-store.js';
+import { childRunId, isFinal, type NewRun, type RunStore, type StoredRun } from './run-store.js';
 import type { ResultWaiter } from './result-waiter.js';
 import type { Scheduler } from './scheduler.js';
 
@@ -22,7 +43,12 @@ export interface RunClientOptions {
   maxCheckpointBytes: number;
   /** Where runs live, for messages naming an unknown run, e.g. `under prefix '{qf}'`. */
   where: string;
+  /** How long a worker may go without a heartbeat and still count as live, in ms. */
+  workerLapseMs: number;
 }
+
+/** Longest idempotency key, in characters. */
+const MAX_IDEMPOTENCY_KEY = 256;
 
 /**
  * A new run's record, checked and encoded, not written anywhere yet: an engine may check input
@@ -39,6 +65,14 @@ export function prepareRun(
 ): NewRun {
   const graph = registry.graph(flow);
   const input = checkRunInput(shared, options.params);
+  const key = options.idempotencyKey;
+  if (key !== undefined && (typeof key !== 'string' || key === '' || key.length > MAX_IDEMPOTENCY_KEY)) {
+    throw new QueueflowError(
+      'INVALID_OPTION',
+      `expected \`idempotencyKey\` to be a string of 1 to ${MAX_IDEMPOTENCY_KEY} characters, got ${typeof key === 'string' ? `${key.length} characters` : typeof key}`,
+      { retryable: false },
+    );
+  }
   const { checkpoint, target } = initialCheckpoint(graph, input.shared, input.params);
   return {
     id: newRunId(),
@@ -47,6 +81,7 @@ export function prepareRun(
     checkpoint: encodeCheckpoint(checkpoint, settings.maxCheckpointBytes),
     target,
     now: settings.clock.now(),
+    ...(key === undefined ? {} : { idempotencyKey: key }),
   };
 }
 
@@ -56,13 +91,29 @@ export function prepareRun(
  * `RedisEngine` are this client plus the store, scheduler and connections they own.
  */
 export class RunClient {
+  private readonly timeTravel: TimeTravel;
+  private readonly inbox: Inbox;
+
   constructor(
     private readonly store: RunStore,
     private readonly scheduler: Scheduler,
     private readonly registry: FlowRegistry,
     private readonly waiter: ResultWaiter,
+    private readonly events: RunEventSource,
     private readonly options: RunClientOptions,
-  ) {}
+  ) {
+    this.timeTravel = new TimeTravel(
+      store,
+      registry,
+      (run) => this.checkpointOf(run),
+      (id) => this.notFound(id),
+      {
+        now: () => options.clock.now(),
+        maxCheckpointBytes: options.maxCheckpointBytes,
+      },
+    );
+    this.inbox = new Inbox(store, (address, body) => this.send(address, body));
+  }
 
   /**
    * Starts a run: checks its input, writes its record and adds its first step.
@@ -76,9 +127,13 @@ export class RunClient {
     return this.startPrepared(prepareRun(this.registry, flow, shared, options, this.options));
   }
 
-  /** Starts a run {@link prepareRun} has checked. */
+  /**
+   * Starts a run {@link prepareRun} has checked; with an idempotency key another run holds, the
+   * handle of that run instead.
+   */
   async startPrepared<S extends object>(run: NewRun): Promise<RunHandle<S>> {
-    await this.store.create(run);
+    const created = await this.store.create(run);
+    if (!created.created) return this.handle<S>(created.runId);
     try {
       await this.scheduler.addStep(run.id, 0, run.target);
     } catch (error) {
@@ -130,6 +185,86 @@ export class RunClient {
     checkMessageBody(body, `message body sent to '${address}'`);
     const { wakes } = await this.store.send(address, { id: `m.${nanoid()}`, body, sentAt: this.options.clock.now() });
     await this.scheduler.promote(wakes);
+  }
+
+  /** See {@link Engine.history}. */
+  history(runId: string): Promise<StepRecord[]> {
+    return this.timeTravel.history(runId);
+  }
+
+  /** See {@link Engine.sharedAt}. */
+  sharedAt(runId: string, step: number): Promise<JsonObject> {
+    return this.timeTravel.sharedAt(runId, step);
+  }
+
+  /** See {@link Engine.fork}. */
+  async fork(runId: string, options: ForkOptions): Promise<RunHandle> {
+    return this.startPrepared(await this.timeTravel.forkOf(runId, options));
+  }
+
+  /** See {@link Engine.retry}. */
+  async retry(runId: string): Promise<RunHandle> {
+    await retryRun(this.store, this.scheduler, runId, (id) => this.notFound(id));
+    return this.handle(runId);
+  }
+
+  /** The live workers, from their heartbeats. */
+  async workers(): Promise<WorkerInfo[]> {
+    const workers = await this.store.workers(this.options.workerLapseMs);
+    return workers.map(({ meta: _meta, ...worker }) => worker);
+  }
+
+  /** See {@link Engine.mailboxes}. */
+  mailboxes(options: MailboxesOptions = {}): Promise<MailboxInfo[]> {
+    return this.inbox.mailboxes(options.messages);
+  }
+
+  /** See {@link Engine.answer}. */
+  answer(address: string, messageId: string, body: Json): Promise<void> {
+    return this.inbox.answer(address, messageId, body);
+  }
+
+  /** See {@link Engine.watch}. */
+  watch(listener: (change: RunChange) => void): Promise<() => void> {
+    return this.events.subscribe({ changed: listener });
+  }
+
+  /** See {@link Engine.children}. */
+  async children(runId: string, options: { offset?: number; limit?: number } = {}): Promise<ChildSummary[]> {
+    const offset = options.offset ?? 0;
+    const limit = options.limit ?? 100;
+    const fanOut = await this.store.fanOutOf(runId);
+    if (!fanOut) return [];
+    const indices = Array.from({ length: Math.max(0, Math.min(limit, fanOut.total - offset)) }, (_, i) => offset + i);
+    if (fanOut.request.kind === 'runs') {
+      const ids = indices.map((index) => childRunId(runId, fanOut.step, index));
+      const runs = await this.store.summaries(ids);
+      return indices.map((index, i) => {
+        const run = runs[i];
+        if (!run) return { index, runId: ids[i]!, status: 'cancelled' as const };
+        return {
+          index,
+          runId: run.id,
+          status: run.status,
+          ...(run.startedAt === undefined ? {} : { startedAt: run.startedAt }),
+          ...(run.finishedAt === undefined ? {} : { finishedAt: run.finishedAt }),
+          ...(run.error ? { error: run.error } : {}),
+        };
+      });
+    }
+    const outcomes = await this.store.outcomesOf(runId, fanOut.total);
+    return indices.map((index) => {
+      const outcome = outcomes[index];
+      if (!outcome) return { index, status: index < fanOut.started ? ('running' as const) : ('queued' as const) };
+      if (outcome.status !== 'failed') return { index, status: outcome.status };
+      return { index, status: 'failed' as const, error: runErrorOf(outcome.error) };
+    });
+  }
+
+  /** See {@link Engine.graph}. */
+  async graph(flow: string): Promise<FlowGraph | undefined> {
+    if (!this.registry.names().includes(flow)) return undefined;
+    return flowGraphOf(this.registry.graph(flow));
   }
 
   /** The run's result once it has ended; `undefined` while it runs. @throws QueueflowError RUN_NOT_FOUND. */

@@ -1,5 +1,9 @@
+import type { RunChange } from './engine.js';
+
 /** What a store announces as runs change, to clients awaiting results and drivers running steps. */
 export interface RunEventListener {
+  /** A run (not a fan-out child) changed: a step committed, it parked, ended, was reopened, a child ended. */
+  changed?(change: RunChange): void;
   /** Run `runId` (not a fan-out child: its parent hears of it) has ended. */
   ended?(runId: string): void;
   /** Run `runId` was cancelled: a step of it running here must stop. */

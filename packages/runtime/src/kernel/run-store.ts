@@ -16,8 +16,11 @@ import type { Message } from '../mailbox/message.js';
  * One conformance suite (tests/store-conformance) checks every store against the same specs.
  */
 export interface RunStore {
-  /** Writes a new run record (status `queued`) and indexes it for `list`. */
-  create(run: NewRun): Promise<void>;
+  /**
+   * Writes a new run record (status `queued`) and indexes it for `list`. With an idempotency key
+   * held by a retained run, writes nothing and names that run instead.
+   */
+  create(run: NewRun): Promise<{ created: true } | { created: false; runId: string }>;
   /** Removes a run that could not be started (its first step could not be enqueued). */
   discard(runId: string): Promise<void>;
   /** The run's record, or `undefined` when there is none (never created, or expired). */
@@ -43,6 +46,15 @@ export interface RunStore {
   childEnded(parentId: string, parentStep: number, index: number, report: ChildEndReport): Promise<ChildEndedResult>;
   /** Cancels the run now (see {@link CancelResult}); messages its step reserved go back. */
   cancel(runId: string): Promise<{ result: CancelResult; wakes: string[] }>;
+  /**
+   * Lets a `failed` or `cancelled` run go on from its last committed checkpoint: it becomes
+   * `waiting` again when it waited on a fan-out (whose outcomes of children that did not complete
+   * are dropped, their indices returned), `queued` when it never started, else `running`; its
+   * error and cancel request are cleared, its error history kept, its retention lifted.
+   */
+  reopen(runId: string): Promise<ReopenReply>;
+  /** The encoded step records of the run, oldest first; `undefined` when there is no such run. */
+  history(runId: string): Promise<string[] | undefined>;
   /** Appends error records to the run's history (failed tries of a fan-out item). */
   appendErrors(runId: string, records: ErrorRecord[]): Promise<void>;
   /** Notes why a worker gave the current step back; cleared by the next commit. */
@@ -60,6 +72,25 @@ export interface RunStore {
   send(address: string, message: Message): Promise<{ wakes: string[] }>;
   /** Messages waiting at `address`. */
   mailboxSize(address: string): Promise<number>;
+  /**
+   * Takes message `messageId` off the mailbox at `address`, wherever it is in the queue, if it
+   * has a `replyTo` (a question an `ask` left); `'no-reply-to'` leaves it where it is.
+   */
+  takeMessage(address: string, messageId: string): Promise<Message | 'no-reply-to' | undefined>;
+  /** Addresses with messages waiting or runs parked, with up to `messages` messages each (oldest first). */
+  mailboxes(messages: number): Promise<StoredMailbox[]>;
+
+  /** Records that a worker is alive (its `lastSeenAt` becomes the store's clock now). */
+  heartbeat(worker: WorkerBeat): Promise<void>;
+  /** Workers seen within the last `lapseMs`. */
+  workers(lapseMs: number): Promise<StoredWorker[]>;
+  /**
+   * Takes the workers not seen for `lapseMs` out of the registry and returns them: exactly one
+   * caller gets each (the one that hands its steps back).
+   */
+  claimLapsed(lapseMs: number): Promise<StoredWorker[]>;
+  /** Takes a worker out of the registry (it stopped cleanly). */
+  removeWorker(id: string): Promise<void>;
 
   /** The fan-out a waiting parent made, with its counters (not its snapshot: see snapshotOf). */
   fanOutOf(parentId: string): Promise<StoredFanOut | undefined>;
@@ -71,8 +102,47 @@ export interface RunStore {
   outcomesOf(parentId: string, total: number): Promise<(ChildOutcome | undefined)[]>;
   /** The run's record with its history lists and fan-out counters, for `get`. */
   record(runId: string): Promise<RunRecord | undefined>;
-  /** Runs created by clients (not fan-out children), newest first, at most `limit`. */
+  /** Runs created by clients (not fan-out children), newest first, at most `limit` after `offset`. */
   list(options: Required<Pick<ListRunsOptions, 'limit'>> & ListRunsOptions): Promise<StoredRun[]>;
+  /** The records of the given runs without their checkpoints (`checkpoint` is `''`), in order. */
+  summaries(runIds: readonly string[]): Promise<(StoredRun | undefined)[]>;
+}
+
+/** Error records kept per run, oldest dropped first (the cap of every store). */
+export const MAX_ERRORS_KEPT = 50;
+
+/** What {@link RunStore.reopen} found. */
+export type ReopenReply =
+  | { result: 'missing' | 'completed' }
+  | { result: 'not-ended'; status: RunStatus }
+  | { result: 'reopened'; run: StoredRun; reopenedChildren: number[] };
+
+/** A mailbox as the store holds it. */
+export interface StoredMailbox {
+  address: string;
+  size: number;
+  messages: Message[];
+  /** Wake ids of the runs parked on it. */
+  waiters: string[];
+}
+
+/** What a worker tells the store of itself. Times are epoch ms. */
+export interface WorkerBeat {
+  id: string;
+  host: string;
+  pid: number;
+  concurrency: number;
+  active: number;
+  flows: string[];
+  startedAt: number;
+  /** Scheduler-specific facts (BullMQ: its worker id, which prefixes its jobs' lock tokens). */
+  meta?: Record<string, string>;
+}
+
+/** A worker as the registry holds it. */
+export interface StoredWorker extends WorkerBeat {
+  /** When its last heartbeat came, on the store's clock (epoch ms). */
+  lastSeenAt: number;
 }
 
 /** A flow this worker runs and the fingerprint of its graph. */
@@ -87,6 +157,10 @@ export interface NewRun {
   target: StepTarget;
   /** Epoch ms. */
   now: number;
+  /** Makes the creation happen once while the run holding the key is retained. */
+  idempotencyKey?: string;
+  /** A fork's source: the run and the committed step it starts after. */
+  forkedFrom?: { runId: string; step: number };
 }
 
 /** A run's record as a store holds it. Times are epoch ms. */
@@ -117,6 +191,10 @@ export interface StoredRun {
   replay: StepReplay;
   /** Why a worker last gave the current step back. */
   refusal?: string;
+  /** A fork's source. */
+  forkedFrom?: { runId: string; step: number };
+  /** Times the run was reopened after it failed or was cancelled. */
+  retries?: number;
 }
 
 /** A fan-out child's place: its parent, the parent's step that fanned out, its index. */
@@ -158,6 +236,8 @@ export interface CommitFields {
   runError?: RunError;
   lastAction?: string;
   conflicts?: MergeConflict[];
+  /** The step's encoded history record (modes next and completed). */
+  record?: string;
   /** Epoch ms. */
   now: number;
 }
@@ -216,6 +296,8 @@ export interface FanOutCommit {
   /** Runs: each child's encoded first checkpoint; items: each item. */
   perChild: string[] | Json[];
   outbox: OutgoingMessage[];
+  /** The step's encoded history record. */
+  record?: string;
   /** Epoch ms. */
   now: number;
 }

@@ -31,6 +31,11 @@ export interface Scheduler {
   addWake(wake: WakeTask, target: StepTarget, delayMs: number): Promise<void>;
   /** Makes the named delayed wakes due now; gone or running ones are skipped. */
   promote(wakeIds: readonly string[]): Promise<void>;
+  /**
+   * Forgets the tasks with these ids that failed for good (BullMQ keeps failed jobs, and an add
+   * under a kept id adds nothing), so that a retried run's tasks can be added again.
+   */
+  forgetFailed(taskIds: readonly string[]): Promise<void>;
 }
 
 /** A task: one step of a run (its wake, after a park, included), or one item of a fan-out. */

@@ -7,11 +7,13 @@ import type { CompiledGraph } from '../interpreter/graph.js';
 import { resumeFanOut } from '../interpreter/fan-out.js';
 import { executeStep } from '../interpreter/step-interpreter.js';
 import type { ParkRequest, StepContext, StepOutcome, StepTarget } from '../interpreter/step-types.js';
+import type { MergeConflict } from '../json/merge-patches.js';
 import { StepMailbox } from '../mailbox/step-mailbox.js';
 import { CheckpointCache } from './checkpoint-cache.js';
 import type { Clock } from './clock.js';
 import { decodeCheckpoint, encodeCheckpoint } from './codec.js';
 import { FanOutDriver } from './fan-out-driver.js';
+import { stepRecord } from './step-history.js';
 import {
   isFinal,
   type CommitFields,
@@ -35,6 +37,18 @@ export interface StepDriverOptions {
    * wake lost in a crash between a message's delivery and its wake (`Infinity`: none).
    */
   parkRecheckMs: number;
+  /** Who commits, for step records (`StepRecord.worker`). */
+  workerId?: string;
+}
+
+/** What a step's record needs beside its outcome. */
+interface StepStart {
+  run: StoredRun;
+  attempt: number;
+  /** Epoch ms when this try began. */
+  startedAt: number;
+  /** A fan-in: the children merged and the conflicts. */
+  merged?: { children: number; conflicts: MergeConflict[] };
 }
 
 const DONE: TaskResult = { type: 'done' };
@@ -158,14 +172,21 @@ export class StepDriver {
         mailbox: new StepMailbox(reservations, { runId: run.id, step: run.step }, run.replay, now),
         now,
       };
+      const start: StepStart = { run, attempt, startedAt: now() };
       if (run.status === 'waiting' && !parked) {
         const fanOut = await this.store.fanOutOf(run.id);
-        if (!fanOut || fanOut.ended < fanOut.total) return DONE; // not every child has ended yet
+        if (!fanOut || fanOut.ended < fanOut.total) {
+          // Not every child has ended: make sure those started are on their way (a retried
+          // parent's children come back here).
+          if (fanOut) await this.fanOut.ensureChildren(run);
+          return DONE;
+        }
         const outcomes = await this.store.outcomesOf(run.id, fanOut.total);
         const resumed = await resumeFanOut(graph, checkpoint, outcomes, ctx);
-        return await this.apply(run, graph, resumed.outcome, resumed.conflicts);
+        start.merged = { children: fanOut.total, conflicts: resumed.conflicts };
+        return await this.apply(start, graph, resumed.outcome, resumed.conflicts);
       }
-      return await this.apply(run, graph, await executeStep(graph, checkpoint, ctx));
+      return await this.apply(start, graph, await executeStep(graph, checkpoint, ctx));
     } finally {
       this.running.delete(run.id);
     }
@@ -179,11 +200,12 @@ export class StepDriver {
 
   /** Commits a step's outcome and adds what follows it. */
   private async apply(
-    run: StoredRun,
+    start: StepStart,
     graph: CompiledGraph,
     outcome: StepOutcome,
     conflicts: CommitFields['conflicts'] = [],
   ): Promise<TaskResult> {
+    const { run } = start;
     const now = this.options.clock.now();
     if (outcome.type === 'failed') {
       const errorRecords = outcome.errors.includes(outcome.error) ? outcome.errors : [...outcome.errors, outcome.error];
@@ -195,9 +217,11 @@ export class StepDriver {
       return DONE;
     }
     let checkpoint: string;
+    let record: string | undefined;
     try {
       const snapshot = run.parent ? await this.fanOut.snapshotOf(run.parent.id, run.parent.step) : undefined;
       checkpoint = encodeCheckpoint(outcome.checkpoint, this.options.maxCheckpointBytes, snapshot);
+      if (outcome.type !== 'retry') record = await this.recordOf(start, outcome, now);
     } catch (error) {
       const record = toErrorRecord(error, { retryable: false, node: outcome.checkpoint.frames.at(-1)?.node, at: now });
       await this.commit(run, 'failed', {
@@ -248,13 +272,41 @@ export class StepDriver {
           errorRecords: outcome.errors,
           outbox: outcome.outbox,
           now,
+          ...(record === undefined ? {} : { record }),
           ...(outcome.lastAction === undefined ? {} : { lastAction: outcome.lastAction }),
         });
         return DONE;
       case 'fan-out':
-        await this.fanOut.start(run, graph, outcome.checkpoint, checkpoint, outcome.fanOut, outcome.outbox);
+        await this.fanOut.start(run, graph, outcome.checkpoint, checkpoint, outcome.fanOut, outcome.outbox, record);
         return DONE;
     }
+  }
+
+  /** The history record of the step `start` began, which ends with `outcome`. */
+  private async recordOf(start: StepStart, outcome: StepOutcome, now: number): Promise<string> {
+    const before = await this.checkpointOf(start.run);
+    const node =
+      outcome.visited?.node ??
+      (outcome.type === 'fan-out'
+        ? outcome.fanOut.kind === 'runs'
+          ? outcome.fanOut.flow
+          : outcome.fanOut.node
+        : (start.run.target.node ?? before.frames.at(-1)?.flow ?? ''));
+    return stepRecord(
+      {
+        step: start.run.step,
+        node,
+        action: outcome.visited?.action,
+        tries: start.attempt + 1,
+        startedAt: start.startedAt,
+        endedAt: now,
+        worker: this.options.workerId,
+        ...(outcome.type === 'fan-out' ? { fannedOut: true } : {}),
+        ...(start.merged ? { merged: start.merged } : {}),
+      },
+      before,
+      outcome.checkpoint,
+    );
   }
 
   /** Parks the run on a mailbox and adds its wake. */

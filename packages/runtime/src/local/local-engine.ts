@@ -1,16 +1,25 @@
+import { hostname } from 'node:os';
 import { checkOptionalPositiveInteger } from '../core/validate-options.js';
 import { QueueflowError } from '../errors/queueflow-error.js';
 import { FlowRegistry, type FlowDefinition, type FlowsOption } from '../interpreter/flow-definition.js';
 import type { Json, JsonObject } from '../json/json.js';
 import { systemClock, type Clock } from '../kernel/clock.js';
 import type {
+  ChildSummary,
   Engine,
+  FlowGraph,
+  ForkOptions,
   ListRunsOptions,
+  MailboxesOptions,
+  MailboxInfo,
+  RunChange,
   RunHandle,
   RunInfo,
   RunOptions,
   RunResult,
   RunSummary,
+  StepRecord,
+  WorkerInfo,
 } from '../kernel/engine.js';
 import { ResultWaiter } from '../kernel/result-waiter.js';
 import { RunClient } from '../kernel/run-client.js';
@@ -29,6 +38,8 @@ export interface LocalEngineOptions {
   maxCheckpointBytes?: number;
   /** Time source for retry delays, deadlines and records; tests inject a fake one. @defaultValue the system clock */
   clock?: Clock;
+  /** Step records kept per run for `history`, `fork` and `sharedAt`, oldest dropped first. @defaultValue 10000 */
+  maxStepRecords?: number;
 }
 
 /**
@@ -51,6 +62,9 @@ export class LocalEngine implements Engine {
   private readonly waiter: ResultWaiter;
   private readonly client: RunClient;
   private readonly ready: Promise<void>;
+  /** This engine as the one worker that runs its steps. */
+  private readonly self: Omit<WorkerInfo, 'active' | 'lastSeenAt'>;
+  private readonly clock: Clock;
   private closed = false;
 
   /** @throws TypeError for invalid options. */
@@ -62,20 +76,33 @@ export class LocalEngine implements Engine {
     const maxCheckpointBytes =
       checkOptionalPositiveInteger('LocalEngine', 'maxCheckpointBytes', options.maxCheckpointBytes) ?? 16 * 1024 * 1024;
     const concurrency = checkOptionalPositiveInteger('LocalEngine', 'concurrency', options.concurrency) ?? 16;
-    this.store = new MemoryRunStore(clock, retainFinishedRuns);
+    const maxStepRecords =
+      checkOptionalPositiveInteger('LocalEngine', 'maxStepRecords', options.maxStepRecords) ?? 10_000;
+    this.store = new MemoryRunStore(clock, retainFinishedRuns, maxStepRecords);
     this.scheduler = new LocalScheduler(concurrency, clock);
+    this.self = {
+      id: `local:${hostname()}:${process.pid}`,
+      host: hostname(),
+      pid: process.pid,
+      concurrency,
+      flows: registry.names(),
+      startedAt: clock.now(),
+    };
+    this.clock = clock;
     // In memory no wake is lost: a parked run sleeps until its message or its deadline.
     this.driver = new StepDriver(this.store, this.scheduler, registry, {
       clock,
       maxCheckpointBytes,
       refusalDelayMs: 5000,
       parkRecheckMs: Infinity,
+      workerId: this.self.id,
     });
     this.waiter = new ResultWaiter(this.store, (runId) => this.client.resultIfEnded(runId));
-    this.client = new RunClient(this.store, this.scheduler, registry, this.waiter, {
+    this.client = new RunClient(this.store, this.scheduler, registry, this.waiter, this.store, {
       clock,
       maxCheckpointBytes,
       where: 'in this engine',
+      workerLapseMs: Infinity,
     });
     this.ready = Promise.all([
       this.waiter.start(),
@@ -133,6 +160,59 @@ export class LocalEngine implements Engine {
   async send(address: string, body: Json): Promise<void> {
     await this.open();
     return this.client.send(address, body);
+  }
+
+  /** @see Engine.history */
+  async history(runId: string): Promise<StepRecord[]> {
+    return this.client.history(runId);
+  }
+
+  /** @see Engine.retry */
+  async retry(runId: string): Promise<RunHandle> {
+    await this.open();
+    return this.client.retry(runId);
+  }
+
+  /** @see Engine.fork */
+  async fork(runId: string, options: ForkOptions): Promise<RunHandle> {
+    await this.open();
+    return this.client.fork(runId, options);
+  }
+
+  /** This engine: the one worker that runs its steps. */
+  async workers(): Promise<WorkerInfo[]> {
+    return [{ ...this.self, active: this.scheduler.active, lastSeenAt: this.clock.now() }];
+  }
+
+  /** @see Engine.mailboxes */
+  async mailboxes(options?: MailboxesOptions): Promise<MailboxInfo[]> {
+    return this.client.mailboxes(options);
+  }
+
+  /** @see Engine.answer */
+  async answer(address: string, messageId: string, body: Json): Promise<void> {
+    await this.open();
+    return this.client.answer(address, messageId, body);
+  }
+
+  /** @see Engine.watch */
+  async watch(listener: (change: RunChange) => void): Promise<() => void> {
+    return this.client.watch(listener);
+  }
+
+  /** @see Engine.sharedAt */
+  async sharedAt(runId: string, step: number): Promise<JsonObject> {
+    return this.client.sharedAt(runId, step);
+  }
+
+  /** @see Engine.children */
+  async children(runId: string, options?: { offset?: number; limit?: number }): Promise<ChildSummary[]> {
+    return this.client.children(runId, options);
+  }
+
+  /** @see Engine.graph */
+  async graph(flow: string): Promise<FlowGraph | undefined> {
+    return this.client.graph(flow);
   }
 
   /** Stops: runs stay where they are; the `exec` in flight is aborted; awaited results reject. */

@@ -32,7 +32,8 @@ export class LocalScheduler implements Scheduler {
   private readonly jobs = new Map<string, Job>();
   private ready: string[] = [];
   private head = 0;
-  private active = 0;
+  /** Tasks running now. */
+  active = 0;
   private runner: TaskRunner | undefined;
   private closed = false;
 
@@ -73,6 +74,10 @@ export class LocalScheduler implements Scheduler {
       const job = this.jobs.get(id);
       if (job?.state === 'delayed') this.makeReady(id, job);
     }
+  }
+
+  async forgetFailed(_taskIds: readonly string[]): Promise<void> {
+    // A task that fails for good is dropped at once here: nothing to forget.
   }
 
   /** Drops waiting and delayed tasks; tasks running finish. */

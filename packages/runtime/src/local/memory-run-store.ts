@@ -21,9 +21,14 @@ import type { Clock } from '../kernel/clock.js';
 import type { ListRunsOptions, RunStatus } from '../kernel/engine.js';
 import type { RunEventListener, RunEventSource } from '../kernel/run-events.js';
 import {
+  MAX_ERRORS_KEPT,
   childRunId,
   isFinal,
   wakeId,
+  type ReopenReply,
+  type StoredMailbox,
+  type StoredWorker,
+  type WorkerBeat,
   type CancelResult,
   type ChildEndReport,
   type ChildEndedResult,
@@ -40,9 +45,6 @@ import {
   type StoredFanOut,
   type StoredRun,
 } from '../kernel/run-store.js';
-
-/** Error records kept per run, oldest dropped first. */
-const MAX_ERRORS = 50;
 
 interface MemoryFanOut {
   request: string;
@@ -66,6 +68,9 @@ interface MemoryRun {
   outcomes: Map<number, string>;
   /** Messages reserved by the current step, by receive ordinal. */
   reserved: Map<number, { address: string; message: string }>;
+  /** Encoded step records, oldest first. */
+  history: string[];
+  idempotencyKey?: string;
 }
 
 /**
@@ -78,14 +83,18 @@ interface MemoryRun {
 export class MemoryRunStore implements RunStore, RunEventSource {
   private readonly runs = new Map<string, MemoryRun>();
   private readonly finished: string[] = [];
-  private readonly mailboxes = new Map<string, string[]>();
+  private readonly queues = new Map<string, string[]>();
   /** Wake ids of the runs parked on each address. */
   private readonly waiters = new Map<string, Set<string>>();
   private readonly listeners = new Set<RunEventListener>();
+  /** Idempotency key → the run that holds it. */
+  private readonly idempotency = new Map<string, string>();
+  private readonly registry = new Map<string, StoredWorker>();
 
   constructor(
     private readonly clock: Clock,
     private readonly retainFinishedRuns: number,
+    private readonly maxStepRecords: number,
   ) {}
 
   async subscribe(listener: RunEventListener): Promise<() => void> {
@@ -93,7 +102,12 @@ export class MemoryRunStore implements RunStore, RunEventSource {
     return () => this.listeners.delete(listener);
   }
 
-  async create(run: NewRun): Promise<void> {
+  async create(run: NewRun): Promise<{ created: true } | { created: false; runId: string }> {
+    if (run.idempotencyKey !== undefined) {
+      const holder = this.idempotency.get(run.idempotencyKey);
+      if (holder !== undefined && this.runs.has(holder)) return { created: false, runId: holder };
+      this.idempotency.set(run.idempotencyKey, run.id);
+    }
     this.runs.set(run.id, {
       run: {
         id: run.id,
@@ -109,15 +123,22 @@ export class MemoryRunStore implements RunStore, RunEventSource {
         cancel: false,
         parkCount: 0,
         replay: { sent: 0 },
+        ...(run.forkedFrom ? { forkedFrom: { ...run.forkedFrom } } : {}),
       },
       errors: [],
       conflicts: [],
       outcomes: new Map(),
       reserved: new Map(),
+      history: [],
+      ...(run.idempotencyKey === undefined ? {} : { idempotencyKey: run.idempotencyKey }),
     });
+    this.changed(run.id);
+    return { created: true };
   }
 
   async discard(runId: string): Promise<void> {
+    const entry = this.runs.get(runId);
+    if (entry?.idempotencyKey !== undefined) this.idempotency.delete(entry.idempotencyKey);
     this.runs.delete(runId);
   }
 
@@ -194,6 +215,7 @@ export class MemoryRunStore implements RunStore, RunEventSource {
     // The step commits: what it received is consumed, what it sent leaves.
     entry.reserved.clear();
     this.deliver(fields.outbox ?? [], wakes);
+    if (fields.record !== undefined) this.pushRecord(entry, fields.record);
     run.step++;
     run.attempt = 0;
     run.replay = { sent: 0 };
@@ -207,6 +229,7 @@ export class MemoryRunStore implements RunStore, RunEventSource {
       return { result: 'committed', wakes, ...optional('parent', toParent(report?.outcome)) };
     }
     run.status = 'running';
+    this.changed(run.id);
     return { result: 'committed', wakes };
   }
 
@@ -224,6 +247,7 @@ export class MemoryRunStore implements RunStore, RunEventSource {
     this.leaveWaiters(run);
     entry.reserved.clear();
     this.deliver(fields.outbox, wakes);
+    if (fields.record !== undefined) this.pushRecord(entry, fields.record);
     run.replay = { sent: 0 };
     const step = ++run.step;
     Object.assign(run, {
@@ -270,9 +294,11 @@ export class MemoryRunStore implements RunStore, RunEventSource {
           conflicts: [],
           outcomes: new Map(),
           reserved: new Map(),
+          history: [],
         });
       });
     }
+    this.changed(run.id);
     return { result: 'committed', wakes };
   }
 
@@ -315,9 +341,9 @@ export class MemoryRunStore implements RunStore, RunEventSource {
     if (!entry || isFinal(entry.run.status) || !atStep(entry.run, at)) return 'stale';
     const held = entry.reserved.get(ordinal);
     if (held) return decodeMessage(held.message);
-    const message = this.mailboxes.get(address)?.shift();
+    const message = this.queues.get(address)?.shift();
     if (message === undefined) return undefined;
-    if (this.mailboxes.get(address)?.length === 0) this.mailboxes.delete(address);
+    if (this.queues.get(address)?.length === 0) this.queues.delete(address);
     entry.reserved.set(ordinal, { address, message });
     return decodeMessage(message);
   }
@@ -344,7 +370,8 @@ export class MemoryRunStore implements RunStore, RunEventSource {
     const waiting = this.waiters.get(park.address) ?? new Set<string>();
     waiting.add(wakeId(run.id, run.step, parkCount));
     this.waiters.set(park.address, waiting);
-    const ready = (this.mailboxes.get(park.address)?.length ?? 0) > 0;
+    const ready = (this.queues.get(park.address)?.length ?? 0) > 0;
+    this.changed(run.id);
     return { result: 'committed', parkCount, ready, wakes };
   }
 
@@ -355,7 +382,95 @@ export class MemoryRunStore implements RunStore, RunEventSource {
   }
 
   async mailboxSize(address: string): Promise<number> {
-    return this.mailboxes.get(address)?.length ?? 0;
+    return this.queues.get(address)?.length ?? 0;
+  }
+
+  async reopen(runId: string): Promise<ReopenReply> {
+    const entry = this.runs.get(runId);
+    if (!entry) return { result: 'missing' };
+    const { run } = entry;
+    if (run.status === 'completed') return { result: 'completed' };
+    if (run.status !== 'failed' && run.status !== 'cancelled') return { result: 'not-ended', status: run.status };
+    const reopenedChildren: number[] = [];
+    const fanOut = entry.fanOut;
+    if (fanOut && fanOut.step === run.step) {
+      for (let index = 0; index < fanOut.total; index++) {
+        const outcome = entry.outcomes.get(index);
+        if (outcome !== undefined && decodeOutcome(outcome).status === 'completed') continue;
+        if (outcome !== undefined) {
+          entry.outcomes.delete(index);
+          fanOut.ended--;
+        }
+        reopenedChildren.push(index);
+      }
+      fanOut.failed = 0;
+      run.status = 'waiting';
+    } else {
+      run.status = run.startedAt === undefined ? 'queued' : 'running';
+    }
+    delete run.error;
+    delete run.finishedAt;
+    run.cancel = false;
+    run.attempt = 0;
+    run.retries = (run.retries ?? 0) + 1;
+    run.updatedAt = this.clock.now();
+    this.retainAgain(runId);
+    this.changed(runId);
+    return { result: 'reopened', run: copyOf(run), reopenedChildren };
+  }
+
+  async history(runId: string): Promise<string[] | undefined> {
+    return this.runs.get(runId)?.history.slice();
+  }
+
+  async takeMessage(address: string, messageId: string): Promise<Message | 'no-reply-to' | undefined> {
+    const queue = this.queues.get(address);
+    const index = queue?.findIndex((encoded) => decodeMessage(encoded).id === messageId) ?? -1;
+    if (!queue || index === -1) return undefined;
+    if (decodeMessage(queue[index]!).replyTo === undefined) return 'no-reply-to';
+    const [taken] = queue.splice(index, 1);
+    if (queue.length === 0) this.queues.delete(address);
+    return decodeMessage(taken!);
+  }
+
+  async mailboxes(messages: number): Promise<StoredMailbox[]> {
+    const addresses = new Set([...this.queues.keys(), ...this.waiters.keys()]);
+    return [...addresses].sort().map((address) => {
+      const queue = this.queues.get(address) ?? [];
+      return {
+        address,
+        size: queue.length,
+        messages: queue.slice(0, messages).map(decodeMessage),
+        waiters: [...(this.waiters.get(address) ?? [])],
+      };
+    });
+  }
+
+  async heartbeat(worker: WorkerBeat): Promise<void> {
+    this.registry.set(worker.id, { ...worker, flows: [...worker.flows], lastSeenAt: this.clock.now() });
+  }
+
+  async workers(lapseMs: number): Promise<StoredWorker[]> {
+    const since = this.clock.now() - lapseMs;
+    return [...this.registry.values()].filter((worker) => worker.lastSeenAt >= since).map((worker) => ({ ...worker }));
+  }
+
+  async claimLapsed(lapseMs: number): Promise<StoredWorker[]> {
+    const since = this.clock.now() - lapseMs;
+    const lapsed = [...this.registry.values()].filter((worker) => worker.lastSeenAt < since);
+    for (const worker of lapsed) this.registry.delete(worker.id);
+    return lapsed;
+  }
+
+  async removeWorker(id: string): Promise<void> {
+    this.registry.delete(id);
+  }
+
+  async summaries(runIds: readonly string[]): Promise<(StoredRun | undefined)[]> {
+    return runIds.map((id) => {
+      const run = this.runs.get(id)?.run;
+      return run && { ...copyOf(run), checkpoint: '' };
+    });
   }
 
   async fanOutOf(parentId: string): Promise<StoredFanOut | undefined> {
@@ -396,12 +511,17 @@ export class MemoryRunStore implements RunStore, RunEventSource {
 
   async list(options: ListRunsOptions & { limit: number }): Promise<StoredRun[]> {
     const found: StoredRun[] = [];
+    let skip = options.offset ?? 0;
     for (const { run } of [...this.runs.values()].reverse()) {
       if (found.length >= options.limit) break;
       if (run.parent) continue; // fan-out children are seen through their parent
       if (options.status && run.status !== options.status) continue;
       if (options.flow && run.flow !== options.flow) continue;
-      found.push(copyOf(run));
+      if (skip > 0) {
+        skip--;
+        continue;
+      }
+      found.push({ ...copyOf(run), checkpoint: '' });
     }
     return found;
   }
@@ -430,6 +550,7 @@ export class MemoryRunStore implements RunStore, RunEventSource {
     if (outcome.status === 'failed') this.pushErrors(entry, [outcome.error]);
     fanOut.ended++;
     entry.run.updatedAt = report.now;
+    this.changed(parentId);
     if (entry.run.cancel) {
       this.finish(entry, 'cancelled', report.now);
       return { type: 'parent-ended' };
@@ -454,21 +575,51 @@ export class MemoryRunStore implements RunStore, RunEventSource {
     run.finishedAt = now;
     run.updatedAt = now;
     if (!run.parent) this.emit((listener) => listener.ended?.(run.id));
+    this.changed(run.id);
     this.finished.push(run.id);
-    while (this.finished.length > this.retainFinishedRuns) this.runs.delete(this.finished.shift()!);
+    while (this.finished.length > this.retainFinishedRuns) this.drop(this.finished.shift()!);
+  }
+
+  /** Forgets a finished run the retention no longer keeps (its idempotency key goes with it). */
+  private drop(runId: string): void {
+    const entry = this.runs.get(runId);
+    if (!entry || !isFinal(entry.run.status)) return; // reopened since it finished
+    if (entry.idempotencyKey !== undefined && this.idempotency.get(entry.idempotencyKey) === runId) {
+      this.idempotency.delete(entry.idempotencyKey);
+    }
+    this.runs.delete(runId);
+  }
+
+  /** A reopened run is no longer among the finished ones the retention drops. */
+  private retainAgain(runId: string): void {
+    const index = this.finished.indexOf(runId);
+    if (index !== -1) this.finished.splice(index, 1);
+  }
+
+  private pushRecord(entry: MemoryRun, record: string): void {
+    entry.history.push(record);
+    if (entry.history.length > this.maxStepRecords) entry.history.splice(0, entry.history.length - this.maxStepRecords);
+  }
+
+  /** Announces a change of a run a live view may show (not of fan-out children: too many). */
+  private changed(runId: string): void {
+    const run = this.runs.get(runId)?.run;
+    if (!run || run.parent || this.listeners.size === 0) return;
+    const change = { runId, status: run.status, steps: run.step };
+    this.emit((listener) => listener.changed?.(change));
   }
 
   private pushErrors(entry: MemoryRun, records: readonly ErrorRecord[]): void {
     for (const record of records) entry.errors.push(encodeErrorRecord(record));
-    if (entry.errors.length > MAX_ERRORS) entry.errors.splice(0, entry.errors.length - MAX_ERRORS);
+    if (entry.errors.length > MAX_ERRORS_KEPT) entry.errors.splice(0, entry.errors.length - MAX_ERRORS_KEPT);
   }
 
   /** Appends each message to its mailbox and takes the runs parked there off its waiters. */
   private deliver(outbox: readonly OutgoingMessage[], wakes: string[]): void {
     for (const { address, message } of outbox) {
-      const queue = this.mailboxes.get(address) ?? [];
+      const queue = this.queues.get(address) ?? [];
       queue.push(encodeMessage(message));
-      this.mailboxes.set(address, queue);
+      this.queues.set(address, queue);
       this.collectWaiters(address, wakes);
     }
   }
@@ -478,9 +629,9 @@ export class MemoryRunStore implements RunStore, RunEventSource {
     const ordinals = [...entry.reserved.keys()].sort((a, b) => b - a);
     for (const ordinal of ordinals) {
       const { address, message } = entry.reserved.get(ordinal)!;
-      const queue = this.mailboxes.get(address) ?? [];
+      const queue = this.queues.get(address) ?? [];
       queue.unshift(message);
-      this.mailboxes.set(address, queue);
+      this.queues.set(address, queue);
       this.collectWaiters(address, wakes);
     }
     entry.reserved.clear();

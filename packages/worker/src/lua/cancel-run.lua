@@ -4,10 +4,11 @@
   result is then refused at its commit, so the run stops at that step boundary. Messages its
   step had reserved go back to their mailboxes.
 
-  KEYS[1..6] run hash, error list, conflict list, fan-out hash, outcome hash, reserved hash
-  ARGV[1] now (epoch ms)   ARGV[2] events channel   ARGV[3] run id
-  ARGV[4] retention of a finished run (seconds)
-  ARGV[5] key prefix of mailboxes   ARGV[6] key prefix of mailbox waiter sets
+  KEYS[1..7] run hash, error list, conflict list, fan-out hash, outcome hash, reserved hash,
+             history list
+
+  ARGV[1] options, JSON: now (epoch ms), runId, retention (seconds), channel, changes,
+          mailboxPrefix, waitersPrefix
 
   Returns { code, wakes }: code -1 no such run; 0 already ended; 1 cancelled now; 2 cancelled
           now while it was waiting on a fan-out (the caller cancels the children);
@@ -15,16 +16,16 @@
   Emits: PUBLISH <channel> {type:'cancel', runId} (workers abort its exec), then
          {type:'ended', runId, status:'cancelled'}.
 ]]
+local o = cjson.decode(ARGV[1])
 local status = redis.call('HGET', KEYS[1], 'status')
 if not status then return { -1, {} } end
 if isFinal(status) then return { 0, {} } end
 local wakes = {}
-local m = { mailboxPrefix = ARGV[5], waitersPrefix = ARGV[6] }
-leaveWaiters(KEYS[1], m, ARGV[3])
+leaveWaiters(KEYS[1], o, o.runId)
 redis.call('HSET', KEYS[1], 'cancel', '1')
-releaseReserved(KEYS[6], m, wakes)
-redis.call('PUBLISH', ARGV[2], cjson.encode({ type = 'cancel', runId = ARGV[3] }))
-finish({ KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6] }, ARGV[3], 'cancelled', ARGV[1], ARGV[4], ARGV[2])
+releaseReserved(KEYS[6], o, wakes)
+redis.call('PUBLISH', o.channel, cjson.encode({ type = 'cancel', runId = o.runId }))
+finish({ KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7] }, o.runId, 'cancelled', o.now, o)
 local waitingOnChildren = status == 'waiting' and redis.call('EXISTS', KEYS[4]) == 1
 if waitingOnChildren then return { 2, wakes } end
 return { 1, wakes }

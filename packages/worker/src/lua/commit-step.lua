@@ -5,7 +5,8 @@
 
   KEYS[1] run hash           KEYS[2] run error list      KEYS[3] run conflict list
   KEYS[4] run fan-out hash   KEYS[5] run outcome hash    KEYS[6] run reserved-messages hash
-  KEYS[7..12] (fan-out children only) the parent's six keys, in the same order
+  KEYS[7] run step-history list
+  KEYS[8..14] (fan-out children only) the parent's seven keys, in the same order
 
   ARGV[1] options, JSON:
     at            expected step counter, ':' and the expected park count (see atStep)
@@ -18,8 +19,10 @@
     runError      the run's error JSON, for mode failed
     lastAction    for mode completed
     conflicts     merge conflicts to append, each JSON
+    record        the step's history record JSON (modes next and completed)
+    maxRecords    history records kept
     retention     seconds a finished run is kept      maxErrors  error records kept
-    channel       events channel                      runId
+    channel       events channel     changes  changes channel     runId
     mailboxPrefix, waitersPrefix   key prefixes of mailboxes and their waiter sets
     outbox        the step's sends, { address, message JSON } pairs: delivered by modes next and
                   completed, dropped otherwise
@@ -42,7 +45,7 @@
 ]]
 local o = cjson.decode(ARGV[1])
 local checkpoint = ARGV[2]
-local runKeys = { KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6] }
+local runKeys = { KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7] }
 local runKey = KEYS[1]
 local mode, now, runId, retention, channel = o.mode, o.now, o.runId, o.retention, o.channel
 local wakes = {}
@@ -55,10 +58,10 @@ local function toParent(status, outcome)
   if status == 'failed' and type(o.errors) == 'table' and #o.errors > 0 then errorRecord = o.errors[#o.errors] end
   local failFast = '0'
   if p.failFast then failFast = '1' end
-  return recordChildEnd({ KEYS[7], KEYS[8], KEYS[9], KEYS[10], KEYS[11], KEYS[12] }, {
+  return recordChildEnd({ KEYS[8], KEYS[9], KEYS[10], KEYS[11], KEYS[12], KEYS[13], KEYS[14] }, {
     parentId = p.id, parentStep = tostring(p.step), index = tostring(p.index), outcome = outcome, ok = ok,
     failFast = failFast, parentError = p.parentError, errorRecord = errorRecord, now = now,
-    channel = channel, retention = retention, maxErrors = o.maxErrors,
+    channel = channel, changes = o.changes, retention = retention, maxErrors = o.maxErrors,
   })
 end
 
@@ -71,7 +74,7 @@ if not atStep(runKey, expectedStep, expectedParks) then return { 0, -1, -1, wake
 leaveWaiters(runKey, o, runId)
 if redis.call('HGET', runKey, 'cancel') == '1' then
   releaseReserved(KEYS[6], o, wakes)
-  finish(runKeys, runId, 'cancelled', now, retention, channel)
+  finish(runKeys, runId, 'cancelled', now, o)
   local parent = toParent('cancelled', cjson.encode({ status = 'cancelled' }))
   return { 2, parent[1], parent[2], wakes }
 end
@@ -91,6 +94,7 @@ if mode == 'retry' then
   if checkpoint ~= '' then redis.call('HSET', runKey, 'checkpoint', checkpoint) end
   redis.call('HINCRBY', runKey, 'attempt', 1)
   redis.call('HSET', runKey, 'status', 'running')
+  changed(runKey, runId, o)
   return { 1, -1, -1, wakes }
 end
 
@@ -99,7 +103,7 @@ if mode == 'failed' then
   -- A step that failed in exec: its last try counts among the step's tries.
   if type(o.lastAttempt) == 'number' then redis.call('HSET', runKey, 'attempt', o.lastAttempt + 1) end
   releaseReserved(KEYS[6], o, wakes)
-  finish(runKeys, runId, 'failed', now, retention, channel)
+  finish(runKeys, runId, 'failed', now, o)
   local parent = toParent('failed', (type(o.parent) == 'table' and o.parent.outcome) or '')
   return { 1, parent[1], parent[2], wakes }
 end
@@ -107,6 +111,7 @@ end
 -- The step commits: what it received is consumed, what it sent leaves.
 redis.call('DEL', KEYS[6])
 deliverOutbox(o, o.outbox, wakes, retention)
+pushRecord(KEYS[7], o.record, o.maxRecords)
 redis.call('HINCRBY', runKey, 'step', 1)
 redis.call('HSET', runKey, 'attempt', 0)
 redis.call('HDEL', runKey, 'replay')
@@ -116,10 +121,11 @@ redis.call('DEL', KEYS[4], KEYS[5])
 
 if mode == 'completed' then
   if type(o.lastAction) == 'string' then redis.call('HSET', runKey, 'lastAction', o.lastAction) end
-  finish(runKeys, runId, 'completed', now, retention, channel)
+  finish(runKeys, runId, 'completed', now, o)
   local parent = toParent('completed', (type(o.parent) == 'table' and o.parent.outcome) or '')
   return { 1, parent[1], parent[2], wakes }
 end
 
 redis.call('HSET', runKey, 'status', 'running')
+changed(runKey, runId, o)
 return { 1, -1, -1, wakes }

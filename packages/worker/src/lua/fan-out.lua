@@ -5,12 +5,14 @@
 
   KEYS[1] run hash           KEYS[2] run error list      KEYS[3] run conflict list
   KEYS[4] run fan-out hash   KEYS[5] run outcome hash    KEYS[6] run reserved-messages hash
+  KEYS[7] run step-history list
 
   ARGV[1] options, JSON:
     at         expected step counter, ':' and the expected park count (see atStep)
     now        epoch ms            runId        the parent's id
     total      number of children  startNow     children started now (the concurrency cap, or all)
-    kind       runs | items        channel      events channel
+    kind       runs | items        channel      events channel      changes  changes channel
+    record     the step's history record JSON        maxRecords  history records kept
     retention  seconds a finished run is kept
     flow, fingerprint              the parent's flow and graph fingerprint (its children's too)
     runPrefix  key prefix of run hashes        childTarget  runs: the children's first target JSON
@@ -39,13 +41,14 @@ if not atStep(runKey, expectedStep, expectedParks) then return { 0, wakes } end
 local now, runId = o.now, o.runId
 if redis.call('HGET', runKey, 'cancel') == '1' then
   releaseReserved(KEYS[6], o, wakes)
-  finish({ KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6] }, runId, 'cancelled', now, o.retention, o.channel)
+  finish({ KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7] }, runId, 'cancelled', now, o)
   return { 2, wakes }
 end
 -- The step commits: what it received is consumed, what it sent leaves.
 leaveWaiters(runKey, o, runId)
 redis.call('DEL', KEYS[6])
 deliverOutbox(o, o.outbox, wakes, o.retention)
+pushRecord(KEYS[7], o.record, o.maxRecords)
 redis.call('HDEL', runKey, 'replay')
 
 local step = redis.call('HINCRBY', runKey, 'step', 1)
@@ -68,4 +71,5 @@ else
     redis.call('HSET', KEYS[4], 'i' .. index, ARGV[6 + index])
   end
 end
+changed(runKey, runId, o)
 return { 1, wakes }

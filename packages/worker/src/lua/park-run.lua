@@ -4,14 +4,14 @@
   runs again. The step's sends so far leave now (so `ask` can be answered), and are counted so
   that the step, run again, does not send them twice.
 
-  KEYS[1..6] run hash, error list, conflict list, fan-out hash, outcome hash, reserved hash
+  KEYS[1..7] run hash, error list, conflict list, fan-out hash, outcome hash, reserved hash, history list
 
   ARGV[1] options, JSON:
     at         expected step counter, ':' and the expected park count (see atStep)
     replay     StepReplay JSON (sends delivered, the park, receives timed out): kept on the run
                as `replay` until the step commits
     address    the address it waits on
-    now        epoch ms       runId      retention (seconds)      channel
+    now        epoch ms       runId      retention (seconds)      channel      changes
     mailboxPrefix, waitersPrefix   key prefixes of mailboxes and their waiter sets
     outbox     the step's sends so far, { address, message JSON } pairs
 
@@ -22,7 +22,7 @@
     wakes: wake ids of runs parked on addresses this park delivered to
 ]]
 local o = cjson.decode(ARGV[1])
-local keys = { KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6] }
+local keys = { KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7] }
 local status = redis.call('HGET', KEYS[1], 'status')
 if not status then return { -1, 0, 0, {} } end
 local expectedStep, expectedParks = string.match(o.at, '^(%d+):(%d+)$')
@@ -30,7 +30,7 @@ if isFinal(status) or not atStep(KEYS[1], expectedStep, expectedParks) then retu
 local wakes = {}
 if redis.call('HGET', KEYS[1], 'cancel') == '1' then
   releaseReserved(KEYS[6], o, wakes)
-  finish(keys, o.runId, 'cancelled', o.now, o.retention, o.channel)
+  finish(keys, o.runId, 'cancelled', o.now, o)
   return { 2, 0, 0, wakes }
 end
 leaveWaiters(KEYS[1], o, o.runId)
@@ -41,4 +41,5 @@ deliverOutbox(o, o.outbox, wakes, o.retention)
 redis.call('SADD', waitersKey(o, o.address), o.runId .. '-' .. expectedStep .. '-p' .. parkCount)
 local ready = 0
 if redis.call('LLEN', mailboxKey(o, o.address)) > 0 then ready = 1 end
+changed(KEYS[1], o.runId, o)
 return { 1, parkCount, ready, wakes }

@@ -12,28 +12,49 @@ local function atStep(runKey, step, parkCount)
   return at[1] == step and (at[2] or '0') == parkCount
 end
 
--- Ends a run: status, timings, retention of its keys, and the `ended` event. A fan-out child's
--- end is not published: its parent hears of it through recordChildEnd, and thousands of children
--- would flood every subscriber (a `result()` of a child still resolves, by its periodic check).
--- keys: { run, errors, conflicts, fanOut, outcomes, reserved }
-local function finish(keys, runId, status, now, retention, channel)
+-- Announces a change of a run to live views (`engine.watch`), on the changes channel: not for
+-- fan-out children (thousands would flood every view; their parent's change says one ended).
+-- o: { changes = channel }
+local function changed(runKey, runId, o)
+  local run = redis.call('HMGET', runKey, 'status', 'step', 'parentId')
+  if run[1] and not run[3] then
+    redis.call('PUBLISH', o.changes, cjson.encode({ runId = runId, status = run[1], steps = tonumber(run[2]) or 0 }))
+  end
+end
+
+-- Ends a run: status, timings, retention of its keys (and of its idempotency key), and the
+-- `ended` event. A fan-out child's end is not published: its parent hears of it through
+-- recordChildEnd, and thousands of children would flood every subscriber (a `result()` of a
+-- child still resolves, by its periodic check).
+-- keys: the run's keys (runKeys in redis-keys.ts); o: { retention, channel, changes }
+local function finish(keys, runId, status, now, o)
   redis.call('HSET', keys[1], 'status', status, 'finishedAt', now, 'updatedAt', now)
-  local ttl = tonumber(retention)
+  local ttl = tonumber(o.retention)
   if ttl and ttl > 0 then
     for _, key in ipairs(keys) do redis.call('EXPIRE', key, ttl) end
+    local idempotencyKey = redis.call('HGET', keys[1], 'idempotencyKey')
+    if idempotencyKey then redis.call('EXPIRE', idempotencyKey, ttl) end
   end
   if redis.call('HEXISTS', keys[1], 'parentId') == 0 then
-    redis.call('PUBLISH', channel, cjson.encode({ type = 'ended', runId = runId, status = status }))
+    redis.call('PUBLISH', o.channel, cjson.encode({ type = 'ended', runId = runId, status = status }))
   end
+  changed(keys[1], runId, o)
+end
+
+-- Appends a step's history record, keeping the newest `maxRecords`.
+local function pushRecord(historyKey, record, maxRecords)
+  if type(record) ~= 'string' then return end
+  redis.call('RPUSH', historyKey, record)
+  redis.call('LTRIM', historyKey, -tonumber(maxRecords), -1)
 end
 
 --[[
   Records how child `index` of a waiting parent ended (once per index) and says what the parent
   does next.
-  keys: the parent's { run, errors, conflicts, fanOut, outcomes }
+  keys: the parent's keys (runKeys in redis-keys.ts)
   c: { parentId, parentStep, index, outcome (JSON), ok ('1'|'0'), failFast ('1'|'0'),
        parentError (JSON, used when the parent fails fast), errorRecord (JSON or ''),
-       now, channel, retention, maxErrors }
+       now, channel, changes, retention, maxErrors }
   Returns { code, next }:
     0 ignored: the parent no longer waits on this fan-out
     1 recorded; `next` is the index of a child to start now, or -1
@@ -59,17 +80,18 @@ local function recordChildEnd(keys, c)
   local ended = redis.call('HINCRBY', fanOutKey, 'ended', 1)
   redis.call('HSET', runKey, 'updatedAt', c.now)
   if redis.call('HGET', runKey, 'cancel') == '1' then
-    finish(keys, c.parentId, 'cancelled', c.now, c.retention, c.channel)
+    finish(keys, c.parentId, 'cancelled', c.now, c)
     return { 2, -1 }
   end
   if c.ok ~= '1' then
     redis.call('HINCRBY', fanOutKey, 'failed', 1)
     if c.failFast == '1' then
       redis.call('HSET', runKey, 'error', c.parentError)
-      finish(keys, c.parentId, 'failed', c.now, c.retention, c.channel)
+      finish(keys, c.parentId, 'failed', c.now, c)
       return { 2, -1 }
     end
   end
+  changed(runKey, c.parentId, c)
   local total = tonumber(redis.call('HGET', fanOutKey, 'total'))
   if ended >= total then return { 3, -1 } end
   local started = tonumber(redis.call('HGET', fanOutKey, 'started'))

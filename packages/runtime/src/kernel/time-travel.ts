@@ -1,0 +1,97 @@
+import jsonPatch from 'fast-json-patch';
+import { QueueflowError } from '../errors/queueflow-error.js';
+import type { Checkpoint } from '../interpreter/checkpoint.js';
+import type { FlowRegistry } from '../interpreter/flow-definition.js';
+import { targetOf } from '../interpreter/walk.js';
+import { assertJson, type JsonObject } from '../json/json.js';
+import type { PatchOperation } from '../json/merge-patches.js';
+import { encodeCheckpoint } from './codec.js';
+import type { ForkOptions, StepRecord } from './engine.js';
+import { newRunId } from './run-id.js';
+import type { NewRun, RunStore, StoredRun } from './run-store.js';
+import { checkpointAt, historyOf } from './step-history.js';
+
+/**
+ * Reading a run's past and starting from it (DESIGN "Operating runs"; LangGraph's time travel):
+ * its step history, its `shared` at any recorded step, and a fork from a committed step.
+ */
+export class TimeTravel {
+  constructor(
+    private readonly store: RunStore,
+    private readonly registry: FlowRegistry,
+    private readonly checkpointOf: (run: StoredRun) => Promise<Checkpoint>,
+    private readonly notFound: (runId: string) => Error,
+    private readonly settings: { now: () => number; maxCheckpointBytes: number },
+  ) {}
+
+  /** The run's committed steps, oldest first. @throws RUN_NOT_FOUND */
+  async history(runId: string): Promise<StepRecord[]> {
+    const { run, records } = await this.read(runId);
+    return historyOf(await this.checkpointOf(run), records);
+  }
+
+  /** The run's `shared` after `step` committed steps. @throws RUN_NOT_FOUND, INVALID_OPTION */
+  async sharedAt(runId: string, step: number): Promise<JsonObject> {
+    const { run, records } = await this.read(runId);
+    return checkpointAt(await this.checkpointOf(run), run.step, records, step, runId).shared;
+  }
+
+  /**
+   * A new run (not yet written) starting from the checkpoint after `options.step` committed steps
+   * of `runId`, with `options.patch` applied to its `shared`.
+   * @throws RUN_NOT_FOUND; INVALID_OPTION for a step without a checkpoint, a patch that does not
+   *   apply, or a flow whose code this engine does not have.
+   */
+  async forkOf(runId: string, options: ForkOptions): Promise<NewRun> {
+    const { run, records } = await this.read(runId);
+    const checkpoint = checkpointAt(await this.checkpointOf(run), run.step, records, options.step, runId);
+    if (checkpoint.frames.length === 0) {
+      throw new QueueflowError(
+        'INVALID_OPTION',
+        `run '${runId}' had ended after step ${options.step}: fork at an earlier step`,
+        { retryable: false },
+      );
+    }
+    if (options.patch !== undefined) checkpoint.shared = patched(checkpoint.shared, options.patch, runId);
+    if (options.params !== undefined) {
+      assertJson(options.params, 'params');
+      checkpoint.frames[0] = { ...checkpoint.frames[0]!, params: options.params };
+    }
+    assertJson(checkpoint.shared, 'shared');
+    const graph = this.registry.graph(run.flow);
+    if (graph.fingerprint !== run.fingerprint) {
+      throw new QueueflowError(
+        'INVALID_OPTION',
+        `flow '${run.flow}' has graph fingerprint ${graph.fingerprint} here but ${run.fingerprint} in run '${runId}': fork it where its code runs`,
+        { retryable: false },
+      );
+    }
+    return {
+      id: newRunId(),
+      flow: run.flow,
+      fingerprint: run.fingerprint,
+      checkpoint: encodeCheckpoint(checkpoint, this.settings.maxCheckpointBytes),
+      target: targetOf(checkpoint, graph),
+      now: this.settings.now(),
+      forkedFrom: { runId, step: options.step },
+    };
+  }
+
+  private async read(runId: string): Promise<{ run: StoredRun; records: string[] }> {
+    const [run, records] = await Promise.all([this.store.load(runId), this.store.history(runId)]);
+    if (!run || !records) throw this.notFound(runId);
+    return { run, records };
+  }
+}
+
+function patched(shared: JsonObject, patch: PatchOperation[], runId: string): JsonObject {
+  const problem = jsonPatch.validate(patch, shared);
+  if (problem) {
+    throw new QueueflowError(
+      'INVALID_OPTION',
+      `the patch for a fork of run '${runId}' does not apply: ${problem.name} at operation ${problem.index} (${problem.message.split('\n')[0]})`,
+      { retryable: false },
+    );
+  }
+  return jsonPatch.applyPatch(shared, patch, false, true).newDocument;
+}

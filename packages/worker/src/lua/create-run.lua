@@ -1,0 +1,26 @@
+--[[
+  Creates a run: its record (status `queued`) and its place in the runs index. With an
+  idempotency key, only if no retained run holds the key: then the key names the new run (the
+  key expires with the run, see finish in run-lifecycle.lua).
+
+  KEYS[1] run hash   KEYS[2] runs index (sorted set by creation time)
+  KEYS[3] (with an idempotency key) the key's string key
+
+  ARGV[1] options, JSON: id, now (epoch ms), changes (channel)
+  ARGV[2..] the record's fields and values (flow, fingerprint, checkpoint, target, ...)
+
+  Returns { 1 } created; { 0, run id } the key is held by that run: nothing written.
+]]
+local o = cjson.decode(ARGV[1])
+if KEYS[3] then
+  local holder = redis.call('GET', KEYS[3])
+  if holder and redis.call('EXISTS', o.runPrefix .. holder) == 1 then return { 0, holder } end
+  redis.call('SET', KEYS[3], o.id)
+end
+local fields = {}
+for i = 2, #ARGV do fields[#fields + 1] = ARGV[i] end
+redis.call('HSET', KEYS[1], unpack(fields))
+if KEYS[3] then redis.call('HSET', KEYS[1], 'idempotencyKey', KEYS[3]) end
+redis.call('ZADD', KEYS[2], o.now, o.id)
+changed(KEYS[1], o.id, o)
+return { 1 }

@@ -1,0 +1,102 @@
+import type { Job, Queue } from 'bullmq';
+import type { Redis } from 'ioredis';
+import type { RunStore, StoredWorker, WorkerBeat } from '@queueflow/runtime/kernel';
+
+/** How often a worker tells the store it is alive, in ms. */
+export const HEARTBEAT_INTERVAL_MS = 2000;
+
+/**
+ * How long a worker may go without a heartbeat and still count as live, in ms: three missed
+ * beats. A dead worker's steps are taken over within about this plus one interval.
+ */
+export const WORKER_LAPSE_MS = 3 * HEARTBEAT_INTERVAL_MS;
+
+export interface HeartbeatOptions {
+  /** What the worker says of itself, but for `active`, read at each beat. */
+  worker: Omit<WorkerBeat, 'active'>;
+  /** Steps it runs now. */
+  active: () => number;
+  /** How long a worker may go without a heartbeat before its steps are handed back, in ms. */
+  lapseMs: number;
+  /** A line for the log. */
+  log: (line: string) => void;
+  onError: (error: Error) => void;
+}
+
+/**
+ * A worker's heartbeat (DESIGN "Operating runs"): every {@link HEARTBEAT_INTERVAL_MS} it records
+ * itself in the store's worker registry, and looks for workers whose heartbeat lapsed. The first
+ * worker to claim a lapsed one (an atomic claim: exactly one does) hands that worker's active
+ * steps back to the queue at once, with the lock tokens the dead worker held (BullMQ's
+ * `moveToWait`), instead of waiting for the lock to expire and a stalled-job check to see it
+ * (30 to 45 s with BullMQ's defaults). A worker that is only slow (its event loop blocked past the
+ * lapse) loses its steps the same way; its late commits are refused by the step counter.
+ */
+export class WorkerHeartbeat {
+  private timer: NodeJS.Timeout | undefined;
+  private beating: Promise<void> | undefined;
+
+  constructor(
+    private readonly store: RunStore,
+    private readonly queue: Queue,
+    private readonly redis: Redis,
+    private readonly options: HeartbeatOptions,
+  ) {}
+
+  /** Records the worker now, then every interval. */
+  async start(): Promise<void> {
+    await this.beat();
+    this.timer = setInterval(() => {
+      this.beating ??= this.beat()
+        .then(() => this.takeOverLapsed())
+        .catch(this.options.onError)
+        .finally(() => (this.beating = undefined));
+    }, HEARTBEAT_INTERVAL_MS);
+    this.timer.unref();
+  }
+
+  /** Stops beating and leaves the registry (a clean stop: nothing to take over). */
+  async stop(): Promise<void> {
+    clearInterval(this.timer);
+    await this.beating?.catch(() => {});
+    await this.store.removeWorker(this.options.worker.id).catch(() => {});
+  }
+
+  private beat(): Promise<void> {
+    return this.store.heartbeat({ ...this.options.worker, active: this.options.active() });
+  }
+
+  /** Hands back the active steps of every worker whose heartbeat lapsed and that this one claimed. */
+  private async takeOverLapsed(): Promise<void> {
+    const lapsed = await this.store.claimLapsed(this.options.lapseMs);
+    if (lapsed.length === 0) return;
+    const active = await this.queue.getActive();
+    for (const dead of lapsed) {
+      const taken = await this.handBack(dead, active);
+      const ago = Math.round((Date.now() - dead.lastSeenAt) / 100) / 10;
+      this.options.log(
+        `worker ${dead.id} (${dead.host} pid ${dead.pid}) stopped heartbeating ${ago} s ago; ` +
+          (taken.length === 0 ? 'it held no steps' : `took over ${taken.length} step(s): ${taken.join(', ')}`),
+      );
+    }
+  }
+
+  private async handBack(dead: StoredWorker, active: Job[]): Promise<string[]> {
+    const bullmqId = dead.meta?.bullmq;
+    if (!bullmqId) return [];
+    const taken: string[] = [];
+    for (const job of active) {
+      if (!job.id) continue;
+      // The lock token of a job is `<BullMQ worker id>:<n>` (BullMQ Worker): the dead worker's own.
+      const token = await this.redis.get(`${this.queue.toKey(job.id)}:lock`);
+      if (!token?.startsWith(`${bullmqId}:`)) continue;
+      try {
+        await job.moveToWait(token);
+        taken.push(job.id);
+      } catch {
+        // It finished or was taken meanwhile.
+      }
+    }
+    return taken;
+  }
+}
