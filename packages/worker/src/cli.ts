@@ -13,6 +13,7 @@ import { RedisEngine } from './redis-engine.js';
 import { throttledLog } from './throttled-log.js';
 import { isFinal } from '@queueflow/runtime/kernel';
 import { startWorker } from './worker.js';
+import { addStudioCommand } from './cli/studio-command.js';
 
 /**
  * The `queueflow` command: start workers; start, inspect, list and cancel runs; send messages;
@@ -245,6 +246,8 @@ program
       );
     console.log(toMermaid(definition, { direction: options.direction }));
   });
+
+addStudioCommand(program, { redis: redisOption, prefix: prefixOption });
 
 /** How long a run may sit queued before `run`/`wait` say that no worker has taken it, in ms. */
 const QUEUED_HINT_MS = 10_000;

@@ -1,4 +1,4 @@
-import type { RunStatus, StudioEngine, StudioRunSummary } from './studio-engine.js';
+import type { RunStatus, StudioEngine, RunSummary } from './studio-engine.js';
 import { RUN_STATUSES } from './studio-input.js';
 
 /** Runs per status. */
@@ -17,7 +17,7 @@ export interface Census {
   /** When it was taken, epoch ms. */
   at: number;
   /** The runs, newest first, for search by id. */
-  runs: StudioRunSummary[];
+  runs: RunSummary[];
 }
 
 export interface RunCensusOptions {

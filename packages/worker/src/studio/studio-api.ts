@@ -4,7 +4,7 @@ import jsonPatch from 'fast-json-patch';
 import type { Json, JsonObject } from '@queueflow/runtime';
 import type { RunCensus } from './run-census.js';
 import { countsBody, summaryOf, type ChildrenPageBody, type RunsPageBody, type StepDiffBody } from './studio-bodies.js';
-import type { PatchOperation, StudioEngine, StudioRunSummary } from './studio-engine.js';
+import type { PatchOperation, StudioEngine, RunSummary } from './studio-engine.js';
 import { StudioHttpError } from './studio-http-error.js';
 import {
   addressOf,
@@ -165,7 +165,7 @@ export class StudioApi {
     const limit = optionalIntegerOf(query.get('limit') ?? undefined, 'limit', 50, 1, MAX_PAGE);
     const search = (query.get('q') ?? '').trim();
     if (search.length > 200) throw new StudioHttpError(400, 'BAD_REQUEST', 'expected `q` of at most 200 characters');
-    const matches = (run: StudioRunSummary): boolean =>
+    const matches = (run: RunSummary): boolean =>
       (!status || run.status === status) && (!flow || run.flow === flow);
 
     if (search) {

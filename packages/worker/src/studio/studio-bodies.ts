@@ -2,7 +2,7 @@
  * Shapes of the studio API's answers that are more than an engine's value as it is.
  */
 import type { Census, StatusCounts } from './run-census.js';
-import type { ChildSummary, StudioRunInfo, StudioRunSummary } from './studio-engine.js';
+import type { ChildSummary, RunInfo, RunSummary } from './studio-engine.js';
 
 /** `GET /api/runs/counts` and the `counts` event. */
 export interface CountsBody {
@@ -19,7 +19,7 @@ export function countsBody(census: Census): CountsBody {
 
 /** `GET /api/runs`: one page of runs. `total` (of runs matching) is known when the census has it. */
 export interface RunsPageBody {
-  runs: StudioRunSummary[];
+  runs: RunSummary[];
   offset: number;
   limit: number;
   hasMore: boolean;
@@ -42,7 +42,7 @@ export interface StepDiffBody {
 }
 
 /** A run's summary fields out of its full record (for a search that found it with `get`). */
-export function summaryOf(info: StudioRunInfo): StudioRunSummary {
+export function summaryOf(info: RunInfo): RunSummary {
   const { errors: _errors, conflicts: _conflicts, children: _children, shared: _shared, ...summary } = info;
   return summary;
 }

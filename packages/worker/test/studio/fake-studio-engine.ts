@@ -4,24 +4,26 @@
  * test; actions change them and announce the change to `watch` listeners as an engine would.
  */
 import jsonPatch from 'fast-json-patch';
-import type { Json, JsonObject } from '@queueflow/runtime';
 import type {
   ChildSummary,
   FlowGraph,
   ForkOptions,
+  Json,
+  JsonObject,
+  ListRunsOptions,
   MailboxInfo,
   MailboxesOptions,
   RunChange,
+  RunHandle,
+  RunInfo,
+  RunSummary,
   StepRecord,
-  StudioEngine,
-  StudioListOptions,
-  StudioRunInfo,
-  StudioRunSummary,
   WorkerInfo,
-} from '../../src/studio/studio-engine.js';
+} from '@queueflow/runtime';
+import type { StudioEngine } from '../../src/studio/studio-engine.js';
 
 export interface FakeRun {
-  info: StudioRunInfo;
+  info: RunInfo;
   /** `shared` before the first step. */
   initial: JsonObject;
   history: StepRecord[];
@@ -46,7 +48,7 @@ export class FakeStudioEngine implements StudioEngine {
 
   /** Adds a run: `shared` is the initial one, `history` patches it step by step. */
   add(
-    run: Partial<StudioRunInfo> & { id: string; flow: string },
+    run: Partial<RunInfo> & { id: string; flow: string },
     history: StepRecord[] = [],
     initial: JsonObject = {},
   ) {
@@ -54,7 +56,7 @@ export class FakeStudioEngine implements StudioEngine {
     let shared = structuredClone(initial);
     for (const record of history)
       shared = jsonPatch.applyPatch(shared, structuredClone(record.patch), false, false).newDocument;
-    const info: StudioRunInfo = {
+    const info: RunInfo = {
       status: 'completed',
       steps: history.length,
       attempts: 0,
@@ -75,13 +77,13 @@ export class FakeStudioEngine implements StudioEngine {
     for (const listener of this.listeners) listener({ runId: id, status: info.status, steps: info.steps });
   }
 
-  async get(runId: string): Promise<StudioRunInfo | undefined> {
+  async get(runId: string): Promise<RunInfo | undefined> {
     this.calls.push(['get', runId]);
     const run = this.runs.get(runId);
     return run ? structuredClone(run.info) : undefined;
   }
 
-  async list(options: StudioListOptions = {}): Promise<StudioRunSummary[]> {
+  async list(options: ListRunsOptions = {}): Promise<RunSummary[]> {
     this.calls.push(['list', options]);
     const { offset = 0, limit = 100 } = options;
     return [...this.runs.values()]
@@ -109,7 +111,7 @@ export class FakeStudioEngine implements StudioEngine {
     return structuredClone(this.must(runId).history);
   }
 
-  async retry(runId: string): Promise<{ id: string }> {
+  async retry(runId: string): Promise<RunHandle> {
     this.calls.push(['retry', runId]);
     const run = this.must(runId);
     if (run.info.status !== 'failed' && run.info.status !== 'cancelled')
@@ -122,10 +124,10 @@ export class FakeStudioEngine implements StudioEngine {
     delete run.info.finishedAt;
     delete run.info.error;
     this.emit(runId);
-    return { id: runId };
+    return this.handle(runId);
   }
 
-  async fork(runId: string, options: ForkOptions): Promise<{ id: string }> {
+  async fork(runId: string, options: ForkOptions): Promise<RunHandle> {
     this.calls.push(['fork', runId, options]);
     const source = this.must(runId);
     let shared = await this.sharedAt(runId, options.step);
@@ -149,7 +151,7 @@ export class FakeStudioEngine implements StudioEngine {
       shared,
     );
     this.emit(id);
-    return { id };
+    return this.handle(id);
   }
 
   async workers(): Promise<WorkerInfo[]> {
@@ -206,6 +208,13 @@ export class FakeStudioEngine implements StudioEngine {
 
   async graph(flow: string): Promise<FlowGraph | undefined> {
     return this.graphs.get(flow);
+  }
+
+  private handle(id: string): RunHandle {
+    return {
+      id,
+      result: () => Promise.reject(engineError('INTERNAL', 'the fake engine runs nothing: no results')),
+    };
   }
 
   private must(runId: string): FakeRun {
