@@ -382,9 +382,12 @@ describe('queueflow list', () => {
 
   it('lists the runs newest first: id, flow, status, steps, creation time, error', async () => {
     const expected = [await line(ids.hold), await line(ids.fail), await line(ids.greet)];
+    // The CLI's columns as printed, spaces and all.
+    /* eslint-disable no-regex-spaces */
     expect(expected[0]).toMatch(/  cli-hold  waiting    steps 0  /);
     expect(expected[1]).toMatch(/  cli-fail  failed     steps 0  .*Z  boom: listed$/);
     expect(expected[2]).toMatch(/  cli-greet  completed  steps 2  /);
+    /* eslint-enable no-regex-spaces */
     expect(await queueflow(['list', ...at(prefix)])).toEqual({
       code: 0,
       stdout: `${expected.join('\n')}\n`,

@@ -45,6 +45,7 @@ class Stubborn extends Node<S> {
   }
   override async exec(token: string): Promise<string> {
     execs.add(token, this.currentRetry);
+    // Not awaited: records the abort whenever it comes; exec itself waits only for its gate.
     void aborted(this.signal).then((reason) => abortCodes.add(token, codeOf(reason)));
     await gates.get(token)!.promise;
     return 'finished anyway';

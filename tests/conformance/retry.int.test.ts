@@ -13,6 +13,7 @@ import { backoffDelayMs, defineFlow, Flow, Node, type NodeOptions } from '@queue
 // The worker's BullMQ backoff strategy is internal to its package: reached by path, in the build
 // that `@queueflow/worker` loads, so the spy below sees the calls BullMQ makes.
 import { RetryStep, stepBackoff } from '../../packages/worker/dist/retry-step.js';
+import type * as RetryStepModule from '../../packages/worker/dist/retry-step.js';
 import { Tally } from '../support/node-probes.js';
 import { useRedisHarness } from '../support/redis-harness.js';
 import { waitFor } from '../support/wait-for.js';
@@ -24,7 +25,7 @@ const backoff = vi.hoisted(() => ({
 }));
 
 vi.mock('../../packages/worker/dist/retry-step.js', async (importOriginal) => {
-  const original = await importOriginal<typeof import('../../packages/worker/dist/retry-step.js')>();
+  const original = await importOriginal<typeof RetryStepModule>();
   return {
     ...original,
     stepBackoff: (attemptsMade: number, type?: string, error?: Error): number => {

@@ -29,5 +29,6 @@ const worker = await startWorker({
 });
 console.log(`stall worker ${process.pid}: ready`);
 process.once('SIGTERM', () => {
+  // Not awaited: a signal listener; the process exits once the worker has closed.
   void worker.close().then(() => process.exit(0));
 });

@@ -45,6 +45,7 @@ async function spawnStallWorker(options: StallWorkerOptions): Promise<WorkerProc
       if (output.includes(': ready')) resolve();
     });
     child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    // Not awaited: `exited` never rejects, and once ready this late reject() is a no-op.
     void exited.then((code) => reject(new Error(`stall worker exited (${code}) before it was ready:\n${output}`)));
   });
   return { child, pid: child.pid!, output: () => output, exited, kill: (signal) => child.kill(signal) };

@@ -152,7 +152,7 @@ async function startRedisServerWithConf(
       break;
     } catch (error) {
       if (Date.now() > deadline || child.exitCode !== null)
-        throw new Error(`redis-server ${conf} did not start: ${(error as Error).message}`);
+        throw new Error(`redis-server ${conf} did not start: ${(error as Error).message}`, { cause: error });
       await new Promise((resolve) => setTimeout(resolve, 50));
     } finally {
       probe.disconnect();

@@ -12,13 +12,13 @@ import {
 } from '@queueflow/runtime';
 import { waitFor } from '../support/wait-for.js';
 
-export interface Outcome<S> {
+interface Outcome<S> {
   status: string;
   shared: S;
   error?: { message: string } | undefined;
 }
 
-export interface StartedRun<S> {
+interface StartedRun<S> {
   /** The engine's run id; `undefined` on `flow.run`. */
   id: string | undefined;
   result(): Promise<Outcome<S>>;

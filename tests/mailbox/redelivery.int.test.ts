@@ -35,7 +35,7 @@ describe('fault: SIGKILL the worker holding a received message', () => {
 
   /** `<pid> <message id>` lines, one per exec: which process held which message. */
   const consumed = (): { pid: number; id: string }[] => {
-    let text = '';
+    let text: string;
     try {
       text = readFileSync(join(markerDir, 'consume.log'), 'utf8');
     } catch {

@@ -16,6 +16,7 @@ describe('Redis unreachable', () => {
     const { stdout } = await new Promise<{ stdout: string }>((resolve, reject) =>
       // killed (and the test failed) if a connection keeps the process alive
       execFile(process.execPath, ['--import', 'tsx', CLIENT, url], { timeout: 20_000 }, (error, out) =>
+        // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors -- an ExecFileException is an Error (@types/node builds its type with Omit)
         error ? reject(error) : resolve({ stdout: out }),
       ),
     );

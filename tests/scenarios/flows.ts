@@ -262,7 +262,7 @@ class AsyncBatch extends AsyncBatchFlow<Shared> {
 }
 class Tag extends AsyncNode<Shared> {
   override post(shared: Shared): void {
-    trace(shared, `tag ${this.params.tag}`);
+    trace(shared, `tag ${String(this.params.tag)}`);
   }
 }
 export const asyncClasses = defineFlow('s12-async', () => {

@@ -6,7 +6,7 @@
 import { Redis } from 'ioredis';
 
 /** The keys under `prefix`, one SCAN batch at a time. */
-export async function* scanPrefix(redis: Redis, prefix: string): AsyncGenerator<string[]> {
+async function* scanPrefix(redis: Redis, prefix: string): AsyncGenerator<string[]> {
   let cursor = '0';
   do {
     const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000);

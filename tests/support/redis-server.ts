@@ -126,7 +126,10 @@ async function waitUntilPing(url: string, tls?: { ca: Buffer }): Promise<void> {
       await redis.ping();
       return;
     } catch (error) {
-      if (Date.now() > deadline) throw new Error(`redis-server at ${url} did not start: ${(error as Error).message}`);
+      if (Date.now() > deadline)
+        throw new Error(`redis-server at ${url} did not start: ${(error as Error).message}`, {
+          cause: error,
+        });
       await new Promise((resolve) => setTimeout(resolve, 50));
     } finally {
       redis.disconnect();

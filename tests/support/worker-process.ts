@@ -58,6 +58,7 @@ export async function spawnWorker(options: WorkerProcessOptions): Promise<Worker
     };
     child.stdout!.on('data', onData);
     child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    // Not awaited: `exited` never rejects, and once ready this late reject() is a no-op.
     void exited.then((code) => reject(new Error(`worker exited (${code}) before it was ready:\n${output}`)));
   });
   return {

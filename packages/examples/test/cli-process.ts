@@ -2,7 +2,7 @@ import { fileURLToPath } from 'node:url';
 import { startScript, type CliOutput, type CliProcess } from '../../../tests/support/cli-process.js';
 
 /** The examples package's folder: the working directory `npm run -w @queueflow/examples` gives. */
-export const EXAMPLES_DIR = fileURLToPath(new URL('..', import.meta.url));
+const EXAMPLES_DIR = fileURLToPath(new URL('..', import.meta.url));
 
 export type { CliOutput, CliProcess } from '../../../tests/support/cli-process.js';
 

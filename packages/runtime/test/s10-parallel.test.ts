@@ -60,7 +60,7 @@ describe('S10 ParallelBatchNode', { timeout: 5000 }, () => {
         return [0, 1, 2, 3];
       }
       override async exec(item: number): Promise<string> {
-        void started.arrive();
+        void started.arrive(); // only signals: the test awaits the barrier
         await gates[item]!.promise;
         finished.push(item);
         return `r${item}`;
@@ -208,7 +208,7 @@ describe('S10 ParallelBatchNode', { timeout: 5000 }, () => {
         }
         slowTries.push(this.currentRetry);
         try {
-          void bothStarted.arrive();
+          void bothStarted.arrive(); // only signals: the 'bad' item awaits the barrier
           await release.promise;
           throw new Error('slow failed after the node did');
         } finally {
@@ -439,7 +439,7 @@ describe('S10 ParallelBatchFlow', { timeout: 5000 }, () => {
         await bothInExec.arrive();
         throw new Error('bad branch');
       }
-      void bothInExec.arrive();
+      void bothInExec.arrive(); // only signals: the 'bad' branch awaits the barrier
       await release.promise;
       goodExecDone.resolve();
     });

@@ -12,7 +12,7 @@ interface ProcessWarning extends Error {
 }
 
 /** Collects the process 'warning' events emitted while `fn` runs (and the turn after). */
-async function processWarnings(fn: () => Promise<unknown> | unknown): Promise<ProcessWarning[]> {
+async function processWarnings(fn: () => unknown): Promise<ProcessWarning[]> {
   const seen: ProcessWarning[] = [];
   const listener = (warning: ProcessWarning): void => {
     if (warning.name === 'QueueflowWarning') seen.push(warning);

@@ -153,6 +153,7 @@ async function workerRole(): Promise<void> {
       process.send!({ type: 'reset' });
     }
     if (message.type === 'report') process.send!({ type: 'counts', counts: counter.counts });
+    // Not awaited: a message listener; the process exits once the worker has closed.
     if (message.type === 'stop') void worker.close().then(() => process.exit(0));
   });
   process.send!({ type: 'ready' });

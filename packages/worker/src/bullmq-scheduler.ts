@@ -12,7 +12,7 @@ const ITEM_JOB = 'item';
  * The name of the BullMQ backoff type whose delay the worker computes from the failed try
  * (`wait`, and the node's backoff options), through the worker's `backoffStrategy`.
  */
-export const BACKOFF_TYPE = 'queueflow';
+const BACKOFF_TYPE = 'queueflow';
 
 /** A task's job data: the task, minus what the job's name says. */
 type JobData =

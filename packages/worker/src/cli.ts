@@ -264,6 +264,7 @@ async function awaitResult(
 ): Promise<RunResult> {
   let said = '';
   const hint = setInterval(() => {
+    // Not awaited: a hint on a timer, independent of the wait below.
     void engine.get(runId).then(
       (info) => {
         if (info?.status !== 'queued') return;

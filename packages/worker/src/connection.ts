@@ -19,7 +19,7 @@ export type ConnectionOption = string | RedisOptions;
  */
 export type ConnectionRole = 'client' | 'worker' | 'subscriber';
 
-export function redisOptionsOf(
+function redisOptionsOf(
   connection: ConnectionOption | undefined,
   role: ConnectionRole,
 ): RedisOptions & { url?: string } {
@@ -67,7 +67,7 @@ export function createRedis(
  * @throws QueueflowError `REDIS_UNAVAILABLE` naming the server (never its password) and the last
  *   error ioredis reported, e.g. `connect ECONNREFUSED 127.0.0.1:6379` or `WRONGPASS ...`.
  */
-export async function connect(redis: Redis): Promise<void> {
+async function connect(redis: Redis): Promise<void> {
   let lastError: Error | undefined;
   const remember = (error: Error): void => {
     lastError = error;

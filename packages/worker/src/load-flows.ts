@@ -32,7 +32,7 @@ export async function loadFlows(modulePath: string): Promise<FlowDefinition[]> {
       : (error as Error).message;
     throw new Error(`cannot import flows module '${modulePath}': ${reason}`, { cause: error });
   }
-  const candidates = Object.values(loaded).flatMap((value) => (Array.isArray(value) ? value : [value]));
+  const candidates = Object.values(loaded).flatMap((value) => (Array.isArray(value) ? (value as unknown[]) : [value]));
   const flows = [...new Set(candidates.filter(isFlowDefinition))];
   if (flows.length === 0) {
     throw new Error(`flows module '${modulePath}' exports no flow: export the results of defineFlow(name, build)`);

@@ -18,7 +18,7 @@ const SCRIPTS: Record<ScriptName, { file: string; keys?: number }> = {
   workerRegistry: { file: 'worker-registry.lua', keys: 2 },
 };
 
-export type ScriptName =
+type ScriptName =
   | 'createRun'
   | 'commitStep'
   | 'fanOut'

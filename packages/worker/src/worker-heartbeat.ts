@@ -3,7 +3,7 @@ import type { Redis } from 'ioredis';
 import type { RunStore, StoredWorker, WorkerBeat } from '@queueflow/runtime/kernel';
 
 /** How often a worker tells the store it is alive, in ms. */
-export const HEARTBEAT_INTERVAL_MS = 2000;
+const HEARTBEAT_INTERVAL_MS = 2000;
 
 /**
  * How long a worker may go without a heartbeat and still count as live, in ms: three missed

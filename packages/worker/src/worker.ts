@@ -133,7 +133,8 @@ export async function startWorker(options: WorkerOptions): Promise<QueueflowWork
   worker.on('error', onError);
   worker.on('failed', (job, error) => {
     if (!job) return;
-    // Fires for every failed try; only a job that failed for good needs the run told.
+    // Fires for every failed try; only a job that failed for good needs the run told. Not awaited:
+    // an event listener cannot be; errors go to onError.
     void job
       .getState()
       .then((state) => (state === 'failed' ? driver.taskFailed(taskOfJob(job), error, job.attemptsMade) : undefined))

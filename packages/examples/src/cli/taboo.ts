@@ -126,6 +126,7 @@ async function main(): Promise<void> {
         if (!options.redis) return;
         console.error(`Hinter run ${started.hinter}, guesser run ${started.guesser}; waiting for workers...`);
         hint = setTimeout(() => {
+          // Not awaited: a hint on a timer, independent of the game's own wait.
           void engine!.get(started.hinter).then(
             (info) => {
               if (info?.status !== 'queued') return;

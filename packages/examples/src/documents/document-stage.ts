@@ -91,7 +91,7 @@ export abstract class DocumentStage<In, Out> extends Node<PipelineShared, Docume
 }
 
 /** The params with the pipeline's defaults for what the run did not set. */
-export function resolveParams(params: DocumentParams): ResolvedParams {
+function resolveParams(params: DocumentParams): ResolvedParams {
   const resolved = { ...DEFAULT_PIPELINE_PARAMS, ...params } as ResolvedParams;
   for (const key of Object.keys(DEFAULT_PIPELINE_PARAMS) as (keyof PipelineParams)[]) {
     if (params[key] === undefined || params[key] === null) {

@@ -5,7 +5,7 @@ import type { DocumentRef } from '../documents/types.js';
 import { corpusFilePath } from './spam-assassin-corpus.js';
 
 /** Where a {@link DocumentRef} lives on this process's file system. */
-export function documentFilePath(ref: Pick<DocumentRef, 'source' | 'path'>): string {
+function documentFilePath(ref: Pick<DocumentRef, 'source' | 'path'>): string {
   return ref.source === 'spam-assassin' ? corpusFilePath(ref.path) : ref.path;
 }
 

@@ -131,7 +131,7 @@ function cleanHeader(value: string | undefined): string | null {
 }
 
 /** The lower-cased domain of an address, `null` when there is none. */
-export function domainOf(address: string | undefined): string | null {
+function domainOf(address: string | undefined): string | null {
   if (!address) return null;
   const at = address.lastIndexOf('@');
   if (at < 0 || at === address.length - 1) return null;

@@ -7,8 +7,9 @@ import { visitOf, type RunContext } from './run-context.js';
 import { warn } from './warnings.js';
 
 /**
- * The smallest unit of a graph: `prep(shared)` → `exec(prepRes)` → `post(shared, prepRes,
- * execRes)`, where `post` returns the action that picks the successor (rule S1).
+ * The smallest unit of a graph: `prep(shared)` → `exec(prepRes)` →
+ * `post(shared, prepRes, execRes)`, where `post` returns the action that picks the successor
+ * (rule S1).
  *
  * Node objects are templates: a Flow runs a shallow copy per visit ({@link BaseNode.clone}), so
  * fields set during a visit never leak into the next visit, run or concurrent branch. An object
@@ -185,7 +186,7 @@ export class BaseNode<S = unknown, P extends NonIterableObject = NonIterableObje
    * map is shared with the template, as Python's `copy.copy` does (rule S6).
    */
   clone(): this {
-    const copy = Object.create(Object.getPrototypeOf(this)) as this;
+    const copy = Object.create(Object.getPrototypeOf(this) as object) as this;
     Object.assign(copy, this);
     copy._params = { ...this._params };
     return copy;

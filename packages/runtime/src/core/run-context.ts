@@ -1,5 +1,4 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
-import type { BaseNode } from './base-node.js';
 
 /**
  * Where a node visit runs, as node code reads it through `this.runContext`: the same facts on
@@ -45,11 +44,11 @@ export const flowRuns = new AsyncLocalStorage<FlowRunState>();
 const VISIT = Symbol('queueflow.visit');
 
 /** Attaches the facts of the visit `node` (a per-visit copy) runs for. */
-export function attachVisit(node: BaseNode<any, any>, facts: VisitFacts): void {
-  (node as unknown as Record<symbol, VisitFacts>)[VISIT] = facts;
+export function attachVisit(node: object, facts: VisitFacts): void {
+  (node as Record<symbol, VisitFacts>)[VISIT] = facts;
 }
 
 /** The facts attached to `node`, if a runner attached any. */
-export function visitOf(node: BaseNode<any, any>): VisitFacts | undefined {
-  return (node as unknown as Record<symbol, VisitFacts | undefined>)[VISIT];
+export function visitOf(node: object): VisitFacts | undefined {
+  return (node as Record<symbol, VisitFacts | undefined>)[VISIT];
 }

@@ -21,8 +21,8 @@ const emitProcessWarning: WarningHandler = (code, message) => {
 let handler: WarningHandler = emitProcessWarning;
 
 /**
- * Replaces the warning channel. The default calls `process.emitWarning(message, { type:
- * 'QueueflowWarning', code })`; pass `null` to restore it.
+ * Replaces the warning channel. The default calls
+ * `process.emitWarning(message, { type: 'QueueflowWarning', code })`; pass `null` to restore it.
  *
  * @example
  * ```ts

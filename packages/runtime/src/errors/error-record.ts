@@ -79,7 +79,7 @@ export function recordOfRunError(
  * The {@link RunError} a run reports for a failure: the record's message, name and code, its node,
  * and the tries made (`attempts`, a count: the failed try's 0-based `attempt` + 1).
  */
-export function runErrorOf(error: ErrorRecord | unknown): RunError {
+export function runErrorOf(error: unknown): RunError {
   const record: ErrorRecord = isErrorRecord(error) ? error : toErrorRecord(error);
   return {
     message: record.message,

@@ -17,7 +17,7 @@ export function isLeaf(kind: NodeKind): boolean {
   return kind === 'node' || kind === 'batch-node' || kind === 'parallel-batch-node';
 }
 
-export function kindOf(node: BaseNode<any, any>): NodeKind {
+function kindOf(node: BaseNode<any, any>): NodeKind {
   if (node instanceof ParallelBatchFlow) return 'parallel-batch-flow';
   if (node instanceof BatchFlow) return 'batch-flow';
   if (node instanceof Flow) return 'flow';

@@ -2,6 +2,7 @@
  * The types the step interpreter, the fan-out and the engines share, in a module of types only,
  * so that no import cycle runs through them (langgraphjs `pregel/types.ts`).
  */
+import type { RunContext } from '../core/run-context.js';
 import type { ErrorRecord } from '../errors/error-record.js';
 import type { Mailbox, Message } from '../mailbox/message.js';
 import type { Checkpoint } from './checkpoint.js';
@@ -14,18 +15,6 @@ export interface StepTarget {
   node: string | undefined;
   /** Tries the step gets (the node's `maxRetries`; 1 for a step that only crosses boundaries). */
   maxAttempts: number;
-}
-
-/** Facts about the running step that node code can read (`this.runContext`). */
-export interface RunContext {
-  /** Id of the run the step belongs to (a fan-out item: its parent run). */
-  readonly runId: string;
-  /** Name of the registered flow. */
-  readonly flow: string;
-  /** The step counter: steps the run had committed before this one. */
-  readonly step: number;
-  /** 0-based index of this try of `exec` (PocketFlow's `currentRetry`). */
-  readonly attempt: number;
 }
 
 export interface StepContext {

@@ -24,6 +24,8 @@ export function runSummaryOf(run: StoredRun): RunSummary {
     ...(run.error ? { error: run.error } : {}),
     ...(run.parent ? { parentId: run.parent.id } : {}),
     ...(run.refusal !== undefined && !isFinal(run.status) ? { refusal: run.refusal } : {}),
+    ...(run.forkedFrom ? { forkedFrom: { ...run.forkedFrom } } : {}),
+    ...(run.retries ? { retries: run.retries } : {}),
   };
 }
 

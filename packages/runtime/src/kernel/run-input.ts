@@ -22,6 +22,7 @@ export function checkRunInput(shared: unknown, params: unknown): { shared: JsonO
   if (params === null || typeof params !== 'object' || Array.isArray(params)) {
     throw new QueueflowError(
       'NOT_JSON',
+      // eslint-disable-next-line @typescript-eslint/no-base-to-string -- only null or a primitive gets here
       `params must be a plain object, got ${Array.isArray(params) ? 'an array' : String(params)}`,
       {
         retryable: false,

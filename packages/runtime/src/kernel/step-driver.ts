@@ -243,6 +243,7 @@ export class StepDriver {
           errorRecords: outcome.errors,
           outbox: outcome.outbox,
           now,
+          ...(record === undefined ? {} : { record }),
         };
         // Remembered before the next task exists, so that task finds it; forgotten if refused.
         this.runs.remember({

@@ -89,6 +89,7 @@ export function checkTimeout(owner: string, timeoutMs: unknown): number | undefi
   if (timeoutMs === undefined) return undefined;
   if (typeof timeoutMs !== 'number' || !(timeoutMs >= 0) || !Number.isFinite(timeoutMs)) {
     throw new TypeError(
+      // eslint-disable-next-line @typescript-eslint/no-base-to-string -- the value as received, as the other checks show it
       `${owner}: expected \`timeoutMs\` to be a finite number of milliseconds from 0 and up, got \`${String(timeoutMs)}\``,
     );
   }

@@ -20,7 +20,7 @@ import {
  * Thrown inside node code by `receive` on an empty mailbox: the step parks. A control signal, not
  * an error: the interpreter turns it into a `park` outcome, whatever the code did with it.
  */
-export class ParkSignal extends Error {
+class ParkSignal extends Error {
   constructor(readonly request: ParkRequest) {
     super(`the step waits for a message at '${request.address}' (a parked run; not an error)`);
     this.name = 'ParkSignal';
