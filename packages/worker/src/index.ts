@@ -6,3 +6,4 @@ export { RedisKeys } from './redis-keys.js';
 export { loadFlows } from './load-flows.js';
 export { createStudioHandler, type StudioHandler, type StudioHandlerOptions } from './studio/create-studio-handler.js';
 export type { StudioEngine } from './studio/studio-engine.js';
+export type { StudioLiveOptions } from './studio/studio-live.js';

@@ -8,7 +8,7 @@ export type RunStatus = 'queued' | 'running' | 'waiting' | 'completed' | 'failed
 export const RUN_STATUSES: readonly RunStatus[] = ['queued', 'running', 'waiting', 'completed', 'failed', 'cancelled'];
 export const FINAL_STATUSES: readonly RunStatus[] = ['completed', 'failed', 'cancelled'];
 
-export interface RunError {
+interface RunError {
   message: string;
   name?: string;
   code?: string;
@@ -27,12 +27,12 @@ export interface ErrorRecord {
   at?: number;
 }
 
-export interface MergeConflict {
+interface MergeConflict {
   path: string;
   children: number[];
 }
 
-export interface RunSummary {
+interface RunSummary {
   id: string;
   flow: string;
   status: RunStatus;
@@ -77,7 +77,7 @@ export interface StepRecord {
   merged?: { children: number; conflicts: MergeConflict[] };
 }
 
-export interface ChildSummary {
+interface ChildSummary {
   index: number;
   runId?: string;
   status: RunStatus;
@@ -133,7 +133,7 @@ export interface RunChange {
   steps: number;
 }
 
-export type StatusCounts = Record<RunStatus, number>;
+type StatusCounts = Record<RunStatus, number>;
 
 export interface CountsBody {
   counts: StatusCounts;

@@ -1,7 +1,8 @@
 import { useEffect, useMemo, useState } from 'preact/hooks';
+import type MermaidModule from 'mermaid';
 import type { FlowGraph } from '../api/types';
 
-type Mermaid = (typeof import('mermaid'))['default'];
+type Mermaid = typeof MermaidModule;
 let mermaid: Promise<Mermaid> | undefined;
 /** Mermaid, loaded the first time a graph shows (it is the largest part of the page). */
 function loadMermaid(): Promise<Mermaid> {
@@ -37,7 +38,7 @@ const CLASS_DEFS = [
 ];
 
 /** The flow's Mermaid source with a class per marked node (failed, else current, else visited). */
-export function markedSource(graph: FlowGraph, marks: NodeMarks): string {
+function markedSource(graph: FlowGraph, marks: NodeMarks): string {
   const ids = (nodes: (string | undefined)[]) =>
     nodes.flatMap((node) => (node !== undefined && graph.mermaidIds[node] ? [graph.mermaidIds[node]] : []));
   const failed = ids([marks.failed]);

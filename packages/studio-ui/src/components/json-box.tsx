@@ -1,8 +1,9 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
+import type * as JsonEditorModule from 'vanilla-jsoneditor';
 import type { Content, OnChangeStatus } from 'vanilla-jsoneditor';
 import type { Json } from '../api/types';
 
-type Editors = typeof import('vanilla-jsoneditor');
+type Editors = typeof JsonEditorModule;
 let editors: Promise<Editors> | undefined;
 /** vanilla-jsoneditor, loaded the first time a JSON box shows. */
 function loadEditors(): Promise<Editors> {
@@ -75,7 +76,6 @@ export function JsonBox({ value, label, onChange, mode = 'tree', height = '24rem
       editor.current = undefined;
     };
     // The editor is made once; later values go in through `set` below.
-    // eslint-disable-next-line react-hooks/exhaustive-deps
   }, []);
 
   useEffect(() => {

@@ -10,12 +10,3 @@ export function Problem({ error, what }: { error: unknown; what: string }) {
     </div>
   );
 }
-
-/** A line that says data is on its way. */
-export function Loading({ what }: { what: string }) {
-  return (
-    <p class="muted" role="status" aria-live="polite">
-      Loading {what}…
-    </p>
-  );
-}

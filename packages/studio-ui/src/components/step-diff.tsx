@@ -8,7 +8,7 @@ const differ = create({
   // Array items that are objects with an id are matched by it, so a changed item reads as one.
   objectHash: (item: object, index?: number) => {
     const id = (item as { id?: unknown }).id ?? (item as { key?: unknown }).key;
-    return id === undefined ? `$$index:${index}` : String(id);
+    return typeof id === 'string' || typeof id === 'number' ? String(id) : `$$index:${index}`;
   },
   arrays: { detectMove: true },
   textDiff: { minLength: 120 },

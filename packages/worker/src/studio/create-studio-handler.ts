@@ -36,6 +36,7 @@ export interface StudioHandlerOptions {
 
 /** A Node request handler serving the studio; `close` ends its live streams. */
 export interface StudioHandler {
+  /** Answers one request; with `next` (Express, middie), a URL outside `basePath` goes on to it. */
   (req: IncomingMessage, res: ServerResponse, next?: (error?: unknown) => void): void;
   /** Ends every open event stream and the engine subscription behind them (before `server.close()`). */
   close(): Promise<void>;

@@ -165,8 +165,7 @@ export class StudioApi {
     const limit = optionalIntegerOf(query.get('limit') ?? undefined, 'limit', 50, 1, MAX_PAGE);
     const search = (query.get('q') ?? '').trim();
     if (search.length > 200) throw new StudioHttpError(400, 'BAD_REQUEST', 'expected `q` of at most 200 characters');
-    const matches = (run: RunSummary): boolean =>
-      (!status || run.status === status) && (!flow || run.flow === flow);
+    const matches = (run: RunSummary): boolean => (!status || run.status === status) && (!flow || run.flow === flow);
 
     if (search) {
       // An exact id first (fan-out children too, which lists leave out), then ids containing it.

@@ -4,7 +4,7 @@ import { fileURLToPath } from 'node:url';
 import sirv from 'sirv';
 
 /** Where the build of `@queueflow/studio-ui` lies in this package (copied there by its build). */
-export const STUDIO_UI_DIR = fileURLToPath(new URL('../studio-ui/', import.meta.url));
+const STUDIO_UI_DIR = fileURLToPath(new URL('../studio-ui/', import.meta.url));
 
 /** What the page reads from its `<script id="queueflow-studio-config">` (a JSON block, not code). */
 export interface PageConfig {

@@ -4,18 +4,7 @@
  */
 import type { Engine } from '@queueflow/runtime';
 
-export type {
-  ChildSummary,
-  FlowGraph,
-  ListRunsOptions,
-  MailboxInfo,
-  RunChange,
-  RunInfo,
-  RunStatus,
-  RunSummary,
-  StepRecord,
-  WorkerInfo,
-} from '@queueflow/runtime';
+export type { ChildSummary, RunChange, RunInfo, RunStatus, RunSummary } from '@queueflow/runtime';
 /** One RFC 6902 JSON Patch operation (as `StepRecord.patch` and `ForkOptions.patch` hold them). */
 export type { Operation as PatchOperation } from 'fast-json-patch';
 

@@ -6,7 +6,7 @@
 import type { FlowGraph, StepRecord } from '../../src/studio/studio-engine.js';
 import { FakeStudioEngine } from './fake-studio-engine.js';
 
-export const REVIEW_GRAPH: FlowGraph = {
+const REVIEW_GRAPH: FlowGraph = {
   flow: 'review',
   root: 'Flow#0',
   nodes: [
@@ -33,7 +33,7 @@ export const REVIEW_GRAPH: FlowGraph = {
   mermaidIds: { 'Flow#0': 'n0', load: 'n1', enrich: 'n2', approve: 'n3', publish: 'n4' },
 };
 
-export const BATCH_GRAPH: FlowGraph = {
+const BATCH_GRAPH: FlowGraph = {
   flow: 'documents',
   root: 'documents',
   nodes: [

@@ -47,11 +47,7 @@ export class FakeStudioEngine implements StudioEngine {
   private forks = 0;
 
   /** Adds a run: `shared` is the initial one, `history` patches it step by step. */
-  add(
-    run: Partial<RunInfo> & { id: string; flow: string },
-    history: StepRecord[] = [],
-    initial: JsonObject = {},
-  ) {
+  add(run: Partial<RunInfo> & { id: string; flow: string }, history: StepRecord[] = [], initial: JsonObject = {}) {
     const now = Date.now();
     let shared = structuredClone(initial);
     for (const record of history)
