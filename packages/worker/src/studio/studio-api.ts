@@ -25,6 +25,8 @@ interface RouteContext {
   res: ServerResponse;
   params: Record<string, string | undefined>;
   query: URLSearchParams;
+  /** An action's JSON body (`{}` when it sent none). */
+  body: unknown;
 }
 
 /** A route answers with a JSON body (status 200), or `undefined` when it answered itself. */
@@ -108,9 +110,9 @@ export class StudioApi {
       const handle = await this.need('retry')(runIdOf(c.params.id));
       return { id: handle.id };
     });
-    post('/api/runs/:id/fork', (c) => this.fork(runIdOf(c.params.id), c.req));
+    post('/api/runs/:id/fork', (c) => this.fork(runIdOf(c.params.id), c.body));
     post('/api/answers', async (c) => {
-      const body = objectOf(await readJsonBody(c.req, this.options.maxBodyBytes), 'the body');
+      const body = objectOf(c.body, 'the body');
       const address = addressOf(body.address);
       const messageId = messageIdOf(body.messageId);
       if (!('body' in body)) throw new StudioHttpError(400, 'BAD_REQUEST', 'expected `body`: the answer (any JSON)');
@@ -134,7 +136,10 @@ export class StudioApi {
     const { route, action } = found.store as RouteStore;
     if (action && this.options.readOnly)
       throw new StudioHttpError(403, 'READ_ONLY', 'this studio is read-only: actions are turned off');
-    const body = await route({ req, res, params: found.params, query });
+    // Every action reads a JSON body, even one that needs none: a form on another site cannot
+    // send that type without a CORS preflight, which the studio never answers.
+    const input = action ? await readJsonBody(req, this.options.maxBodyBytes) : undefined;
+    const body = await route({ req, res, params: found.params, query, body: input });
     if (body === undefined) return;
     const text = JSON.stringify(body);
     res.writeHead(200, {
@@ -219,8 +224,8 @@ export class StudioApi {
    * `POST /api/runs/:id/fork` with `{ step, patch? | shared?, params? }`: an edited `shared` is
    * turned into the JSON Patch from the run's `shared` at that step (fast-json-patch `compare`).
    */
-  private async fork(runId: string, req: IncomingMessage): Promise<{ id: string; patch: PatchOperation[] }> {
-    const body = objectOf(await readJsonBody(req, this.options.maxBodyBytes), 'the body');
+  private async fork(runId: string, input: unknown): Promise<{ id: string; patch: PatchOperation[] }> {
+    const body = objectOf(input, 'the body');
     const step = integerOf(body.step, 'step', 0);
     if (body.patch !== undefined && body.shared !== undefined)
       throw new StudioHttpError(400, 'BAD_REQUEST', 'give `patch` or `shared`, not both');

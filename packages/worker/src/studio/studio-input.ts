@@ -84,7 +84,7 @@ export function objectOf(value: unknown, what: string): Record<string, unknown> 
 }
 
 /**
- * The request's JSON body, at most `limitBytes`: 415 unless it says `application/json` (which
+ * The request's JSON body (`{}` when empty), at most `limitBytes`: 415 unless it says `application/json` (which
  * also keeps other sites' plain forms out: they cannot send that type without a CORS preflight,
  * which the studio never allows), 413 past the limit, 400 for bad JSON. A body that a framework
  * already parsed (Express's `express.json()`) is taken as it is.
@@ -107,6 +107,7 @@ export async function readJsonBody(req: IncomingMessage, limitBytes: number): Pr
       throw new StudioHttpError(413, 'PAYLOAD_TOO_LARGE', `the body is over the limit of ${limitBytes} bytes`);
     throw bad(`could not read the body: ${(error as Error).message}`);
   }
+  if (text.trim() === '') return {};
   try {
     return JSON.parse(text) as unknown;
   } catch (error) {

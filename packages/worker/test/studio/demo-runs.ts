@@ -191,6 +191,17 @@ export function demoEngine(options: DemoOptions = {}): FakeStudioEngine {
     });
   }
 
+  for (const child of fan.children.slice(0, 10)) {
+    engine.add({
+      id: child.runId!,
+      flow: 'documents',
+      parentId: batch.id,
+      status: child.status,
+      createdAt: t0 + 1_000_250,
+      ...(child.error ? { error: child.error } : {}),
+    });
+  }
+
   engine.workerList = [
     {
       id: 'host-a:4242:1',
