@@ -1,11 +1,20 @@
 import { useMutation } from '@tanstack/preact-query';
-import { useState } from 'preact/hooks';
+import { useRef, useState } from 'preact/hooks';
 import { api } from '../api/client';
 import { useSharedAt } from '../api/queries';
 import type { Json, RunInfo } from '../api/types';
 import { ConfirmDialog } from './confirm-dialog';
-import { JsonBox } from './json-box';
+import { JsonBox, type JsonBoxContent } from './json-box';
 import { Problem } from './problem';
+
+/** Why `content` cannot be a fork's `shared`, if it cannot. */
+function problemOf(content: JsonBoxContent | undefined): string | undefined {
+  if (!content) return undefined;
+  if (content.problem) return `Not JSON yet: ${content.problem}`;
+  const value = content.value;
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) return '`shared` must be a JSON object.';
+  return undefined;
+}
 
 /**
  * Fork: pick a committed step, edit `shared` as it was after it (a JSON editor), confirm. The
@@ -21,28 +30,29 @@ export function ForkDialog({
   onForked: (id: string) => void;
 }) {
   const [step, setStep] = useState(run.steps);
-  const [edited, setEdited] = useState<{ value: Json | undefined; problem: string | undefined }>();
+  const [edited, setEdited] = useState<JsonBoxContent>();
+  const readEditor = useRef<(() => JsonBoxContent) | undefined>();
   const base = useSharedAt(run.id, step, true);
   const fork = useMutation({
-    mutationFn: () =>
-      api.post<{ id: string }>(
-        `/api/runs/${encodeURIComponent(run.id)}/fork`,
-        edited?.value === undefined ? { step } : { step, shared: edited.value },
-      ),
+    mutationFn: (shared: Json) =>
+      api.post<{ id: string }>(`/api/runs/${encodeURIComponent(run.id)}/fork`, { step, shared }),
     onSuccess: ({ id }) => onForked(id),
   });
-  const invalid =
-    edited?.problem !== undefined ||
-    (edited !== undefined &&
-      (edited.value === null || typeof edited.value !== 'object' || Array.isArray(edited.value)));
+  const problem = problemOf(edited);
+  const submit = () => {
+    const now = readEditor.current?.();
+    setEdited(now);
+    if (!now || problemOf(now) || now.value === undefined) return;
+    fork.mutate(now.value);
+  };
   return (
     <ConfirmDialog
       title="Fork this run"
       confirm="Start the fork"
       open
       busy={fork.isPending}
-      disabled={invalid || !base.data}
-      onConfirm={() => fork.mutate()}
+      disabled={problem !== undefined || !base.data}
+      onConfirm={submit}
       onClose={onClose}
     >
       <p>
@@ -50,7 +60,7 @@ export function ForkDialog({
         as you leave it below.
       </p>
       <label class="field">
-        After step{' '}
+        After step
         <select
           value={step}
           onChange={(event) => {
@@ -69,23 +79,19 @@ export function ForkDialog({
         <Problem error={base.error} what={`shared at step ${step}`} />
       ) : base.data ? (
         <div class="field">
-          <span id="fork-shared-label">shared (edit as JSON)</span>
+          <span>shared (edit as JSON)</span>
           <JsonBox
             key={step}
             value={base.data.shared}
             label="shared for the fork"
             mode="text"
             height="18rem"
-            onChange={(value, problem) => setEdited({ value, problem })}
+            onChange={setEdited}
+            contentRef={readEditor}
           />
-          {edited?.problem && (
+          {problem && (
             <p class="problem" role="alert">
-              Not JSON yet: {edited.problem}
-            </p>
-          )}
-          {!edited?.problem && invalid && (
-            <p class="problem" role="alert">
-              <code>shared</code> must be a JSON object.
+              {problem}
             </p>
           )}
         </div>

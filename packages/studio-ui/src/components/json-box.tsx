@@ -11,14 +11,26 @@ function loadEditors(): Promise<Editors> {
   return editors;
 }
 
+/** What an editing box holds: its value, or why it is not JSON. */
+export interface JsonBoxContent {
+  value: Json | undefined;
+  problem: string | undefined;
+}
+
 export interface JsonBoxProps {
   value: Json;
   /** The accessible name of the box. */
   label: string;
   /** Without `onChange` the box only shows the value, as a collapsible tree. */
-  onChange?: (value: Json | undefined, problem: string | undefined) => void;
+  onChange?: (content: JsonBoxContent) => void;
+  /**
+   * Set to a function that reads the editor's content now: while typing, the editor tells
+   * `onChange` after a short pause, so a form that submits reads the last keystrokes through this.
+   */
+  contentRef?: { current: (() => JsonBoxContent) | undefined };
   /** `text` edits the JSON as text (a code editor), `tree` as a tree. @defaultValue 'tree' */
   mode?: 'tree' | 'text';
+  /** CSS height. @defaultValue about the value's own, 8 to 28 lines */
   height?: string;
 }
 
@@ -26,9 +38,9 @@ export interface JsonBoxProps {
  * A JSON value in vanilla-jsoneditor: a collapsible, searchable, keyboard-driven tree, or with
  * `onChange` an editor that reports the edited value (or why it is not JSON).
  */
-export function JsonBox({ value, label, onChange, mode = 'tree', height = '24rem' }: JsonBoxProps) {
+export function JsonBox({ value, label, onChange, contentRef, mode = 'tree', height }: JsonBoxProps) {
   const target = useRef<HTMLDivElement>(null);
-  const editor = useRef<Awaited<ReturnType<Editors['createJSONEditor']>>>();
+  const editor = useRef<ReturnType<Editors['createJSONEditor']>>();
   const onChangeRef = useRef(onChange);
   onChangeRef.current = onChange;
   const [failed, setFailed] = useState<string>();
@@ -38,7 +50,16 @@ export function JsonBox({ value, label, onChange, mode = 'tree', height = '24rem
     loadEditors().then(
       ({ createJSONEditor, Mode, toJSONContent, isContentParseError }) => {
         if (gone || !target.current) return;
-        editor.current = createJSONEditor({
+        const contentOf = (content: Content, status?: OnChangeStatus): JsonBoxContent => {
+          if (status?.contentErrors && isContentParseError(status.contentErrors))
+            return { value: undefined, problem: status.contentErrors.parseError.message };
+          try {
+            return { value: toJSONContent(content).json as Json, problem: undefined };
+          } catch (error) {
+            return { value: undefined, problem: (error as Error).message };
+          }
+        };
+        const created = createJSONEditor({
           target: target.current,
           props: {
             content: { json: value },
@@ -49,24 +70,12 @@ export function JsonBox({ value, label, onChange, mode = 'tree', height = '24rem
             navigationBar: false,
             statusBar: !!onChangeRef.current,
             askToFormat: false,
-            onChange: (content: Content, _previous: Content, status: OnChangeStatus) => {
-              const problem =
-                status.contentErrors && isContentParseError(status.contentErrors)
-                  ? status.contentErrors.parseError.message
-                  : undefined;
-              let next: Json | undefined;
-              if (!problem) {
-                try {
-                  next = toJSONContent(content).json as Json;
-                } catch (error) {
-                  onChangeRef.current?.(undefined, (error as Error).message);
-                  return;
-                }
-              }
-              onChangeRef.current?.(next, problem);
-            },
+            onChange: (content: Content, _previous: Content, status: OnChangeStatus) =>
+              onChangeRef.current?.(contentOf(content, status)),
           },
         });
+        editor.current = created;
+        if (contentRef) contentRef.current = () => contentOf(created.get());
       },
       (error: unknown) => setFailed((error as Error).message),
     );
@@ -74,6 +83,7 @@ export function JsonBox({ value, label, onChange, mode = 'tree', height = '24rem
       gone = true;
       void editor.current?.destroy();
       editor.current = undefined;
+      if (contentRef) contentRef.current = undefined;
     };
     // The editor is made once; later values go in through `set` below.
   }, []);
@@ -83,5 +93,7 @@ export function JsonBox({ value, label, onChange, mode = 'tree', height = '24rem
   }, [value]);
 
   if (failed) return <p class="problem">The JSON viewer could not load: {failed}</p>;
-  return <div ref={target} class="json-box jse-theme-default" style={{ height }} />;
+  // The editor needs a height: about the value's own, from 8 to 28 lines.
+  const lines = Math.min(28, Math.max(8, JSON.stringify(value, null, 2).split('\n').length + 2));
+  return <div ref={target} class="json-box jse-theme-default" style={{ height: height ?? `${lines * 1.4 + 2}rem` }} />;
 }

@@ -5,7 +5,7 @@ import { dateTime } from './format';
 export function RunErrors({ errors }: { errors: ErrorRecord[] }) {
   if (errors.length === 0) return <p class="muted">No failed try.</p>;
   return (
-    <ol class="errors" reversed>
+    <ul class="errors">
       {[...errors].reverse().map((error, index) => (
         <li key={index} class="error-item">
           <div>
@@ -30,6 +30,6 @@ export function RunErrors({ errors }: { errors: ErrorRecord[] }) {
           )}
         </li>
       ))}
-    </ol>
+    </ul>
   );
 }

@@ -40,7 +40,7 @@ export class RunCensus {
   private readonly maxAgeMs: number;
   private readonly maxRuns: number;
   private last: Census | undefined;
-  private pending: Promise<Census> | undefined;
+  private pending: { at: number; census: Promise<Census> } | undefined;
 
   constructor(
     private readonly engine: Pick<StudioEngine, 'list'>,
@@ -51,15 +51,21 @@ export class RunCensus {
     this.maxRuns = options.maxRuns ?? 100_000;
   }
 
-  /** A census at most `maxAgeMs` old. */
-  get(): Promise<Census> {
-    if (this.last && this.now() - this.last.at < this.maxAgeMs) return Promise.resolve(this.last);
-    this.pending ??= this.take().finally(() => (this.pending = undefined));
-    return this.pending;
+  /**
+   * A census at most `maxAgeMs` old, and taken at `notBefore` or later (after a change the
+   * caller knows of).
+   */
+  get(notBefore = 0): Promise<Census> {
+    const now = this.now();
+    if (this.last && this.last.at >= notBefore && now - this.last.at < this.maxAgeMs) return Promise.resolve(this.last);
+    if (this.pending && this.pending.at >= notBefore) return this.pending.census;
+    const pending = { at: now, census: this.take(now) };
+    this.pending = pending;
+    void pending.census.finally(() => this.pending === pending && (this.pending = undefined)).catch(() => {});
+    return pending.census;
   }
 
-  private async take(): Promise<Census> {
-    const at = this.now();
+  private async take(at: number): Promise<Census> {
     const listed = await this.engine.list({ limit: this.maxRuns + 1 });
     const runs = listed.slice(0, this.maxRuns);
     const counts = zeroCounts();
@@ -68,7 +74,8 @@ export class RunCensus {
       counts[run.status] += 1;
       (flows[run.flow] ??= zeroCounts())[run.status] += 1;
     }
-    this.last = { counts, flows, total: runs.length, capped: listed.length > this.maxRuns, at, runs };
-    return this.last;
+    const census = { counts, flows, total: runs.length, capped: listed.length > this.maxRuns, at, runs };
+    if (!this.last || this.last.at <= at) this.last = census;
+    return census;
   }
 }

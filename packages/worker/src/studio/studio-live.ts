@@ -141,9 +141,11 @@ export class StudioLive {
   private scheduleCounts(): void {
     if (this.countsTimer) return;
     const wait = Math.max(0, this.countsSentAt + this.options.countsEveryMs - Date.now());
+    const changedAt = Date.now();
     this.countsTimer = setTimeout(() => {
       this.countsSentAt = Date.now();
-      void this.census.get().then(
+      // Counted after the changes, not from a census taken before them.
+      void this.census.get(changedAt).then(
         (census) => {
           this.countsTimer = undefined;
           this.broadcast('counts', countsBody(census));
