@@ -90,6 +90,7 @@ it('forks a run from a step with an edited shared: the new run starts there and 
   await editor.click();
   await page.keyboard.press('ControlOrMeta+a');
   await page.keyboard.insertText('{ "numbers": [1, 2, 3], "doubled": [10, 20] }');
+  await dialog.getByTestId('fork-changes').filter({ hasText: '/doubled' }).waitFor(); // the editor took it
   await s.shot('fork-dialog');
   await dialog.getByRole('button', { name: 'Start the fork' }).click();
 

@@ -75,6 +75,10 @@ export function FanOutPanel({ run }: { run: RunInfo }) {
         <Problem error={children.error} what="the children" />
       ) : !page ? (
         <p class="muted">Loading the children…</p>
+      ) : page.children.length === 0 && page.offset === 0 ? (
+        <p class="muted" data-testid="children-none">
+          The engine lists no children for this run now.
+        </p>
       ) : (
         <>
           <div class="table-wrap children-grid">

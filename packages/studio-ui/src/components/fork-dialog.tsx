@@ -1,11 +1,15 @@
 import { useMutation } from '@tanstack/preact-query';
-import { useRef, useState } from 'preact/hooks';
+import { create } from 'jsondiffpatch';
+import { format as asJsonPatch } from 'jsondiffpatch/formatters/jsonpatch';
+import { useMemo, useRef, useState } from 'preact/hooks';
 import { api } from '../api/client';
 import { useSharedAt } from '../api/queries';
 import type { Json, RunInfo } from '../api/types';
 import { ConfirmDialog } from './confirm-dialog';
 import { JsonBox, type JsonBoxContent } from './json-box';
 import { Problem } from './problem';
+
+const differ = create();
 
 /** Why `content` cannot be a fork's `shared`, if it cannot. */
 function problemOf(content: JsonBoxContent | undefined): string | undefined {
@@ -39,6 +43,12 @@ export function ForkDialog({
     onSuccess: ({ id }) => onForked(id),
   });
   const problem = problemOf(edited);
+  // What the edit changes, as the JSON Patch the fork will carry (the server makes the real one).
+  const changes = useMemo(() => {
+    if (!base.data || !edited || problemOf(edited) || edited.value === undefined) return [];
+    const delta = differ.diff(base.data.shared, edited.value);
+    return delta === undefined ? [] : asJsonPatch(delta);
+  }, [base.data, edited]);
   const submit = () => {
     const now = readEditor.current?.();
     setEdited(now);
@@ -94,6 +104,25 @@ export function ForkDialog({
               {problem}
             </p>
           )}
+          <div class="small" aria-live="polite" data-testid="fork-changes">
+            {changes.length === 0 ? (
+              <span class="muted">No change yet: the fork starts with shared as it was after step {step}.</span>
+            ) : (
+              <>
+                Changes to shared:
+                <ul class="fork-changes">
+                  {changes.map((change, index) => (
+                    <li key={index}>
+                      <code>
+                        {change.op} {change.path}
+                        {'value' in change ? ` = ${JSON.stringify(change.value)}` : ''}
+                      </code>
+                    </li>
+                  ))}
+                </ul>
+              </>
+            )}
+          </div>
         </div>
       ) : (
         <p class="muted">Loading shared at step {step}…</p>

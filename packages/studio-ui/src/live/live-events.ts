@@ -38,11 +38,21 @@ export function connectLiveEvents(client: QueryClient): void {
   );
   source.addEventListener('runs', (event) => {
     const changes = JSON.parse((event as MessageEvent<string>).data) as RunChange[];
-    void client.invalidateQueries({ queryKey: keys.runs });
-    void client.invalidateQueries({ queryKey: ['children'] });
+    // A fan-out child's id is its parent's followed by `.<step>.<index>`; lists show top-level runs.
+    if (changes.some((change) => !change.runId.includes('.'))) void client.invalidateQueries({ queryKey: keys.runs });
+    void client.invalidateQueries({
+      queryKey: ['children'],
+      predicate: (query) => {
+        const parent = query.queryKey[1] as string;
+        return changes.some((change) => change.runId === parent || change.runId.startsWith(`${parent}.`));
+      },
+    });
     for (const change of changes) {
       void client.invalidateQueries({ queryKey: keys.run(change.runId) });
       void client.invalidateQueries({ queryKey: keys.history(change.runId) });
+      // A child's change moves its parent's progress: `<parent>.<step>.<index>`.
+      const parent = change.runId.split('.').slice(0, -2).join('.');
+      if (parent) void client.invalidateQueries({ queryKey: keys.run(parent) });
     }
   });
   source.addEventListener('counts', (event) =>

@@ -206,11 +206,31 @@ export class StudioApi {
     };
   }
 
+  /**
+   * `shared` before committed step `step` and after it: before from `sharedAt`, after by the
+   * step's recorded patch. While a run waits on a fan-out the engine has no checkpoint of `shared`
+   * between fan-out and fan-in, so the fan-in step's `before` is the fan-out step's own after.
+   */
   private async stepDiff(runId: string, stepParam: string | undefined): Promise<StepDiffBody> {
     const step = integerOf(stepParam, 'step', 0);
+    const history = await this.need('history')(runId);
+    const index = history.findIndex((record) => record.step === step);
+    if (index < 0)
+      throw new StudioHttpError(
+        404,
+        'NOT_FOUND',
+        `run '${runId}' has no record of step ${step} (not committed, or dropped)`,
+      );
     const sharedAt = this.need('sharedAt');
-    const [before, after] = await Promise.all([sharedAt(runId, step), sharedAt(runId, step + 1)]);
-    return { step, before, after };
+    let before: JsonObject;
+    try {
+      before = await sharedAt(runId, step);
+    } catch (error) {
+      const previous = history[index - 1];
+      if ((error as { code?: unknown }).code !== 'INVALID_OPTION' || previous?.step !== step - 1) throw error;
+      before = applied(await sharedAt(runId, previous.step), previous.patch);
+    }
+    return { step, before, after: applied(before, history[index]!.patch) };
   }
 
   private async children(runId: string, query: URLSearchParams): Promise<ChildrenPageBody> {
@@ -253,6 +273,11 @@ export class StudioApi {
     });
     return { id: handle.id, patch };
   }
+}
+
+/** `document` with `patch` applied, as a new value. */
+function applied(document: JsonObject, patch: PatchOperation[]): JsonObject {
+  return jsonPatch.applyPatch(structuredClone(document), structuredClone(patch), false, true).newDocument;
 }
 
 function sum(counts: Record<string, number>): number {

@@ -3,7 +3,7 @@
  * a completed one, a failed one with stacks, a fan-out of `fanOut` children with failures and a
  * merge conflict, and `filler` more runs for paging.
  */
-import type { FlowGraph, StepRecord } from '../../src/studio/studio-engine.js';
+import type { FlowGraph, StepRecord } from '@queueflow/runtime';
 import { FakeStudioEngine } from './fake-studio-engine.js';
 
 const REVIEW_GRAPH: FlowGraph = {
