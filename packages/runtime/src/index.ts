@@ -35,6 +35,7 @@ export type {
   RunError,
   RunResult,
   RunHandle,
+  ResultOptions,
   RunInfo,
   RunSummary,
   ListRunsOptions,

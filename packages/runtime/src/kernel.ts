@@ -24,7 +24,7 @@ export type {
   StoredFanOut,
 } from './kernel/run-store.js';
 export type { ReopenReply, StoredMailbox, WorkerBeat, StoredWorker } from './kernel/run-store.js';
-export { childRunId, wakeId, isFinal, MAX_ERRORS_KEPT } from './kernel/run-store.js';
+export { childRunId, childOutcomeOf, wakeId, isFinal, MAX_ERRORS_KEPT } from './kernel/run-store.js';
 export type { Scheduler, Task, StepTask, WakeTask, ItemTask, TaskResult } from './kernel/scheduler.js';
 export { taskId } from './kernel/scheduler.js';
 export type { RunEventListener, RunEventSource } from './kernel/run-events.js';
@@ -34,6 +34,7 @@ export { ResultWaiter } from './kernel/result-waiter.js';
 export { cancelRun } from './kernel/cancel-run.js';
 export {
   encodeCheckpoint,
+  encodeChildStart,
   decodeCheckpoint,
   encodeShared,
   decodeShared,

@@ -3,6 +3,9 @@ export { startWorker, type WorkerOptions, type QueueflowWorker } from './worker.
 export type { ConnectionOption } from './connection.js';
 export type { StoreSettings } from './store-settings.js';
 export { RedisKeys } from './redis-keys.js';
+export { RedisRunStore } from './redis-run-store.js';
+export { RedisRunEvents } from './redis-run-events.js';
+export { withScripts } from './scripts.js';
 export { loadFlows } from './load-flows.js';
 export { createStudioHandler, type StudioHandler, type StudioHandlerOptions } from './studio/create-studio-handler.js';
 export type { StudioEngine } from './studio/studio-engine.js';

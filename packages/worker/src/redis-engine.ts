@@ -11,6 +11,7 @@ import {
   type RunInfo,
   type RunOptions,
   type RunResult,
+  type ResultOptions,
   type RunSummary,
   type StepRecord,
   type ForkOptions,
@@ -20,6 +21,7 @@ import {
   type RunChange,
   type ChildSummary,
   type FlowGraph,
+  type Clock,
 } from '@queueflow/runtime';
 import { FlowRegistry, ResultWaiter, RunClient, prepareRun, systemClock } from '@queueflow/runtime/kernel';
 import { BullmqScheduler } from './bullmq-scheduler.js';
@@ -28,6 +30,7 @@ import { RedisKeys, normalizePrefix } from './redis-keys.js';
 import { RedisRunEvents } from './redis-run-events.js';
 import { RedisRunStore } from './redis-run-store.js';
 import { withScripts } from './scripts.js';
+import { ServerClock } from './server-clock.js';
 import { storeOptions, type StoreSettings } from './store-settings.js';
 import { WORKER_LAPSE_MS } from './worker-heartbeat.js';
 
@@ -40,6 +43,11 @@ export interface RedisEngineOptions extends StoreSettings {
   prefix?: string;
   /** Called with connection errors (ioredis retries on its own). @defaultValue ignore */
   onError?: (error: Error) => void;
+  /**
+   * This machine's clock; timestamps are taken on the Redis server's clock through it (its offset
+   * to `TIME` is measured on connecting). @defaultValue the system clock
+   */
+  clock?: Clock;
 }
 
 interface Connected {
@@ -95,15 +103,22 @@ export class RedisEngine implements Engine {
     options: RunOptions = {},
   ): Promise<RunHandle<S>> {
     // Bad input is refused before connecting: nothing is written then.
-    const run = prepareRun(this.registry, flow, shared, options, { clock: systemClock, ...this.settings });
+    const run = prepareRun(this.registry, flow, shared, options, {
+      clock: this.options.clock ?? systemClock,
+      ...this.settings,
+    });
     const { client } = await this.connect();
     return client.startPrepared(run);
   }
 
-  /** Resolves when run `runId` has ended. @throws QueueflowError RUN_NOT_FOUND for an unknown id. */
-  async result(runId: string): Promise<RunResult> {
+  /**
+   * Resolves when run `runId` has ended; warns `QF_NO_WORKER` (once per flow) when no live worker
+   * serves its flow for 10 s.
+   * @throws QueueflowError RUN_NOT_FOUND for an unknown id; RESULT_TIMEOUT after `timeoutMs`.
+   */
+  async result(runId: string, options?: ResultOptions): Promise<RunResult> {
     const { client } = await this.connect();
-    return client.result(runId);
+    return client.result(runId, options);
   }
 
   async get(runId: string): Promise<RunInfo | undefined> {
@@ -207,8 +222,10 @@ export class RedisEngine implements Engine {
       const redis = createRedis(this.options.connection, 'client', onError);
       const subscriber = createRedis(this.options.connection, 'subscriber', onError);
       await connectAll([redis, subscriber]); // on failure, the next call opens new ones
+      const clock = new ServerClock(redis, this.options.clock ?? systemClock);
+      await clock.sync();
       const scheduler = new BullmqScheduler(redis, this.keys, onError, { client: true });
-      const store = new RedisRunStore(withScripts(redis), this.keys, this.settings);
+      const store = new RedisRunStore(withScripts(redis), this.keys, this.settings, clock);
       const waiter: ResultWaiter = new ResultWaiter(
         { subscribe: (listener) => events.subscribe(listener) },
         (id) => client.resultIfEnded(id),
@@ -216,10 +233,11 @@ export class RedisEngine implements Engine {
       );
       const events = new RedisRunEvents(subscriber, this.keys.events(), this.keys.changes());
       const client: RunClient = new RunClient(store, scheduler, this.registry, waiter, events, {
-        clock: systemClock,
+        clock,
         maxCheckpointBytes: this.settings.maxCheckpointBytes,
         where: `under prefix '${this.keys.prefix}'`,
         workerLapseMs: WORKER_LAPSE_MS,
+        noWorkerWarningMs: 10_000,
       });
       await waiter.start();
       return { redis, subscriber, scheduler, waiter, client };

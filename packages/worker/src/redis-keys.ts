@@ -111,6 +111,16 @@ export class RedisKeys {
     return `${this.prefix}:runs`;
   }
 
+  /** Sorted set: run id → when its record expires (epoch ms), for trimming the runs index. */
+  runsExpiries(): string {
+    return `${this.prefix}:runs:expiries`;
+  }
+
+  /** String: a counter that orders runs created in the same millisecond in the runs index. */
+  runsSequence(): string {
+    return `${this.prefix}:runs:seq`;
+  }
+
   /** Pub/sub channel: `{ runId, status }` whenever a run ends, and cancel requests. */
   events(): string {
     return `${this.prefix}:events`;

@@ -26,6 +26,7 @@ import {
   type CommitResult,
   type FanOutCommit,
   type NewRun,
+  childOutcomeOf,
   type OutgoingMessage,
   type ReopenReply,
   type StoredMailbox,
@@ -39,7 +40,9 @@ import {
   type StepReplay,
   type StoredFanOut,
   type StoredRun,
+  systemClock,
 } from '@queueflow/runtime/kernel';
+import type { Clock } from '@queueflow/runtime';
 import type { Message } from '@queueflow/runtime';
 import type { RedisKeys } from './redis-keys.js';
 import { hashOfList, positionOf, runOfHash } from './run-hash.js';
@@ -79,7 +82,7 @@ const SUMMARY_FIELDS = [
   'retries',
 ] as const;
 
-const COMMIT_CODES: Record<number, CommitResult> = { 1: 'committed', 0: 'stale', 2: 'cancelled', [-1]: 'missing' };
+const COMMIT_CODES: Record<number, CommitResult> = { 1: 'committed', 0: 'stale', [-1]: 'missing' };
 const CANCEL_CODES: Record<number, CancelResult> = {
   [-1]: 'missing',
   0: 'ended',
@@ -88,7 +91,7 @@ const CANCEL_CODES: Record<number, CancelResult> = {
 };
 
 /**
- * The run store in Redis (DESIGN "The run kernel"): each transition of the {@link RunStore}
+ * The run store in Redis (DESIGN "The run kernel"): each transition of the `RunStore`
  * contract is one Lua script (src/lua, each headed by its KEYS, ARGV and return codes), so it is
  * atomic whatever else runs; reads are plain commands. Keys come from {@link RedisKeys}.
  */
@@ -97,10 +100,12 @@ export class RedisRunStore implements RunStore {
     private readonly redis: ScriptedRedis,
     private readonly keys: RedisKeys,
     private readonly options: RedisStoreOptions,
+    /** The time source of the transitions the store stamps itself (start, cancel, park). */
+    private readonly clock: Clock = systemClock,
   ) {}
 
   async create(run: NewRun): Promise<{ created: true } | { created: false; runId: string }> {
-    const keys = [this.keys.run(run.id), this.keys.runs()];
+    const keys = [this.keys.run(run.id), this.keys.runs(), this.keys.runsSequence()];
     if (run.idempotencyKey !== undefined) keys.push(this.keys.idempotency(run.idempotencyKey));
     const fields: (string | number)[] = [
       'flow',
@@ -151,7 +156,7 @@ export class RedisRunStore implements RunStore {
   }
 
   async loadForStep(runId: string, runnable: readonly Runnable[]): Promise<StoredRun | undefined> {
-    const flat = (await this.redis.loadRun(this.keys.run(runId), Date.now(), ...runnable.flat())) as string[];
+    const flat = (await this.redis.loadRun(this.keys.run(runId), this.clock.now(), ...runnable.flat())) as string[];
     const hash = hashOfList(flat);
     return hash.status ? runOfHash(runId, hash) : undefined;
   }
@@ -162,6 +167,7 @@ export class RedisRunStore implements RunStore {
       : this.keys.runKeys(at.id);
     const records = fields.errorRecords ?? [];
     const last = records[records.length - 1];
+    const outcome = report && (report.outcome ?? childOutcomeOf(mode, fields));
     const options = {
       ...this.common(at.id, fields.now),
       at: positionOf(at),
@@ -180,7 +186,8 @@ export class RedisRunStore implements RunStore {
               id: report.parent.id,
               step: report.parent.step,
               index: report.parent.index,
-              ...(report.outcome ? { outcome: encodeOutcome(report.outcome) } : {}),
+              ...(outcome ? { outcome: encodeOutcome(outcome) } : {}),
+              ...(outcome?.status === 'failed' ? { errorRecord: encodeErrorRecord(outcome.error) } : {}),
               failFast: report.failFast,
               parentError: encodeRunError(report.parentError),
             },
@@ -256,7 +263,7 @@ export class RedisRunStore implements RunStore {
   }
 
   async cancel(runId: string): Promise<{ result: CancelResult; wakes: string[] }> {
-    const options = this.common(runId, Date.now());
+    const options = this.common(runId, this.clock.now());
     const [code, wakes] = (await this.redis.cancelRun(...this.keys.runKeys(runId), JSON.stringify(options))) as [
       number,
       string[],
@@ -265,7 +272,12 @@ export class RedisRunStore implements RunStore {
   }
 
   async reopen(runId: string): Promise<ReopenReply> {
-    const options = { runId, now: String(Date.now()), changes: this.keys.changes() };
+    const options = {
+      runId,
+      now: String(this.clock.now()),
+      changes: this.keys.changes(),
+      expiries: this.keys.runsExpiries(),
+    };
     const [code, status, indices] = (await this.redis.reopenRun(
       ...this.keys.runKeys(runId),
       JSON.stringify(options),
@@ -314,7 +326,7 @@ export class RedisRunStore implements RunStore {
 
   async park(at: StoredRun, park: ParkRequest, replay: StepReplay, outbox: OutgoingMessage[]): Promise<ParkReply> {
     const options = {
-      ...this.common(at.id, Date.now()),
+      ...this.common(at.id, this.clock.now()),
       at: positionOf(at),
       replay: encodeReplay(replay),
       address: park.address,
@@ -452,11 +464,12 @@ export class RedisRunStore implements RunStore {
   }
 
   async list(options: ListRunsOptions & { limit: number }): Promise<StoredRun[]> {
+    await this.trimIndex();
     const { limit } = options;
     let skip = options.offset ?? 0;
     const found: StoredRun[] = [];
     const pageSize = Math.max((limit + skip) * 2, 50);
-    for (let offset = 0; found.length < limit; offset += pageSize) {
+    for (let offset = 0; found.length < limit;) {
       const ids = await this.redis.zrevrange(this.keys.runs(), offset, offset + pageSize - 1);
       if (ids.length === 0) break;
       const runs = await this.summaries(ids);
@@ -468,10 +481,26 @@ export class RedisRunStore implements RunStore {
         if (skip > 0) return void skip--;
         if (found.length < limit) found.push(run);
       });
-      // Records expire on their own; their index entries are dropped when met.
+      // An id whose record is gone without an expiry entry (written before there were any) is
+      // dropped when met; the next page starts that many places earlier.
       if (expired.length > 0) await this.redis.zrem(this.keys.runs(), ...expired);
+      offset += ids.length - expired.length;
     }
     return found;
+  }
+
+  /** Drops the ids of expired runs from the runs index, a batch at a time. */
+  private async trimIndex(): Promise<void> {
+    const batch = 1000;
+    for (let round = 0; round < 100; round++) {
+      const dropped = (await this.redis.trimRuns(
+        this.keys.runs(),
+        this.keys.runsExpiries(),
+        this.clock.now(),
+        batch,
+      )) as number;
+      if (dropped < batch) return;
+    }
   }
 
   async summaries(runIds: readonly string[]): Promise<(StoredRun | undefined)[]> {
@@ -497,6 +526,8 @@ export class RedisRunStore implements RunStore {
       maxRecords: this.options.maxStepRecords,
       channel: this.keys.events(),
       changes: this.keys.changes(),
+      runs: this.keys.runs(),
+      expiries: this.keys.runsExpiries(),
       mailboxPrefix: this.keys.mailboxPrefix(),
       waitersPrefix: this.keys.waitersPrefix(),
     };

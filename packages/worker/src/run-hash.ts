@@ -22,7 +22,6 @@ export function runOfHash(id: string, hash: Record<string, string | undefined>):
     ...(hash.finishedAt !== undefined ? { finishedAt: Number(hash.finishedAt) } : {}),
     ...(hash.lastAction !== undefined ? { lastAction: hash.lastAction } : {}),
     ...(hash.error ? { error: decodeRunError(hash.error) } : {}),
-    cancel: hash.cancel === '1',
     parkCount: Number(hash.parkCount ?? 0),
     replay: hash.replay ? decodeReplay(hash.replay) : { sent: 0 },
     ...(hash.refusal !== undefined ? { refusal: hash.refusal } : {}),

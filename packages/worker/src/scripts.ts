@@ -16,6 +16,7 @@ const SCRIPTS: Record<ScriptName, { file: string; keys?: number }> = {
   sendMessage: { file: 'send-message.lua', keys: 2 },
   takeMessage: { file: 'take-message.lua', keys: 1 },
   workerRegistry: { file: 'worker-registry.lua', keys: 2 },
+  trimRuns: { file: 'trim-runs.lua', keys: 2 },
 };
 
 type ScriptName =
@@ -30,7 +31,8 @@ type ScriptName =
   | 'parkRun'
   | 'sendMessage'
   | 'takeMessage'
-  | 'workerRegistry';
+  | 'workerRegistry'
+  | 'trimRuns';
 
 let sources: Record<ScriptName, string> | undefined;
 

@@ -21,6 +21,8 @@ export interface HeartbeatOptions {
   /** A line for the log. */
   log: (line: string) => void;
   onError: (error: Error) => void;
+  /** Also done at every beat (the worker measures its clock's offset to the server's). */
+  onBeat?: () => Promise<unknown>;
 }
 
 /**
@@ -62,8 +64,9 @@ export class WorkerHeartbeat {
     await this.store.removeWorker(this.options.worker.id).catch(() => {});
   }
 
-  private beat(): Promise<void> {
-    return this.store.heartbeat({ ...this.options.worker, active: this.options.active() });
+  private async beat(): Promise<void> {
+    await this.options.onBeat?.();
+    await this.store.heartbeat({ ...this.options.worker, active: this.options.active() });
   }
 
   /** Hands back the active steps of every worker whose heartbeat lapsed and that this one claimed. */

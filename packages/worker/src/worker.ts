@@ -1,7 +1,7 @@
 import { hostname } from 'node:os';
 import { DelayedError, Worker, type Job } from 'bullmq';
 import { nanoid } from 'nanoid';
-import type { FlowsOption } from '@queueflow/runtime';
+import type { Clock, FlowsOption } from '@queueflow/runtime';
 import { FlowRegistry, StepDriver, invalidOption, systemClock } from '@queueflow/runtime/kernel';
 import { BullmqScheduler, taskOfJob } from './bullmq-scheduler.js';
 import { checkRedisConfig, connectAll, createRedis, type ConnectionOption } from './connection.js';
@@ -10,6 +10,7 @@ import { RetryStep, stepBackoff } from './retry-step.js';
 import { RedisRunEvents } from './redis-run-events.js';
 import { RedisRunStore } from './redis-run-store.js';
 import { withScripts } from './scripts.js';
+import { ServerClock } from './server-clock.js';
 import { storeOptions, type StoreSettings } from './store-settings.js';
 import { WORKER_LAPSE_MS, WorkerHeartbeat } from './worker-heartbeat.js';
 
@@ -47,6 +48,12 @@ export interface WorkerOptions extends StoreSettings {
   onError?: (error: Error) => void;
   /** Lines worth a log: a dead worker's steps taken over. @defaultValue stdout, prefixed with the pid */
   onLog?: (line: string) => void;
+  /**
+   * This machine's clock. Deadlines and timestamps are taken on the Redis server's clock through
+   * it (its offset to `TIME` is measured at start and at every heartbeat); tests inject a skewed
+   * one. @defaultValue the system clock
+   */
+  clock?: Clock;
 }
 
 /** A running worker. */
@@ -90,10 +97,12 @@ export async function startWorker(options: WorkerOptions): Promise<QueueflowWork
   await connectAll([redis, subscriber]);
   await checkRedisConfig(redis);
   const workerId = `${hostname()}:${process.pid}:${nanoid(6)}`;
+  const clock = new ServerClock(redis, options.clock ?? systemClock);
+  await clock.sync();
   const scheduler = new BullmqScheduler(redis, keys, onError);
-  const store = new RedisRunStore(withScripts(redis), keys, settings);
+  const store = new RedisRunStore(withScripts(redis), keys, settings, clock);
   const driver = new StepDriver(store, scheduler, registry, {
-    clock: systemClock,
+    clock,
     maxCheckpointBytes: settings.maxCheckpointBytes,
     refusalDelayMs: 5000,
     parkRecheckMs: positiveInteger('parkRecheckMs', options.parkRecheckMs, 60_000),
@@ -148,11 +157,12 @@ export async function startWorker(options: WorkerOptions): Promise<QueueflowWork
       pid: process.pid,
       concurrency,
       flows: registry.names(),
-      startedAt: Date.now(),
+      startedAt: clock.now(),
       meta: { bullmq: worker.id },
     },
     active: () => active,
     lapseMs: WORKER_LAPSE_MS,
+    onBeat: () => clock.sync(),
     log: options.onLog ?? ((line) => console.log(`queueflow worker ${process.pid}: ${line}`)),
     onError,
   });

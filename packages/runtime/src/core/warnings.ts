@@ -7,9 +7,18 @@
  * - `QF_REDIS_CONFIG`: the Redis server is configured in a way that can lose jobs.
  * - `QF_STEP_REFUSED`: a worker gave a step back because its code does not match the run's
  *   (another graph fingerprint, or a flow it does not have); once per run and worker.
+ * - `QF_NO_WORKER`: a client has waited 10 s for a run whose flow no live worker serves; once
+ *   per flow and client.
+ * - `QF_CLOCK_SKEW`: this machine's clock is more than a second off the Redis server's; once.
  */
 export type WarningCode =
-  'QF_SUCCESSOR_OVERWRITTEN' | 'QF_FLOW_ENDS' | 'QF_NODE_WONT_RUN_SUCCESSORS' | 'QF_REDIS_CONFIG' | 'QF_STEP_REFUSED';
+  | 'QF_SUCCESSOR_OVERWRITTEN'
+  | 'QF_FLOW_ENDS'
+  | 'QF_NODE_WONT_RUN_SUCCESSORS'
+  | 'QF_REDIS_CONFIG'
+  | 'QF_STEP_REFUSED'
+  | 'QF_NO_WORKER'
+  | 'QF_CLOCK_SKEW';
 
 /** Receives every warning queueflow emits. */
 export type WarningHandler = (code: WarningCode, message: string) => void;

@@ -44,8 +44,17 @@ export interface RunResult<S extends object = JsonObject> {
 
 export interface RunHandle<S extends object = JsonObject> {
   id: string;
-  /** Resolves when the run has ended, also if it ended before the call. */
-  result(): Promise<RunResult<S>>;
+  /**
+   * Resolves when the run has ended, also if it ended before the call.
+   * @throws QueueflowError `RESULT_TIMEOUT` when `timeoutMs` passes first (the run goes on).
+   */
+  result(options?: ResultOptions): Promise<RunResult<S>>;
+}
+
+/** Options of awaiting a run's result. */
+export interface ResultOptions {
+  /** Longest wait, in milliseconds; then the promise rejects with `RESULT_TIMEOUT`. @defaultValue no limit */
+  timeoutMs?: number;
 }
 
 /** What `list` shows of a run: its record without `shared` and histories. Times are epoch milliseconds. */
@@ -123,8 +132,11 @@ export interface Engine {
   ): Promise<RunHandle<S>>;
   /** The run's record, finished runs included (within the engine's retention). */
   get(runId: string): Promise<RunInfo | undefined>;
-  /** Resolves when run `runId` has ended, also if it already has. @throws QueueflowError RUN_NOT_FOUND for an unknown run id. */
-  result(runId: string): Promise<RunResult>;
+  /**
+   * Resolves when run `runId` has ended, also if it already has.
+   * @throws QueueflowError RUN_NOT_FOUND for an unknown run id; `RESULT_TIMEOUT` after `timeoutMs`.
+   */
+  result(runId: string, options?: ResultOptions): Promise<RunResult>;
   /**
    * Runs started with `run`/`start`, newest first (fan-out children are seen through their
    * parent), without `shared` and histories: `get` one for those.

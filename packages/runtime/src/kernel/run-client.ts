@@ -1,5 +1,6 @@
 import { nanoid } from 'nanoid';
 import { QueueflowError } from '../errors/queueflow-error.js';
+import { warn } from '../core/warnings.js';
 import type { FlowDefinition, FlowRegistry } from '../interpreter/flow-definition.js';
 import type { Checkpoint } from '../interpreter/checkpoint.js';
 import type { Json, JsonObject } from '../json/json.js';
@@ -15,6 +16,7 @@ import type {
   FlowGraph,
   ForkOptions,
   ListRunsOptions,
+  ResultOptions,
   MailboxesOptions,
   MailboxInfo,
   RunChange,
@@ -45,6 +47,11 @@ export interface RunClientOptions {
   where: string;
   /** How long a worker may go without a heartbeat and still count as live, in ms. */
   workerLapseMs: number;
+  /**
+   * After how long a wait for a result with no live worker serving the run's flow warns
+   * `QF_NO_WORKER`, in ms (real time); `undefined`: never (the engine runs its steps itself).
+   */
+  noWorkerWarningMs?: number;
 }
 
 /** Longest idempotency key, in characters. */
@@ -92,6 +99,8 @@ export function prepareRun(
  */
 export class RunClient {
   private readonly timeTravel: TimeTravel;
+  /** Flows already warned about with QF_NO_WORKER. */
+  private readonly warnedNoWorker = new Set<string>();
   private readonly inbox: Inbox;
 
   constructor(
@@ -132,7 +141,8 @@ export class RunClient {
    * handle of that run instead.
    */
   async startPrepared<S extends object>(run: NewRun): Promise<RunHandle<S>> {
-    const created = await this.store.create(run);
+    // Stamped on the store's clock now (prepareRun may have run before the clock was synced).
+    const created = await this.store.create({ ...run, now: this.options.clock.now() });
     if (!created.created) return this.handle<S>(created.runId);
     try {
       await this.scheduler.addStep(run.id, 0, run.target);
@@ -145,12 +155,70 @@ export class RunClient {
 
   /** A handle on run `runId`. */
   handle<S extends object = JsonObject>(runId: string): RunHandle<S> {
-    return { id: runId, result: () => this.waiter.wait(runId) as Promise<RunResult<S>> };
+    return { id: runId, result: (options) => this.result(runId, options) as Promise<RunResult<S>> };
   }
 
-  /** Resolves when run `runId` has ended. @throws QueueflowError RUN_NOT_FOUND for an unknown id. */
-  result(runId: string): Promise<RunResult> {
-    return this.waiter.wait(runId);
+  /**
+   * Resolves when run `runId` has ended. Warns `QF_NO_WORKER` (once per flow) when no live worker
+   * serves its flow while it waits.
+   * @throws QueueflowError RUN_NOT_FOUND for an unknown id; RESULT_TIMEOUT after `timeoutMs`.
+   */
+  async result(runId: string, options: ResultOptions = {}): Promise<RunResult> {
+    const timeoutMs = options.timeoutMs;
+    if (timeoutMs !== undefined && !(Number.isFinite(timeoutMs) && timeoutMs >= 0)) {
+      throw new QueueflowError(
+        'INVALID_OPTION',
+        `expected \`timeoutMs\` to be a number of ms from 0, got ${String(timeoutMs)}`,
+      );
+    }
+    const timers: ReturnType<typeof setTimeout>[] = [];
+    const waits: Promise<RunResult>[] = [this.waiter.wait(runId)];
+    if (this.options.noWorkerWarningMs !== undefined) {
+      const timer = setTimeout(() => void this.warnIfNoWorker(runId).catch(() => {}), this.options.noWorkerWarningMs);
+      timer.unref?.();
+      timers.push(timer);
+    }
+    if (timeoutMs !== undefined) {
+      waits.push(
+        new Promise<never>((_, reject) => {
+          const timer = setTimeout(
+            () =>
+              reject(
+                new QueueflowError(
+                  'RESULT_TIMEOUT',
+                  `run '${runId}' had not ended after ${timeoutMs} ms (it goes on)`,
+                  {
+                    retryable: false,
+                  },
+                ),
+              ),
+            timeoutMs,
+          );
+          timers.push(timer);
+        }),
+      );
+    }
+    try {
+      return await Promise.race(waits);
+    } finally {
+      for (const timer of timers) clearTimeout(timer);
+    }
+  }
+
+  /** Warns once per flow when the run still waits and no live worker serves its flow. */
+  private async warnIfNoWorker(runId: string): Promise<void> {
+    const [run] = await this.store.summaries([runId]);
+    if (!run || isFinal(run.status) || this.warnedNoWorker.has(run.flow)) return;
+    const workers = await this.workers();
+    if (workers.some((worker) => worker.flows.includes(run.flow))) return;
+    this.warnedNoWorker.add(run.flow);
+    warn(
+      'QF_NO_WORKER',
+      `run '${runId}' of flow '${run.flow}' has waited ${this.options.noWorkerWarningMs} ms and no live worker serves '${run.flow}' ${this.options.where}` +
+        (workers.length === 0
+          ? ' (no worker is running: start one with `queueflow worker --flows <module>`)'
+          : ` (live workers serve: ${[...new Set(workers.flatMap((w) => w.flows))].join(', ')})`),
+    );
   }
 
   async get(runId: string): Promise<RunInfo | undefined> {

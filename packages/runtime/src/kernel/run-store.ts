@@ -1,4 +1,4 @@
-import type { ErrorRecord } from '../errors/error-record.js';
+import { recordOfRunError, type ErrorRecord } from '../errors/error-record.js';
 import type { ChildOutcome, FanOutRequest, StepTarget } from '../interpreter/step-types.js';
 import type { MergeConflict } from '../json/merge-patches.js';
 import type { OutgoingMessage, ParkRequest, StepReplay } from '../interpreter/step-types.js';
@@ -50,7 +50,7 @@ export interface RunStore {
    * Lets a `failed` or `cancelled` run go on from its last committed checkpoint: it becomes
    * `waiting` again when it waited on a fan-out (whose outcomes of children that did not complete
    * are dropped, their indices returned), `queued` when it never started, else `running`; its
-   * error and cancel request are cleared, its error history kept, its retention lifted.
+   * error is cleared, its error history kept, its retention lifted.
    */
   reopen(runId: string): Promise<ReopenReply>;
   /** The encoded step records of the run, oldest first; `undefined` when there is no such run. */
@@ -106,6 +106,17 @@ export interface RunStore {
   list(options: Required<Pick<ListRunsOptions, 'limit'>> & ListRunsOptions): Promise<StoredRun[]>;
   /** The records of the given runs without their checkpoints (`checkpoint` is `''`), in order. */
   summaries(runIds: readonly string[]): Promise<(StoredRun | undefined)[]>;
+}
+
+/**
+ * What a fan-out child ending here without an outcome in its report is recorded as (every store):
+ * completed (no patch), or failed with its last error record (else its run error).
+ */
+export function childOutcomeOf(mode: CommitMode, fields: CommitFields): ChildOutcome | undefined {
+  if (mode === 'completed') return { status: 'completed' };
+  if (mode !== 'failed') return undefined;
+  const records = fields.errorRecords ?? [];
+  return { status: 'failed', error: records[records.length - 1] ?? recordOfRunError(fields.runError) };
 }
 
 /** Error records kept per run, oldest dropped first (the cap of every store). */
@@ -182,8 +193,6 @@ export interface StoredRun {
   finishedAt?: number;
   lastAction?: string;
   error?: RunError;
-  /** A cancel was requested: the next transition ends the run `cancelled`. */
-  cancel: boolean;
   parent?: ChildOf;
   /** Times the run has parked on a mailbox (wake ids are `<id>-<step>-p<parkCount>`). */
   parkCount: number;
@@ -215,8 +224,8 @@ export interface RunRecord {
 }
 
 /**
- * What a commit writes, by mode (all modes: only if the run stands at the step, has not ended,
- * and no cancel is pending; with a cancel pending the run ends `cancelled` instead):
+ * What a commit writes, by mode (all modes: only if the run stands at the step and has not ended;
+ * a cancel ends a run at once, so a step of a cancelled run commits nothing):
  * - `next`: the new checkpoint and target, step counter + 1, attempt 0; the step's reserved
  *   messages are consumed and its sends delivered.
  * - `retry`: the checkpoint (the visit's prep result kept), attempt + 1.
@@ -243,7 +252,7 @@ export interface CommitFields {
 }
 
 /** What a commit did. */
-export type CommitResult = 'committed' | 'stale' | 'cancelled' | 'missing';
+export type CommitResult = 'committed' | 'stale' | 'missing';
 
 export interface CommitReply {
   result: CommitResult;
@@ -260,7 +269,7 @@ export interface ChildReport extends ChildEndReport {
 
 /** A child's end as recorded on its parent. */
 export interface ChildEndReport {
-  /** How it ended; for a run ended `cancelled` by the commit, the store records `cancelled`. */
+  /** How it ended (a report without one: see {@link childOutcomeOf}; none: `cancelled`). */
   outcome?: ChildOutcome;
   failFast: boolean;
   /** The parent's error if it fails fast because of this child. */
@@ -273,7 +282,7 @@ export interface ChildEndReport {
 export type ChildEndedResult =
   | { type: 'ignored' } // the parent no longer waits on this fan-out
   | { type: 'recorded'; startIndex: number | undefined } // start child `startIndex` now, if any
-  | { type: 'parent-ended' } // the parent ended here (failed fast, or a cancel was pending)
+  | { type: 'parent-ended' } // the parent ended here (it failed fast)
   | { type: 'fan-in' } // it was the last child: enqueue the parent's fan-in step
   | { type: 'duplicate' }; // recorded before (a redelivery)
 

@@ -147,10 +147,6 @@ export class StepDriver {
     }
     const graph = await this.graphFor(run);
     if (typeof graph === 'string') return { type: 'defer', delayMs: this.options.refusalDelayMs, reason: graph };
-    if (run.cancel) {
-      await this.commit(run, 'failed', { now: this.options.clock.now() });
-      return DONE;
-    }
     const checkpoint = await this.checkpointOf(run);
     const controller = new AbortController();
     this.running.set(run.id, controller);

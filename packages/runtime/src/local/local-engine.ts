@@ -16,6 +16,7 @@ import type {
   RunHandle,
   RunInfo,
   RunOptions,
+  ResultOptions,
   RunResult,
   RunSummary,
   StepRecord,
@@ -136,10 +137,13 @@ export class LocalEngine implements Engine {
     return this.client.list(options);
   }
 
-  /** Resolves when run `runId` has ended. @throws QueueflowError RUN_NOT_FOUND for an unknown id. */
-  async result(runId: string): Promise<RunResult> {
+  /**
+   * Resolves when run `runId` has ended.
+   * @throws QueueflowError RUN_NOT_FOUND for an unknown id; RESULT_TIMEOUT after `timeoutMs` (real time).
+   */
+  async result(runId: string, options?: ResultOptions): Promise<RunResult> {
     await this.open();
-    return this.client.result(runId);
+    return this.client.result(runId, options);
   }
 
   /**

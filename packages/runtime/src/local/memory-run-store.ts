@@ -1,5 +1,4 @@
 import type { ErrorRecord } from '../errors/error-record.js';
-import { recordOfRunError } from '../errors/error-record.js';
 import type { Json } from '../json/json.js';
 import type { ChildOutcome, OutgoingMessage, ParkRequest, StepReplay } from '../interpreter/step-types.js';
 import type { Message } from '../mailbox/message.js';
@@ -22,6 +21,7 @@ import type { ListRunsOptions, RunStatus } from '../kernel/engine.js';
 import type { RunEventListener, RunEventSource } from '../kernel/run-events.js';
 import {
   MAX_ERRORS_KEPT,
+  childOutcomeOf,
   childRunId,
   isFinal,
   wakeId,
@@ -117,10 +117,9 @@ export class MemoryRunStore implements RunStore, RunEventSource {
         step: 0,
         attempt: 0,
         checkpoint: run.checkpoint,
-        target: run.target,
+        target: { ...run.target },
         createdAt: run.now,
         updatedAt: run.now,
-        cancel: false,
         parkCount: 0,
         replay: { sent: 0 },
         ...(run.forkedFrom ? { forkedFrom: { ...run.forkedFrom } } : {}),
@@ -181,11 +180,6 @@ export class MemoryRunStore implements RunStore, RunEventSource {
         ...report,
         ...(outcome ? { outcome } : {}),
       });
-    if (run.cancel) {
-      this.releaseReserved(entry, wakes);
-      this.finish(entry, 'cancelled', fields.now);
-      return { result: 'cancelled', wakes, ...optional('parent', toParent({ status: 'cancelled' })) };
-    }
     const records = fields.errorRecords ?? [];
     this.pushErrors(entry, records);
     for (const conflict of fields.conflicts ?? []) entry.conflicts.push(encodeConflict(conflict));
@@ -200,17 +194,17 @@ export class MemoryRunStore implements RunStore, RunEventSource {
       return { result: 'committed', wakes };
     }
     if (mode === 'failed') {
-      if (fields.runError) run.error = fields.runError;
+      if (fields.runError) run.error = { ...fields.runError };
       const last = records[records.length - 1];
       // A step that failed in exec: its last try counts among the step's tries.
       if (last?.attempt !== undefined) run.attempt = last.attempt + 1;
       this.releaseReserved(entry, wakes);
       this.finish(entry, 'failed', fields.now);
-      const outcome: ChildOutcome = report?.outcome ?? {
-        status: 'failed',
-        error: last ?? recordOfRunError(fields.runError),
+      return {
+        result: 'committed',
+        wakes,
+        ...optional('parent', toParent(report?.outcome ?? childOutcomeOf(mode, fields))),
       };
-      return { result: 'committed', wakes, ...optional('parent', toParent(outcome)) };
     }
     // The step commits: what it received is consumed, what it sent leaves.
     entry.reserved.clear();
@@ -220,13 +214,17 @@ export class MemoryRunStore implements RunStore, RunEventSource {
     run.attempt = 0;
     run.replay = { sent: 0 };
     if (fields.checkpoint) run.checkpoint = fields.checkpoint;
-    if (fields.target) run.target = fields.target;
+    if (fields.target) run.target = { ...fields.target };
     delete entry.fanOut;
     entry.outcomes.clear();
     if (mode === 'completed') {
       if (fields.lastAction !== undefined) run.lastAction = fields.lastAction;
       this.finish(entry, 'completed', fields.now);
-      return { result: 'committed', wakes, ...optional('parent', toParent(report?.outcome)) };
+      return {
+        result: 'committed',
+        wakes,
+        ...optional('parent', toParent(report?.outcome ?? childOutcomeOf(mode, fields))),
+      };
     }
     run.status = 'running';
     this.changed(run.id);
@@ -239,11 +237,6 @@ export class MemoryRunStore implements RunStore, RunEventSource {
     if (!entry) return { result: 'missing', wakes };
     const { run } = entry;
     if (isFinal(run.status) || !atStep(run, at)) return { result: 'stale', wakes };
-    if (run.cancel) {
-      this.releaseReserved(entry, wakes);
-      this.finish(entry, 'cancelled', fields.now);
-      return { result: 'cancelled', wakes };
-    }
     this.leaveWaiters(run);
     entry.reserved.clear();
     this.deliver(fields.outbox, wakes);
@@ -254,7 +247,7 @@ export class MemoryRunStore implements RunStore, RunEventSource {
       status: 'waiting',
       attempt: 0,
       checkpoint: fields.checkpoint,
-      target: fields.target,
+      target: { ...fields.target },
       updatedAt: fields.now,
     });
     run.startedAt ??= fields.now;
@@ -282,10 +275,9 @@ export class MemoryRunStore implements RunStore, RunEventSource {
             step: 0,
             attempt: 0,
             checkpoint,
-            target: fields.childTarget!,
+            target: { ...fields.childTarget! },
             createdAt: fields.now,
             updatedAt: fields.now,
-            cancel: false,
             parent: { id: run.id, step, index },
             parkCount: 0,
             replay: { sent: 0 },
@@ -319,7 +311,6 @@ export class MemoryRunStore implements RunStore, RunEventSource {
     if (isFinal(run.status)) return { result: 'ended', wakes };
     const status = run.status;
     this.leaveWaiters(run);
-    run.cancel = true;
     this.releaseReserved(entry, wakes);
     this.emit((listener) => listener.cancelled?.(runId));
     this.finish(entry, 'cancelled', this.clock.now());
@@ -355,15 +346,10 @@ export class MemoryRunStore implements RunStore, RunEventSource {
     const { run } = entry;
     if (isFinal(run.status) || !atStep(run, at)) return { result: 'stale', parkCount: 0, ready: false, wakes };
     const now = this.clock.now();
-    if (run.cancel) {
-      this.releaseReserved(entry, wakes);
-      this.finish(entry, 'cancelled', now);
-      return { result: 'cancelled', parkCount: 0, ready: false, wakes };
-    }
     this.leaveWaiters(run);
     const parkCount = ++run.parkCount;
     run.status = 'waiting';
-    run.replay = replay;
+    run.replay = copyOfReplay(replay);
     run.updatedAt = now;
     run.startedAt ??= now;
     this.deliver(outbox, wakes);
@@ -410,7 +396,6 @@ export class MemoryRunStore implements RunStore, RunEventSource {
     }
     delete run.error;
     delete run.finishedAt;
-    run.cancel = false;
     run.attempt = 0;
     run.retries = (run.retries ?? 0) + 1;
     run.updatedAt = this.clock.now();
@@ -551,14 +536,10 @@ export class MemoryRunStore implements RunStore, RunEventSource {
     fanOut.ended++;
     entry.run.updatedAt = report.now;
     this.changed(parentId);
-    if (entry.run.cancel) {
-      this.finish(entry, 'cancelled', report.now);
-      return { type: 'parent-ended' };
-    }
     if (outcome.status !== 'completed') {
       fanOut.failed++;
       if (report.failFast) {
-        entry.run.error = report.parentError;
+        entry.run.error = { ...report.parentError };
         this.finish(entry, 'failed', report.now);
         return { type: 'parent-ended' };
       }
@@ -666,9 +647,26 @@ function atStep(run: StoredRun, at: StoredRun): boolean {
   return run.step === at.step && run.parkCount === at.parkCount;
 }
 
-/** A copy the caller may keep: later transitions do not change it. */
+/**
+ * A copy the caller may keep: later transitions do not change it, and changing it changes nothing
+ * stored (as a record read back from Redis). Transitions copy what they are given alike.
+ */
 function copyOf(run: StoredRun): StoredRun {
-  return { ...run, ...(run.parent ? { parent: { ...run.parent } } : {}) };
+  return {
+    ...run,
+    target: { ...run.target },
+    replay: copyOfReplay(run.replay),
+    ...(run.error ? { error: { ...run.error } } : {}),
+    ...(run.parent ? { parent: { ...run.parent } } : {}),
+  };
+}
+
+function copyOfReplay(replay: StepReplay): StepReplay {
+  return {
+    ...replay,
+    ...(replay.parked ? { parked: { ...replay.parked } } : {}),
+    ...(replay.timedOut ? { timedOut: [...replay.timedOut] } : {}),
+  };
 }
 
 function optional<K extends string, V>(key: K, value: V | undefined): { [P in K]?: V } {

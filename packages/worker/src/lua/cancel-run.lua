@@ -22,7 +22,6 @@ if not status then return { -1, {} } end
 if isFinal(status) then return { 0, {} } end
 local wakes = {}
 leaveWaiters(KEYS[1], o, o.runId)
-redis.call('HSET', KEYS[1], 'cancel', '1')
 releaseReserved(KEYS[6], o, wakes)
 redis.call('PUBLISH', o.channel, cjson.encode({ type = 'cancel', runId = o.runId }))
 finish({ KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7] }, o.runId, 'cancelled', o.now, o)

@@ -27,7 +27,8 @@
     outbox        the step's sends, { address, message JSON } pairs: delivered by modes next and
                   completed, dropped otherwise
     parent        (fan-out children) { id, step, index, outcome (JSON, if the run ends here
-                  completed or failed), failFast (bool), parentError (JSON) }
+                  completed or failed), errorRecord (JSON: a failed outcome's error, appended to
+                  the parent's errors), failFast (bool), parentError (JSON) }
   ARGV[2] the new checkpoint ('' keeps the stored one)
 
   Messages the step reserved are consumed by modes next and completed, kept for a retry, and
@@ -35,8 +36,8 @@
 
   Returns { code, parentCode, next, wakes }:
     code  1 committed
-          0 stale: the run has ended or moved past this step; nothing written
-          2 a cancel was requested: the run is now cancelled instead
+          0 stale: the run has ended (a cancel ends it at once) or moved past this step;
+            nothing written
          -1 no such run
     parentCode, next: when a child ended here, recordChildEnd's answer (see run-lifecycle.lua);
           else -1, -1
@@ -55,7 +56,7 @@ local function toParent(status, outcome)
   if type(p) ~= 'table' then return { -1, -1 } end
   local ok, errorRecord = '0', ''
   if status == 'completed' then ok = '1' end
-  if status == 'failed' and type(o.errors) == 'table' and #o.errors > 0 then errorRecord = o.errors[#o.errors] end
+  if status == 'failed' and type(p.errorRecord) == 'string' then errorRecord = p.errorRecord end
   local failFast = '0'
   if p.failFast then failFast = '1' end
   return recordChildEnd({ KEYS[8], KEYS[9], KEYS[10], KEYS[11], KEYS[12], KEYS[13], KEYS[14] }, {
@@ -72,13 +73,6 @@ if isFinal(status) then return { 0, -1, -1, wakes } end
 if not atStep(runKey, expectedStep, expectedParks) then return { 0, -1, -1, wakes } end
 
 leaveWaiters(runKey, o, runId)
-if redis.call('HGET', runKey, 'cancel') == '1' then
-  releaseReserved(KEYS[6], o, wakes)
-  finish(runKeys, runId, 'cancelled', now, o)
-  local parent = toParent('cancelled', cjson.encode({ status = 'cancelled' }))
-  return { 2, parent[1], parent[2], wakes }
-end
-
 if type(o.errors) == 'table' and #o.errors > 0 then
   for _, record in ipairs(o.errors) do redis.call('RPUSH', KEYS[2], record) end
   redis.call('LTRIM', KEYS[2], -tonumber(o.maxErrors), -1)

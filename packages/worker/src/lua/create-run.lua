@@ -4,7 +4,8 @@
   key expires with the run, see finish in run-lifecycle.lua).
 
   KEYS[1] run hash   KEYS[2] runs index (sorted set by creation time)
-  KEYS[3] (with an idempotency key) the key's string key
+  KEYS[3] runs sequence (a counter: orders runs created in the same millisecond)
+  KEYS[4] (with an idempotency key) the key's string key
 
   ARGV[1] options, JSON: id, now (epoch ms), changes (channel)
   ARGV[2..] the record's fields and values (flow, fingerprint, checkpoint, target, ...)
@@ -12,15 +13,18 @@
   Returns { 1 } created; { 0, run id } the key is held by that run: nothing written.
 ]]
 local o = cjson.decode(ARGV[1])
-if KEYS[3] then
-  local holder = redis.call('GET', KEYS[3])
+if KEYS[4] then
+  local holder = redis.call('GET', KEYS[4])
   if holder and redis.call('EXISTS', o.runPrefix .. holder) == 1 then return { 0, holder } end
-  redis.call('SET', KEYS[3], o.id)
+  redis.call('SET', KEYS[4], o.id)
 end
 local fields = {}
 for i = 2, #ARGV do fields[#fields + 1] = ARGV[i] end
 redis.call('HSET', KEYS[1], unpack(fields))
-if KEYS[3] then redis.call('HSET', KEYS[1], 'idempotencyKey', KEYS[3]) end
-redis.call('ZADD', KEYS[2], o.now, o.id)
+if KEYS[4] then redis.call('HSET', KEYS[1], 'idempotencyKey', KEYS[4]) end
+-- The score is the creation time in ms plus a sequence fraction (2048ths: exact in a double for
+-- epoch ms), so runs created in the same millisecond stay in creation order.
+local sequence = redis.call('INCR', KEYS[3]) % 2048
+redis.call('ZADD', KEYS[2], tonumber(o.now) + sequence / 2048, o.id)
 changed(KEYS[1], o.id, o)
 return { 1 }

@@ -26,7 +26,7 @@
 
   Returns { code, wakes }:
     code 1 committed (the parent's step counter is now at + 1)
-         0 stale; 2 cancelled instead; -1 no such run
+         0 stale (ended, or moved on); -1 no such run
     wakes: wake ids of runs parked on mailboxes that got a message here
   Emits: PUBLISH <channel> {type:'ended', ...} when the run is cancelled here.
 ]]
@@ -39,11 +39,6 @@ if isFinal(status) then return { 0, wakes } end
 local expectedStep, expectedParks = string.match(o.at, '^(%d+):(%d+)$')
 if not atStep(runKey, expectedStep, expectedParks) then return { 0, wakes } end
 local now, runId = o.now, o.runId
-if redis.call('HGET', runKey, 'cancel') == '1' then
-  releaseReserved(KEYS[6], o, wakes)
-  finish({ KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7] }, runId, 'cancelled', now, o)
-  return { 2, wakes }
-end
 -- The step commits: what it received is consumed, what it sent leaves.
 leaveWaiters(runKey, o, runId)
 redis.call('DEL', KEYS[6])

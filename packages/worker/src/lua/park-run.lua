@@ -18,7 +18,7 @@
   Returns { code, parkCount, ready, wakes }:
     code 1 parked; its wake id is `<run id>-<step>-p<parkCount>` (the caller adds the wake,
            delayed to the deadline, at once when `ready` is 1: a message is already there)
-         0 stale; 2 a cancel was pending: the run is cancelled now; -1 no such run
+         0 stale (ended, or moved on); -1 no such run
     wakes: wake ids of runs parked on addresses this park delivered to
 ]]
 local o = cjson.decode(ARGV[1])
@@ -28,11 +28,6 @@ if not status then return { -1, 0, 0, {} } end
 local expectedStep, expectedParks = string.match(o.at, '^(%d+):(%d+)$')
 if isFinal(status) or not atStep(KEYS[1], expectedStep, expectedParks) then return { 0, 0, 0, {} } end
 local wakes = {}
-if redis.call('HGET', KEYS[1], 'cancel') == '1' then
-  releaseReserved(KEYS[6], o, wakes)
-  finish(keys, o.runId, 'cancelled', o.now, o)
-  return { 2, 0, 0, wakes }
-end
 leaveWaiters(KEYS[1], o, o.runId)
 local parkCount = redis.call('HINCRBY', KEYS[1], 'parkCount', 1)
 redis.call('HSET', KEYS[1], 'status', 'waiting', 'replay', o.replay, 'updatedAt', o.now)

@@ -2,13 +2,14 @@
   Lets a failed or cancelled run go on from its last committed checkpoint (engine.retry): the
   record becomes `waiting` again when it waited on a fan-out (outcomes of children that did not
   complete are dropped, their indices returned, so they can run again), `queued` when it never
-  started, else `running`; its error and cancel request go, its error history stays, its keys
+  started, else `running`; its error goes, its error history stays, its keys
   (and idempotency key) are kept again (no expiry).
 
   KEYS[1..7] run hash, error list, conflict list, fan-out hash, outcome hash, reserved hash,
              history list
 
-  ARGV[1] options, JSON: runId, now (epoch ms), changes (channel)
+  ARGV[1] options, JSON: runId, now (epoch ms), changes (channel), expiries (the runs index's
+          expiry set: the run no longer expires)
 
   Returns { code, status, indices }:
     code 1 reopened: `status` the run's new status, `indices` the children to run again
@@ -45,10 +46,11 @@ else
   status = 'queued'
 end
 redis.call('HSET', KEYS[1], 'status', status, 'attempt', 0, 'updatedAt', o.now)
-redis.call('HDEL', KEYS[1], 'error', 'finishedAt', 'cancel')
+redis.call('HDEL', KEYS[1], 'error', 'finishedAt')
 redis.call('HINCRBY', KEYS[1], 'retries', 1)
 for i = 1, 7 do redis.call('PERSIST', KEYS[i]) end
 local idempotencyKey = redis.call('HGET', KEYS[1], 'idempotencyKey')
 if idempotencyKey then redis.call('PERSIST', idempotencyKey) end
+redis.call('ZREM', o.expiries, o.runId)
 changed(KEYS[1], o.runId, o)
 return { 1, status, indices }

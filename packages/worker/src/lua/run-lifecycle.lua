@@ -26,16 +26,28 @@ end
 -- `ended` event. A fan-out child's end is not published: its parent hears of it through
 -- recordChildEnd, and thousands of children would flood every subscriber (a `result()` of a
 -- child still resolves, by its periodic check).
--- keys: the run's keys (runKeys in redis-keys.ts); o: { retention, channel, changes }
+-- The runs index forgets the run when its keys expire: trim-runs.lua drops the ids whose time in
+-- the expiries set has passed.
+-- keys: the run's keys (runKeys in redis-keys.ts); o: { retention, channel, changes, runs, expiries }
 local function finish(keys, runId, status, now, o)
   redis.call('HSET', keys[1], 'status', status, 'finishedAt', now, 'updatedAt', now)
+  local child = redis.call('HEXISTS', keys[1], 'parentId') == 1
   local ttl = tonumber(o.retention)
   if ttl and ttl > 0 then
     for _, key in ipairs(keys) do redis.call('EXPIRE', key, ttl) end
     local idempotencyKey = redis.call('HGET', keys[1], 'idempotencyKey')
     if idempotencyKey then redis.call('EXPIRE', idempotencyKey, ttl) end
+    if not child then
+      redis.call('ZADD', o.expiries, tonumber(now) + ttl * 1000, runId)
+      -- A few ids of runs expired by now leave the index with each end: it never outgrows its runs.
+      local gone = redis.call('ZRANGEBYSCORE', o.expiries, '-inf', now, 'LIMIT', 0, 10)
+      if #gone > 0 then
+        redis.call('ZREM', o.runs, unpack(gone))
+        redis.call('ZREM', o.expiries, unpack(gone))
+      end
+    end
   end
-  if redis.call('HEXISTS', keys[1], 'parentId') == 0 then
+  if not child then
     redis.call('PUBLISH', o.channel, cjson.encode({ type = 'ended', runId = runId, status = status }))
   end
   changed(keys[1], runId, o)
@@ -58,7 +70,7 @@ end
   Returns { code, next }:
     0 ignored: the parent no longer waits on this fan-out
     1 recorded; `next` is the index of a child to start now, or -1
-    2 the parent ended here (failed fast, or a cancel was pending): cancel the siblings
+    2 the parent ended here (it failed fast): cancel the siblings
     3 recorded, and it was the last child: enqueue the parent's fan-in step
     4 recorded before (a redelivery): nothing new
 ]]
@@ -79,10 +91,6 @@ local function recordChildEnd(keys, c)
   end
   local ended = redis.call('HINCRBY', fanOutKey, 'ended', 1)
   redis.call('HSET', runKey, 'updatedAt', c.now)
-  if redis.call('HGET', runKey, 'cancel') == '1' then
-    finish(keys, c.parentId, 'cancelled', c.now, c)
-    return { 2, -1 }
-  end
   if c.ok ~= '1' then
     redis.call('HINCRBY', fanOutKey, 'failed', 1)
     if c.failFast == '1' then

@@ -1,0 +1,57 @@
+import type { Redis } from 'ioredis';
+import { warn } from '@queueflow/runtime/kernel';
+import type { Clock } from '@queueflow/runtime';
+
+/** A clock offset from the Redis server's by more than this, in ms, is warned about. */
+const SKEW_WARNING_MS = 1000;
+
+/**
+ * The Redis server's clock, as seen from this process: this machine's clock plus the offset to
+ * the server's `TIME`, measured at `sync` (half the round trip assumed each way). Every deadline
+ * and timestamp queueflow computes on a client or worker comes from it, so that a machine whose
+ * clock is off neither shortens nor skips a wait another machine computed (a receive timeout,
+ * a park's wake, a record's times). Delays stay relative (`setTimeout`).
+ *
+ * BullMQ's own delayed jobs (retry backoff, wakes) are scheduled on each machine's clock: keep
+ * the machines' clocks in sync (NTP); a worker warns `QF_CLOCK_SKEW` when its clock is more than
+ * a second off the server's.
+ */
+export class ServerClock implements Clock {
+  private offsetMs = 0;
+  private warned = false;
+
+  constructor(
+    private readonly redis: Redis,
+    /** This machine's clock (tests inject a skewed one). */
+    private readonly local: Clock,
+  ) {}
+
+  /** Measures the offset to the server's clock again; returns it, in ms. */
+  async sync(): Promise<number> {
+    const before = this.local.now();
+    const [seconds, micros] = await this.redis.time();
+    const after = this.local.now();
+    const server = Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
+    this.offsetMs = Math.round(server - (before + after) / 2);
+    if (Math.abs(this.offsetMs) > SKEW_WARNING_MS && !this.warned) {
+      this.warned = true;
+      warn(
+        'QF_CLOCK_SKEW',
+        `this machine's clock is ${(this.offsetMs / 1000).toFixed(1)} s off the Redis server's: queueflow's deadlines use the server's time, but BullMQ schedules delayed jobs (retry waits, wakes) on each machine's clock: sync the clocks (NTP)`,
+      );
+    }
+    return this.offsetMs;
+  }
+
+  now(): number {
+    return this.local.now() + this.offsetMs;
+  }
+
+  setTimeout(callback: () => void, delayMs: number): unknown {
+    return this.local.setTimeout(callback, delayMs);
+  }
+
+  clearTimeout(handle: unknown): void {
+    this.local.clearTimeout(handle);
+  }
+}
