@@ -67,7 +67,11 @@ it('a run appears in the list live, its page draws the graph with the current no
 it('a fan-out shows its children grid with progress and a failed child, then its merge conflicts', async () => {
   const { page } = s;
   const gate = `gate.${nanoid(6)}`;
-  const handle = await s.engine.start(fan, { n: 12 }, { params: { gate, gateFrom: 8, failIndex: 3 } });
+  const handle = await s.engine.start<{ n: number; failed?: number }>(
+    fan,
+    { n: 12 },
+    { params: { gate, gateFrom: 8, failIndex: 3 } },
+  );
   await page.goto(`${s.url}/runs/${handle.id}`);
   await page.getByTestId('fan-out-progress').filter({ hasText: '8 of 12 children ended' }).waitFor();
   const grid = page.getByTestId('children-grid');
