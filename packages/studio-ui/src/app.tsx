@@ -1,4 +1,5 @@
-import { Link, Route, Router, Switch, useRoute } from 'wouter-preact';
+import { useEffect, useRef } from 'preact/hooks';
+import { Link, Route, Router, Switch, useLocation, useRoute } from 'wouter-preact';
 import { config } from './config';
 import { useLiveState } from './live/live-events';
 import { MailboxesView } from './views/mailboxes-view';
@@ -33,10 +34,22 @@ function LiveBadge() {
   );
 }
 
+/** After a move to another view (not the first load), focus goes to the content, for screen readers. */
+function FocusOnNavigation() {
+  const [location] = useLocation();
+  const first = useRef(true);
+  useEffect(() => {
+    if (first.current) return void (first.current = false);
+    document.getElementById('main')?.focus({ preventScroll: true });
+  }, [location]);
+  return null;
+}
+
 /** The studio: a header with the views, and the view the URL names. */
 export function App() {
   return (
     <Router base={config.basePath}>
+      <FocusOnNavigation />
       <a class="skip" href="#main">
         Skip to the content
       </a>

@@ -33,7 +33,7 @@ export function StepTimeline({ steps, selected, onSelect }: StepTimelineProps) {
           {steps.map((step) => {
             const isSelected = step.step === selected;
             return (
-              <tr key={step.step} class={isSelected ? 'selected' : undefined} aria-selected={isSelected}>
+              <tr key={step.step} class={isSelected ? 'selected' : undefined}>
                 <td>
                   <button
                     type="button"

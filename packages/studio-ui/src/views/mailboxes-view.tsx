@@ -9,6 +9,7 @@ import { count, dateTime } from '../components/format';
 import { Problem } from '../components/problem';
 import { TimeAgo } from '../components/time-text';
 import { useNow } from '../components/use-now';
+import { useTitle } from '../components/use-title';
 
 /**
  * Mailboxes: the runs parked on each address (what they wait for, since when, until when) and the
@@ -18,6 +19,7 @@ import { useNow } from '../components/use-now';
 export function MailboxesView() {
   const mailboxes = useMailboxes();
   const now = useNow();
+  useTitle('Mailboxes');
   if (mailboxes.error) return <Problem error={mailboxes.error} what="the mailboxes" />;
   if (!mailboxes.data)
     return (

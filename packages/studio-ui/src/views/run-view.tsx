@@ -15,10 +15,12 @@ import { StepDiff } from '../components/step-diff';
 import { StepTimeline } from '../components/step-timeline';
 import { TimeAgo } from '../components/time-text';
 import { useNow } from '../components/use-now';
+import { useTitle } from '../components/use-title';
 
 /** One run, live: facts and actions, its graph, step timeline and diffs, errors, fan-out, `shared`. */
 export function RunView({ id }: { id: string }) {
   const run = useRun(id);
+  useTitle(run.data ? `Run ${id} (${run.data.status})` : `Run ${id}`);
   const history = useHistory(id);
   if (run.error) {
     const gone = run.error instanceof ApiError && run.error.status === 404;

@@ -8,6 +8,7 @@ import { Problem } from '../components/problem';
 import { StatusBadge } from '../components/status-badge';
 import { TimeAgo } from '../components/time-text';
 import { useNow } from '../components/use-now';
+import { useTitle } from '../components/use-title';
 
 const PAGE_SIZES = [25, 50, 100, 200];
 
@@ -27,6 +28,7 @@ export function RunsView() {
   const runs = useRuns({ status, flow, q, offset, limit });
   const counts = useCounts();
   const now = useNow();
+  useTitle(status ? `Runs: ${status}` : 'Runs');
   const [search, setSearch] = useState(q ?? '');
   useEffect(() => setSearch(q ?? ''), [q]);
 

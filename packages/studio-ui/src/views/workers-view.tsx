@@ -2,10 +2,12 @@ import { useWorkers } from '../api/queries';
 import { TimeAgo } from '../components/time-text';
 import { useNow } from '../components/use-now';
 import { Problem } from '../components/problem';
+import { useTitle } from '../components/use-title';
 
 /** The live workers (from their heartbeats): what each runs now and its concurrency. */
 export function WorkersView() {
   const workers = useWorkers();
+  useTitle('Workers');
   const now = useNow(5000);
   return (
     <section aria-labelledby="workers-title">

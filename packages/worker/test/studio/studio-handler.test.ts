@@ -149,6 +149,20 @@ describe('the API: reads', () => {
     expect(children.hasMore).toBe(false);
   });
 
+  it('diffs a step whose before the engine has no checkpoint of (between a fan-out and its fan-in) from the step before', async () => {
+    const { url, engine } = await serve();
+    const sharedAt = engine.sharedAt.bind(engine);
+    engine.sharedAt = async (runId, step) => {
+      if (runId === 'completedReview1' && step === 2)
+        throw Object.assign(new Error('waited on a fan-out'), { code: 'INVALID_OPTION' });
+      return sharedAt(runId, step);
+    };
+    const diff = await json(await fetch(`${url}/api/runs/completedReview1/steps/2/diff`));
+    expect(diff.before).toEqual(await sharedAt('completedReview1', 2));
+    expect(diff.after).toEqual(await sharedAt('completedReview1', 3));
+    expect((await fetch(`${url}/api/runs/completedReview1/steps/9/diff`)).status).toBe(404);
+  });
+
   it('answers workers, mailboxes and a flow graph', async () => {
     const { url } = await serve();
     expect(await json(await fetch(`${url}/api/workers`))).toHaveLength(2);
