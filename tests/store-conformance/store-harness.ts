@@ -99,11 +99,13 @@ async function openRedis(
     await deletePrefix(url, keys.prefix);
     await redis.quit().catch(() => {});
   });
-  const store = new RedisRunStore(withScripts(redis), keys, {
-    retentionSeconds: 3600,
-    maxErrors: MAX_ERRORS,
-    maxStepRecords: 10_000,
-  });
+  // The store stamps its own transitions on the clock the specs stamp theirs on.
+  const store = new RedisRunStore(
+    withScripts(redis),
+    keys,
+    { retentionSeconds: 3600, maxErrors: MAX_ERRORS, maxStepRecords: 10_000 },
+    new FakeClock(),
+  );
   return {
     store,
     events: () => {

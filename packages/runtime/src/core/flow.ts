@@ -1,6 +1,6 @@
 import { newRunId } from '../kernel/run-id.js';
 import { BaseNode } from './base-node.js';
-import { attachVisit, flowRuns, type FlowRunState } from './run-context.js';
+import { attachVisit, visitOf, type FlowRunState } from './run-context.js';
 import type { Action, MaybePromise, NonIterableObject } from './types.js';
 import { invalidOption } from './validate-options.js';
 
@@ -45,13 +45,13 @@ export class Flow<S = unknown, P extends NonIterableObject = NonIterableObject> 
    */
   async _orchestrate(shared: S, params?: P, abort?: AbortSignal): Promise<Action | undefined> {
     const walkParams = params ?? ({ ...this._params } as P);
-    const run = flowRuns.getStore() ?? this.newRunState();
+    const run = visitOf(this)?.run ?? this.newRunState();
     let current: BaseNode<any, any> | undefined = this.start.clone();
     let lastAction: Action | undefined;
     while (current) {
       abort?.throwIfAborted();
       current.setParams(walkParams);
-      attachVisit(current, { runId: run.runId, flow: run.flow, step: run.visits++ });
+      attachVisit(current, { runId: run.runId, flow: run.flow, step: run.visits++, run });
       lastAction = await current._run(shared, abort);
       current = current.getNextNode(lastAction)?.clone();
     }
@@ -63,10 +63,16 @@ export class Flow<S = unknown, P extends NonIterableObject = NonIterableObject> 
     return { runId: newRunId(), flow: this.name ?? this.constructor.name, visits: 0 };
   }
 
-  /** Runs the flow (rules S5–S7) as a run of its own: `runContext` names it inside. */
+  /**
+   * Runs the flow (rules S5–S7) as a run of its own, which `runContext` names inside. The walk
+   * runs on a thin per-call object whose prototype is this flow (as each visit runs on a copy,
+   * rule S6), so that concurrent `run` calls on one flow object keep their own run.
+   */
   override run(shared: S): Promise<Action | undefined> {
-    if (flowRuns.getStore()) return super.run(shared);
-    return flowRuns.run(this.newRunState(), () => super.run(shared));
+    const self = Object.create(this) as this;
+    const run = this.newRunState();
+    attachVisit(self, { runId: run.runId, flow: run.flow, step: 0, run });
+    return BaseNode.prototype.run.call(self, shared) as Promise<Action | undefined>;
   }
 
   override async _run(shared: S, abort?: AbortSignal): Promise<Action | undefined> {

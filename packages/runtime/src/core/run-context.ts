@@ -1,5 +1,3 @@
-import { AsyncLocalStorage } from 'node:async_hooks';
-
 /**
  * Where a node visit runs, as node code reads it through `this.runContext`: the same facts on
  * `flow.run`, LocalEngine and RedisEngine.
@@ -26,6 +24,8 @@ export interface VisitFacts {
   readonly runId: string;
   readonly flow: string;
   readonly step: number;
+  /** `flow.run` only: the run this visit belongs to, whose counter its nested walks go on. */
+  readonly run?: FlowRunState;
 }
 
 /** One top-level `flow.run`: its id and name, and the visits so far (nested flows included). */
@@ -34,12 +34,6 @@ export interface FlowRunState {
   readonly flow: string;
   visits: number;
 }
-
-/**
- * The `flow.run` a walk belongs to, carried by the async context: concurrent `run` calls on one
- * flow object each see their own, and nested flows see their root's.
- */
-export const flowRuns = new AsyncLocalStorage<FlowRunState>();
 
 const VISIT = Symbol('queueflow.visit');
 

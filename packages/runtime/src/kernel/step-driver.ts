@@ -308,6 +308,17 @@ export class StepDriver {
 
   /** Parks the run on a mailbox and adds its wake. */
   private async park(run: StoredRun, outcome: Extract<StepOutcome, { type: 'park' }>): Promise<void> {
+    // The wake exists before the park commits, delayed to the receive's deadline (or the
+    // re-check): a message that comes at any moment after the park finds a wake to promote. Should
+    // the park be refused, the wake finds the run elsewhere and does nothing.
+    const wake: WakeTask = {
+      type: 'wake',
+      runId: run.id,
+      step: run.step,
+      park: run.parkCount + 1,
+      attemptBase: run.attempt,
+    };
+    await this.addWake(wake, run.target, outcome.park);
     const reply = await this.store.park(run, outcome.park, outcome.replay, outcome.outbox);
     await this.scheduler.promote(reply.wakes);
     if (reply.result === 'stale') {
@@ -316,18 +327,8 @@ export class StepDriver {
       return;
     }
     if (reply.result !== 'committed') return;
-    const wake: WakeTask = {
-      type: 'wake',
-      runId: run.id,
-      step: run.step,
-      park: reply.parkCount,
-      attemptBase: run.attempt,
-    };
-    await this.addWake(wake, run.target, reply.ready ? undefined : outcome.park);
-    // A message that came between the park and its wake found no wake to promote: look again.
-    if (!reply.ready && (await this.store.mailboxSize(outcome.park.address)) > 0) {
-      await this.scheduler.promote([taskId(wake)]);
-    }
+    // A message was there already (it came while the step ran): wake now.
+    if (reply.ready) await this.scheduler.promote([taskId(wake)]);
   }
 
   /** The wake of a park: due at its deadline (or the re-check), now when `park` is undefined. */

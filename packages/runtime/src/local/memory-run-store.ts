@@ -618,11 +618,14 @@ export class MemoryRunStore implements RunStore, RunEventSource {
     entry.reserved.clear();
   }
 
+  /** A message came to `address`: one run parked there leaves its waiters, to be woken. */
   private collectWaiters(address: string, wakes: string[]): void {
     const waiting = this.waiters.get(address);
-    if (!waiting) return;
-    wakes.push(...waiting);
-    this.waiters.delete(address);
+    const first = waiting?.values().next().value;
+    if (first === undefined) return;
+    waiting!.delete(first);
+    if (waiting!.size === 0) this.waiters.delete(address);
+    wakes.push(first);
   }
 
   /** The run stops waiting where its step last parked: its wake leaves that address's waiters. */

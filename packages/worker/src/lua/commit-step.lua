@@ -63,6 +63,7 @@ local function toParent(status, outcome)
     parentId = p.id, parentStep = tostring(p.step), index = tostring(p.index), outcome = outcome, ok = ok,
     failFast = failFast, parentError = p.parentError, errorRecord = errorRecord, now = now,
     channel = channel, changes = o.changes, retention = retention, maxErrors = o.maxErrors,
+    runs = o.runs, expiries = o.expiries,
   })
 end
 

@@ -25,6 +25,6 @@ if KEYS[4] then redis.call('HSET', KEYS[1], 'idempotencyKey', KEYS[4]) end
 -- The score is the creation time in ms plus a sequence fraction (2048ths: exact in a double for
 -- epoch ms), so runs created in the same millisecond stay in creation order.
 local sequence = redis.call('INCR', KEYS[3]) % 2048
-redis.call('ZADD', KEYS[2], tonumber(o.now) + sequence / 2048, o.id)
+redis.call('ZADD', KEYS[2], string.format('%.6f', tonumber(o.now) + sequence / 2048), o.id)
 changed(KEYS[1], o.id, o)
 return { 1 }

@@ -38,7 +38,7 @@ local function finish(keys, runId, status, now, o)
     local idempotencyKey = redis.call('HGET', keys[1], 'idempotencyKey')
     if idempotencyKey then redis.call('EXPIRE', idempotencyKey, ttl) end
     if not child then
-      redis.call('ZADD', o.expiries, tonumber(now) + ttl * 1000, runId)
+      redis.call('ZADD', o.expiries, string.format('%d', tonumber(now) + ttl * 1000), runId)
       -- A few ids of runs expired by now leave the index with each end: it never outgrows its runs.
       local gone = redis.call('ZRANGEBYSCORE', o.expiries, '-inf', now, 'LIMIT', 0, 10)
       if #gone > 0 then
@@ -115,11 +115,12 @@ end
 local function mailboxKey(m, address) return m.mailboxPrefix .. address end
 local function waitersKey(m, address) return m.waitersPrefix .. address end
 
--- Takes every run parked on `address` off its waiters: their wake job ids go into `wakes`.
+-- A message came to `address`: one run parked there leaves its waiters, its wake id into `wakes`
+-- (one message wakes one run; should that run not get it, it parks again and a later message or
+-- a message still waiting at its park wakes it).
 local function collectWaiters(m, address, wakes)
-  local key = waitersKey(m, address)
-  for _, jobId in ipairs(redis.call('SMEMBERS', key)) do table.insert(wakes, jobId) end
-  redis.call('DEL', key)
+  local jobId = redis.call('SPOP', waitersKey(m, address))
+  if jobId then table.insert(wakes, jobId) end
 end
 
 -- Appends a message to a mailbox. A mailbox nobody touches for the retention period expires
