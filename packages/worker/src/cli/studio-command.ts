@@ -95,10 +95,13 @@ async function serveStudio(options: StudioCommandOptions): Promise<void> {
     stopping = true;
     console.log(`queueflow studio: ${signal}, closing`);
     const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+    // Requests in flight get a moment to finish; kept-alive connections do not hold the exit.
+    const force = setTimeout(() => server.closeAllConnections(), 2000);
     void studio
       .close()
       .then(() => server.closeIdleConnections())
       .then(() => closed)
+      .then(() => clearTimeout(force))
       .then(() => engine.close())
       .then(
         () => process.exit(0),
