@@ -96,7 +96,7 @@ function Mailbox({ box, now }: { box: MailboxInfo; now: number }) {
                 <td>
                   <TimeAgo at={parked.since} now={now} />
                 </td>
-                <td>{parked.deadline === null ? 'never' : <TimeAgo at={parked.deadline} now={now} />}</td>
+                <td>{parked.deadline === null ? 'never' : <TimeAgo at={parked.deadline} now={now} future />}</td>
               </tr>
             ))}
           </tbody>
