@@ -10,7 +10,7 @@ import { nanoid } from 'nanoid';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { untilRun } from '../support/wait-for.js';
 import { gate, review, sum, type ReviewShared } from './studio-flows.js';
-import { startStudio, type StudioSetup } from './support/studio-harness.js';
+import { accessibilityProblems, startStudio, type StudioSetup } from './support/studio-harness.js';
 
 let s: StudioSetup;
 beforeAll(async () => {
@@ -66,6 +66,7 @@ it('shows a failed run with its error and stack on the failed node; retry comple
   await page.locator('pre.stack').filter({ hasText: 'the gate is closed' }).waitFor();
   expect(await page.getByRole('button', { name: 'Cancel run' }).isDisabled()).toBe(true);
   await s.shot('run-failed');
+  expect(await accessibilityProblems(page)).toEqual([]);
 
   writeFileSync(gateFile, 'open');
   await page.getByRole('button', { name: 'Retry' }).click();
@@ -92,6 +93,7 @@ it('forks a run from a step with an edited shared: the new run starts there and 
   await page.keyboard.insertText('{ "numbers": [1, 2, 3], "doubled": [10, 20] }');
   await dialog.getByTestId('fork-changes').filter({ hasText: '/doubled' }).waitFor(); // the editor took it
   await s.shot('fork-dialog');
+  expect(await accessibilityProblems(page)).toEqual([]);
   await dialog.getByRole('button', { name: 'Start the fork' }).click();
 
   await page.waitForURL((url) => url.pathname.startsWith('/runs/') && !url.pathname.endsWith(source.id));

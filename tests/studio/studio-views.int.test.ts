@@ -8,7 +8,7 @@
 import { nanoid } from 'nanoid';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { fan, review, type ReviewShared } from './studio-flows.js';
-import { startStudio, type StudioSetup } from './support/studio-harness.js';
+import { accessibilityProblems, startStudio, type StudioSetup } from './support/studio-harness.js';
 
 let s: StudioSetup;
 beforeAll(async () => {
@@ -29,6 +29,7 @@ it('a run appears in the list live, its page draws the graph with the current no
   await row.filter({ hasText: 'approve' }).waitFor();
   await page.getByTestId('count-waiting').filter({ hasText: '1' }).waitFor();
   await s.shot('runs');
+  expect(await accessibilityProblems(page)).toEqual([]);
 
   await row.getByRole('link').click();
   await page.waitForURL(`**/runs/${handle.id}`);
@@ -44,11 +45,13 @@ it('a run appears in the list live, its page draws the graph with the current no
   await diff.filter({ hasText: 'enriched with sources' }).waitFor();
   expect(await diff.locator('.jsondiffpatch-added').count()).toBeGreaterThan(0); // `tags` came in
   await s.shot('run');
+  expect(await accessibilityProblems(page)).toEqual([]);
 
   await page.getByRole('link', { name: 'Mailboxes' }).click();
   const question = page.locator('.question').filter({ hasText: 'Publish \\"Queues\\"?' });
   await question.filter({ hasText: handle.id }).waitFor(); // the asking run is named by the question
   await s.shot('mailboxes');
+  expect(await accessibilityProblems(page)).toEqual([]);
   await question.getByLabel(/^Answer/).fill('not json');
   await question.getByRole('button', { name: 'Send answer' }).click();
   await question.getByRole('alert').filter({ hasText: 'not JSON' }).waitFor();
@@ -81,6 +84,7 @@ it('a fan-out shows its children grid with progress and a failed child, then its
   await page.getByTestId('graph-current').filter({ hasText: 'each-number' }).waitFor();
   await page.getByTestId('step-diff-empty').waitFor(); // the fan-out step changed nothing yet
   await s.shot('run-fan-out');
+  expect(await accessibilityProblems(page)).toEqual([]);
 
   for (let i = 8; i < 12; i++) await s.engine.send(`${gate}.${i}`, 'go');
   const result = await handle.result();
@@ -101,5 +105,6 @@ it('the workers view shows the live worker, its concurrency and its flows', asyn
   await table.filter({ hasText: 'st-review' }).waitFor();
   expect(await table.locator('tbody tr').count()).toBe(1);
   await s.shot('workers');
+  expect(await accessibilityProblems(page)).toEqual([]);
   expect(s.pageErrors).toEqual([]);
 });
