@@ -3,8 +3,8 @@
  * prefix of the test's own, the studio handler over that engine on a free port, and chromium with
  * one page. `shot(name)` writes `tests/studio/__screenshots__/<name>.png`.
  */
-import { mkdirSync, readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
+import { mkdirSync } from 'node:fs';
+import axe from 'axe-core';
 import { createServer, type Server } from 'node:http';
 import { fileURLToPath } from 'node:url';
 import type { Page } from 'playwright-core';
@@ -17,7 +17,6 @@ import { launchBrowser, type Browser } from './browser.js';
 
 export const STUDIO_FLOWS = fileURLToPath(new URL('../studio-flows.ts', import.meta.url));
 const SCREENSHOTS = fileURLToPath(new URL('../__screenshots__/', import.meta.url));
-const AXE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
 
 /**
  * The accessibility problems axe-core finds on the page as it is now (WCAG 2 A and AA rules),
@@ -25,11 +24,11 @@ const AXE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.mi
  * tree items for lacking a `group` parent).
  */
 export async function accessibilityProblems(page: Page): Promise<string[]> {
-  await page.evaluate(AXE); // evaluated over the debugging protocol: the page's CSP does not apply
+  await page.evaluate(axe.source); // evaluated over the debugging protocol: the page's CSP does not apply
   const violations = await page.evaluate(async () => {
     type Result = { violations: { id: string; impact: string; nodes: { target: string[] }[] }[] };
-    const axe = (window as unknown as { axe: { run(context: unknown, options: unknown): Promise<Result> } }).axe;
-    const result = await axe.run(
+    const inPage = (globalThis as unknown as { axe: { run(context: unknown, options: unknown): Promise<Result> } }).axe;
+    const result = await inPage.run(
       { exclude: [['.json-box']] },
       { runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa'] }, resultTypes: ['violations'] },
     );
