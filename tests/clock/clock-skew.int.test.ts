@@ -40,11 +40,9 @@ describe('clock skew between workers', () => {
       const redis = await setup(`skew${offsetMs}`, { flows: [waits], workers: 0 });
       const wrong = await redis.worker({ clock: skewed(offsetMs) });
       const started = Date.now();
-      const handle = await redis.engine.start(
-        waits,
-        {},
-        { params: { address: `nobody-${offsetMs}`, timeoutMs: 3000 } },
-      );
+      const handle = await redis.engine.start(waits, {} as S, {
+        params: { address: `nobody-${offsetMs}`, timeoutMs: 3000 },
+      });
       // The skewed worker takes the first step, which parks the run with its deadline.
       await redis.until(handle.id, 'the run to park', (info) => info.status === 'waiting');
       await wrong.close();

@@ -117,7 +117,14 @@ const fan = defineFlow('cancel-fan', () => {
   return new Flow(batch);
 });
 const done = defineFlow('cancel-done', () => new Flow(new Done({ name: 'done' })));
-const flows = [backoff, stubborn, obedient, fan, done];
+// The obedient step second: its task is added with the first step's commit, before that step's
+// task has finished.
+const obedientSecond = defineFlow('cancel-obedient-second', () => {
+  const first = new Done({ name: 'done' });
+  first.next(new Obedient({ name: 'work' }));
+  return new Flow(first);
+});
+const flows = [backoff, stubborn, obedient, fan, done, obedientSecond];
 
 describe.each(engines)('%s: cancellation', (name) => {
   const setup = useEngine(name);
@@ -180,6 +187,19 @@ describe.each(engines)('%s: cancellation', (name) => {
     expect(abortCodes.of(token)).toEqual(['RUN_CANCELLED']);
     expect(execs.of(token)).toEqual([0]);
     expect(after.count(token)).toBe(0);
+  });
+
+  it('aborts the exec of a later step too, whose task started while the step before it was finishing', async () => {
+    const { engine } = await setup('cancel-second', { flows, concurrency: 4 });
+    const token = `second-${name}`;
+    const handle = await engine.start(obedientSecond, { token });
+    await waitFor('the second step to be in exec', () => execs.count(token) === 1);
+
+    await engine.cancel(handle.id);
+    const result = await within(handle.result(), 10_000, 'the cancelled run did not end');
+    expect(result.status).toBe('cancelled');
+    await waitFor("exec's signal to abort", () => abortCodes.count(token) === 1);
+    expect(abortCodes.of(token)).toEqual(['RUN_CANCELLED']);
   });
 
   it('cancels a queued run at once; its step never runs', async () => {

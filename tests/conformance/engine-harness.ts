@@ -39,6 +39,20 @@ export interface EngineSetup {
    * @defaultValue false
    */
   autoAdvance?: boolean;
+  /**
+   * Step records kept per run: LocalEngine's `maxStepRecords`; on RedisEngine, that of the
+   * workers (they commit the steps, and with them the records) and of the engine.
+   * @defaultValue the engine's (10000)
+   */
+  maxStepRecords?: number;
+  /**
+   * RedisEngine: how long a finished run is kept, in ms (`retentionMs` of the workers, which end
+   * runs, and of the engine). LocalEngine keeps finished runs by count: see
+   * `retainFinishedRuns`. @defaultValue the engine's (7 days)
+   */
+  retentionMs?: number;
+  /** LocalEngine's `retainFinishedRuns` (RedisEngine keeps runs by time: `retentionMs`). @defaultValue the engine's */
+  retainFinishedRuns?: number;
 }
 
 export interface EngineHarness {
@@ -57,6 +71,12 @@ export interface EngineHarness {
    */
   stored(): Promise<string[]>;
   /**
+   * Waits until no task of the engine is running (LocalEngine: its scheduler's active tasks;
+   * RedisEngine: BullMQ's active list of the step queue), e.g. until a cancelled step's task has
+   * gone, so that what the test does next cannot meet it.
+   */
+  idle(): Promise<void>;
+  /**
    * Ids of the child runs of a fan-out parent (`info` from `get`): both engines leave them out of
    * `list` and name them `<parent id>.<parent step>.<index>` (fan-out.lua, LocalEngine.createRun).
    */
@@ -73,18 +93,13 @@ export interface LocalHarness extends EngineHarness {
   clock: FakeClock;
 }
 
-export interface LocalSetup extends EngineSetup {
-  /** LocalEngine's `retainFinishedRuns`. @defaultValue the engine's */
-  retainFinishedRuns?: number;
-}
-
 /** Call inside `describe.each(engines)`: returns `setup`, which opens `name` for one test. */
 export function useEngine(name: EngineName): (test: string, options: EngineSetup) => Promise<EngineHarness> {
   return name === 'LocalEngine' ? useLocalEngine() : useRedisEngine();
 }
 
 /** LocalEngine on a {@link FakeClock}, closed after the test. */
-export function useLocalEngine(): (test: string, options: LocalSetup) => Promise<LocalHarness> {
+export function useLocalEngine(): (test: string, options: EngineSetup) => Promise<LocalHarness> {
   const opened: LocalEngine[] = [];
   afterEach(async () => {
     for (const engine of opened.splice(0)) await engine.close();
@@ -96,6 +111,7 @@ export function useLocalEngine(): (test: string, options: LocalSetup) => Promise
       clock,
       concurrency: options.concurrency ?? 4,
       ...(options.retainFinishedRuns === undefined ? {} : { retainFinishedRuns: options.retainFinishedRuns }),
+      ...(options.maxStepRecords === undefined ? {} : { maxStepRecords: options.maxStepRecords }),
     });
     opened.push(engine);
     return {
@@ -105,6 +121,9 @@ export function useLocalEngine(): (test: string, options: LocalSetup) => Promise
       until: (runId, what, condition, timeoutMs) => untilRun(engine, runId, what, condition, timeoutMs),
       advance: async (ms) => clock.advance(ms),
       stored: async () => (await engine.list()).map((info) => info.id),
+      idle: async () => {
+        await waitFor('no task to be running', async () => (await engine.workers())[0]!.active === 0);
+      },
       childRuns: async (parent) => childRunIds(parent),
     };
   };
@@ -114,10 +133,16 @@ export function useLocalEngine(): (test: string, options: LocalSetup) => Promise
 function useRedisEngine(): (test: string, options: EngineSetup) => Promise<EngineHarness> {
   const setup = useRedisHarness();
   return async (test, options) => {
+    const store = {
+      ...(options.maxStepRecords === undefined ? {} : { maxStepRecords: options.maxStepRecords }),
+      ...(options.retentionMs === undefined ? {} : { retentionMs: options.retentionMs }),
+    };
     const redis = await setup(test, {
       flows: options.flows,
       ...(options.workers === undefined ? {} : { workers: options.workers }),
       ...(options.concurrency === undefined ? {} : { concurrency: options.concurrency }),
+      workerOptions: store,
+      engineOptions: store,
     });
     return {
       name: 'RedisEngine',
@@ -129,6 +154,10 @@ function useRedisEngine(): (test: string, options: EngineSetup) => Promise<Engin
         await waitFor(`${ms} ms to pass`, () => Date.now() >= end, { intervalMs: 1 });
       },
       stored: redis.scanKeys,
+      idle: async () => {
+        const active = `${redis.prefix}:${redis.keys.stepQueue}:active`;
+        await waitFor('no step job to be active', async () => (await redis.connection.llen(active)) === 0);
+      },
       childRuns: async (parent) => childRunIds(parent),
     };
   };

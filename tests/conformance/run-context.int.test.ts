@@ -50,7 +50,7 @@ describe.each(engines)('%s: runContext', (name) => {
 
   it('names the run, the flow, the step counter and the try in every visit', async () => {
     const { engine } = await setup('run-context', { flows: [steps], autoAdvance: true });
-    const handle = await engine.start(steps, { seen: [] });
+    const handle = await engine.start(steps, { seen: [] } as S);
     const result = await handle.result();
     expect(result.status, JSON.stringify(result.error)).toBe('completed');
     expect(result.shared.seen).toEqual([

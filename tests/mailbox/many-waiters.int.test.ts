@@ -31,7 +31,7 @@ describe('many runs parked on one address', () => {
     await redis.worker({ concurrency: 8 });
     const address = 'crowded';
     const runs = await Promise.all(
-      Array.from({ length: 400 }, (_, i) => redis.engine.start(takesOne, {}, { params: { address, i } })),
+      Array.from({ length: 400 }, (_, i) => redis.engine.start(takesOne, {} as S, { params: { address, i } })),
     );
     await waitFor(
       'every run to park',

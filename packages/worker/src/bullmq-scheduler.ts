@@ -16,8 +16,8 @@ const BACKOFF_TYPE = 'queueflow';
 
 /** A task's job data: the task, minus what the job's name says. */
 type JobData =
-  | { runId: string; step: number; park?: number; attemptBase?: number }
-  | { runId: string; step: number; index: number; item: Json };
+  | { runId: string; step: number; park?: number; attemptBase?: number; retry?: number }
+  | { runId: string; step: number; index: number; item: Json; retry?: number };
 
 /**
  * The kernel's {@link Scheduler} over one BullMQ queue: each task is a job under its task id
@@ -43,8 +43,8 @@ export class BullmqScheduler implements Scheduler {
     this.queue.on('error', onError);
   }
 
-  async addStep(runId: string, step: number, target: StepTarget): Promise<void> {
-    await this.add({ type: 'step', runId, step }, target.maxAttempts);
+  async addStep(runId: string, step: number, target: StepTarget, retry?: number): Promise<void> {
+    await this.add({ type: 'step', runId, step, ...(retry ? { retry } : {}) }, target.maxAttempts);
   }
 
   async addFirstSteps(runIds: readonly string[], target: StepTarget): Promise<void> {
@@ -57,10 +57,13 @@ export class BullmqScheduler implements Scheduler {
     step: number,
     items: readonly { index: number; item: Json }[],
     maxAttempts: number,
+    retry?: number,
   ): Promise<void> {
     if (items.length === 0) return;
     await this.queue.addBulk(
-      items.map(({ index, item }) => jobOf({ type: 'item', runId, step, index, item }, maxAttempts)),
+      items.map(({ index, item }) =>
+        jobOf({ type: 'item', runId, step, index, item, ...(retry ? { retry } : {}) }, maxAttempts),
+      ),
     );
   }
 
@@ -103,7 +106,12 @@ export function taskOfJob(job: Job): Task {
   if ('park' in data && data.park !== undefined) {
     return { type: 'wake', runId: data.runId, step: data.step, park: data.park, attemptBase: data.attemptBase ?? 0 };
   }
-  return { type: 'step', runId: data.runId, step: data.step };
+  return {
+    type: 'step',
+    runId: data.runId,
+    step: data.step,
+    ...('retry' in data && data.retry ? { retry: data.retry } : {}),
+  };
 }
 
 function jobOf(task: Task, attempts: number, delayMs = 0): { name: string; data: JobData; opts: JobsOptions } {

@@ -173,6 +173,7 @@ export class RedisRunStore implements RunStore {
       at: positionOf(at),
       mode,
       ...(fields.record === undefined ? {} : { record: fields.record }),
+      ...(fields.stepStartedAt === undefined ? {} : { stepStartedAt: fields.stepStartedAt }),
       ...(fields.target ? { target: encodeTarget(fields.target) } : {}),
       errors: records.map(encodeErrorRecord),
       ...(mode === 'failed' && last?.attempt !== undefined ? { lastAttempt: last.attempt } : {}),

@@ -29,6 +29,7 @@ export function runOfHash(id: string, hash: Record<string, string | undefined>):
       ? { forkedFrom: JSON.parse(hash.forkedFrom) as { runId: string; step: number } }
       : {}),
     ...(hash.retries !== undefined ? { retries: Number(hash.retries) } : {}),
+    ...(hash.stepStartedAt !== undefined ? { stepStartedAt: Number(hash.stepStartedAt) } : {}),
     ...(hash.parentId !== undefined
       ? { parent: { id: hash.parentId, step: Number(hash.parentStep), index: Number(hash.childIndex) } }
       : {}),

@@ -222,7 +222,10 @@ export interface StepRecord {
   action?: string;
   /** Tries of `exec` the step made (1 when the first succeeded). */
   tries: number;
-  /** When the step's first try began, and when it committed. */
+  /**
+   * When the step's first try began (a step woken from a mailbox park: when it ran again), and
+   * when it committed.
+   */
   startedAt: number;
   endedAt: number;
   /** The worker that committed it (RedisEngine: `<host>:<pid>:<n>`). */

@@ -42,7 +42,9 @@ export async function retryRun(
 /**
  * Adds what a reopened run needs to go on: its step (`addTasks`), or, for one waiting on a
  * fan-out, its children reopened in turn; the children started before are added again, the others
- * wait for their turn, and a fan-out whose children had all completed gets its fan-in.
+ * wait for their turn, and a fan-out whose children had all completed gets its fan-in. The tasks
+ * added carry the run's retry count (StepTask.retry): a task of the same step still held from
+ * before (a cancelled step winding down) does not swallow them.
  */
 async function goOn(
   store: RunStore,
@@ -57,7 +59,7 @@ async function goOn(
     if (!addTasks) return;
     await scheduler.forgetFailed([stepTask]);
     // A parent whose children had all completed failed in its fan-in: that step runs again.
-    await scheduler.addStep(run.id, run.step, fanOut ? { node: undefined, maxAttempts: 1 } : run.target);
+    await scheduler.addStep(run.id, run.step, fanOut ? { node: undefined, maxAttempts: 1 } : run.target, run.retries);
     return;
   }
   const started = (index: number): boolean => addTasks && index < fanOut.started;
@@ -75,5 +77,5 @@ async function goOn(
   await scheduler.forgetFailed(
     indices.map((index) => taskId({ type: 'item', runId: run.id, step: run.step, index, item: null })),
   );
-  await scheduler.addItems(run.id, run.step, items, fanOut.request.maxAttempts);
+  await scheduler.addItems(run.id, run.step, items, fanOut.request.maxAttempts, run.retries);
 }

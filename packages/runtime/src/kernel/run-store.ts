@@ -50,7 +50,7 @@ export interface RunStore {
    * Lets a `failed` or `cancelled` run go on from its last committed checkpoint: it becomes
    * `waiting` again when it waited on a fan-out (whose outcomes of children that did not complete
    * are dropped, their indices returned), `queued` when it never started, else `running`; its
-   * error is cleared, its error history kept, its retention lifted.
+   * error and `stepStartedAt` are cleared, its error history kept, its retention lifted.
    */
   reopen(runId: string): Promise<ReopenReply>;
   /** The encoded step records of the run, oldest first; `undefined` when there is no such run. */
@@ -204,6 +204,11 @@ export interface StoredRun {
   forkedFrom?: { runId: string; step: number };
   /** Times the run was reopened after it failed or was cancelled. */
   retries?: number;
+  /**
+   * When the current step's first try began (epoch ms), once a try of it has failed: its
+   * record's `startedAt`. Cleared when the step commits, and when the run is reopened.
+   */
+  stepStartedAt?: number;
 }
 
 /** A fan-out child's place: its parent, the parent's step that fanned out, its index. */
@@ -226,9 +231,9 @@ export interface RunRecord {
 /**
  * What a commit writes, by mode (all modes: only if the run stands at the step and has not ended;
  * a cancel ends a run at once, so a step of a cancelled run commits nothing):
- * - `next`: the new checkpoint and target, step counter + 1, attempt 0; the step's reserved
- *   messages are consumed and its sends delivered.
- * - `retry`: the checkpoint (the visit's prep result kept), attempt + 1.
+ * - `next`: the new checkpoint and target, step counter + 1, attempt 0, no `stepStartedAt`; the
+ *   step's reserved messages are consumed and its sends delivered.
+ * - `retry`: the checkpoint (the visit's prep result kept), attempt + 1, `stepStartedAt` if unset.
  * - `completed`: as `next`, then the run ends `completed` with its last action.
  * - `failed`: only the error (the checkpoint may hold a half-done step); reserved messages go
  *   back to their mailboxes.
@@ -247,6 +252,8 @@ export interface CommitFields {
   conflicts?: MergeConflict[];
   /** The step's encoded history record (modes next and completed). */
   record?: string;
+  /** Mode `retry`: when the step's first try began, kept as `stepStartedAt` unless set already. Epoch ms. */
+  stepStartedAt?: number;
   /** Epoch ms. */
   now: number;
 }

@@ -12,16 +12,23 @@ import type { StepTarget } from '../interpreter/step-types.js';
  * next task may add it again (the step driver's `ensureProgress`).
  */
 export interface Scheduler {
-  /** Adds step `step` of `runId`, with `target.maxAttempts` tries. */
-  addStep(runId: string, step: number, target: StepTarget): Promise<void>;
+  /**
+   * Adds step `step` of `runId`, with `target.maxAttempts` tries; `retry` for the task of the
+   * run's `retry`th retry (see {@link StepTask.retry}).
+   */
+  addStep(runId: string, step: number, target: StepTarget, retry?: number): Promise<void>;
   /** Adds the first step of each fan-out child run in `runIds`. */
   addFirstSteps(runIds: readonly string[], target: StepTarget): Promise<void>;
-  /** Adds the item tasks of a ParallelBatchNode fan-out, each with `maxAttempts` tries. */
+  /**
+   * Adds the item tasks of a ParallelBatchNode fan-out, each with `maxAttempts` tries; `retry`
+   * for those of the parent's `retry`th retry (see {@link StepTask.retry}).
+   */
   addItems(
     runId: string,
     step: number,
     items: readonly { index: number; item: Json }[],
     maxAttempts: number,
+    retry?: number,
   ): Promise<void>;
   /**
    * Adds the wake of a parked run: it runs the parked step again after `delayMs` (its receive
@@ -45,6 +52,12 @@ export interface StepTask {
   type: 'step';
   runId: string;
   step: number;
+  /**
+   * Added by the run's `retry`th retry (engine.retry): a task id of its own, so that a task of
+   * the same step still held from before the retry (a failed try not yet acknowledged, a
+   * cancelled step winding down) cannot swallow the add.
+   */
+  retry?: number;
 }
 
 export interface WakeTask {
@@ -63,6 +76,8 @@ export interface ItemTask {
   step: number;
   index: number;
   item: Json;
+  /** Added by the parent's `retry`th retry: see {@link StepTask.retry}. */
+  retry?: number;
 }
 
 /**
@@ -82,10 +97,14 @@ export type TaskResult =
 export function taskId(task: Task): string {
   switch (task.type) {
     case 'step':
-      return `${task.runId}-${task.step}`;
+      return `${task.runId}-${task.step}${retrySuffix(task.retry)}`;
     case 'wake':
       return `${task.runId}-${task.step}-p${task.park}`;
     case 'item':
-      return `${task.runId}-${task.step}-i${task.index}`;
+      return `${task.runId}-${task.step}-i${task.index}${retrySuffix(task.retry)}`;
   }
+}
+
+function retrySuffix(retry: number | undefined): string {
+  return retry ? `-r${retry}` : '';
 }

@@ -45,7 +45,7 @@ export interface StepDriverOptions {
 interface StepStart {
   run: StoredRun;
   attempt: number;
-  /** Epoch ms when this try began. */
+  /** Epoch ms when the step's first try began. */
   startedAt: number;
   /** A fan-in: the children merged and the conflicts. */
   merged?: { children: number; conflicts: MergeConflict[] };
@@ -168,7 +168,8 @@ export class StepDriver {
         mailbox: new StepMailbox(reservations, { runId: run.id, step: run.step }, run.replay, now),
         now,
       };
-      const start: StepStart = { run, attempt, startedAt: now() };
+      // A step retried after a failed try began with its first try (StepRecord.startedAt).
+      const start: StepStart = { run, attempt, startedAt: run.stepStartedAt ?? now() };
       if (run.status === 'waiting' && !parked) {
         const fanOut = await this.store.fanOutOf(run.id);
         if (!fanOut || fanOut.ended < fanOut.total) {
@@ -179,13 +180,31 @@ export class StepDriver {
         }
         const outcomes = await this.store.outcomesOf(run.id, fanOut.total);
         const resumed = await resumeFanOut(graph, checkpoint, outcomes, ctx);
+        if (cancelledHere(controller)) return await this.droppedByCancel(run);
         start.merged = { children: fanOut.total, conflicts: resumed.conflicts };
         return await this.apply(start, graph, resumed.outcome, resumed.conflicts);
       }
-      return await this.apply(start, graph, await executeStep(graph, checkpoint, ctx));
+      const outcome = await executeStep(graph, checkpoint, ctx);
+      if (cancelledHere(controller)) return await this.droppedByCancel(run);
+      return await this.apply(start, graph, outcome);
     } finally {
-      this.running.delete(run.id);
+      // The run's next step may have started here already (its task is added with this commit):
+      // its controller is not this one's to drop.
+      if (this.running.get(run.id) === controller) this.running.delete(run.id);
     }
+  }
+
+  /**
+   * A step whose `exec` a cancel aborted commits nothing, whatever its code did after the abort:
+   * the run stopped at this step boundary. Its commit would not be refused should a retry have
+   * reopened the run meanwhile (same step), and would then land on the retried run, e.g. failing
+   * it with the abort's error; the retry's own task runs the step again instead. A cancelled
+   * fan-out child still tells its parent (ensureProgress of an ended run).
+   */
+  private async droppedByCancel(run: StoredRun): Promise<TaskResult> {
+    const current = await this.store.load(run.id);
+    if (current && isFinal(current.status)) await this.ensureProgress(current);
+    return DONE;
   }
 
   /** The run's checkpoint; a fan-out child's is a delta against its parent's snapshot. */
@@ -259,7 +278,12 @@ export class StepDriver {
         return DONE;
       }
       case 'retry': {
-        const result = await this.commit(run, 'retry', { checkpoint, errorRecords: outcome.errors, now });
+        const result = await this.commit(run, 'retry', {
+          checkpoint,
+          errorRecords: outcome.errors,
+          stepStartedAt: start.startedAt,
+          now,
+        });
         return result === 'committed' ? { type: 'retry', delayMs: outcome.delayMs, error: outcome.error } : DONE;
       }
       case 'completed':
@@ -397,4 +421,11 @@ export class StepDriver {
     }
     return problem;
   }
+}
+
+/** Whether a cancel of the run aborted the step `controller` belongs to (not the engine closing). */
+function cancelledHere(controller: AbortController): boolean {
+  return (
+    controller.signal.aborted && (controller.signal.reason as { code?: string } | undefined)?.code === 'RUN_CANCELLED'
+  );
 }

@@ -77,10 +77,11 @@ export function historyOf(current: Checkpoint, records: readonly string[]): Step
 
 /**
  * The checkpoint of a run after `step` committed steps, walking back from `current` (taken after
- * `currentStep` steps) through the encoded records.
+ * `currentStep` steps) through the encoded records. After a step that fanned out, its `shared`
+ * is the parent's as it fanned out, but its frames wait on children no checkpoint holds: a fork
+ * checks {@link assertForkable} first.
  *
- * @throws QueueflowError `INVALID_OPTION` for a step outside what the records reach, or one after
- *   which the run waited on a fan-out (its children are not part of a checkpoint).
+ * @throws QueueflowError `INVALID_OPTION` for a step outside what the records reach.
  */
 export function checkpointAt(
   current: Checkpoint,
@@ -111,7 +112,19 @@ export function checkpointAt(
     shared = undoInPlace(shared, stored[i]!.u).document;
     frames = undoInPlace(frames, stored[i]!.f).document;
   }
-  const last = stored.find((record) => record.s === step - 1);
+  const checkpoint: Checkpoint = { shared, frames };
+  if (step === currentStep && current.lastAction !== undefined) checkpoint.lastAction = current.lastAction;
+  return checkpoint;
+}
+
+/**
+ * Refuses a fork after `step` committed steps when the step before it fanned out: the run then
+ * waited on a fan-out's children, which a checkpoint does not hold.
+ *
+ * @throws QueueflowError `INVALID_OPTION`
+ */
+export function assertForkable(records: readonly string[], step: number, runId: string): void {
+  const last = records.map(decodeStepRecord).find((record) => record.s === step - 1);
   if (last?.fo) {
     throw new QueueflowError(
       'INVALID_OPTION',
@@ -119,9 +132,6 @@ export function checkpointAt(
       { retryable: false },
     );
   }
-  const checkpoint: Checkpoint = { shared, frames };
-  if (step === currentStep && current.lastAction !== undefined) checkpoint.lastAction = current.lastAction;
-  return checkpoint;
 }
 
 /**

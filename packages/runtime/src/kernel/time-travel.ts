@@ -2,14 +2,14 @@ import jsonPatch from 'fast-json-patch';
 import { QueueflowError } from '../errors/queueflow-error.js';
 import type { Checkpoint } from '../interpreter/checkpoint.js';
 import type { FlowRegistry } from '../interpreter/flow-definition.js';
-import { targetOf } from '../interpreter/walk.js';
+import { targetOf, walkParams } from '../interpreter/walk.js';
 import { assertJson, type JsonObject } from '../json/json.js';
 import type { PatchOperation } from '../json/merge-patches.js';
 import { encodeCheckpoint } from './codec.js';
 import type { ForkOptions, StepRecord } from './engine.js';
 import { newRunId } from './run-id.js';
 import type { NewRun, RunStore, StoredRun } from './run-store.js';
-import { checkpointAt, historyOf } from './step-history.js';
+import { assertForkable, checkpointAt, historyOf } from './step-history.js';
 
 /**
  * Reading a run's past and starting from it (DESIGN "Operating runs"; LangGraph's time travel):
@@ -45,6 +45,7 @@ export class TimeTravel {
   async forkOf(runId: string, options: ForkOptions): Promise<NewRun> {
     const { run, records } = await this.read(runId);
     const checkpoint = checkpointAt(await this.checkpointOf(run), run.step, records, options.step, runId);
+    assertForkable(records, options.step, runId);
     if (checkpoint.frames.length === 0) {
       throw new QueueflowError(
         'INVALID_OPTION',
@@ -55,7 +56,11 @@ export class TimeTravel {
     if (options.patch !== undefined) checkpoint.shared = patched(checkpoint.shared, options.patch, runId);
     if (options.params !== undefined) {
       assertJson(options.params, 'params');
-      checkpoint.frames[0] = { ...checkpoint.frames[0]!, params: options.params };
+      const { frames } = checkpoint;
+      frames[0] = { ...frames[0]!, params: options.params };
+      // Each frame's params are those its parent's walk gave it (rule S6): rebuilt up the stack,
+      // so that the nodes the fork visits get the new params, not the source run's.
+      for (let i = 1; i < frames.length; i++) frames[i] = { ...frames[i]!, params: walkParams(frames[i - 1]!) };
     }
     assertJson(checkpoint.shared, 'shared');
     const graph = this.registry.graph(run.flow);

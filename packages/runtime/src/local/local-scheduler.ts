@@ -48,8 +48,8 @@ export class LocalScheduler implements Scheduler {
     this.pump();
   }
 
-  async addStep(runId: string, step: number, target: StepTarget): Promise<void> {
-    this.add({ type: 'step', runId, step }, target.maxAttempts, 0);
+  async addStep(runId: string, step: number, target: StepTarget, retry?: number): Promise<void> {
+    this.add({ type: 'step', runId, step, ...(retry ? { retry } : {}) }, target.maxAttempts, 0);
   }
 
   async addFirstSteps(runIds: readonly string[], target: StepTarget): Promise<void> {
@@ -61,8 +61,10 @@ export class LocalScheduler implements Scheduler {
     step: number,
     items: readonly { index: number; item: Json }[],
     maxAttempts: number,
+    retry?: number,
   ): Promise<void> {
-    for (const { index, item } of items) this.add({ type: 'item', runId, step, index, item }, maxAttempts, 0);
+    for (const { index, item } of items)
+      this.add({ type: 'item', runId, step, index, item, ...(retry ? { retry } : {}) }, maxAttempts, 0);
   }
 
   async addWake(wake: WakeTask, target: StepTarget, delayMs: number): Promise<void> {

@@ -189,6 +189,7 @@ export class MemoryRunStore implements RunStore, RunEventSource {
 
     if (mode === 'retry') {
       if (fields.checkpoint) run.checkpoint = fields.checkpoint;
+      if (fields.stepStartedAt !== undefined) run.stepStartedAt ??= fields.stepStartedAt;
       run.attempt++;
       run.status = 'running';
       return { result: 'committed', wakes };
@@ -212,6 +213,7 @@ export class MemoryRunStore implements RunStore, RunEventSource {
     if (fields.record !== undefined) this.pushRecord(entry, fields.record);
     run.step++;
     run.attempt = 0;
+    delete run.stepStartedAt;
     run.replay = { sent: 0 };
     if (fields.checkpoint) run.checkpoint = fields.checkpoint;
     if (fields.target) run.target = { ...fields.target };
@@ -242,6 +244,7 @@ export class MemoryRunStore implements RunStore, RunEventSource {
     this.deliver(fields.outbox, wakes);
     if (fields.record !== undefined) this.pushRecord(entry, fields.record);
     run.replay = { sent: 0 };
+    delete run.stepStartedAt;
     const step = ++run.step;
     Object.assign(run, {
       status: 'waiting',
@@ -396,6 +399,7 @@ export class MemoryRunStore implements RunStore, RunEventSource {
     }
     delete run.error;
     delete run.finishedAt;
+    delete run.stepStartedAt;
     run.attempt = 0;
     run.retries = (run.retries ?? 0) + 1;
     run.updatedAt = this.clock.now();

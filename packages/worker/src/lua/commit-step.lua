@@ -20,6 +20,7 @@
     lastAction    for mode completed
     conflicts     merge conflicts to append, each JSON
     record        the step's history record JSON (modes next and completed)
+    stepStartedAt for mode retry: when the step's first try began (epoch ms), kept unless set
     maxRecords    history records kept
     retention     seconds a finished run is kept      maxErrors  error records kept
     channel       events channel     changes  changes channel     runId
@@ -87,6 +88,7 @@ redis.call('HDEL', runKey, 'refusal') -- a worker with the right code has taken 
 
 if mode == 'retry' then
   if checkpoint ~= '' then redis.call('HSET', runKey, 'checkpoint', checkpoint) end
+  if o.stepStartedAt then redis.call('HSETNX', runKey, 'stepStartedAt', o.stepStartedAt) end
   redis.call('HINCRBY', runKey, 'attempt', 1)
   redis.call('HSET', runKey, 'status', 'running')
   changed(runKey, runId, o)
@@ -109,7 +111,7 @@ deliverOutbox(o, o.outbox, wakes, retention)
 pushRecord(KEYS[7], o.record, o.maxRecords)
 redis.call('HINCRBY', runKey, 'step', 1)
 redis.call('HSET', runKey, 'attempt', 0)
-redis.call('HDEL', runKey, 'replay')
+redis.call('HDEL', runKey, 'replay', 'stepStartedAt')
 if checkpoint ~= '' then redis.call('HSET', runKey, 'checkpoint', checkpoint) end
 if type(o.target) == 'string' then redis.call('HSET', runKey, 'target', o.target) end
 redis.call('DEL', KEYS[4], KEYS[5])

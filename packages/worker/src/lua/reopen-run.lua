@@ -2,8 +2,8 @@
   Lets a failed or cancelled run go on from its last committed checkpoint (engine.retry): the
   record becomes `waiting` again when it waited on a fan-out (outcomes of children that did not
   complete are dropped, their indices returned, so they can run again), `queued` when it never
-  started, else `running`; its error goes, its error history stays, its keys
-  (and idempotency key) are kept again (no expiry).
+  started, else `running`; its error and step start time go, its error history
+  stays, its keys (and idempotency key) are kept again (no expiry).
 
   KEYS[1..7] run hash, error list, conflict list, fan-out hash, outcome hash, reserved hash,
              history list
@@ -37,7 +37,8 @@ if fanOut[1] and fanOut[1] == run[2] then
       indices[#indices + 1] = index
     end
   end
-  redis.call('HINCRBY', KEYS[4], 'ended', -removed)
+  -- Guarded: `-removed` of 0 is Lua's -0, which Redis reads as "-0" and refuses as an integer.
+  if removed > 0 then redis.call('HINCRBY', KEYS[4], 'ended', -removed) end
   redis.call('HSET', KEYS[4], 'failed', 0)
   status = 'waiting'
 elseif run[3] then
@@ -46,7 +47,7 @@ else
   status = 'queued'
 end
 redis.call('HSET', KEYS[1], 'status', status, 'attempt', 0, 'updatedAt', o.now)
-redis.call('HDEL', KEYS[1], 'error', 'finishedAt')
+redis.call('HDEL', KEYS[1], 'error', 'finishedAt', 'stepStartedAt')
 redis.call('HINCRBY', KEYS[1], 'retries', 1)
 for i = 1, 7 do redis.call('PERSIST', KEYS[i]) end
 local idempotencyKey = redis.call('HGET', KEYS[1], 'idempotencyKey')

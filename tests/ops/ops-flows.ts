@@ -1,0 +1,77 @@
+/**
+ * Flows for the operating tests on worker processes (tests/ops), loaded by `queueflow worker
+ * --flows` and by the test's engine client. Node code tells the test what it did through files in
+ * `params.markerDir` (the processes share nothing else).
+ *
+ * - `ops-five`: s1 → s2 → s3 → s4 → s5; each exec appends its process's pid to `<markerDir>/<node>`.
+ *   s3 has a bug in processes started with `QF_OPS_BUG=1` (the code deployed first): it throws.
+ *   The bug is inside exec, so the fixed code has the same graph, and the same fingerprint.
+ * - `ops-takeover`: one node visited `limit` times (`shared.seen` gets each visit's number, so a
+ *   step committed twice shows as a duplicate). Visit `slowVisit` hangs on its first execution,
+ *   after writing `<markerDir>/slow-first` (pid); a later execution writes `slow-again`
+ *   (pid and epoch ms) and goes on.
+ */
+import { appendFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { defineFlow, Flow, Node } from '@queueflow/runtime';
+
+interface MarkerParams {
+  markerDir: string;
+  [key: string]: unknown;
+}
+
+class Step extends Node<{ visited: string[] }, MarkerParams> {
+  override exec(): void {
+    appendFileSync(join(this.params.markerDir, this.name!), `${process.pid}\n`);
+    if (this.name === 's3' && process.env.QF_OPS_BUG === '1') throw new Error('bug in s3 (the code deployed first)');
+  }
+  override post(shared: { visited: string[] }): void {
+    shared.visited.push(this.name!);
+  }
+}
+
+export const opsFive = defineFlow('ops-five', () => {
+  const first = new Step({ name: 's1' });
+  first
+    .next(new Step({ name: 's2' }))
+    .next(new Step({ name: 's3' }))
+    .next(new Step({ name: 's4' }))
+    .next(new Step({ name: 's5' }));
+  return new Flow(first);
+});
+
+interface TakeoverShared {
+  limit: number;
+  count: number;
+  seen: number[];
+}
+
+class Tick extends Node<TakeoverShared, MarkerParams & { slowVisit: number }> {
+  override prep(shared: TakeoverShared): number {
+    return shared.count + 1;
+  }
+  override async exec(visit: number): Promise<number> {
+    const { markerDir, slowVisit } = this.params;
+    if (visit === slowVisit) {
+      try {
+        writeFileSync(join(markerDir, 'slow-first'), String(process.pid), { flag: 'wx' });
+        await new Promise((resolve) => setTimeout(resolve, 120_000)); // until this process is killed
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+        writeFileSync(join(markerDir, 'slow-again'), `${process.pid} ${Date.now()}`);
+      }
+    }
+    return visit;
+  }
+  override post(shared: TakeoverShared, _prep: number, visit: number): string | undefined {
+    shared.count = visit;
+    shared.seen.push(visit);
+    return visit < shared.limit ? 'again' : undefined;
+  }
+}
+
+export const opsTakeover = defineFlow('ops-takeover', () => {
+  const tick = new Tick({ name: 'tick' });
+  tick.on('again', tick);
+  return new Flow(tick);
+});
