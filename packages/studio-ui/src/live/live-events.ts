@@ -26,10 +26,10 @@ function setState(state: LiveState, text?: string): void {
 /** Opens the stream for the page's life. */
 export function connectLiveEvents(client: QueryClient): void {
   const source = new EventSource(apiUrl('/api/events', { token: config.token }));
-  let wasOpen = false;
-  source.addEventListener('open', () => {
-    if (wasOpen) void client.invalidateQueries();
-    wasOpen = true;
+  // `hello` comes once the server watches the runs for this page (at the first connection and
+  // after each reconnect): what the page read before may have changed unseen, so it reads again.
+  source.addEventListener('hello', () => {
+    void client.invalidateQueries();
     setState('live');
   });
   source.addEventListener('error', () => setState(source.readyState === EventSource.CLOSED ? 'off' : 'reconnecting'));

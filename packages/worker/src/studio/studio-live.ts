@@ -78,8 +78,12 @@ export class StudioLive {
     const leave = (): void => this.leave(res);
     req.once('close', leave);
     res.once('close', leave);
-    this.send(res, 'hello', { at: Date.now(), watching: true });
     if (this.clients.size === 1) this.start();
+    // `hello` once the subscription is on: the page reads again what it read before, so no
+    // change between its first reads and this moment is missed.
+    void this.unwatch!.then((unwatch) => {
+      if (this.clients.has(res)) this.send(res, 'hello', { at: Date.now(), watching: unwatch !== undefined });
+    });
   }
 
   /** Ends every stream and drops the subscription (for shutting a server down). */
