@@ -4,7 +4,6 @@ import { InvalidArgumentError, Option, type Command } from 'commander';
 import type { FlowDefinition } from '@queueflow/runtime';
 import { loadFlows } from '../load-flows.js';
 import { RedisEngine } from '../redis-engine.js';
-import { createStudioHandler } from '../studio/create-studio-handler.js';
 
 interface StudioCommandOptions {
   redis: string;
@@ -44,6 +43,8 @@ export function addStudioCommand(program: Command, options: { redis: () => Optio
 async function serveStudio(options: StudioCommandOptions): Promise<void> {
   if (options.token !== undefined && options.token.length < 8)
     throw new Error('--token: use at least 8 characters (it is the only lock on the studio)');
+  // Loaded here, not with the CLI: every other command starts without the studio's modules.
+  const { createStudioHandler } = await import('../studio/create-studio-handler.js');
   const flows: FlowDefinition[] = options.flows ? await loadFlows(options.flows) : [];
   const engine = new RedisEngine({ connection: options.redis, flows, prefix: options.prefix });
   try {
