@@ -72,6 +72,7 @@ export function useLiveState(): { state: LiveState; problem: string | undefined 
   useEffect(() => {
     const listener: Listener = (state, text) => setValue({ state, problem: text });
     listeners.add(listener);
+    listener(current, problem); // what changed between the first render and now
     return () => void listeners.delete(listener);
   }, []);
   return value;
