@@ -9,63 +9,23 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunInfo, RunResult } from '@queueflow/runtime';
 import { RedisEngine } from '@queueflow/worker';
-import { startScript, type CliOutput, type CliProcess } from '../support/cli-process.js';
+import {
+  FLOWS,
+  MISSING_FLOWS,
+  NO_FLOWS,
+  RUN_ID,
+  at,
+  expectJsonOutput,
+  firstLine,
+  parsed,
+  pretty,
+  queueflow,
+  startQueueflow,
+} from './cli-harness.js';
 import { keysUnder } from '../support/redis-prefix.js';
 import { deletePrefix, redisUrl, testPrefix } from '../support/test-redis.js';
 import { untilRun, waitFor } from '../support/wait-for.js';
 import { spawnWorker, stopWorkers, type WorkerProcess } from '../support/worker-process.js';
-
-const CLI = fileURLToPath(new URL('../../packages/worker/dist/cli.js', import.meta.url));
-const FLOWS = fileURLToPath(new URL('./cli-flows.ts', import.meta.url));
-const NO_FLOWS = fileURLToPath(new URL('./no-flows.ts', import.meta.url));
-const MISSING_FLOWS = fileURLToPath(new URL('./no-such-flows.js', import.meta.url));
-
-/** A run id as the engine makes them (nanoid). */
-const RUN_ID = /^[0-9A-Za-z]{21}$/; // letters and digits only: never read as an option
-
-/**
- * Starts `queueflow <args>` in a process of its own (no `--import tsx`: the CLI loads a `.ts`
- * flows module through tsx itself), killed after `timeoutMs`.
- */
-function startQueueflow(args: string[], timeoutMs = 10_000): CliProcess {
-  const env: NodeJS.ProcessEnv = { ...process.env, NODE_NO_WARNINGS: '1' };
-  delete env.REDIS_URL; // every command names its Redis with --redis
-  return startScript(CLI, args, { env, timeoutMs });
-}
-
-/** Runs `queueflow <args>` to its end. @throws Error with the output when it has not exited after `timeoutMs`. */
-function queueflow(args: string[], timeoutMs = 10_000): Promise<CliOutput> {
-  return startQueueflow(args, timeoutMs).exited;
-}
-
-/** `--redis <suite Redis> --prefix <prefix>` */
-function at(prefix: string): string[] {
-  return ['--redis', redisUrl(), '--prefix', prefix];
-}
-
-/** What the CLI prints for a JSON value. */
-function pretty(value: unknown): string {
-  return `${JSON.stringify(value, null, 2)}\n`;
-}
-
-/** Stdout parsed as JSON; the whole output in the error when it is not. */
-function parsed<T>(out: CliOutput): T {
-  try {
-    return JSON.parse(out.stdout) as T;
-  } catch {
-    throw new Error(`expected JSON on stdout, got (exit ${out.code}):\nstdout: ${out.stdout}\nstderr: ${out.stderr}`);
-  }
-}
-
-/** Stdout holds `value` as JSON and nothing else (that is: `value` printed as the CLI prints it). */
-function expectJsonOutput(out: CliOutput): void {
-  expect(out.stdout).toBe(pretty(parsed(out)));
-}
-
-/** The first line of stderr (commander adds the command's usage after it). */
-function firstLine(text: string): string {
-  return text.split('\n')[0]!;
-}
 
 const redis = new Redis(redisUrl(), { maxRetriesPerRequest: 1 });
 redis.on('error', () => {});
@@ -90,7 +50,7 @@ describe('queueflow run, status, wait, cancel, send, graph with a worker', () =>
 
   beforeAll(async () => {
     worker = await spawnWorker({ flows: FLOWS, redisUrl: redisUrl(), prefix, concurrency: 4 });
-  }, 30_000);
+  }, 120_000);
 
   afterAll(async () => {
     await engine.close();
@@ -136,7 +96,7 @@ describe('queueflow run, status, wait, cancel, send, graph with a worker', () =>
       id: expect.stringMatching(RUN_ID),
       status: 'failed',
       shared: { before: true },
-      error: { name: 'Error', message: 'boom: bad input', node: 'explode', attempts: 1 },
+      error: { name: 'Error', message: 'boom: bad input', code: 'NODE_FAILED', node: 'explode', attempts: 1 },
     });
     expect(out).toEqual({ code: 1, stdout: pretty(result), stderr: `run ${result.id} started\n` });
   });
@@ -241,16 +201,88 @@ describe('queueflow run, status, wait, cancel, send, graph with a worker', () =>
     const id = detached.stdout.trim();
     await untilRun(engine, id, 'the run to park on its mailbox', (info) => info.status === 'waiting');
 
-    expect(await queueflow(['send', 'send-desk', '{"answer":42,"by":"cli"}', ...at(prefix)])).toEqual({
-      code: 0,
-      stdout: 'sent to send-desk\n',
-      stderr: '',
-    });
+    const sent = await queueflow(['send', 'send-desk', '{"answer":42,"by":"cli"}', ...at(prefix)]);
+    expect(sent).toEqual({ code: 0, stdout: expect.stringMatching(/^m\.[\w-]{21}\n$/), stderr: '' });
+    const messageId = sent.stdout.trim(); // the id the receiving run sees
     expect(await queueflow(['wait', id, ...at(prefix)])).toEqual({
       code: 0,
-      stdout: pretty({ id, status: 'completed', shared: { got: { answer: 42, by: 'cli' } }, lastAction: 'released' }),
+      stdout: pretty({
+        id,
+        status: 'completed',
+        shared: { got: { answer: 42, by: 'cli' }, gotId: messageId },
+        lastAction: 'released',
+      }),
       stderr: '',
     });
+  });
+
+  it('wait --timeout gives up on a run that has not ended: exit 124, the run goes on', async () => {
+    const detached = await queueflow([
+      'run',
+      'cli-hold',
+      '--flows',
+      FLOWS,
+      ...at(prefix),
+      '--detach',
+      '--params',
+      '{"address":"timeout-desk"}',
+    ]);
+    expect(detached.code, detached.stderr).toBe(0);
+    const id = detached.stdout.trim();
+    await untilRun(engine, id, 'the run to park on its mailbox', (info) => info.status === 'waiting');
+
+    expect(await queueflow(['wait', id, '--timeout', '300', ...at(prefix)])).toEqual({
+      code: 124,
+      stdout: '',
+      stderr: `queueflow: run ${id} has not ended after 300 ms (status waiting); it goes on without this command\n`,
+    });
+    expect((await engine.get(id))?.status).toBe('waiting');
+    // A run that ends in time: the result and its exit code, as without --timeout.
+    await queueflow(['send', 'timeout-desk', '"go"', ...at(prefix)]);
+    const waited = await queueflow(['wait', id, '--timeout', '60000', ...at(prefix)]);
+    expect(waited.code, waited.stderr).toBe(0);
+    expect(parsed<RunResult>(waited)).toMatchObject({ id, status: 'completed', shared: { got: 'go' } });
+    const zero = await queueflow(['wait', id, '--timeout', '0', ...at(prefix)]);
+    expect(zero.code).toBe(1);
+    expect(firstLine(zero.stderr)).toBe(
+      "error: option '--timeout <ms>' argument '0' is invalid. expected an integer from 1 and up, got '0'",
+    );
+  });
+
+  it('status summarises a large shared (keys and sizes); --shared prints it whole', async () => {
+    const big = { name: 'Big', blob: 'x'.repeat(5000), list: Array.from({ length: 1000 }, (_, i) => i) };
+    const done = parsed<RunResult>(
+      await queueflow([
+        'run',
+        'cli-greet',
+        '--flows',
+        FLOWS,
+        ...at(prefix),
+        '--shared',
+        JSON.stringify(big),
+        '--params',
+        '{"greeting":"Hello"}',
+      ]),
+    );
+    expect(done.status).toBe('completed');
+    const status = await queueflow(['status', done.id, ...at(prefix)]);
+    expect(status.code, status.stderr).toBe(0);
+    expectJsonOutput(status);
+    expect(status.stdout.length).toBeLessThan(3000);
+    const info = parsed<RunInfo>(status);
+    const bytes = JSON.stringify(done.shared).length;
+    expect(info.shared).toEqual({
+      '(summary)': `${bytes} bytes of JSON in 5 keys: too large to print here; \`queueflow status ${done.id} --prefix '${prefix}' --shared\` prints it whole`,
+      name: 'Big',
+      blob: '(string: 5002 bytes)',
+      list: `(array: 1000 items, ${JSON.stringify(big.list).length} bytes)`,
+      text: 'Hello, Big!',
+      visited: ['greet', 'sign'],
+    });
+    const whole = await queueflow(['status', done.id, '--shared', ...at(prefix)]);
+    expect(whole.code, whole.stderr).toBe(0);
+    expect(parsed<RunInfo>(whole)).toEqual(JSON.parse(JSON.stringify(await engine.get(done.id))));
+    expect(parsed<RunInfo>(whole).shared).toEqual(done.shared);
   });
 
   it('cancel of a run that has ended says so and leaves it as it is', async () => {
@@ -297,13 +329,13 @@ describe('queueflow run with no worker', () => {
   it('says after 10 s that no worker has taken the run; Ctrl-C leaves the run queued and says how to cancel it', async () => {
     const cli = startQueueflow(
       ['run', 'cli-greet', '--flows', FLOWS, ...at(prefix), '--shared', '{"name":"Cy"}'],
-      30_000,
+      90_000,
     );
     const hint = await waitFor(
       'the queued hint',
       () => (/still queued/.test(cli.output().stderr) ? cli.output().stderr : undefined),
       {
-        timeoutMs: 25_000,
+        timeoutMs: 60_000,
       },
     );
     const id = /^run (\S+) started\n/.exec(hint)![1]!;
@@ -321,7 +353,7 @@ describe('queueflow run with no worker', () => {
     ).toBe(true);
     expect((await engine.get(id))?.status).toBe('queued');
     await engine.cancel(id);
-  }, 40_000);
+  }, 120_000);
 });
 
 describe('queueflow list', () => {
@@ -373,7 +405,7 @@ describe('queueflow list', () => {
     ]);
     ids.hold = hold.stdout.trim();
     await untilRun(engine, ids.hold, 'the run to park on its mailbox', (info) => info.status === 'waiting');
-  }, 30_000);
+  }, 120_000);
 
   afterAll(async () => {
     await engine.close();
@@ -555,7 +587,7 @@ describe.concurrent('queueflow with bad input: a clear error, a non-zero exit, n
     const prefix = prefixFor('unknown-id');
     const [status, wait, cancel] = await Promise.all([
       queueflow(['status', 'no-such-run', ...at(prefix)]),
-      queueflow(['wait', 'no-such-run', ...at(prefix)], 8_000),
+      queueflow(['wait', 'no-such-run', ...at(prefix)]),
       queueflow(['cancel', 'no-such-run', ...at(prefix)]),
     ]);
     expect(status).toEqual({
@@ -581,16 +613,16 @@ describe.concurrent('queueflow with bad input: a clear error, a non-zero exit, n
     const prefix = prefixFor('read-only');
     await Promise.all([
       queueflow(['status', 'no-such-run', ...at(prefix)]),
-      queueflow(['wait', 'no-such-run', ...at(prefix)], 8_000),
+      queueflow(['wait', 'no-such-run', ...at(prefix)]),
       queueflow(['list', ...at(prefix)]),
     ]);
     expect(await keysUnder(redis, prefix)).toEqual([]);
   });
 
-  it('an unreachable --redis: status and wait fail within seconds, naming the Redis and the cause', async () => {
+  it('an unreachable --redis: status and wait fail, naming the Redis and the cause (no retrying forever)', async () => {
     const [status, wait] = await Promise.all([
-      queueflow(['status', 'some-run', '--redis', 'redis://127.0.0.1:1'], 8_000),
-      queueflow(['wait', 'some-run', '--redis', 'redis://127.0.0.1:1'], 8_000),
+      queueflow(['status', 'some-run', '--redis', 'redis://127.0.0.1:1']),
+      queueflow(['wait', 'some-run', '--redis', 'redis://127.0.0.1:1']),
     ]);
     const expected = {
       code: 1,
@@ -598,11 +630,11 @@ describe.concurrent('queueflow with bad input: a clear error, a non-zero exit, n
       stderr: 'queueflow: cannot connect to Redis at redis://127.0.0.1:1: connect ECONNREFUSED 127.0.0.1:1\n',
     };
     expect(status).toEqual(expected);
-    expect(wait).toEqual(expected); // each command would have been killed at 8 s: a hang fails above
+    expect(wait).toEqual(expected); // a command that retried forever would be killed at its deadline: a hang fails above
   });
 
   it('an unreachable --redis for a worker: it exits with one line naming the Redis and the cause', async () => {
-    expect(await queueflow(['worker', '--flows', FLOWS, '--redis', 'redis://127.0.0.1:1'], 8_000)).toEqual({
+    expect(await queueflow(['worker', '--flows', FLOWS, '--redis', 'redis://127.0.0.1:1'])).toEqual({
       code: 1,
       stdout: '',
       stderr: 'queueflow: cannot connect to Redis at redis://127.0.0.1:1: connect ECONNREFUSED 127.0.0.1:1\n',
@@ -610,7 +642,7 @@ describe.concurrent('queueflow with bad input: a clear error, a non-zero exit, n
   });
 
   it('an unreachable --redis with a password: the password is not printed', async () => {
-    const out = await queueflow(['list', '--redis', 'redis://someone:s3cret@127.0.0.1:1'], 8_000);
+    const out = await queueflow(['list', '--redis', 'redis://someone:s3cret@127.0.0.1:1']);
     expect(out).toEqual({
       code: 1,
       stdout: '',

@@ -143,7 +143,7 @@ describe.each(engines)('%s: cancellation', (name) => {
     await engine.cancel(handle.id);
     expect(await engine.get(handle.id)).toMatchObject({ status: 'cancelled' });
     // The retry would run in 60 s: the cancel must not wait for it.
-    const result = await within(handle.result(), 10_000, 'the cancel waited for the retry backoff');
+    const result = await within(handle.result(), 30_000, 'the cancel waited for the retry backoff');
     expect(result.status).toBe('cancelled');
     if (clock) {
       clock.advance(60_000); // the retry's time comes: nothing runs
@@ -169,7 +169,7 @@ describe.each(engines)('%s: cancellation', (name) => {
     expect(abortCodes.of(token)).toEqual(['RUN_CANCELLED']);
     gates.get(token)!.open(); // exec ignores its signal and finishes: the step ends
 
-    const result = await within(handle.result(), 10_000, 'the run did not stop after its step');
+    const result = await within(handle.result(), 30_000, 'the run did not stop after its step');
     expect(result.status).toBe('cancelled');
     expect(after.count(token)).toBe(0); // the next step never ran
     expect((await engine.get(handle.id))?.status).toBe('cancelled');
@@ -182,7 +182,7 @@ describe.each(engines)('%s: cancellation', (name) => {
     await waitFor('exec to start', () => execs.count(token) === 1);
 
     await engine.cancel(handle.id);
-    const result = await within(handle.result(), 10_000, 'the cancelled run did not end');
+    const result = await within(handle.result(), 30_000, 'the cancelled run did not end');
     expect(result.status).toBe('cancelled');
     expect(abortCodes.of(token)).toEqual(['RUN_CANCELLED']);
     expect(execs.of(token)).toEqual([0]);
@@ -213,7 +213,11 @@ describe.each(engines)('%s: cancellation', (name) => {
     expect((await engine.get(queued.id))?.status).toBe('queued');
 
     await engine.cancel(queued.id);
-    const result = await within(queued.result(), 5000, 'the queued run was not cancelled while the only slot was busy');
+    const result = await within(
+      queued.result(),
+      30_000,
+      'the queued run was not cancelled while the only slot was busy',
+    );
     expect(result.status).toBe('cancelled');
     expect((await engine.get(queued.id))?.startedAt).toBeUndefined(); // it never started
     gates.get(blocker)!.open();
@@ -235,10 +239,10 @@ describe.each(engines)('%s: cancellation', (name) => {
     expect((await engine.list()).map((info) => info.id)).toEqual([handle.id]); // children are seen through their parent
 
     await engine.cancel(handle.id);
-    const result = await within(handle.result(), 10_000, 'the cancelled parent did not end');
+    const result = await within(handle.result(), 30_000, 'the cancelled parent did not end');
     expect(result.status).toBe('cancelled');
     for (const id of children)
-      expect((await within(engine.result(id), 10_000, `child ${id} did not end`)).status).toBe('cancelled');
+      expect((await within(engine.result(id), 30_000, `child ${id} did not end`)).status).toBe('cancelled');
     for (const id of children) await until(id, `child ${id} to be cancelled`, (info) => info.status === 'cancelled');
     expect(abortCodes.of(token)).toEqual(['RUN_CANCELLED', 'RUN_CANCELLED', 'RUN_CANCELLED']);
     expect(after.count(token)).toBe(0);
@@ -260,7 +264,7 @@ describe.each(engines)('%s: cancellation', (name) => {
     expect(before?.status).toBe('completed');
     expect(await engine.run(done, {})).toMatchObject({ status: 'completed' }); // the engine goes on as usual
     // RedisEngine answers result(runId) for any run id (LocalEngine: a handle's result() only).
-    if (redis) expect(await within(redis.engine.result(result.id), 5000, 'result() hung')).toEqual(result);
+    if (redis) expect(await within(redis.engine.result(result.id), 30_000, 'result() hung')).toEqual(result);
   });
 });
 
@@ -274,7 +278,7 @@ describe('RedisEngine: cancelling without a worker', () => {
     expect((await engine.get(handle.id))?.status).toBe('queued');
 
     await engine.cancel(handle.id);
-    const result = await within(handle.result(), 5000, 'the queued run was not cancelled without a worker');
+    const result = await within(handle.result(), 30_000, 'the queued run was not cancelled without a worker');
     expect(result.status).toBe('cancelled');
     await worker();
     await engine.run(done, {}); // a worker has taken (and dropped) the queued step by now

@@ -60,13 +60,13 @@ describe.each(engines)('%s: completion that cannot hang', (name) => {
     const handle = await engine.start(double, { n: 21 });
     await until(handle.id, 'the run to complete', (info) => info.status === 'completed');
 
-    const result = await within(handle.result(), 10_000, 'result() hung for a run that had already ended');
+    const result = await within(handle.result(), 30_000, 'result() hung for a run that had already ended');
     expect(result).toMatchObject({ id: handle.id, status: 'completed', shared: { n: 21, doubled: 42 } });
 
     if (redis) {
       // A client that never saw the run start (another process, say) gets the same answer.
       const other = redis.client();
-      const again = await within(other.result(handle.id), 10_000, 'result() hung on a fresh client');
+      const again = await within(other.result(handle.id), 30_000, 'result() hung on a fresh client');
       expect(again).toEqual(result);
     }
   });
@@ -124,7 +124,7 @@ describe('RedisEngine: results from run events, records with a retention', () =>
   it('result() of a run id that does not exist rejects with RUN_NOT_FOUND instead of waiting forever', async () => {
     const { engine } = await setup('unknown-result', { flows });
     await expect(
-      within(engine.result('no-such-run'), 10_000, 'result() hung for an unknown run id'),
+      within(engine.result('no-such-run'), 30_000, 'result() hung for an unknown run id'),
     ).rejects.toMatchObject({
       code: 'RUN_NOT_FOUND',
     });
@@ -168,7 +168,7 @@ describe('RedisEngine: results from run events, records with a retention', () =>
     expect(ended.filter((result) => result.status === 'completed')).toHaveLength(1000);
     expect(ended.map((result) => result.shared.i)).toEqual(Array.from({ length: 1000 }, (_, i) => i));
     for (const sample of samples) expect(sample).toEqual(baseline);
-  }, 90_000);
+  }, 120_000);
 
   it('get() answers for finished runs, whose records expire after the retention', async () => {
     const retentionMs = 60_000;
@@ -206,7 +206,7 @@ describe('RedisEngine: results from run events, records with a retention', () =>
     const result = await engine.run(double, { n: 3 });
     expect((await engine.list()).map((info) => info.id)).toEqual([result.id]);
     await waitFor('the record to expire', async () => (await engine.get(result.id)) === undefined, {
-      timeoutMs: 10_000,
+      timeoutMs: 60_000,
     });
     expect(await engine.list()).toEqual([]);
   });

@@ -109,14 +109,14 @@ describe('RedisEngine: graph identity across workers', () => {
     // A worker with the matching code resumes it (after the refused step's delay).
     await newCode.close();
     await worker({ flows: [v1] });
-    const result = await within(handle.result(), 20_000, 'the matching worker did not resume the run');
+    const result = await within(handle.result(), 30_000, 'the matching worker did not resume the run');
     expect(result.status, JSON.stringify(result.error)).toBe('completed');
     expect(result.shared).toEqual({ token, a: true, b: true });
     expect(visits.of(token)).toEqual(['a', 'b']);
     await until(handle.id, 'the record to say completed', (info) => info.status === 'completed' && info.steps === 2);
     expect((await engine.get(handle.id))?.refusal).toBeUndefined(); // cleared by the commit
     expect(await connection.hget(keys.run(handle.id), 'refusal')).toBeNull();
-  }, 30_000);
+  }, 120_000);
 
   it('a worker that does not know the flow refuses its step and leaves the run queued', async () => {
     const { engine, worker, connection, keys } = await setup('identity-missing', { flows: [v1], workers: 0 });
@@ -131,7 +131,7 @@ describe('RedisEngine: graph identity across workers', () => {
 
     await stranger.close();
     await worker({ flows: [v1] });
-    const result = await within(handle.result(), 20_000, 'the matching worker did not take the run');
+    const result = await within(handle.result(), 30_000, 'the matching worker did not take the run');
     expect(result.status).toBe('completed');
-  }, 30_000);
+  }, 120_000);
 });

@@ -73,5 +73,5 @@ describe('fault: SIGKILL a worker in the middle of a 2,000-child fan-out', () =>
     const info = await engine.get(handle.id);
     expect(info?.status).toBe('completed');
     expect(info?.conflicts).toEqual([]);
-  }, 55_000);
+  }, 120_000);
 });

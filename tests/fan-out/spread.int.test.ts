@@ -41,7 +41,7 @@ describe('fan-out over 3 worker processes', () => {
     workers = await Promise.all([spawnWorker(options), spawnWorker(options), spawnWorker(options)]);
     engine = new RedisEngine({ connection: redisUrl(), flows, prefix });
     redis = new Redis(redisUrl());
-  }, 60_000);
+  }, 120_000);
 
   afterAll(async () => {
     await engine?.close();

@@ -138,7 +138,7 @@ describe('fan-out: a child that fails by stalling is an ordinary failure', () =>
     expect(result.shared).toEqual({ keys: KEYS }); // nothing merged
     const info = await engine.get(result.id);
     expect(info?.status).toBe('failed');
-  }, 50_000);
+  }, 120_000);
 
   it("collect (ParallelBatchFlow): post receives the stalled child as { ok: false, error } and the others' last actions", async () => {
     const { result } = await runStalling('stall-collect-flow', stallCollectFlow);
@@ -148,11 +148,11 @@ describe('fan-out: a child that fails by stalling is an ordinary failure', () =>
     expect(result.shared.outcomes).toEqual([
       { ok: true, value: 'ok-a' },
       { ok: true, value: 'ok-b' },
-      { ok: false, error: { name: expect.any(String), message: expect.stringMatching(STALLED) } },
+      { ok: false, error: { name: expect.any(String), message: expect.stringMatching(STALLED), code: 'INTERNAL' } },
       { ok: true, value: 'ok-d' },
     ]);
     expect(result.shared.done).toEqual({ a: true, b: true, d: true });
-  }, 50_000);
+  }, 120_000);
 
   it("collect (ParallelBatchNode): post receives the stalled item as { ok: false, error } and the others' results", async () => {
     const { result } = await runStalling('stall-collect-items', stallCollectItems);
@@ -161,8 +161,8 @@ describe('fan-out: a child that fails by stalling is an ordinary failure', () =>
     expect(result.shared.outcomes).toEqual([
       { ok: true, value: 'a' },
       { ok: true, value: 'b' },
-      { ok: false, error: { name: expect.any(String), message: expect.stringMatching(STALLED) } },
+      { ok: false, error: { name: expect.any(String), message: expect.stringMatching(STALLED), code: 'INTERNAL' } },
       { ok: true, value: 'd' },
     ]);
-  }, 50_000);
+  }, 120_000);
 });

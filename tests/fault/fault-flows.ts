@@ -2,9 +2,11 @@
  * Flows for the fault tests, loaded by worker processes. `countdown` visits one node `limit`
  * times; each visit's `post` appends its number to `shared.seen`, so a step committed twice
  * shows as a duplicate and a lost step as a gap. `exec` writes `<markerDir>/current` (the
- * worker's pid and the visit number) so a test knows which process runs the step.
+ * worker's pid and the visit number) so a test knows which process runs the step; it writes a
+ * file of its own and renames it over `current`, so a reader never sees the file half-written
+ * (writeFileSync truncates first: a read in between gave an empty file, read as pid 0).
  */
-import { writeFileSync } from 'node:fs';
+import { renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { defineFlow, Flow, Node } from '@queueflow/runtime';
 
@@ -17,7 +19,6 @@ interface CountdownShared {
 interface CountdownParams {
   execMs?: number;
   markerDir?: string;
-  [key: string]: unknown;
 }
 
 class Tick extends Node<CountdownShared, CountdownParams> {
@@ -26,7 +27,11 @@ class Tick extends Node<CountdownShared, CountdownParams> {
   }
   override async exec(visit: number): Promise<number> {
     const { execMs = 0, markerDir } = this.params;
-    if (markerDir) writeFileSync(join(markerDir, 'current'), `${process.pid} ${visit}`);
+    if (markerDir) {
+      const partial = join(markerDir, `current.${process.pid}.tmp`);
+      writeFileSync(partial, `${process.pid} ${visit}`);
+      renameSync(partial, join(markerDir, 'current')); // atomic on one file system
+    }
     if (execMs > 0) await new Promise((resolve) => setTimeout(resolve, execMs));
     return visit;
   }

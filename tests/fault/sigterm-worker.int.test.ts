@@ -43,5 +43,5 @@ describe('fault: SIGTERM a worker in the middle of a step', () => {
     const result = await handle.result();
     expect(result.status, JSON.stringify(result.error)).toBe('completed');
     expect(result.shared.seen).toEqual(oneTo(4));
-  }, 60_000);
+  }, 120_000);
 });

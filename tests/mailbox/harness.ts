@@ -76,7 +76,7 @@ export function engineHarness(name: string, engine: Engine): Harness {
       const handle = await engine.start(flow, structuredClone(shared), { params: structuredClone(params) });
       return { id: handle.id, result: () => handle.result() as Promise<Outcome<S>> };
     },
-    send: (address, body) => engine.send(address, body),
+    send: async (address, body) => void (await engine.send(address, body)),
     parked: async (run) => {
       await waitFor(`run ${run.id} to park`, async () => {
         const info = await engine.get(run.id!);

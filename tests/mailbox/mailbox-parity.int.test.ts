@@ -47,7 +47,7 @@ beforeAll(async () => {
     'RedisEngine',
     new RedisEngine({ connection: redisUrl(), flows: mailboxFlows, prefix }),
   );
-}, 60_000);
+}, 120_000);
 
 afterAll(async () => {
   setWarningHandler(null);

@@ -41,7 +41,7 @@ describe(`parking: ${RUNS.toLocaleString('en-US')} runs waiting on their own mai
     admin = new Redis(server.url);
     worker = await spawnWorker({ flows: FLOWS, redisUrl: server.url, prefix, concurrency: 8 });
     engine = new RedisEngine({ connection: server.url, flows: [waitOnce], prefix });
-  }, 60_000);
+  }, 120_000);
 
   afterAll(async () => {
     await engine?.close();
@@ -73,7 +73,7 @@ describe(`parking: ${RUNS.toLocaleString('en-US')} runs waiting on their own mai
     );
     const ids = handles.map((handle) => handle.id);
     await waitFor(`all ${RUNS} runs to be waiting at once`, async () => (await waitingCount(ids)) === RUNS, {
-      timeoutMs: 45_000,
+      timeoutMs: 60_000,
       intervalMs: 200,
     });
 
@@ -98,5 +98,5 @@ describe(`parking: ${RUNS.toLocaleString('en-US')} runs waiting on their own mai
     // Nothing is left in any mailbox.
     const left = await Promise.all(ids.map((_, i) => admin.llen(keys.mailbox(`parked.${i}`))));
     expect(left.every((n) => n === 0)).toBe(true);
-  }, 60_000);
+  }, 120_000);
 });

@@ -98,5 +98,5 @@ describe('fault: SIGKILL the worker holding a received message', () => {
     } finally {
       redis.disconnect();
     }
-  }, 60_000);
+  }, 120_000);
 });

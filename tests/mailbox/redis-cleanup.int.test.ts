@@ -22,7 +22,7 @@ describe('Redis mailboxes clean up after timeouts', () => {
 
   beforeAll(async () => {
     worker = await spawnWorker({ flows: FLOWS, redisUrl: redisUrl(), prefix, concurrency: 2 });
-  }, 60_000);
+  }, 120_000);
 
   afterAll(async () => {
     await engine.close();

@@ -47,7 +47,7 @@ describe('parity: flow.run = LocalEngine = RedisEngine (1 and 3 worker processes
     clusters[1]!.workers = three;
     for (const cluster of clusters)
       cluster.engine = new RedisEngine({ connection: redisUrl(), flows, prefix: cluster.prefix });
-  }, 60_000);
+  }, 120_000);
 
   afterAll(async () => {
     setWarningHandler(null);

@@ -80,7 +80,7 @@ describe('Redis over TLS (rediss://)', () => {
     const tls = makeCertificates(dir);
     server = await startRedisServer({ tls });
     env = { NODE_EXTRA_CA_CERTS: tls.caFile };
-  }, 30_000);
+  }, 120_000);
 
   afterAll(async () => {
     await stopWorkers(worker ? [worker] : []);
@@ -107,19 +107,19 @@ describe('Redis over TLS (rediss://)', () => {
     ];
     const out = await startScript(CLI, args, {
       env: { ...process.env, NODE_NO_WARNINGS: '1', ...env },
-      timeoutMs: 20_000,
+      timeoutMs: 60_000,
     }).exited;
     expect(out.code, out.stderr).toBe(0);
     expect(JSON.parse(out.stdout)).toMatchObject({
       status: 'completed',
       shared: { name: 'Tess', text: 'Hello, Tess!' },
     });
-  }, 40_000);
+  }, 120_000);
 
   it('a client that does not trust the certificate is refused with the TLS reason', async () => {
     const out = await startScript(CLI, ['status', 'some-run', '--redis', server.url, '--prefix', prefix], {
       env: { ...process.env, NODE_NO_WARNINGS: '1' },
-      timeoutMs: 20_000,
+      timeoutMs: 60_000,
     }).exited;
     expect(out).toEqual({
       code: 1,

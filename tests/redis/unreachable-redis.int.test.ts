@@ -15,9 +15,10 @@ describe('Redis unreachable', () => {
     const reason = `cannot connect to Redis at ${url}: connect ECONNREFUSED ${url.slice('redis://'.length)}`;
     const { stdout } = await new Promise<{ stdout: string }>((resolve, reject) =>
       // killed (and the test failed) if a connection keeps the process alive
-      execFile(process.execPath, ['--import', 'tsx', CLIENT, url], { timeout: 20_000 }, (error, out) =>
-        // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors -- an ExecFileException is an Error (@types/node builds its type with Omit)
-        error ? reject(error) : resolve({ stdout: out }),
+      execFile(process.execPath, ['--import', 'tsx', CLIENT, url], { timeout: 60_000 }, (error, out, err) =>
+        error
+          ? reject(new Error(`${error.message}\nstdout: ${out}\nstderr: ${err}`, { cause: error }))
+          : resolve({ stdout: out }),
       ),
     );
     expect(stdout).toBe(

@@ -29,7 +29,15 @@ export interface ScriptOptions {
  * with a deadline: a command that hangs fails the test instead of blocking the suite.
  */
 export function startScript(script: string, args: string[], options: ScriptOptions): CliProcess {
-  const child = spawn(process.execPath, [script, ...args], {
+  return startCommand(process.execPath, [script, ...args], options);
+}
+
+/**
+ * Runs `command` (an executable on PATH or a path, e.g. `npm`) with `args` in a process of its
+ * own, no shell, with a deadline (see {@link startScript}).
+ */
+export function startCommand(command: string, args: string[], options: ScriptOptions): CliProcess {
+  const child = spawn(command, args, {
     stdio: ['ignore', 'pipe', 'pipe'],
     env: options.env,
     ...(options.cwd === undefined ? {} : { cwd: options.cwd }),
@@ -43,7 +51,7 @@ export function startScript(script: string, args: string[], options: ScriptOptio
       child.kill('SIGKILL');
       reject(
         new Error(
-          `${script} ${args.join(' ')} did not exit within ${options.timeoutMs} ms\nstdout: ${stdout}\nstderr: ${stderr}`,
+          `${command} ${args.join(' ')} did not exit within ${options.timeoutMs} ms\nstdout: ${stdout}\nstderr: ${stderr}`,
         ),
       );
     }, options.timeoutMs);

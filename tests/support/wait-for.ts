@@ -2,14 +2,15 @@ import type { Engine, RunInfo } from '@queueflow/runtime';
 
 /**
  * Resolves once `condition` returns a truthy value, checking every `intervalMs`. For states
- * that no event announces (a run's step counter, a file another process writes).
+ * that no event announces (a run's step counter, a file another process writes). The default
+ * deadline is generous: only a failing test waits that long, and a loaded machine must fail none.
  *
  * @throws Error naming `what` after `timeoutMs`.
  */
 export async function waitFor<T>(
   what: string,
   condition: () => T | Promise<T>,
-  { timeoutMs = 30_000, intervalMs = 20 }: { timeoutMs?: number; intervalMs?: number } = {},
+  { timeoutMs = 60_000, intervalMs = 20 }: { timeoutMs?: number; intervalMs?: number } = {},
 ): Promise<NonNullable<T>> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
@@ -26,7 +27,7 @@ export function untilRun(
   runId: string,
   what: string,
   condition: (info: RunInfo) => boolean,
-  timeoutMs = 15_000,
+  timeoutMs = 60_000,
 ): Promise<RunInfo> {
   return waitFor(
     what,

@@ -13,6 +13,11 @@ export interface WorkerProcessOptions {
   stalledIntervalMs?: number;
   /** Added to this process's environment. */
   env?: NodeJS.ProcessEnv;
+  /**
+   * How long the worker may take to print `ready` before it is killed and the start fails with
+   * its output, in ms: generous, so a loaded machine fails no test. @defaultValue 60000
+   */
+  readyTimeoutMs?: number;
 }
 
 /** A `queueflow worker` running in its own process, as a user would start it. */
@@ -26,7 +31,10 @@ export interface WorkerProcess {
   kill(signal: NodeJS.Signals): void;
 }
 
-/** Starts a worker process and resolves once it has printed that it is ready. */
+/**
+ * Starts a worker process and resolves once it has printed that it is ready.
+ * @throws Error with everything it printed when it exits first, or is not ready within `readyTimeoutMs`.
+ */
 export async function spawnWorker(options: WorkerProcessOptions): Promise<WorkerProcess> {
   const args = [
     '--import',
@@ -51,6 +59,8 @@ export async function spawnWorker(options: WorkerProcessOptions): Promise<Worker
   const exited = new Promise<number | string>((resolve) =>
     child.once('exit', (code, signal) => resolve(code ?? signal ?? -1)),
   );
+  const readyTimeoutMs = options.readyTimeoutMs ?? 60_000;
+  let deadline: NodeJS.Timeout | undefined;
   await new Promise<void>((resolve, reject) => {
     const onData = (chunk: Buffer): void => {
       output += chunk.toString();
@@ -60,7 +70,11 @@ export async function spawnWorker(options: WorkerProcessOptions): Promise<Worker
     child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
     // Not awaited: `exited` never rejects, and once ready this late reject() is a no-op.
     void exited.then((code) => reject(new Error(`worker exited (${code}) before it was ready:\n${output}`)));
-  });
+    deadline = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`worker not ready after ${readyTimeoutMs} ms (killed); it printed:\n${output}`));
+    }, readyTimeoutMs);
+  }).finally(() => clearTimeout(deadline));
   return {
     child,
     pid: child.pid!,
@@ -70,12 +84,16 @@ export async function spawnWorker(options: WorkerProcessOptions): Promise<Worker
   };
 }
 
-/** Stops workers with SIGTERM and waits for them to exit. */
-export async function stopWorkers(workers: WorkerProcess[]): Promise<void> {
+/**
+ * Stops workers with SIGTERM and waits for them to exit; one still running after `killAfterMs`
+ * is killed (SIGKILL), so a cleanup hook never hangs on it.
+ */
+export async function stopWorkers(workers: WorkerProcess[], killAfterMs = 60_000): Promise<void> {
   await Promise.all(
     workers.map(async (worker) => {
       if (worker.child.exitCode === null && worker.child.signalCode === null) worker.kill('SIGTERM');
-      await worker.exited;
+      const timer = setTimeout(() => worker.kill('SIGKILL'), killAfterMs);
+      await worker.exited.finally(() => clearTimeout(timer));
     }),
   );
 }

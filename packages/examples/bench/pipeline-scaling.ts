@@ -2,7 +2,8 @@
  * Documents per second of the document pipeline embedded and on 1, 2, 4... `queueflow worker`
  * processes, each run as a user would: the pipeline CLI (`dist/cli/pipeline.js`, with `--redis`
  * for the distributed runs) against workers started with `queueflow worker --flows
- * dist/flows.js`, which are ready (warm) before the run starts. Each trial uses its own key
+ * dist/flows.js`, which are ready before the run starts (each loads the NLP model and reads the
+ * cached classifier at its first document, about a second, inside the measured run). Each trial uses its own key
  * prefix, deleted afterwards. Trials go round-robin over the set-ups, so that a machine busy with
  * other work slows them alike; the figures are the CLI's own (`Throughput` in its report).
  *
@@ -119,7 +120,7 @@ async function distributed(count: number): Promise<Trial> {
   }
 }
 
-/** Starts a worker and resolves once it is warm and ready. */
+/** Starts a worker and resolves once it is ready. */
 function startWorker(prefix: string): Promise<ChildProcess> {
   const args = [
     QUEUEFLOW,

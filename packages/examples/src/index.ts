@@ -57,10 +57,14 @@ export { expandSelection, toSelection } from './utils/document-selection.js';
 export { splitOf, stableHash, TRAIN_PERCENT } from './utils/stable-split.js';
 export {
   getSpamClassifier,
+  loadSpamClassifier,
   classifierFeatures,
   type SpamClassifier,
+  type SpamClassifierOptions,
   type SpamPrediction,
+  type TrainingFigures,
 } from './utils/spam-classifier.js';
+export { defaultClassifierCacheDir } from './utils/classifier-cache.js';
 export { getNlp, getTokenizer } from './utils/nlp.js';
 export { llmConfigFromEnv, type LlmConfig } from './utils/llm-client.js';
 export { llmSummary } from './utils/llm-summary.js';

@@ -11,7 +11,10 @@ export interface CliOptions {
   cwd?: string;
   /** Added to this process's environment, less `REDIS_URL`, `INIT_CWD` and the `OPENAI_*` variables. */
   env?: NodeJS.ProcessEnv;
-  /** How long it may run before it is killed and the wait fails. @defaultValue 15000 (ms) */
+  /**
+   * How long it may run before it is killed and the wait fails with its output: generous, so a
+   * loaded machine fails no test. @defaultValue 60000 (ms)
+   */
   timeoutMs?: number;
 }
 
@@ -24,7 +27,7 @@ export function startCli(name: 'pipeline' | 'taboo', args: string[], options: Cl
   for (const key of ['REDIS_URL', 'INIT_CWD', 'OPENAI_BASE_URL', 'OPENAI_API_KEY', 'OPENAI_MODEL']) delete env[key];
   Object.assign(env, options.env);
   const script = fileURLToPath(new URL(`../dist/cli/${name}.js`, import.meta.url));
-  return startScript(script, args, { cwd: options.cwd ?? EXAMPLES_DIR, env, timeoutMs: options.timeoutMs ?? 15_000 });
+  return startScript(script, args, { cwd: options.cwd ?? EXAMPLES_DIR, env, timeoutMs: options.timeoutMs ?? 60_000 });
 }
 
 /** Runs the built command line `name` to its end (see {@link startCli}). */

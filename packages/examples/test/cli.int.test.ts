@@ -13,7 +13,7 @@ import { linesOf, startCli, type CliProcess } from './cli-process.js';
 /** Waits until the command line's stderr matches `pattern`; its match. */
 function untilStderr(cli: CliProcess, pattern: RegExp): Promise<RegExpExecArray> {
   return waitFor(`stderr to match ${pattern}`, () => pattern.exec(cli.output().stderr) ?? undefined, {
-    timeoutMs: 15_000,
+    timeoutMs: 60_000,
   });
 }
 

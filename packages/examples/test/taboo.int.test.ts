@@ -41,7 +41,7 @@ describe('Taboo on RedisEngine with the agents on two worker processes', () => {
     engine = new RedisEngine({ connection: url, flows: [tabooHinter, tabooGuesser], prefix });
     embedded = await playTaboo();
     distributed = await playTaboo({ engine, turnTimeoutMs: 30_000, hinter: { markerDir }, guesser: { markerDir } });
-  }, 60_000);
+  }, 120_000);
 
   afterAll(async () => {
     await engine?.close();
@@ -107,5 +107,5 @@ describe('Taboo on RedisEngine with the agents on two worker processes', () => {
     expect(stderr).toMatch(/Hinter run \S+, guesser run \S+; waiting for workers/);
     const expected = await playTaboo({ words: ['volcano', 'lighthouse'] });
     expect(stdout.trim()).toBe(formatTranscript(expected.transcript));
-  }, 30_000);
+  }, 120_000);
 });

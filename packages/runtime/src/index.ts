@@ -14,7 +14,7 @@ export {
   AsyncBatchFlow,
   AsyncParallelBatchFlow,
 } from './core/async-classes.js';
-export type { Action, MaybePromise, NonIterableObject } from './core/types.js';
+export type { Action, MaybePromise, NonIterableObject, ParamsObject } from './core/types.js';
 export { DEFAULT_ACTION } from './core/types.js';
 export type { BackoffOptions } from './core/backoff.js';
 export { backoffDelayMs } from './core/backoff.js';

@@ -14,6 +14,7 @@ import {
   Node,
   ParallelBatchNode,
   backoffDelayMs,
+  ParallelBatchFlow,
   type Action,
   type NonIterableObject,
 } from '../src/index.js';
@@ -80,6 +81,34 @@ describe('generics', () => {
     flow.setParams({ lang: 'en' });
     expect(await flow.run(shared)).toBe('counted');
     expect(shared.words).toBe(3);
+  });
+
+  it('params may be a plain interface (no index signature), and a flow infers S and P from its start node', () => {
+    interface Lang {
+      lang: string;
+    }
+    class Translate extends Node<Store, Lang> {
+      override exec(): string {
+        expectTypeOf(this.params.lang).toEqualTypeOf<string>();
+        return this.params.lang;
+      }
+    }
+    const flow = new Flow(new Translate());
+    expectTypeOf(flow).toEqualTypeOf<Flow<Store, Lang>>();
+    expectTypeOf(flow.run).parameter(0).toEqualTypeOf<Store>();
+    flow.setParams({ lang: 'fr' });
+    // @ts-expect-error: the params of the start node
+    flow.setParams({ language: 'fr' });
+    expectTypeOf(new BatchFlow(new Translate())).toEqualTypeOf<BatchFlow<Store, Lang>>();
+    expectTypeOf(new ParallelBatchFlow(new Translate(), { concurrency: 2 })).toEqualTypeOf<
+      ParallelBatchFlow<Store, Lang>
+    >();
+    expectTypeOf(new Flow(new Other())).toEqualTypeOf<Flow<Store, NonIterableObject>>();
+    // With type arguments any start node is accepted, as in PocketFlow.
+    expectTypeOf(new Flow<{ other: true }>(new Translate())).toEqualTypeOf<Flow<{ other: true }, NonIterableObject>>();
+    // @ts-expect-error: still no arrays as params
+    type Bad = Node<Store, string[]>;
+    expectTypeOf<Bad>().not.toBeAny();
   });
 
   it('next returns its argument’s type, on returns this', () => {

@@ -89,6 +89,32 @@ describe('wait validation', () => {
   });
 });
 
+describe('waitMs: the pause between tries in milliseconds', () => {
+  it('is wait in seconds under another unit', () => {
+    expect(new Node({ maxRetries: 3, waitMs: 500 }).wait).toBe(0.5);
+    expect(new Node({ waitMs: 0 }).wait).toBe(0);
+    expect(new ParallelBatchNode({ concurrency: 2, waitMs: 1500 }).wait).toBe(1.5);
+    expect(new Node({ maxRetries: 2, waitMs: 250 }).retryDelayMs(0)).toBe(250);
+  });
+
+  it('refuses both wait and waitMs, naming both values', () => {
+    expect(thrown(() => new Node({ wait: 1, waitMs: 500 })).message).toBe(
+      'Node: give `wait` (seconds) or `waitMs` (milliseconds), not both; got wait `1` (number) and waitMs `500` (number)',
+    );
+    expect(thrown(() => new BatchNode({ wait: 0, waitMs: 0 })).message).toMatch(/^BatchNode: give `wait`/);
+  });
+
+  it.each([
+    [-1, '`-1` (number)'],
+    [Number.NaN, '`NaN` (number)'],
+    ['500', "`'500'` (string)"],
+  ])('refuses %s, naming the class and the value', (value, shown) => {
+    expect(thrown(() => new Node({ waitMs: value as number })).message).toBe(
+      `Node: expected \`waitMs\` to be a finite number of milliseconds from 0 and up, got ${shown}`,
+    );
+  });
+});
+
 describe('concurrency validation', () => {
   it.each([
     [0, '`0` (number)'],

@@ -86,7 +86,7 @@ describe('S6 per-visit copies', () => {
       }
       override async exec(): Promise<void> {
         // All three branches have set `mine` before any of them reads it back.
-        await within(gate.promise, 2000, 'branches did not overlap');
+        await within(gate.promise, 30_000, 'branches did not overlap');
       }
       override post(shared: Shared): void {
         shared.seen.push([this.params.i, this.mine]);

@@ -21,7 +21,7 @@ function barrier(count: number): { arrive: () => Promise<void> } {
   return {
     arrive: () => {
       if (++arrived === count) all.resolve();
-      return within(all.promise, 2000, `only ${arrived} of ${count} items were in flight together`);
+      return within(all.promise, 30_000, `only ${arrived} of ${count} items were in flight together`);
     },
   };
 }
@@ -113,7 +113,7 @@ describe('S10 ParallelBatchNode', { timeout: 5000 }, () => {
       override async exec(item: string): Promise<string> {
         const before = this.currentRetry;
         // 'slow' holds its first try open until 'fast' has gone through three tries.
-        if (item === 'slow' && before === 0) await within(fastOnLastTry.promise, 2000, 'fast never got there');
+        if (item === 'slow' && before === 0) await within(fastOnLastTry.promise, 30_000, 'fast never got there');
         const after = this.currentRetry;
         log.push([item, before, after]);
         if (item === 'fast') {

@@ -3,7 +3,7 @@
  * stable code; setWarningHandler(null) restores it.
  */
 import { once } from 'node:events';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { Flow, Node, setWarningHandler, type WarningCode } from '../src/index.js';
 import { flushMacrotask } from './helpers.js';
 
@@ -39,6 +39,10 @@ class Tag extends Node<{ log: string[] }> {
 }
 
 describe('warning channel', () => {
+  // The suite's setup file quiets QF_SUCCESSOR_OVERWRITTEN; these tests are about the default.
+  beforeEach(() => {
+    setWarningHandler(null);
+  });
   afterEach(() => {
     setWarningHandler(null);
   });

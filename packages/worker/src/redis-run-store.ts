@@ -46,6 +46,7 @@ import type { Clock } from '@queueflow/runtime';
 import type { Message } from '@queueflow/runtime';
 import type { RedisKeys } from './redis-keys.js';
 import { hashOfList, positionOf, runOfHash } from './run-hash.js';
+import { escapeGlob } from './purge-prefix.js';
 import type { ScriptedRedis } from './scripts.js';
 
 /** Settings of the Redis store. */
@@ -552,9 +553,4 @@ function childEndedResult(code: number, next: number): ChildEndedResult {
     default:
       return { type: 'ignored' };
   }
-}
-
-/** `text` as a SCAN MATCH pattern that matches it literally (glob characters escaped). */
-function escapeGlob(text: string): string {
-  return text.replace(/[*?[\]\\]/g, (c) => `\\${c}`);
 }

@@ -6,20 +6,31 @@ export interface Progress {
   stop(): void;
 }
 
+/** How often the progress line is printed when stderr is not a terminal (a log, CI), in ms. */
+const LOG_PROGRESS_INTERVAL_MS = 5000;
+
 /**
- * A cli-progress bar on stderr (so stdout keeps only the report), with the rate in documents per
- * second. Off (a no-op) when `enabled` is false or stderr is not a terminal.
+ * The progress of the batch on stderr (so stdout keeps only the report), with the rate in
+ * documents per second and the ETA, drawn by cli-progress. On a terminal, a bar redrawn in place;
+ * otherwise (a log file, CI) cli-progress's non-TTY mode prints the same figures as a new line
+ * every {@link LOG_PROGRESS_INTERVAL_MS}, so a long batch is never silent. Off (a no-op) when
+ * `enabled` is false.
  */
 export function createProgressBar(total: number, enabled: boolean): Progress {
-  if (!enabled || !process.stderr.isTTY) return { update() {}, stop() {} };
+  if (!enabled) return { update() {}, stop() {} };
+  const tty = process.stderr.isTTY === true;
+  const figures = '{value}/{total} documents | {rate} docs/s | {duration_formatted} elapsed, ETA {eta_formatted}';
   const bar = new cliProgress.SingleBar(
     {
       stream: process.stderr,
-      format:
-        ' {bar} {percentage}% | {value}/{total} documents | {rate} docs/s | {duration_formatted} elapsed, ETA {eta_formatted}',
+      format: tty ? ` {bar} {percentage}% | ${figures}` : `progress: {percentage}% | ${figures}`,
       hideCursor: true,
       clearOnComplete: false,
       etaBuffer: 50,
+      noTTYOutput: true,
+      notTTYSchedule: LOG_PROGRESS_INTERVAL_MS,
+      // Without a terminal the ETA is recomputed at each line, not only on updates.
+      etaAsynchronousUpdate: !tty,
     },
     cliProgress.Presets.shades_classic,
   );

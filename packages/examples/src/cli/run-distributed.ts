@@ -20,8 +20,8 @@ const NO_WORKER_HINT_MS = 10_000;
 /**
  * Runs the pipeline on `RedisEngine`: this process only starts the run and follows it; the
  * steps run on the workers started with `queueflow worker --flows packages/examples/dist/flows.js`
- * on the same Redis and prefix, which warm up their own NLP model and classifier when they load
- * that module. The progress bar counts the documents done across all workers. Ctrl-C cancels the
+ * on the same Redis and prefix, which make their own NLP model and classifier at their first
+ * document (the classifier from its cache file when one is there). The progress bar counts the documents done across all workers. Ctrl-C cancels the
  * run (its documents in flight stop at their next step), waits until the cancel is sent, closes
  * the engine and fails with {@link CommandExit} `interrupted: run <id> cancelled`, exit code 130.
  */
@@ -78,7 +78,7 @@ export async function runDistributed(
       elapsedMs: result.elapsedMs,
       notes: [
         `Engine           RedisEngine on ${where}, run ${result.runId}; up to ${options.concurrency} documents in flight across the workers`,
-        'Classifier       naive Bayes, trained by each worker on the same fixed split when it loaded the flows module (not counted below)',
+        "Classifier       naive Bayes on the same fixed split, made by each worker at its first document (read from the workers' cache, or trained and cached: counted below)",
         `Waiting          ${(result.queuedMs / 1000).toFixed(1)} s for a worker to take the run's first step (not counted below)`,
         `Merge conflicts  ${conflicts}`,
       ],

@@ -4,8 +4,8 @@ import { buildDocumentPipeline } from './document-pipeline.js';
 /**
  * The document pipeline registered for the engines as `documents`: what clients start and what
  * workers run. Workers load it through the flows module `src/flows.ts` (`queueflow worker
- * --flows packages/examples/dist/flows.js`), which also warms up each worker's NLP model and
- * classifier; clients import it from here (or from the package's index), without the warm-up.
+ * --flows packages/examples/dist/flows.js`); clients import it from here or from the package's
+ * index. Building it loads no model: the NLP model and the classifier are made on first use.
  *
  * Its batch keeps the flow's default limit of documents in flight (8); on the engines a run sets
  * its own with the `concurrency` param, counted across all workers.

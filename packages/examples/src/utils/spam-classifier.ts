@@ -2,11 +2,19 @@ import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
 import naiveBayesTextClassifier from 'wink-naive-bayes-text-classifier';
 import type { DocumentRef, SpamLabel } from '../documents/types.js';
 import { DEFAULT_PIPELINE_PARAMS } from '../documents/types.js';
+import {
+  classifierCacheFile,
+  classifierCacheKey,
+  defaultClassifierCacheDir,
+  readCachedClassifier,
+  writeCachedClassifier,
+} from './classifier-cache.js';
 import { readDocumentBytesSync } from './document-reader.js';
 import { parseEmail } from './email-parser.js';
 import { getTokenizer } from './nlp.js';
 import { checkNotBinary, checkNotEmpty } from './raw-content-checks.js';
 import { listCorpus } from './spam-assassin-corpus.js';
+import { TRAIN_PERCENT } from './stable-split.js';
 import { cleanText } from './text-cleaner.js';
 
 /** What the classifier reads of a document. */
@@ -24,14 +32,49 @@ export interface SpamPrediction {
   known: boolean;
 }
 
-/** A trained classifier and what it was trained on. */
+/** What a classifier was trained on: documents per label, documents skipped, words, training time (ms). */
+export interface TrainingFigures {
+  spam: number;
+  ham: number;
+  skipped: number;
+  vocabulary: number;
+  /** How long the training took where it ran, in milliseconds (in another process for a cached model). */
+  ms: number;
+}
+
+/** A trained classifier, what it was trained on, and how this process got it. */
 export interface SpamClassifier {
   classify(input: ClassifierInput): SpamPrediction;
-  readonly trainedOn: { spam: number; ham: number; skipped: number; vocabulary: number; ms: number };
+  readonly trainedOn: TrainingFigures;
+  /**
+   * `training`: this process trained it (and cached it in `cacheFile` when the cache folder was
+   * writable); `cache`: it read the model from `cacheFile`. `ms`: how long that took here.
+   */
+  readonly origin: { from: 'training' | 'cache'; cacheFile: string | undefined; ms: number };
 }
+
+/** Where and whether {@link loadSpamClassifier} keeps trained models. */
+export interface SpamClassifierOptions {
+  /**
+   * The cache folder, or `false` to train without reading or writing any cache.
+   * @defaultValue `node_modules/.cache/queueflow-examples` of this package (see `defaultClassifierCacheDir`)
+   */
+  cacheDir?: string | false;
+}
+
+type NaiveBayesTextClassifier = ReturnType<typeof naiveBayesTextClassifier>;
 
 /** Characters of text the classifier reads per document. */
 const FEATURE_CHARS = 20_000;
+
+/** The naive Bayes settings (wink-naive-bayes-text-classifier's `defineConfig`). */
+const NB_CONFIG = { considerOnlyPresence: false, smoothingFactor: 0.5 };
+
+/** What a cache file holds besides the key: the model (wink's `exportJSON`) and its figures. */
+interface CachedModel {
+  model: string;
+  trainedOn: TrainingFigures;
+}
 
 /**
  * Training documents between two yields to the event loop. Training is seconds of CPU work whose
@@ -70,25 +113,57 @@ export function classifierFeatures(input: ClassifierInput): string[] {
 let training: Promise<SpamClassifier> | undefined;
 
 /**
- * The process-wide spam classifier (wink-naive-bayes-text-classifier), trained on first use on
- * the corpus's fixed train split (see `splitOf`): documents read in corpus order through the same
- * parse and clean steps as the pipeline. The same code and corpus give the same model in every
- * process, so a worker that trains its own classifies exactly like the CLI. Training takes a few
- * seconds, yielding to the event loop every {@link TRAIN_DOCS_PER_YIELD} documents; concurrent
- * callers share one training.
+ * The process-wide spam classifier (wink-naive-bayes-text-classifier), made on first use by
+ * {@link loadSpamClassifier} with the default cache: read from the cache file when an earlier
+ * process trained the same model (a fraction of a second), else trained here (seconds of CPU,
+ * yielding to the event loop every {@link TRAIN_DOCS_PER_YIELD} documents) and cached. Nothing
+ * happens at import: a process that only builds the graph (`queueflow graph`, a worker
+ * starting) never pays for it. Concurrent callers share one load; a failed load is tried again
+ * by the next call.
  */
 export function getSpamClassifier(): Promise<SpamClassifier> {
-  training ??= trainSpamClassifier().catch((error: unknown) => {
+  training ??= loadSpamClassifier().catch((error: unknown) => {
     training = undefined; // let a later call try again
     throw error;
   });
   return training;
 }
 
-async function trainSpamClassifier(): Promise<SpamClassifier> {
+/**
+ * A spam classifier trained on the corpus's fixed train split (see `splitOf`): documents read in
+ * corpus order through the same parse and clean steps as the pipeline. The same code and corpus
+ * give the same model in every process, so a worker classifies exactly like the CLI.
+ *
+ * The trained model is kept in a JSON file of the cache folder, named by a key made of the
+ * corpus version and a hash of everything else that decides the model (the feature code, the
+ * versions of the parsing and NLP packages, the settings): a later process with the same key
+ * reads it instead of training; any change gives another key, so a stale model is never used.
+ * An unreadable file is trained over.
+ */
+export async function loadSpamClassifier(options: SpamClassifierOptions = {}): Promise<SpamClassifier> {
+  const started = performance.now();
+  const cacheDir = options.cacheDir === undefined ? defaultClassifierCacheDir() : options.cacheDir;
+  const key = cacheDir === false ? undefined : classifierCacheKey({ NB_CONFIG, FEATURE_CHARS, TRAIN_PERCENT });
+  if (cacheDir !== false && key !== undefined) {
+    const cached = readCachedClassifier<CachedModel>(cacheDir, key);
+    const nb = cached && importModel(cached.model);
+    if (cached && nb) {
+      const origin = { from: 'cache' as const, cacheFile: classifierCacheFile(cacheDir, key), ms: elapsed(started) };
+      return classifierOf(nb, cached.trainedOn, origin);
+    }
+  }
+  const { nb, trainedOn } = await trainSpamClassifier();
+  const cacheFile =
+    cacheDir === false || key === undefined
+      ? undefined
+      : writeCachedClassifier(cacheDir, key, { model: nb.exportJSON(), trainedOn } satisfies CachedModel);
+  return classifierOf(nb, trainedOn, { from: 'training', cacheFile, ms: elapsed(started) });
+}
+
+async function trainSpamClassifier(): Promise<{ nb: NaiveBayesTextClassifier; trainedOn: TrainingFigures }> {
   const started = performance.now();
   const nb = naiveBayesTextClassifier();
-  nb.defineConfig({ considerOnlyPresence: false, smoothingFactor: 0.5 });
+  nb.defineConfig(NB_CONFIG);
   const counts = { spam: 0, ham: 0, skipped: 0 };
   let read = 0;
   for (const ref of listCorpus()) {
@@ -103,13 +178,29 @@ async function trainSpamClassifier(): Promise<SpamClassifier> {
     counts[ref.trueLabel]++;
   }
   nb.consolidate();
-  const trainedOn = {
-    ...counts,
-    vocabulary: nb.stats().vocabulary,
-    ms: Math.round(performance.now() - started),
-  };
+  return { nb, trainedOn: { ...counts, vocabulary: nb.stats().vocabulary, ms: elapsed(started) } };
+}
+
+/** A consolidated classifier from wink's `exportJSON`, or `undefined` when `model` is not one. */
+function importModel(model: string): NaiveBayesTextClassifier | undefined {
+  try {
+    const nb = naiveBayesTextClassifier();
+    nb.importJSON(model);
+    nb.consolidate();
+    return nb;
+  } catch {
+    return undefined;
+  }
+}
+
+function classifierOf(
+  nb: NaiveBayesTextClassifier,
+  trainedOn: TrainingFigures,
+  origin: SpamClassifier['origin'],
+): SpamClassifier {
   return {
     trainedOn,
+    origin,
     classify(input) {
       const odds = nb.computeOdds(classifierFeatures(input));
       const spam = odds.find(([label]) => label === 'spam');
@@ -117,6 +208,10 @@ async function trainSpamClassifier(): Promise<SpamClassifier> {
       return { label: spam[1] > 0 ? 'spam' : 'ham', score: Math.round(spam[1] * 1000) / 1000, known: true };
     },
   };
+}
+
+function elapsed(started: number): number {
+  return Math.round(performance.now() - started);
 }
 
 async function readForTraining(ref: DocumentRef): Promise<ClassifierInput | null> {

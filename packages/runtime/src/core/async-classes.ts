@@ -12,50 +12,50 @@ import { Flow } from './flow.js';
 import { Node } from './node.js';
 import { ParallelBatchFlow } from './parallel-batch-flow.js';
 import { ParallelBatchNode } from './parallel-batch-node.js';
-import type { Action, NonIterableObject } from './types.js';
+import type { Action, NonIterableObject, ParamsObject } from './types.js';
 
-export class AsyncNode<S = unknown, P extends NonIterableObject = NonIterableObject> extends Node<S, P> {
+export class AsyncNode<S = unknown, P extends ParamsObject = NonIterableObject> extends Node<S, P> {
   /** Same as `run` (Python: `run_async`). */
   runAsync(shared: S): Promise<Action | undefined> {
     return this.run(shared);
   }
 }
 
-export class AsyncBatchNode<S = unknown, P extends NonIterableObject = NonIterableObject> extends BatchNode<S, P> {
+export class AsyncBatchNode<S = unknown, P extends ParamsObject = NonIterableObject> extends BatchNode<S, P> {
   /** Same as `run` (Python: `run_async`). */
   runAsync(shared: S): Promise<Action | undefined> {
     return this.run(shared);
   }
 }
 
-export class AsyncParallelBatchNode<
-  S = unknown,
-  P extends NonIterableObject = NonIterableObject,
-> extends ParallelBatchNode<S, P> {
+export class AsyncParallelBatchNode<S = unknown, P extends ParamsObject = NonIterableObject> extends ParallelBatchNode<
+  S,
+  P
+> {
   /** Same as `run` (Python: `run_async`). */
   runAsync(shared: S): Promise<Action | undefined> {
     return this.run(shared);
   }
 }
 
-export class AsyncFlow<S = unknown, P extends NonIterableObject = NonIterableObject> extends Flow<S, P> {
+export class AsyncFlow<S = unknown, P extends ParamsObject = NonIterableObject> extends Flow<S, P> {
   /** Same as `run` (Python: `run_async`). */
   runAsync(shared: S): Promise<Action | undefined> {
     return this.run(shared);
   }
 }
 
-export class AsyncBatchFlow<S = unknown, P extends NonIterableObject = NonIterableObject> extends BatchFlow<S, P> {
+export class AsyncBatchFlow<S = unknown, P extends ParamsObject = NonIterableObject> extends BatchFlow<S, P> {
   /** Same as `run` (Python: `run_async`). */
   runAsync(shared: S): Promise<Action | undefined> {
     return this.run(shared);
   }
 }
 
-export class AsyncParallelBatchFlow<
-  S = unknown,
-  P extends NonIterableObject = NonIterableObject,
-> extends ParallelBatchFlow<S, P> {
+export class AsyncParallelBatchFlow<S = unknown, P extends ParamsObject = NonIterableObject> extends ParallelBatchFlow<
+  S,
+  P
+> {
   /** Same as `run` (Python: `run_async`). */
   runAsync(shared: S): Promise<Action | undefined> {
     return this.run(shared);

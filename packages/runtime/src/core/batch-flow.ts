@@ -1,5 +1,5 @@
 import { Flow } from './flow.js';
-import type { Action, NonIterableObject } from './types.js';
+import type { Action, NonIterableObject, ParamsObject } from './types.js';
 
 /**
  * A Flow whose `prep` returns a list of param objects (`null`/`undefined`: none); the walk runs
@@ -9,7 +9,7 @@ import type { Action, NonIterableObject } from './types.js';
  *
  * @see PocketFlow `BatchFlow`.
  */
-export class BatchFlow<S = unknown, P extends NonIterableObject = NonIterableObject> extends Flow<S, P> {
+export class BatchFlow<S = unknown, P extends ParamsObject = NonIterableObject> extends Flow<S, P> {
   override async _run(shared: S, abort?: AbortSignal): Promise<Action | undefined> {
     const list = toParamList(this, await this.prep(shared));
     for (const item of list) {

@@ -1,5 +1,5 @@
 import { Node } from './node.js';
-import type { NonIterableObject } from './types.js';
+import type { NonIterableObject, ParamsObject } from './types.js';
 
 /**
  * A node whose `prep` returns items; `exec` runs once per item under the retry policy, and
@@ -9,7 +9,7 @@ import type { NonIterableObject } from './types.js';
  *
  * @see PocketFlow `BatchNode`.
  */
-export class BatchNode<S = unknown, P extends NonIterableObject = NonIterableObject> extends Node<S, P> {
+export class BatchNode<S = unknown, P extends ParamsObject = NonIterableObject> extends Node<S, P> {
   override async _exec(items: unknown, abort?: AbortSignal): Promise<unknown[]> {
     const list = toItems(this, items);
     const results: unknown[] = [];

@@ -1,7 +1,7 @@
 import { newRunId } from '../kernel/run-id.js';
 import { BaseNode } from './base-node.js';
 import { attachVisit, visitOf, type FlowRunState } from './run-context.js';
-import type { Action, MaybePromise, NonIterableObject } from './types.js';
+import type { Action, MaybePromise, NonIterableObject, ParamsObject } from './types.js';
 import { invalidOption } from './validate-options.js';
 
 /** Options of {@link Flow} and the batch flows. */
@@ -25,10 +25,16 @@ export interface FlowOptions {
  * ```
  * @see PocketFlow `Flow` (Python reference; its `post` returns the last action).
  */
-export class Flow<S = unknown, P extends NonIterableObject = NonIterableObject> extends BaseNode<S, P> {
+export class Flow<S = unknown, P extends ParamsObject = NonIterableObject> extends BaseNode<S, P> {
   start: BaseNode<any, any>;
 
-  constructor(start: BaseNode<any, any>, options: FlowOptions = {}) {
+  /**
+   * @param start - the node the walk starts at. Without type arguments, the flow takes its shared
+   *   store and params types from it: when class `Count` extends `Node<Store, Lang>`,
+   *   `new Flow(new Count())` is a `Flow<Store, Lang>`. With type arguments
+   *   (`new Flow<Store>(start)`), any node is accepted, as PocketFlow accepts any node.
+   */
+  constructor(start: BaseNode<S, P> | BaseNode<any, any>, options: FlowOptions = {}) {
     super();
     const owner = new.target.name;
     if (!(start instanceof BaseNode)) throw invalidOption(owner, 'start', 'a node (BaseNode)', start);

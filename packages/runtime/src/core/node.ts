@@ -1,7 +1,7 @@
 import { BaseNode } from './base-node.js';
 import { backoffDelayMs, checkBackoff, type BackoffOptions } from './backoff.js';
-import type { MaybePromise, NonIterableObject } from './types.js';
-import { checkMaxRetries, checkOptionalPositiveInteger, checkWait, invalidOption } from './validate-options.js';
+import type { MaybePromise, NonIterableObject, ParamsObject } from './types.js';
+import { checkMaxRetries, checkOptionalPositiveInteger, checkWaitOptions, invalidOption } from './validate-options.js';
 import { NodeTimeoutError } from '../errors/queueflow-error.js';
 
 /** Options of {@link Node} beyond PocketFlow's positional `(maxRetries, wait)`. */
@@ -11,8 +11,20 @@ export interface NodeOptions {
    * `attempts`). An integer from 1. @defaultValue 1
    */
   maxRetries?: number;
-  /** Pause between tries, in **seconds** (PocketFlow's unit). @defaultValue 0 */
+  /**
+   * Pause between tries, in **SECONDS** (PocketFlow's name and unit: `wait: 2` is two seconds,
+   * not two milliseconds). Or give {@link NodeOptions.waitMs} instead, in milliseconds; not both.
+   * @defaultValue 0 (s)
+   */
   wait?: number;
+  /**
+   * Pause between tries, in **MILLISECONDS**: the same setting as {@link NodeOptions.wait}
+   * (seconds), under a name that says its unit like `timeoutMs`. `waitMs: 500` is `wait: 0.5`;
+   * the node's `wait` field holds it in seconds.
+   * @defaultValue 0 (ms)
+   * @throws TypeError when given together with `wait`.
+   */
+  waitMs?: number;
   /** Backoff shape between tries. @defaultValue `{ type: 'fixed' }` */
   backoff?: BackoffOptions;
   /** Limit of one try of `exec`, in milliseconds; a try over time fails. @defaultValue none */
@@ -22,8 +34,9 @@ export interface NodeOptions {
 }
 
 /**
- * A node whose `exec` is retried: up to `maxRetries` tries in all, `wait` seconds apart (not
- * after the last), then `execFallback(prepRes, lastError)` once (rules S2, S3).
+ * A node whose `exec` is retried: up to `maxRetries` tries in all, `wait` **seconds** apart (not
+ * after the last), then `execFallback(prepRes, lastError)` once (rules S2, S3). The options
+ * object also takes the pause in milliseconds: `new Node({ maxRetries: 3, waitMs: 500 })`.
  *
  * Inside `exec`, `this.currentRetry` is the 0-based index of the running try and `this.signal`
  * aborts when the try times out or the node's batch is abandoned.
@@ -38,13 +51,14 @@ export interface NodeOptions {
  *   override post(shared, _p, summary: string) { shared.summary = summary; }
  * }
  * ```
- * @throws TypeError when `maxRetries` is not an integer ≥ 1 or `wait` is not a finite number ≥ 0.
+ * @throws TypeError when `maxRetries` is not an integer ≥ 1, `wait` or `waitMs` is not a finite
+ *   number ≥ 0, or both `wait` and `waitMs` are given.
  * @see PocketFlow `Node` (Python reference): `max_retries` counts every try.
  */
-export class Node<S = unknown, P extends NonIterableObject = NonIterableObject> extends BaseNode<S, P> {
+export class Node<S = unknown, P extends ParamsObject = NonIterableObject> extends BaseNode<S, P> {
   /** Total tries of `exec`, first included. */
   maxRetries: number;
-  /** Seconds between tries. */
+  /** Pause between tries, in **seconds** (PocketFlow's unit; the `waitMs` option sets it in milliseconds). */
   wait: number;
   /** 0-based index of the running try, readable inside `exec`. */
   currentRetry = 0;
@@ -67,7 +81,7 @@ export class Node<S = unknown, P extends NonIterableObject = NonIterableObject> 
         ? maxRetriesOrOptions
         : { maxRetries: maxRetriesOrOptions, wait };
     this.maxRetries = checkMaxRetries(owner, options.maxRetries ?? 1);
-    this.wait = checkWait(owner, options.wait ?? 0);
+    this.wait = checkWaitOptions(owner, options);
     const backoff = checkBackoff(owner, options.backoff);
     if (backoff) this.backoff = backoff;
     const timeoutMs = checkOptionalPositiveInteger(owner, 'timeoutMs', options.timeoutMs);

@@ -3,7 +3,7 @@ import type { BaseNode } from './base-node.js';
 import type { FlowOptions } from './flow.js';
 import { linkedController, mapConcurrent } from './map-concurrent.js';
 import { checkItemErrorPolicy, type ParallelOptions } from './parallel-batch-node.js';
-import type { Action, NonIterableObject } from './types.js';
+import type { Action, NonIterableObject, ParamsObject } from './types.js';
 import { checkOptionalPositiveInteger } from './validate-options.js';
 
 /**
@@ -14,11 +14,12 @@ import { checkOptionalPositiveInteger } from './validate-options.js';
  *
  * @see PocketFlow `AsyncParallelBatchFlow`.
  */
-export class ParallelBatchFlow<S = unknown, P extends NonIterableObject = NonIterableObject> extends BatchFlow<S, P> {
+export class ParallelBatchFlow<S = unknown, P extends ParamsObject = NonIterableObject> extends BatchFlow<S, P> {
   concurrency: number | undefined;
   onItemError: 'fail-fast' | 'collect';
 
-  constructor(start: BaseNode<any, any>, options: FlowOptions & ParallelOptions = {}) {
+  /** @param start - as for {@link Flow}: its types are the flow's when no type arguments are given. */
+  constructor(start: BaseNode<S, P> | BaseNode<any, any>, options: FlowOptions & ParallelOptions = {}) {
     super(start, options);
     this.concurrency = checkOptionalPositiveInteger(new.target.name, 'concurrency', options.concurrency);
     this.onItemError = checkItemErrorPolicy(new.target.name, options.onItemError);

@@ -1,7 +1,7 @@
 import { toItems } from './batch-node.js';
 import { linkedController, mapConcurrent } from './map-concurrent.js';
 import { Node, type NodeOptions } from './node.js';
-import type { NonIterableObject } from './types.js';
+import type { NonIterableObject, ParamsObject } from './types.js';
 import { checkOptionalPositiveInteger, invalidOption } from './validate-options.js';
 
 /** Options of the parallel batch classes. */
@@ -28,7 +28,7 @@ export type ItemOutcome<R = unknown> =
  *
  * @see PocketFlow `AsyncParallelBatchNode`; PocketFlow PR #148 (per-item retry counter).
  */
-export class ParallelBatchNode<S = unknown, P extends NonIterableObject = NonIterableObject> extends Node<S, P> {
+export class ParallelBatchNode<S = unknown, P extends ParamsObject = NonIterableObject> extends Node<S, P> {
   concurrency: number | undefined;
   onItemError: 'fail-fast' | 'collect';
 

@@ -5,10 +5,25 @@ export type Action = string;
 export type MaybePromise<T> = T | Promise<T>;
 
 /**
- * Params: a plain object of named values (the PocketFlow TypeScript port's type).
+ * Params: a plain object of named values (the PocketFlow TypeScript port's type), and the
+ * default params type of every node and flow (any key reads as `unknown`).
  * Arrays and other iterables are refused at compile time.
  */
 export type NonIterableObject = Partial<Record<string, unknown>> & { [Symbol.iterator]?: never };
+
+/**
+ * What a node's or flow's params type `P` may be: any object type that is not an array or other
+ * iterable. An `interface` works as it is (it needs no index signature); so does a type literal.
+ *
+ * @example
+ * ```ts
+ * interface Lang { lang: string }
+ * class Translate extends Node<Shared, Lang> {
+ *   override exec() { return this.params.lang; }   // string
+ * }
+ * ```
+ */
+export type ParamsObject = object & { [Symbol.iterator]?: never };
 
 /** The default action name. */
 export const DEFAULT_ACTION: Action = 'default';

@@ -19,11 +19,29 @@ export function checkMaxRetries(owner: string, value: unknown): number {
   return value;
 }
 
-export function checkWait(owner: string, value: unknown): number {
+function checkWait(owner: string, value: unknown): number {
   if (typeof value !== 'number' || !Number.isFinite(value) || value < 0) {
     throw invalidOption(owner, 'wait', 'a finite number of seconds from 0 and up', value);
   }
   return value;
+}
+
+/**
+ * The pause between tries in seconds, from the options' `wait` (seconds) or `waitMs`
+ * (milliseconds). @throws TypeError for a bad value, or when both are given.
+ */
+export function checkWaitOptions(owner: string, options: { wait?: unknown; waitMs?: unknown }): number {
+  if (options.wait !== undefined && options.waitMs !== undefined) {
+    throw new TypeError(
+      `${owner}: give \`wait\` (seconds) or \`waitMs\` (milliseconds), not both; got wait ${describe(options.wait)} and waitMs ${describe(options.waitMs)}`,
+    );
+  }
+  if (options.waitMs === undefined) return checkWait(owner, options.wait ?? 0);
+  const { waitMs } = options;
+  if (typeof waitMs !== 'number' || !Number.isFinite(waitMs) || waitMs < 0) {
+    throw invalidOption(owner, 'waitMs', 'a finite number of milliseconds from 0 and up', waitMs);
+  }
+  return waitMs / 1000;
 }
 
 export function checkOptionalPositiveInteger(owner: string, option: string, value: unknown): number | undefined {

@@ -11,7 +11,7 @@ import type { RunStore } from './run-store.js';
 export class Inbox {
   constructor(
     private readonly store: RunStore,
-    private readonly send: (address: string, body: Json) => Promise<void>,
+    private readonly send: (address: string, body: Json) => Promise<unknown>,
   ) {}
 
   /** Mailboxes with messages waiting or runs parked, each with its parked runs. */

@@ -246,13 +246,16 @@ export class RunClient {
 
   /**
    * Sends `body` to the mailbox at `address` from outside any run; runs parked on it wake.
+   * Returns the message's id.
    * @throws QueueflowError `NOT_JSON`, `PAYLOAD_TOO_LARGE`; TypeError for a bad address.
    */
-  async send(address: string, body: Json): Promise<void> {
+  async send(address: string, body: Json): Promise<string> {
     checkAddress('send', address);
     checkMessageBody(body, `message body sent to '${address}'`);
-    const { wakes } = await this.store.send(address, { id: `m.${nanoid()}`, body, sentAt: this.options.clock.now() });
+    const id = `m.${nanoid()}`;
+    const { wakes } = await this.store.send(address, { id, body, sentAt: this.options.clock.now() });
     await this.scheduler.promote(wakes);
+    return id;
   }
 
   /** See {@link Engine.history}. */
@@ -348,7 +351,7 @@ export class RunClient {
 
   private async checkpointOf(run: StoredRun): Promise<Checkpoint> {
     const snapshot = run.parent ? await this.store.snapshotOf(run.parent.id) : undefined;
-    return decodeCheckpoint(run.checkpoint, () => (snapshot === undefined ? undefined : decodeShared(snapshot)));
+    return decodeCheckpoint(run.checkpoint, () => (snapshot === undefined ? undefined : decodeShared(snapshot)), run);
   }
 
   private notFound(runId: string, why = ''): QueueflowError {

@@ -159,9 +159,10 @@ export class LocalEngine implements Engine {
    * Sends `body` to the mailbox at `address` from outside any run (a person or a service
    * answering an agent); wakes a run parked on it.
    *
+   * @returns the message's id (the `id` its receiver sees).
    * @throws QueueflowError NOT_JSON for a body that would not survive JSON; TypeError for a bad address.
    */
-  async send(address: string, body: Json): Promise<void> {
+  async send(address: string, body: Json): Promise<string> {
     await this.open();
     return this.client.send(address, body);
   }

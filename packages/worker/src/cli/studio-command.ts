@@ -1,9 +1,10 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { isIP } from 'node:net';
-import { InvalidArgumentError, Option, type Command } from 'commander';
+import { Command, InvalidArgumentError, Option } from 'commander';
 import type { FlowDefinition } from '@queueflow/runtime';
 import { loadFlows } from '../load-flows.js';
 import { RedisEngine } from '../redis-engine.js';
+import { prefixOption, redisOption } from './options.js';
 
 interface StudioCommandOptions {
   redis: string;
@@ -22,12 +23,11 @@ const LOOPBACK_NAMES = new Set(['localhost', '127.0.0.1', '::1', '[::1]']);
  * beyond Redis). Loopback only by default; prints its URL (with the token) once listening; Ctrl-C
  * or SIGTERM closes the event streams, the server and the engine.
  */
-export function addStudioCommand(program: Command, options: { redis: () => Option; prefix: () => Option }): void {
-  program
-    .command('studio')
+export function studioCommand(): Command {
+  return new Command('studio')
     .description('serve queueflow studio: watch and steer runs in a browser')
-    .addOption(options.redis())
-    .addOption(options.prefix())
+    .addOption(redisOption())
+    .addOption(prefixOption())
     .option('--port <n>', 'port to listen on (0: any free port)', portNumber, 4000)
     .option(
       '--host <host>',
