@@ -6,11 +6,12 @@ import { initCommand } from './cli/init.js';
 import { operateCommands } from './cli/operate-commands.js';
 import { QUEUEFLOW_VERSION } from './cli/options.js';
 import { runCommands } from './cli/run-commands.js';
+import { studioCommand } from './cli/studio-command.js';
 import { workerCommand } from './cli/worker-command.js';
 
 /**
  * The `queueflow` command: start workers; start, inspect, list, retry, fork and cancel runs; send
- * messages; list workers; print a flow's graph; write a starter project. `REDIS_URL` and
+ * messages; list workers; print a flow's graph; serve the studio; write a starter project. `REDIS_URL` and
  * `QUEUEFLOW_PREFIX` are the defaults of `--redis` and `--prefix` everywhere.
  */
 const program = new Command()
@@ -19,7 +20,14 @@ const program = new Command()
   .version(QUEUEFLOW_VERSION)
   .showHelpAfterError();
 
-const commands = [workerCommand(), ...runCommands(), ...operateCommands(), graphCommand(), initCommand()];
+const commands = [
+  workerCommand(),
+  ...runCommands(),
+  ...operateCommands(),
+  graphCommand(),
+  studioCommand(),
+  initCommand(),
+];
 for (const command of commands) {
   command.copyInheritedSettings(program); // help after an error, as for the program itself
   program.addCommand(command);

@@ -7,3 +7,6 @@ export { RedisRunStore } from './redis-run-store.js';
 export { RedisRunEvents } from './redis-run-events.js';
 export { withScripts } from './scripts.js';
 export { loadFlows } from './load-flows.js';
+export { createStudioHandler, type StudioHandler, type StudioHandlerOptions } from './studio/create-studio-handler.js';
+export type { StudioEngine } from './studio/studio-engine.js';
+export type { StudioLiveOptions } from './studio/studio-live.js';
