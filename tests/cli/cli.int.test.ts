@@ -466,7 +466,7 @@ describe.concurrent('queueflow with bad input: a clear error, a non-zero exit, n
     expect(await queueflow(['run', 'nope', '--flows', FLOWS, ...at(prefix)])).toEqual({
       code: 1,
       stdout: '',
-      stderr: "queueflow: unknown flow 'nope'; registered: 'cli-fail', 'cli-greet', 'cli-hold'\n",
+      stderr: "queueflow: unknown flow 'nope'; registered: 'cli-fail', 'cli-flaky', 'cli-greet', 'cli-hold'\n",
     });
     expect(await keysUnder(redis, prefix)).toEqual([]);
   });
@@ -567,7 +567,7 @@ describe.concurrent('queueflow with bad input: a clear error, a non-zero exit, n
     expect(await queueflow(['graph', 'nope', '--flows', FLOWS])).toEqual({
       code: 1,
       stdout: '',
-      stderr: `queueflow: flows module '${FLOWS}' has no flow 'nope' (it has: cli-fail, cli-greet, cli-hold)\n`,
+      stderr: `queueflow: flows module '${FLOWS}' has no flow 'nope' (it has: cli-fail, cli-flaky, cli-greet, cli-hold)\n`,
     });
   });
 
