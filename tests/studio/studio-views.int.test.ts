@@ -6,6 +6,7 @@
  * Each view's screenshot goes to __screenshots__/.
  */
 import { nanoid } from 'nanoid';
+import { waitFor } from '../support/wait-for.js';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { fan, review, type ReviewShared } from './studio-flows.js';
 import { accessibilityProblems, startStudio, type StudioSetup } from './support/studio-harness.js';
@@ -75,6 +76,12 @@ it('a fan-out shows its children grid with progress and a failed child, then its
     { n: 12 },
     { params: { gate, gateFrom: 8, failIndex: 3 } },
   );
+  // The grid refreshes as the parent changes (children's own changes are not announced): open the
+  // page once the four gated children wait on their gates.
+  await waitFor('children 8 to 11 to wait on their gates', async () => {
+    const children = await s.engine.children(handle.id);
+    return children.filter((child) => child.status === 'waiting').length === 4;
+  });
   await page.goto(`${s.url}/runs/${handle.id}`);
   await page.getByTestId('fan-out-progress').filter({ hasText: '8 of 12 children ended' }).waitFor();
   const grid = page.getByTestId('children-grid');

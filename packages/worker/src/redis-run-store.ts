@@ -452,14 +452,15 @@ export class RedisRunStore implements RunStore {
       this.redis.hgetall(this.keys.run(runId)),
       this.redis.lrange(this.keys.errors(runId), 0, -1),
       this.redis.lrange(this.keys.conflicts(runId), 0, -1),
-      this.redis.hmget(this.keys.fanOut(runId), 'total', 'ended', 'failed'),
+      this.redis.hmget(this.keys.fanOut(runId), 'total', 'ended', 'failed', 'step'),
     ]);
     if (!hash.status) return undefined;
+    const current = fanOut[0] !== null && fanOut[3] === hash.step; // a fan-out of an earlier step has ended
     return {
       run: runOfHash(runId, hash),
       errors: errors.map(decodeErrorRecord),
       conflicts: conflicts.map(decodeConflict),
-      ...(fanOut[0] !== null
+      ...(current
         ? { children: { total: Number(fanOut[0]), ended: Number(fanOut[1]), failed: Number(fanOut[2]) } }
         : {}),
     };

@@ -42,6 +42,11 @@ export function encodeChildStart(frames: Frame[]): string {
   return JSON.stringify(stored);
 }
 
+/** Whether an encoded checkpoint is a fan-out child's delta against its parent's snapshot. */
+export function isDeltaCheckpoint(encoded: string): boolean {
+  return encoded.startsWith('{"base":"snapshot"');
+}
+
 /**
  * Decodes a checkpoint. A child's delta is applied to `snapshot()` (its parent's `shared` when it
  * fanned out), which is asked for only then.
