@@ -62,7 +62,7 @@ export function StepDiff({ before, after, patch }: StepDiffProps) {
             <li key={index}>
               <code>
                 {operation.op} {operation.path}
-                {operation.from !== undefined ? ` from ${operation.from}` : ''}
+                {'from' in operation ? ` from ${operation.from}` : ''}
                 {'value' in operation ? ` = ${JSON.stringify(operation.value)}` : ''}
               </code>
             </li>
