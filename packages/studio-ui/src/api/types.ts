@@ -3,11 +3,13 @@
  */
 import type {
   ChildSummary,
+  ErrorRecord,
   FlowGraph,
   Json,
   JsonObject,
   MailboxInfo,
   Message,
+  ParkedRun,
   RunChange,
   RunInfo,
   RunStatus,
@@ -19,17 +21,17 @@ import type { PatchOperation } from '@queueflow/runtime/kernel';
 
 // The engine's own types (type imports: nothing of the runtime ships in the page).
 export type {
-  ChildSummary,
+  ErrorRecord,
   FlowGraph,
   Json,
   JsonObject,
   MailboxInfo,
   Message,
+  ParkedRun,
   PatchOperation,
   RunChange,
   RunInfo,
   RunStatus,
-  RunSummary,
   StepRecord,
   WorkerInfo,
 };
