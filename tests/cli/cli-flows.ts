@@ -3,6 +3,7 @@
  * nodes only: no network, no timers. `cli-hold` parks on a mailbox until a message comes, so a
  * test holds a run open without sleeping and releases it with `queueflow send`.
  */
+import { existsSync } from 'node:fs';
 import { defineFlow, Flow, Node, type Json, type Message } from '@queueflow/runtime';
 
 // ---------------------------------------------------------------------------------------------
@@ -73,3 +74,41 @@ class Hold extends Node<{ got?: Json; gotId?: string }, { address: string }> {
 }
 
 export const hold = defineFlow('cli-hold', () => new Flow(new Hold({ name: 'hold' })));
+
+// ---------------------------------------------------------------------------------------------
+// cli-flaky: count → check → done. `check` fails while the file at `params.failWhile` exists, so
+// a test makes a run fail, removes the file (the "fix"), and retries the run. `shared.counted`
+// records each visit of `count`, so a retry that ran it again would show.
+
+export interface FlakyShared {
+  counted?: number;
+  checked?: boolean;
+  done?: boolean;
+}
+
+class Count extends Node<FlakyShared> {
+  override post(shared: FlakyShared): void {
+    shared.counted = (shared.counted ?? 0) + 1;
+  }
+}
+
+class Check extends Node<FlakyShared, { failWhile: string }> {
+  override exec(): void {
+    if (existsSync(this.params.failWhile)) throw new Error(`${this.params.failWhile} exists`);
+  }
+  override post(shared: FlakyShared): void {
+    shared.checked = true;
+  }
+}
+
+class Done extends Node<FlakyShared> {
+  override post(shared: FlakyShared): void {
+    shared.done = true;
+  }
+}
+
+export const flaky = defineFlow('cli-flaky', () => {
+  const count = new Count({ name: 'count' });
+  count.next(new Check({ name: 'check' })).next(new Done({ name: 'done' }));
+  return new Flow(count);
+});

@@ -9,70 +9,23 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunInfo, RunResult } from '@queueflow/runtime';
 import { RedisEngine } from '@queueflow/worker';
-import { startScript, type CliOutput, type CliProcess } from '../support/cli-process.js';
+import {
+  FLOWS,
+  MISSING_FLOWS,
+  NO_FLOWS,
+  RUN_ID,
+  at,
+  expectJsonOutput,
+  firstLine,
+  parsed,
+  pretty,
+  queueflow,
+  startQueueflow,
+} from './cli-harness.js';
 import { keysUnder } from '../support/redis-prefix.js';
 import { deletePrefix, redisUrl, testPrefix } from '../support/test-redis.js';
 import { untilRun, waitFor } from '../support/wait-for.js';
 import { spawnWorker, stopWorkers, type WorkerProcess } from '../support/worker-process.js';
-
-const CLI = fileURLToPath(new URL('../../packages/worker/dist/cli.js', import.meta.url));
-const FLOWS = fileURLToPath(new URL('./cli-flows.ts', import.meta.url));
-const NO_FLOWS = fileURLToPath(new URL('./no-flows.ts', import.meta.url));
-const MISSING_FLOWS = fileURLToPath(new URL('./no-such-flows.js', import.meta.url));
-
-/** A run id as the engine makes them (nanoid). */
-const RUN_ID = /^[0-9A-Za-z]{21}$/; // letters and digits only: never read as an option
-
-/**
- * How long a `queueflow` command may take before it is killed and its test fails with its
- * output, in ms: generous, so that a loaded machine (other tests, other work) fails no test;
- * a hang still fails, and each test's own timeout (120 s) is longer.
- */
-const EXIT_DEADLINE_MS = 60_000;
-
-/**
- * Starts `queueflow <args>` in a process of its own (no `--import tsx`: the CLI loads a `.ts`
- * flows module through tsx itself), killed after `timeoutMs`.
- */
-function startQueueflow(args: string[], timeoutMs = EXIT_DEADLINE_MS): CliProcess {
-  const env: NodeJS.ProcessEnv = { ...process.env, NODE_NO_WARNINGS: '1' };
-  delete env.REDIS_URL; // every command names its Redis with --redis
-  return startScript(CLI, args, { env, timeoutMs });
-}
-
-/** Runs `queueflow <args>` to its end. @throws Error with the output when it has not exited after `timeoutMs`. */
-function queueflow(args: string[], timeoutMs = EXIT_DEADLINE_MS): Promise<CliOutput> {
-  return startQueueflow(args, timeoutMs).exited;
-}
-
-/** `--redis <suite Redis> --prefix <prefix>` */
-function at(prefix: string): string[] {
-  return ['--redis', redisUrl(), '--prefix', prefix];
-}
-
-/** What the CLI prints for a JSON value. */
-function pretty(value: unknown): string {
-  return `${JSON.stringify(value, null, 2)}\n`;
-}
-
-/** Stdout parsed as JSON; the whole output in the error when it is not. */
-function parsed<T>(out: CliOutput): T {
-  try {
-    return JSON.parse(out.stdout) as T;
-  } catch {
-    throw new Error(`expected JSON on stdout, got (exit ${out.code}):\nstdout: ${out.stdout}\nstderr: ${out.stderr}`);
-  }
-}
-
-/** Stdout holds `value` as JSON and nothing else (that is: `value` printed as the CLI prints it). */
-function expectJsonOutput(out: CliOutput): void {
-  expect(out.stdout).toBe(pretty(parsed(out)));
-}
-
-/** The first line of stderr (commander adds the command's usage after it). */
-function firstLine(text: string): string {
-  return text.split('\n')[0]!;
-}
 
 const redis = new Redis(redisUrl(), { maxRetriesPerRequest: 1 });
 redis.on('error', () => {});
@@ -143,7 +96,7 @@ describe('queueflow run, status, wait, cancel, send, graph with a worker', () =>
       id: expect.stringMatching(RUN_ID),
       status: 'failed',
       shared: { before: true },
-      error: { name: 'Error', message: 'boom: bad input', node: 'explode', attempts: 1 },
+      error: { name: 'Error', message: 'boom: bad input', code: 'NODE_FAILED', node: 'explode', attempts: 1 },
     });
     expect(out).toEqual({ code: 1, stdout: pretty(result), stderr: `run ${result.id} started\n` });
   });
@@ -513,7 +466,7 @@ describe.concurrent('queueflow with bad input: a clear error, a non-zero exit, n
     expect(await queueflow(['run', 'nope', '--flows', FLOWS, ...at(prefix)])).toEqual({
       code: 1,
       stdout: '',
-      stderr: "queueflow: unknown flow 'nope'; registered: 'cli-fail', 'cli-greet', 'cli-hold'\n",
+      stderr: "queueflow: unknown flow 'nope'; registered: 'cli-fail', 'cli-flaky', 'cli-greet', 'cli-hold'\n",
     });
     expect(await keysUnder(redis, prefix)).toEqual([]);
   });
@@ -614,7 +567,7 @@ describe.concurrent('queueflow with bad input: a clear error, a non-zero exit, n
     expect(await queueflow(['graph', 'nope', '--flows', FLOWS])).toEqual({
       code: 1,
       stdout: '',
-      stderr: `queueflow: flows module '${FLOWS}' has no flow 'nope' (it has: cli-fail, cli-greet, cli-hold)\n`,
+      stderr: `queueflow: flows module '${FLOWS}' has no flow 'nope' (it has: cli-fail, cli-flaky, cli-greet, cli-hold)\n`,
     });
   });
 

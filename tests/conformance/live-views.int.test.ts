@@ -139,6 +139,12 @@ describe.each(engines)('%s: live views', (name) => {
 
     for (const i of [1, 2, 3]) gateOf(`${token}:${i}`).open();
     expect((await handle.result()).status).toBe('completed');
+    // After the fan-in, the children are still listed; a child's own state went with the snapshot.
+    expect(statuses(await engine.children(handle.id))).toEqual([0, 1, 2, 3].map((i) => [i, 'completed']));
+    await expect(engine.history(`${handle.id}.${waiting.steps}.0`)).rejects.toMatchObject({
+      code: 'RUN_NOT_FOUND',
+      message: expect.stringContaining('has merged'),
+    });
   });
 
   it("children: a ParallelBatchNode's items, without run ids", async () => {
@@ -162,6 +168,7 @@ describe.each(engines)('%s: live views', (name) => {
     ]);
     for (const i of [0, 2]) gateOf(`${token}:${i}`).open();
     expect((await handle.result()).shared.values).toEqual([0, 1, 2]);
+    expect(statuses(await engine.children(handle.id))).toEqual([0, 1, 2].map((i) => [i, 'completed']));
   });
 
   it('children: none for a run without a fan-out, or an unknown run', async () => {

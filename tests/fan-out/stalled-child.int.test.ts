@@ -148,7 +148,7 @@ describe('fan-out: a child that fails by stalling is an ordinary failure', () =>
     expect(result.shared.outcomes).toEqual([
       { ok: true, value: 'ok-a' },
       { ok: true, value: 'ok-b' },
-      { ok: false, error: { name: expect.any(String), message: expect.stringMatching(STALLED) } },
+      { ok: false, error: { name: expect.any(String), message: expect.stringMatching(STALLED), code: 'INTERNAL' } },
       { ok: true, value: 'ok-d' },
     ]);
     expect(result.shared.done).toEqual({ a: true, b: true, d: true });
@@ -161,7 +161,7 @@ describe('fan-out: a child that fails by stalling is an ordinary failure', () =>
     expect(result.shared.outcomes).toEqual([
       { ok: true, value: 'a' },
       { ok: true, value: 'b' },
-      { ok: false, error: { name: expect.any(String), message: expect.stringMatching(STALLED) } },
+      { ok: false, error: { name: expect.any(String), message: expect.stringMatching(STALLED), code: 'INTERNAL' } },
       { ok: true, value: 'd' },
     ]);
   }, 120_000);

@@ -17,16 +17,21 @@ export interface LocalRedisServer {
   restart(): Promise<void>;
   /** Stops it and removes its directory. */
   stop(): Promise<void>;
+  /** Sends `signal` to the server process (SIGSTOP freezes it: connections stay open, nothing answers; SIGCONT resumes it). */
+  signal(signal: NodeJS.Signals): void;
 }
 
 export interface RedisServerOptions {
   /** Turn AOF on with `appendfsync always` (nothing acknowledged is lost on a crash). */
   appendOnly?: boolean;
   /**
-   * Require this ACL user (all keys, channels and commands) and turn the `default` user off; `url`
-   * then carries the credentials (`redis://user:password@…`).
+   * Require this ACL user and turn the `default` user off; `url` then carries the credentials
+   * (`redis://user:password@…`). `rules` are its ACL rules (keys, channels, commands).
+   * @defaultValue rules `['~*', '&*', '+@all']`: every key, channel and command
    */
-  aclUser?: { name: string; password: string };
+  aclUser?: { name: string; password: string; rules?: string[] };
+  /** More ACL users (`--user <name> on ><password> <rules...>`), each with its own rules. */
+  moreUsers?: { name: string; password: string; rules: string[] }[];
   /**
    * Serve TLS only, with this certificate and key (PEM files), clients not asked for one; `url`
    * is then `rediss://…`, trusted by clients that trust `caFile`.
@@ -75,8 +80,11 @@ export async function startRedisServer(options: RedisServerOptions = {}): Promis
   const args = [...listen, '--bind', '127.0.0.1', '--dir', dir, '--save', '', '--maxmemory-policy', 'noeviction'];
   if (options.appendOnly) args.push('--appendonly', 'yes', '--appendfsync', 'always');
   else args.push('--appendonly', 'no');
-  if (aclUser)
-    args.push('--user', 'default', 'off', '--user', aclUser.name, 'on', `>${aclUser.password}`, '~*', '&*', '+@all');
+  if (aclUser) {
+    const rules = aclUser.rules ?? ['~*', '&*', '+@all'];
+    args.push('--user', 'default', 'off', '--user', aclUser.name, 'on', `>${aclUser.password}`, ...rules);
+  }
+  for (const user of options.moreUsers ?? []) args.push('--user', user.name, 'on', `>${user.password}`, ...user.rules);
   let child: ChildProcess | undefined;
 
   const launch = async (): Promise<void> => {
@@ -107,6 +115,9 @@ export async function startRedisServer(options: RedisServerOptions = {}): Promis
     stop: async () => {
       await kill();
       rmSync(dir, { recursive: true, force: true });
+    },
+    signal: (signal) => {
+      if (!child?.kill(signal)) throw new Error(`could not send ${signal} to redis-server at ${url}`);
     },
   };
 }

@@ -33,12 +33,20 @@ export class BullmqScheduler implements Scheduler {
    * @param options.client - true for an engine client: its queue does not write BullMQ's queue
    *   meta key on creation (`skipMetasUpdate`), so a client that only reads (status, list, wait)
    *   writes nothing; adding a job writes what BullMQ needs.
+   * @param options.skipVersionCheck - true when this Redis user may not run INFO, which BullMQ's
+   *   version check runs (BullMQ then assumes its minimum version).
    */
-  constructor(connection: Redis, keys: RedisKeys, onError: (error: Error) => void, options: { client?: boolean } = {}) {
+  constructor(
+    connection: Redis,
+    keys: RedisKeys,
+    onError: (error: Error) => void,
+    options: { client?: boolean; skipVersionCheck?: boolean } = {},
+  ) {
     this.queue = new Queue(keys.stepQueue, {
       connection,
       prefix: keys.prefix,
       skipMetasUpdate: options.client ?? false,
+      skipVersionCheck: options.skipVersionCheck ?? false,
     });
     this.queue.on('error', onError);
   }

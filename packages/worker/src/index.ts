@@ -8,3 +8,6 @@ export { RedisRunEvents } from './redis-run-events.js';
 export { StreamReader } from './stream-reader.js';
 export { withScripts } from './scripts.js';
 export { loadFlows } from './load-flows.js';
+export { createStudioHandler, type StudioHandler, type StudioHandlerOptions } from './studio/create-studio-handler.js';
+export type { StudioEngine } from './studio/studio-engine.js';
+export type { StudioLiveOptions } from './studio/studio-live.js';

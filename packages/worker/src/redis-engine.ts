@@ -25,9 +25,16 @@ import {
   type StreamEntry,
   type StreamOptions,
 } from '@queueflow/runtime';
-import { FlowRegistry, ResultWaiter, RunClient, prepareRun, systemClock } from '@queueflow/runtime/kernel';
+import {
+  FlowRegistry,
+  ResultWaiter,
+  RunClient,
+  invalidOption,
+  prepareRun,
+  systemClock,
+} from '@queueflow/runtime/kernel';
 import { BullmqScheduler } from './bullmq-scheduler.js';
-import { connectAll, createRedis, type ConnectionOption } from './connection.js';
+import { connectAll, createRedis, probeServer, redisTimeoutOf, serverOf, type ConnectionOption } from './connection.js';
 import { RedisKeys, normalizePrefix } from './redis-keys.js';
 import { RedisRunEvents } from './redis-run-events.js';
 import { RedisRunStore } from './redis-run-store.js';
@@ -42,7 +49,13 @@ export interface RedisEngineOptions extends StoreSettings {
   connection?: ConnectionOption;
   /** The flows this client starts: the same definitions the workers load. */
   flows: FlowsOption;
-  /** Key prefix shared with the workers; a hash tag is added when missing. @defaultValue `{qf}` */
+  /**
+   * Key prefix shared with the workers. Its hash tag (the text between the first `{` and the first
+   * `}` after it) keeps every key in one Redis Cluster slot; a prefix without `{` gets braces
+   * around it, so `b6acme` and `{b6acme}` name the same keys. @defaultValue `{qf}`
+   * @throws TypeError (from the constructor) for a prefix with spaces or `:`, a `{` with no `}`
+   *   after it (`a{b`), or an empty hash tag (`{}`, `x{}`).
+   */
   prefix?: string;
   /** Called with connection errors (ioredis retries on its own). @defaultValue ignore */
   onError?: (error: Error) => void;
@@ -51,6 +64,14 @@ export interface RedisEngineOptions extends StoreSettings {
    * to `TIME` is measured on connecting). @defaultValue the system clock
    */
   clock?: Clock;
+  /**
+   * Longest a call waits for Redis to answer one of its commands, in ms: every method then
+   * settles (a frozen or overloaded Redis that keeps its connections open would otherwise hold it
+   * as long as it lasts) with QueueflowError `REDIS_TIMEOUT` naming the server and the time. What
+   * the call asked may still happen once Redis answers. The engine works again as soon as Redis
+   * answers. Workers have no such limit: they wait for Redis. @defaultValue 5000
+   */
+  commandTimeoutMs?: number;
 }
 
 interface Connected {
@@ -69,7 +90,8 @@ interface Connected {
  * call, and a third (blocking stream reads) however many runs it follows, opened on the first
  * `stream`. Every method rejects with QueueflowError `REDIS_UNAVAILABLE` (naming the server and the
  * reason) when they cannot be opened; while Redis is unreachable later, commands fail fast rather
- * than queue (BullMQ's advice for producers), and the call may be retried.
+ * than queue (BullMQ's advice for producers), and the call may be retried. A Redis that does not
+ * answer (frozen, overloaded) fails a call with `REDIS_TIMEOUT` after `commandTimeoutMs`.
  *
  * @example
  * ```ts
@@ -84,13 +106,28 @@ export class RedisEngine implements Engine {
   private readonly settings: ReturnType<typeof storeOptions>;
   private connected: Promise<Connected> | undefined;
   private closed = false;
+  private readonly commandTimeoutMs: number;
+  /** Where Redis is, as errors name it (without the password). */
+  private readonly server: string;
 
-  /** @throws TypeError for an invalid connection URL or prefix. */
+  /** @throws TypeError for an invalid connection URL, prefix or `commandTimeoutMs`. */
   constructor(private readonly options: RedisEngineOptions) {
     this.registry = new FlowRegistry(options.flows);
     this.keys = new RedisKeys(normalizePrefix(options.prefix));
     this.settings = storeOptions(options, 'RedisEngine');
-    createRedis(options.connection, 'client').disconnect(); // validates the connection option now
+    const timeout = options.commandTimeoutMs ?? 5000;
+    if (typeof timeout !== 'number' || !Number.isInteger(timeout) || timeout < 1) {
+      throw invalidOption(
+        'RedisEngine',
+        'commandTimeoutMs',
+        'an integer number of milliseconds from 1 and up',
+        timeout,
+      );
+    }
+    this.commandTimeoutMs = timeout;
+    const redis = createRedis(options.connection, 'client'); // validates the connection option now
+    this.server = serverOf(redis);
+    redis.disconnect();
   }
 
   async run<S extends object = JsonObject>(
@@ -112,8 +149,7 @@ export class RedisEngine implements Engine {
       clock: this.options.clock ?? systemClock,
       ...this.settings,
     });
-    const { client } = await this.connect();
-    return client.startPrepared(run);
+    return this.call((client) => client.startPrepared(run));
   }
 
   /**
@@ -122,18 +158,15 @@ export class RedisEngine implements Engine {
    * @throws QueueflowError RUN_NOT_FOUND for an unknown id; RESULT_TIMEOUT after `timeoutMs`.
    */
   async result(runId: string, options?: ResultOptions): Promise<RunResult> {
-    const { client } = await this.connect();
-    return client.result(runId, options);
+    return this.call((client) => client.result(runId, options));
   }
 
   async get(runId: string): Promise<RunInfo | undefined> {
-    const { client } = await this.connect();
-    return client.get(runId);
+    return this.call((client) => client.get(runId));
   }
 
   async list(options?: ListRunsOptions): Promise<RunSummary[]> {
-    const { client } = await this.connect();
-    return client.list(options);
+    return this.call((client) => client.list(options));
   }
 
   /**
@@ -144,8 +177,7 @@ export class RedisEngine implements Engine {
    * @throws QueueflowError RUN_NOT_FOUND for an unknown (or expired) run id.
    */
   async cancel(runId: string): Promise<void> {
-    const { client } = await this.connect();
-    return client.cancel(runId);
+    return this.call((client) => client.cancel(runId));
   }
 
   /**
@@ -154,56 +186,55 @@ export class RedisEngine implements Engine {
    *
    * @returns the message's id (the `id` its receiver sees).
    * @throws QueueflowError `NOT_JSON` for a body that would not survive JSON, `PAYLOAD_TOO_LARGE`
-   *   for one over `MAX_MESSAGE_BYTES` (1 MiB); TypeError for a bad address.
+   *   for one over `MAX_MESSAGE_BYTES` (1 MiB); TypeError (code `INVALID_ARGUMENT`) for a bad address.
    */
   async send(address: string, body: Json): Promise<string> {
-    const { client } = await this.connect();
-    return client.send(address, body);
+    return this.call((client) => client.send(address, body));
   }
 
   /** @see Engine.history */
   async history(runId: string): Promise<StepRecord[]> {
-    return (await this.connect()).client.history(runId);
+    return this.call((client) => client.history(runId));
   }
 
   /** @see Engine.retry */
   async retry(runId: string): Promise<RunHandle> {
-    return (await this.connect()).client.retry(runId);
+    return this.call((client) => client.retry(runId));
   }
 
   /** @see Engine.fork */
   async fork(runId: string, options: ForkOptions): Promise<RunHandle> {
-    return (await this.connect()).client.fork(runId, options);
+    return this.call((client) => client.fork(runId, options));
   }
 
   /** The live workers, from their heartbeats (a worker that stopped heartbeating drops out). */
   async workers(): Promise<WorkerInfo[]> {
-    return (await this.connect()).client.workers();
+    return this.call((client) => client.workers());
   }
 
   /** @see Engine.mailboxes */
   async mailboxes(options?: MailboxesOptions): Promise<MailboxInfo[]> {
-    return (await this.connect()).client.mailboxes(options);
+    return this.call((client) => client.mailboxes(options));
   }
 
   /** @see Engine.answer */
   async answer(address: string, messageId: string, body: Json): Promise<void> {
-    return (await this.connect()).client.answer(address, messageId, body);
+    return this.call((client) => client.answer(address, messageId, body));
   }
 
   /** @see Engine.watch */
   async watch(listener: (change: RunChange) => void): Promise<() => void> {
-    return (await this.connect()).client.watch(listener);
+    return this.call((client) => client.watch(listener));
   }
 
   /** @see Engine.sharedAt */
   async sharedAt(runId: string, step: number): Promise<JsonObject> {
-    return (await this.connect()).client.sharedAt(runId, step);
+    return this.call((client) => client.sharedAt(runId, step));
   }
 
   /** @see Engine.children */
   async children(runId: string, options?: { offset?: number; limit?: number }): Promise<ChildSummary[]> {
-    return (await this.connect()).client.children(runId, options);
+    return this.call((client) => client.children(runId, options));
   }
 
   /**
@@ -217,7 +248,7 @@ export class RedisEngine implements Engine {
 
   /** @see Engine.graph */
   async graph(flow: string): Promise<FlowGraph | undefined> {
-    return (await this.connect()).client.graph(flow);
+    return this.call((client) => client.graph(flow));
   }
 
   async close(): Promise<void> {
@@ -233,16 +264,35 @@ export class RedisEngine implements Engine {
     await Promise.all([redis?.quit().catch(() => {}), subscriber?.quit().catch(() => {})]);
   }
 
+  /**
+   * Runs `body` with the run client, connecting first; the one place where an unanswered command
+   * (ioredis's, or BullMQ's on the same connection) becomes `REDIS_TIMEOUT`.
+   */
+  private async call<T>(body: (client: RunClient) => Promise<T>): Promise<T> {
+    try {
+      const { client } = await this.connect();
+      return await body(client);
+    } catch (error) {
+      throw redisTimeoutOf(error, this.server, this.commandTimeoutMs);
+    }
+  }
+
   private connect(): Promise<Connected> {
     if (this.closed) return Promise.reject(new QueueflowError('ENGINE_CLOSED', 'RedisEngine is closed'));
     this.connected ??= (async () => {
       const onError = this.options.onError ?? (() => {});
-      const redis = createRedis(this.options.connection, 'client', onError);
-      const subscriber = createRedis(this.options.connection, 'subscriber', onError);
+      const commandTimeoutMs = this.commandTimeoutMs;
+      // May this user run INFO? A least-privilege one may not (README "Production Redis").
+      const server = await probeServer(this.options.connection, commandTimeoutMs);
+      const settings = { readyCheck: server.info, commandTimeoutMs };
+      const redis = createRedis(this.options.connection, 'client', onError, settings);
+      const subscriber = createRedis(this.options.connection, 'subscriber', onError, settings);
       await connectAll([redis, subscriber]); // on failure, the next call opens new ones
       const clock = new ServerClock(redis, this.options.clock ?? systemClock);
-      await clock.sync();
-      const scheduler = new BullmqScheduler(redis, this.keys, onError, { client: true });
+      const scheduler = new BullmqScheduler(redis, this.keys, onError, {
+        client: true,
+        skipVersionCheck: !server.info,
+      });
       const reader = new StreamReader(() => createRedis(this.options.connection, 'reader', onError), redis);
       const store = new RedisRunStore(withScripts(redis), this.keys, this.settings, clock, reader);
       const waiter: ResultWaiter = new ResultWaiter(
@@ -258,7 +308,18 @@ export class RedisEngine implements Engine {
         workerLapseMs: WORKER_LAPSE_MS,
         noWorkerWarningMs: 10_000,
       });
-      await waiter.start();
+      try {
+        // The clock's offset to Redis is measured, BullMQ's queue gets ready (its version check)
+        // and the events subscription is made now: should Redis stop answering meanwhile, the
+        // next call starts again from new connections.
+        await Promise.all([clock.sync(), scheduler.queue.waitUntilReady(), waiter.start()]);
+      } catch (error) {
+        waiter.close();
+        await scheduler.close().catch(() => {});
+        redis.disconnect();
+        subscriber.disconnect();
+        throw error;
+      }
       return { redis, subscriber, scheduler, waiter, client, reader };
     })();
     this.connected.catch(() => {

@@ -139,12 +139,33 @@ export class RedisKeys {
 
 const PREFIX = /^[^\s:]+$/;
 
-/** Checks a configured prefix; adds the default hash tag when the prefix has none. */
+/**
+ * Checks a configured prefix and gives it a hash tag: a prefix without `{` is wrapped in braces
+ * (`b6acme` becomes `{b6acme}`, so the two name the same keys); one with `{` must hold a hash tag
+ * as Redis Cluster reads it, the substring between the first `{` and the first `}` after it, not
+ * empty. Without one, Cluster would hash each key whole and scatter a run's keys over slots
+ * (every script would fail with `CROSSSLOT`).
+ *
+ * @param source - how to name the option in errors, e.g. `prefix` or `--prefix`.
+ * @returns the prefix keys start with.
+ * @throws TypeError naming `source`, the prefix and what is wrong: empty, a space or `:`, a `{`
+ *   with no `}` after it (`a{b`), or an empty hash tag (`{}`, `x{}`).
+ * @see https://redis.io/docs/latest/operate/oss_and_stack/reference/cluster-spec/#hash-tags
+ */
 export function normalizePrefix(prefix: string | undefined, source = 'prefix'): string {
   const value = prefix ?? '{qf}';
   if (value === '') throw new TypeError(`expected \`${source}\` to be a non-empty string, got an empty string`);
   if (typeof value !== 'string' || !PREFIX.test(value)) {
     throw new TypeError(`expected \`${source}\` to be a string without spaces or ':', got \`${String(value)}\``);
   }
-  return value.includes('{') ? value : `{${value}}`;
+  const open = value.indexOf('{');
+  if (open === -1) return `{${value}}`;
+  const close = value.indexOf('}', open + 1);
+  if (close === -1 || close === open + 1) {
+    const problem = close === -1 ? "its first '{' has no '}' after it" : 'its hash tag is empty';
+    throw new TypeError(
+      `expected \`${source}\` to hold a Redis Cluster hash tag (a non-empty text between the first '{' and the first '}' after it, as in '{qf}'), got \`${value}\`: ${problem}`,
+    );
+  }
+  return value;
 }

@@ -51,6 +51,7 @@ import type { Clock } from '@queueflow/runtime';
 import type { Message } from '@queueflow/runtime';
 import type { RedisKeys } from './redis-keys.js';
 import { hashOfList, positionOf, runOfHash } from './run-hash.js';
+import { escapeGlob } from './purge-prefix.js';
 import type { ScriptedRedis } from './scripts.js';
 import type { RawStreamEntry, StreamReader } from './stream-reader.js';
 
@@ -465,14 +466,15 @@ export class RedisRunStore implements RunStore {
       this.redis.hgetall(this.keys.run(runId)),
       this.redis.lrange(this.keys.errors(runId), 0, -1),
       this.redis.lrange(this.keys.conflicts(runId), 0, -1),
-      this.redis.hmget(this.keys.fanOut(runId), 'total', 'ended', 'failed'),
+      this.redis.hmget(this.keys.fanOut(runId), 'total', 'ended', 'failed', 'step'),
     ]);
     if (!hash.status) return undefined;
+    const current = fanOut[0] !== null && fanOut[3] === hash.step; // a fan-out of an earlier step has ended
     return {
       run: runOfHash(runId, hash),
       errors: errors.map(decodeErrorRecord),
       conflicts: conflicts.map(decodeConflict),
-      ...(fanOut[0] !== null
+      ...(current
         ? { children: { total: Number(fanOut[0]), ended: Number(fanOut[1]), failed: Number(fanOut[2]) } }
         : {}),
     };
@@ -636,9 +638,4 @@ function childEndedResult(code: number, next: number): ChildEndedResult {
     default:
       return { type: 'ignored' };
   }
-}
-
-/** `text` as a SCAN MATCH pattern that matches it literally (glob characters escaped). */
-function escapeGlob(text: string): string {
-  return text.replace(/[*?[\]\\]/g, (c) => `\\${c}`);
 }

@@ -4,7 +4,15 @@ import { nanoid } from 'nanoid';
 import type { Clock, FlowsOption } from '@queueflow/runtime';
 import { FlowRegistry, StepDriver, invalidOption, observeGauges, systemClock } from '@queueflow/runtime/kernel';
 import { BullmqScheduler, taskOfJob } from './bullmq-scheduler.js';
-import { checkRedisConfig, connectAll, createRedis, type ConnectionOption } from './connection.js';
+import {
+  checkRedisConfig,
+  connectAll,
+  createRedis,
+  probeServer,
+  serverOf,
+  type ConnectionOption,
+} from './connection.js';
+import { RedisLiveness } from './redis-liveness.js';
 import { RedisKeys, normalizePrefix } from './redis-keys.js';
 import { RetryStep, stepBackoff } from './retry-step.js';
 import { RedisRunEvents } from './redis-run-events.js';
@@ -19,7 +27,13 @@ export interface WorkerOptions extends StoreSettings {
   connection?: ConnectionOption;
   /** The flows this worker can run: definitions from `defineFlow`, or a module exporting them. */
   flows: FlowsOption;
-  /** Key prefix shared with the clients. @defaultValue `{qf}` */
+  /**
+   * Key prefix shared with the clients. Its hash tag (the text between the first `{` and the
+   * first `}` after it) keeps every key in one Redis Cluster slot; a prefix without `{` gets
+   * braces around it, so `b6acme` and `{b6acme}` name the same keys. @defaultValue `{qf}`
+   * @throws TypeError (from `startWorker`) for a prefix with spaces or `:`, a `{` with no `}`
+   *   after it (`a{b`), or an empty hash tag (`{}`, `x{}`).
+   */
   prefix?: string;
   /** Steps run at once by this worker. @defaultValue 8 */
   concurrency?: number;
@@ -44,9 +58,16 @@ export interface WorkerOptions extends StoreSettings {
    * for a wake-up lost in a crash; a send wakes it at once). @defaultValue 60000
    */
   parkRecheckMs?: number;
-  /** Called with errors outside any run (connection errors, a failed recovery). @defaultValue log to stderr */
+  /**
+   * How long Redis may leave the worker's PING (sent every second) unanswered before the worker
+   * says, once, through `onError` (QueueflowError `REDIS_TIMEOUT`), that Redis does not answer, in
+   * ms; it says so again through `onLog` when Redis answers. The worker itself never gives up: it
+   * waits for Redis (BullMQ's behaviour). @defaultValue 5000
+   */
+  pingTimeoutMs?: number;
+  /** Called with errors outside any run (connection errors, a failed recovery, Redis not answering). @defaultValue log to stderr */
   onError?: (error: Error) => void;
-  /** Lines worth a log: a dead worker's steps taken over. @defaultValue stdout, prefixed with the pid */
+  /** Lines worth a log: a dead worker's steps taken over, Redis answering again. @defaultValue stdout, prefixed with the pid */
   onLog?: (line: string) => void;
   /**
    * This machine's clock. Deadlines and timestamps are taken on the Redis server's clock through
@@ -67,7 +88,9 @@ export interface QueueflowWorker {
 
 /**
  * Starts a worker that takes steps of the given flows from Redis. Workers are stateless: start
- * as many as you like, anywhere; any of them may die at any moment.
+ * as many as you like, anywhere; any of them may die at any moment. It warns `QF_REDIS_CONFIG`
+ * when Redis may evict keys, or when its Redis user may not read `maxmemory-policy` (INFO is
+ * forbidden to a least-privilege user: README "Production Redis"), and goes on.
  *
  * @throws TypeError for invalid options; QueueflowError `REDIS_UNAVAILABLE` (naming the server and
  *   the reason) when Redis cannot be reached, with every connection it opened closed again.
@@ -89,17 +112,22 @@ export async function startWorker(options: WorkerOptions): Promise<QueueflowWork
     Math.max(1, Math.round(lockDuration / 2)),
   );
   const maxStalledCount = positiveInteger('maxStalledCount', options.maxStalledCount, 2);
+  const pingTimeoutMs = positiveInteger('pingTimeoutMs', options.pingTimeoutMs, 5000);
   const onError = options.onError ?? ((error: Error) => console.error(`queueflow worker: ${error.message}`));
   for (const name of registry.names()) registry.graph(name); // build every graph once, now: fail early
 
-  const redis = createRedis(options.connection, 'worker', onError);
-  const subscriber = createRedis(options.connection, 'subscriber', onError);
+  // May this user run INFO? A least-privilege one may not (README "Production Redis"): then the
+  // worker warns that it cannot check maxmemory-policy, and goes on.
+  const server = await probeServer(options.connection);
+  checkRedisConfig(server);
+  const skipVersionCheck = !server.info;
+  const redis = createRedis(options.connection, 'worker', onError, { readyCheck: server.info });
+  const subscriber = createRedis(options.connection, 'subscriber', onError, { readyCheck: server.info });
   await connectAll([redis, subscriber]);
-  await checkRedisConfig(redis);
   const workerId = `${hostname()}:${process.pid}:${nanoid(6)}`;
   const clock = new ServerClock(redis, options.clock ?? systemClock);
   await clock.sync();
-  const scheduler = new BullmqScheduler(redis, keys, onError);
+  const scheduler = new BullmqScheduler(redis, keys, onError, { skipVersionCheck });
   const store = new RedisRunStore(withScripts(redis), keys, settings, clock);
   const driver = new StepDriver(store, scheduler, registry, {
     clock,
@@ -137,6 +165,7 @@ export async function startWorker(options: WorkerOptions): Promise<QueueflowWork
     lockDuration,
     stalledInterval,
     maxStalledCount,
+    skipVersionCheck,
     settings: { backoffStrategy: stepBackoff },
   });
   worker.on('error', onError);
@@ -150,6 +179,9 @@ export async function startWorker(options: WorkerOptions): Promise<QueueflowWork
       .catch(onError);
   });
   await worker.waitUntilReady();
+  const log = options.onLog ?? ((line: string) => console.log(`queueflow worker ${process.pid}: ${line}`));
+  const liveness = new RedisLiveness(redis, { server: serverOf(redis), timeoutMs: pingTimeoutMs, onError, log });
+  liveness.start();
   const heartbeat = new WorkerHeartbeat(store, scheduler.queue, redis, {
     worker: {
       id: workerId,
@@ -163,7 +195,7 @@ export async function startWorker(options: WorkerOptions): Promise<QueueflowWork
     active: () => active,
     lapseMs: WORKER_LAPSE_MS,
     onBeat: () => clock.sync(),
-    log: options.onLog ?? ((line) => console.log(`queueflow worker ${process.pid}: ${line}`)),
+    log,
     onError,
   });
   await heartbeat.start();
@@ -182,6 +214,7 @@ export async function startWorker(options: WorkerOptions): Promise<QueueflowWork
       (closing ??= (async () => {
         unobserve();
         await worker.close();
+        liveness.stop();
         await heartbeat.stop();
         await scheduler.close().catch(() => {});
         await Promise.all([redis, subscriber, workerConnection].map((connection) => connection.quit().catch(() => {})));

@@ -7,7 +7,7 @@
  * - `'collect'`: the parent goes on (failed children free their slot under a concurrency limit)
  *   and `post` receives one ItemOutcome per item, in item order:
  *   `{ ok: true, value }` (a ParallelBatchFlow child's value is its last action) or
- *   `{ ok: false, error: { name, message, code? } }`.
+ *   `{ ok: false, error: { name, message, code } }` (`NODE_FAILED` for an error thrown without a code).
  *
  * Children are told apart by `params.key` (ParallelBatchFlow) or the item (ParallelBatchNode):
  * `late` waits for the test to open a gate (and ignores its abort signal), `broken…` fails every
@@ -395,7 +395,7 @@ describe.each(subjects)('fan-out failure policy on %s', (_name, open) => {
     expect(result.status, JSON.stringify(result.error)).toBe('completed');
     expect(result.shared.outcomes).toEqual([
       { ok: true, value: 'ok-k0' },
-      { ok: false, error: { name: 'Error', message: 'broken fails try 1' } },
+      { ok: false, error: { name: 'Error', message: 'broken fails try 1', code: 'NODE_FAILED' } },
       { ok: false, error: { name: 'QuotaError', message: 'quota exceeded for quota', code: 'QUOTA' } },
       { ok: true, value: 'ok-k3' },
     ]);
@@ -413,7 +413,7 @@ describe.each(subjects)('fan-out failure policy on %s', (_name, open) => {
     expect(result.status, JSON.stringify(result.error)).toBe('completed');
     expect(result.shared.results).toEqual([
       { ok: true, value: 'k0' },
-      { ok: false, error: { name: 'Error', message: 'broken fails try 1' } },
+      { ok: false, error: { name: 'Error', message: 'broken fails try 1', code: 'NODE_FAILED' } },
       { ok: false, error: { name: 'QuotaError', message: 'quota exceeded for quota', code: 'QUOTA' } },
       { ok: true, value: 'k3' },
     ]);

@@ -18,6 +18,7 @@ import { checkPrefixNeedsRedis, keyPrefix } from './prefix-option.js';
 import { runCommand } from './run-command.js';
 import { runDistributed } from './run-distributed.js';
 import { runEmbedded, type RunnerResult } from './run-embedded.js';
+import { runWithStudio } from './run-with-studio.js';
 import { resolveUserPath } from './user-path.js';
 
 interface CliOptions {
@@ -32,6 +33,8 @@ interface CliOptions {
   slowest: number;
   redis?: string;
   prefix: string;
+  studio?: boolean;
+  studioPort: number;
 }
 
 /** Documents in flight by default with `--redis`: enough to keep several workers' slots busy. */
@@ -85,7 +88,22 @@ const program = new Command()
     'run on the queueflow workers using this Redis (redis:// or rediss://) instead of in this process; ' +
       'start them with: npx queueflow worker --flows packages/examples/dist/flows.js --redis <url>',
   )
-  .option('--prefix <prefix>', "with --redis: the workers' key prefix", keyPrefix, '{qf}');
+  .option('--prefix <prefix>', "with --redis: the workers' key prefix", keyPrefix, '{qf}')
+  .addOption(
+    new Option(
+      '--studio',
+      'run on the embedded LocalEngine and serve queueflow studio for it (watch the run in a browser; it stays open after the report until Ctrl-C)',
+    ).conflicts('redis'),
+  )
+  .option('--studio-port <n>', 'with --studio: its port on 127.0.0.1 (0: any free port)', portNumber, 4000);
+
+function portNumber(value: string): number {
+  const parsed = Number(value);
+  if (!Number.isInteger(parsed) || parsed < 0 || parsed > 65_535) {
+    throw new InvalidArgumentError(`expected a port from 0 to 65535, got '${value}'`);
+  }
+  return parsed;
+}
 
 async function main(): Promise<void> {
   const options = program.parse().opts<CliOptions>();
@@ -114,25 +132,35 @@ async function main(): Promise<void> {
       ? `${docs.length} files from ${selection.dir}`
       : `${docs.length} of the corpus's ${listCorpus().length} emails${options.all ? '' : ' (a fixed sample; --all for every one)'}`;
   console.error(
-    `queueflow document pipeline: ${what}, ${distributed ? 'on queueflow workers' : 'embedded'}, concurrency ${concurrency}`,
+    `queueflow document pipeline: ${what}, ${distributed ? 'on queueflow workers' : options.studio ? 'embedded on the LocalEngine, with queueflow studio' : 'embedded'}, concurrency ${concurrency}`,
   );
   if (distributed && options.input)
     console.error('--input with --redis: every worker must be able to read these paths');
 
   const runner = { params, concurrency, progress: options.progress, total: docs.length };
-  const result: RunnerResult = distributed
-    ? await runDistributed(selection, { ...runner, redisUrl: options.redis!, prefix: options.prefix })
-    : await runEmbedded(selection, runner);
+  const studio = options.studio
+    ? await runWithStudio(selection, { ...runner, studioPort: options.studioPort })
+    : undefined;
+  const result: RunnerResult =
+    studio ??
+    (distributed
+      ? await runDistributed(selection, { ...runner, redisUrl: options.redis!, prefix: options.prefix })
+      : await runEmbedded(selection, runner));
 
   const out = resolveUserPath(options.out);
   await writeJsonl(out, result.records);
   const report = buildReport(result.records, result.elapsedMs, options.slowest);
   console.log(
     formatReport(report, {
-      title: `queueflow document pipeline (${distributed ? 'distributed' : 'embedded'})`,
+      title: `queueflow document pipeline (${distributed ? 'distributed' : options.studio ? 'embedded, LocalEngine' : 'embedded'})`,
       lines: [...result.notes, `Records          ${out}`, ''],
     }),
   );
+  if (studio) {
+    console.error(`queueflow studio stays open at ${studio.studioUrl}: Ctrl-C closes it`);
+    await new Promise<void>((resolve) => process.once('SIGINT', () => resolve()));
+    await studio.close();
+  }
 }
 
 /** The documents as a small descriptor: the batch expands it, so `shared` stays small. */

@@ -1,4 +1,5 @@
 import type { Json } from '../json/json.js';
+import { InvalidArgumentError } from '../errors/queueflow-error.js';
 import { mailboxOf } from '../mailbox/mailbox-of.js';
 import type { Message, ReceiveOptions, SendOptions } from '../mailbox/message.js';
 import type { Action, MaybePromise, NonIterableObject, ParamsObject } from './types.js';
@@ -97,7 +98,9 @@ export class BaseNode<S = unknown, P extends ParamsObject = NonIterableObject> {
 
   /**
    * Runs this node alone and returns its action. Successors are not run: use a Flow for that
-   * (rule S11 warns `Node won't run successors. Use Flow.`).
+   * (rule S11 warns `Node won't run successors. Use Flow.`). `flow.run` has no JSON boundary:
+   * `shared` and what nodes return pass through untouched (class instances, functions, keys such
+   * as `__proto__`), where the engines refuse what would not survive JSON.
    */
   async run(shared: S): Promise<Action | undefined> {
     if (this._successors.size > 0) {
@@ -148,7 +151,7 @@ export class BaseNode<S = unknown, P extends ParamsObject = NonIterableObject> {
    * in-memory mailboxes at once; on an engine it leaves when this step commits (or parks), so a
    * step run again after a crash does not send twice.
    *
-   * @throws QueueflowError NOT_JSON when `body` would not survive JSON; TypeError for a bad address.
+   * @throws QueueflowError NOT_JSON when `body` would not survive JSON; TypeError (code `INVALID_ARGUMENT`) for a bad address.
    */
   send(address: string, body: Json, options?: SendOptions): Promise<void> {
     return mailboxOf(this).send(address, body, options);
@@ -203,10 +206,10 @@ export class BaseNode<S = unknown, P extends ParamsObject = NonIterableObject> {
     if (facts?.run?.stream) emitLocally(facts.run, this, facts.step, encoded);
   }
 
-  /** Answers a message received from `ask`. @throws TypeError when it has no `replyTo`. */
+  /** Answers a message received from `ask`. @throws TypeError (code `INVALID_ARGUMENT`) when it has no `replyTo`. */
   reply(message: Message, body: Json): Promise<void> {
     if (!message.replyTo)
-      throw new TypeError(`reply: message ${message.id} has no replyTo address (it was not sent by ask)`);
+      throw new InvalidArgumentError(`reply: message ${message.id} has no replyTo address (it was not sent by ask)`);
     return mailboxOf(this).send(message.replyTo, body);
   }
 

@@ -4,7 +4,8 @@
  * - `QF_SUCCESSOR_OVERWRITTEN`: `next`/`on` replaced an existing successor (rule S4).
  * - `QF_FLOW_ENDS`: a node returned an action with no successor while it has others (rule S5).
  * - `QF_NODE_WONT_RUN_SUCCESSORS`: `node.run` on a node that has successors (rule S11).
- * - `QF_REDIS_CONFIG`: the Redis server is configured in a way that can lose jobs.
+ * - `QF_REDIS_CONFIG`: the Redis server is configured in a way that can lose jobs, or a worker
+ *   could not read its configuration (a Redis user that may not run INFO).
  * - `QF_STEP_REFUSED`: a worker gave a step back because its code does not match the run's
  *   (another graph fingerprint, or a flow it does not have); once per run and worker.
  * - `QF_NO_WORKER`: a client has waited 10 s for a run whose flow no live worker serves; once

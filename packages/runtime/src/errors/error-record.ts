@@ -1,4 +1,4 @@
-import { QueueflowError } from './queueflow-error.js';
+import { QueueflowError, type QueueflowErrorCode } from './queueflow-error.js';
 
 /**
  * An error as plain data, the shape in which errors cross Redis and live on run records.
@@ -22,6 +22,12 @@ export interface ErrorRecord {
 export interface RunError {
   message: string;
   name?: string;
+  /**
+   * A stable code: a {@link QueueflowError}'s (`NOT_JSON`, `NODE_TIMEOUT`, `CHILD_FAILED`, …), the
+   * code of the error node code threw when it had a string `code` of its own, else `NODE_FAILED`.
+   * Always set on the error of a failed run; optional in the type only for errors stored by
+   * earlier versions.
+   */
   code?: string;
   /** Id of the node whose step failed. */
   node?: string;
@@ -29,21 +35,32 @@ export interface RunError {
   attempts?: number;
 }
 
-/** Turns anything thrown into an {@link ErrorRecord}. */
+/**
+ * Turns anything thrown into an {@link ErrorRecord}. Its `code` is the error's own when that is a
+ * non-empty string (every {@link QueueflowError} has one), else `NODE_FAILED`: an error that ends a
+ * run always carries a code.
+ */
 export function toErrorRecord(error: unknown, extra: Partial<ErrorRecord> = {}): ErrorRecord {
   if (error instanceof Error) {
-    const code = (error as { code?: unknown }).code;
     const retryable = (error as { retryable?: unknown }).retryable;
     return {
       name: error.name,
       message: error.message,
-      code: typeof code === 'string' ? code : undefined,
+      code: codeOf(error),
       stack: error.stack,
       retryable: retryable !== false,
       ...extra,
     };
   }
-  return { name: 'Error', message: String(error), retryable: true, ...extra };
+  return { name: 'Error', message: String(error), code: DEFAULT_CODE, retryable: true, ...extra };
+}
+
+/** The code of an error thrown without one. */
+const DEFAULT_CODE: QueueflowErrorCode = 'NODE_FAILED';
+
+function codeOf(error: Error, fallback: string = DEFAULT_CODE): string {
+  const code = (error as { code?: unknown }).code;
+  return typeof code === 'string' && code !== '' ? code : fallback;
 }
 
 /** Rebuilds a throwable error from an {@link ErrorRecord}, keeping `code` and the stack. */
@@ -69,22 +86,23 @@ export function recordOfRunError(
     name: error?.name ?? 'Error',
     message: error?.message ?? 'failed',
     retryable: false,
-    ...(error?.code ? { code: error.code } : {}),
+    code: error?.code || DEFAULT_CODE,
     ...(error?.node ? { node: error.node } : {}),
     ...(error?.attempts !== undefined ? { attempt: error.attempts - 1 } : {}),
   };
 }
 
 /**
- * The {@link RunError} a run reports for a failure: the record's message, name and code, its node,
- * and the tries made (`attempts`, a count: the failed try's 0-based `attempt` + 1).
+ * The {@link RunError} a run reports for a failure: the record's message, name and code
+ * (`NODE_FAILED` when it has none), its node, and the tries made (`attempts`, a count: the failed
+ * try's 0-based `attempt` + 1).
  */
 export function runErrorOf(error: unknown): RunError {
   const record: ErrorRecord = isErrorRecord(error) ? error : toErrorRecord(error);
   return {
     message: record.message,
     name: record.name,
-    ...(record.code ? { code: record.code } : {}),
+    code: record.code || DEFAULT_CODE,
     ...(record.node ? { node: record.node } : {}),
     ...(record.attempt !== undefined ? { attempts: record.attempt + 1 } : {}),
   };
@@ -106,6 +124,21 @@ export function childFailedError(
   };
 }
 
+/**
+ * The error of a run that no step can resume from (a corrupted or hand-edited record, or a bug):
+ * not retryable, since trying again cannot mend a record.
+ *
+ * @param run - the run's id and flow name, when known.
+ * @param problem - what is wrong, e.g. `its checkpoint is not JSON (...)`.
+ */
+export function corruptRunError(
+  run: { id?: string | undefined; flow: string } | undefined,
+  problem: string,
+): QueueflowError {
+  const which = run ? `run${run.id === undefined ? '' : ` '${run.id}'`} of flow '${run.flow}'` : 'a run';
+  return new QueueflowError('CORRUPT_RUN', `${which} cannot go on: ${problem}`, { retryable: false });
+}
+
 /** A failed or cancelled child as `post` sees it under `onItemError: 'collect'`. */
 export function itemErrorOf(outcome: { status: 'failed'; error: ErrorRecord } | { status: 'cancelled' }): {
   name: string;
@@ -119,7 +152,8 @@ export function itemErrorOf(outcome: { status: 'failed'; error: ErrorRecord } | 
 
 /**
  * The record of a task that failed for good outside node code (it stalled too often, or kept
- * failing on an infrastructure error): not retryable, with the last try's index when one was made.
+ * failing on an infrastructure error): not retryable, with the last try's index when one was made,
+ * and the error's own code (e.g. `REDIS_TIMEOUT`), else `INTERNAL`.
  */
 export function recordOfFailedTask(
   task: { runId: string; step: number },
@@ -130,6 +164,7 @@ export function recordOfFailedTask(
   return {
     name: error.name,
     message: `step ${task.step} of run '${task.runId}' failed outside node code: ${error.message}`,
+    code: codeOf(error, 'INTERNAL'),
     retryable: false,
     at,
     ...(attemptsMade > 0 ? { attempt: attemptsMade - 1 } : {}),

@@ -4,6 +4,7 @@
  */
 export type QueueflowErrorCode =
   | 'INVALID_OPTION'
+  | 'INVALID_ARGUMENT'
   | 'NOT_JSON'
   | 'PAYLOAD_TOO_LARGE'
   | 'UNKNOWN_FLOW'
@@ -63,4 +64,15 @@ export class NodeTimeoutError extends QueueflowError {
   constructor(nodeName: string, timeoutMs: number) {
     super('NODE_TIMEOUT', `${nodeName}: exec timed out after ${timeoutMs} ms (timeoutMs)`);
   }
+}
+
+/**
+ * A call got an argument it cannot take (a mailbox address with spaces, a negative `timeoutMs`):
+ * a `TypeError`, as JavaScript's own checks throw, that carries the code `INVALID_ARGUMENT` and
+ * is not retryable, so a run it ends records that code like any {@link QueueflowError}'s.
+ */
+export class InvalidArgumentError extends TypeError {
+  readonly code = 'INVALID_ARGUMENT' satisfies QueueflowErrorCode;
+  /** Trying again with the same argument cannot help. */
+  readonly retryable = false;
 }

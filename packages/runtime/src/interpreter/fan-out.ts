@@ -16,7 +16,7 @@ import type {
   StepOutcome,
   StepTarget,
 } from './step-types.js';
-import { advancePast, enterPlainFlows, targetOf, walkParams } from './walk.js';
+import { advancePast, checkPosition, enterPlainFlows, targetOf, walkParams } from './walk.js';
 
 /**
  * The fan-out side of the interpreter (DESIGN "Fan-out"): where a child run starts, one try of an
@@ -79,6 +79,7 @@ export async function resumeFanOut(
   const step = new Step(graph, checkpoint, ctx);
   let conflicts: MergeConflict[] = [];
   const outcome = await step.guard(async () => {
+    checkPosition(graph, checkpoint, ctx.run?.runId);
     const top = step.top();
     if (top.kind === 'fan-out') {
       const { onItemError } = fanOutPolicy(graphNode(graph, top.flow));

@@ -13,7 +13,7 @@ import { attachEmitter } from '../stream/emitter-of.js';
 import type { Checkpoint, Frame } from './checkpoint.js';
 import { fanOutPolicy, graphNode, isLeaf, type CompiledGraph, type GraphNode } from './graph.js';
 import type { StepContext, StepOutcome, StepResult } from './step-types.js';
-import { advancePast, walkParams } from './walk.js';
+import { advancePast, checkPosition, walkParams } from './walk.js';
 
 /**
  * The resumable step interpreter: given a run's checkpoint, takes one step (one node visit, plus
@@ -32,6 +32,7 @@ export async function executeStep(
 ): Promise<StepOutcome> {
   const step = new Step(graph, checkpoint, ctx);
   return step.guard(async () => {
+    checkPosition(graph, checkpoint, ctx.run?.runId);
     const top = step.top();
     if (top.node !== undefined && isLeaf(graphNode(graph, top.node).kind)) return step.visitLeaf(top);
     return step.settle();

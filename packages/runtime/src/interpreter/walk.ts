@@ -1,6 +1,7 @@
 import { BaseNode } from '../core/base-node.js';
 import { warn } from '../core/warnings.js';
-import type { Checkpoint, Frame } from './checkpoint.js';
+import { corruptRunError } from '../errors/error-record.js';
+import type { Checkpoint, Frame, FrameKind } from './checkpoint.js';
 import { graphNode, isLeaf, type CompiledGraph } from './graph.js';
 import type { JsonObject } from '../json/json.js';
 import type { StepTarget } from './step-types.js';
@@ -45,6 +46,37 @@ export function enterPlainFlows(graph: CompiledGraph, checkpoint: Checkpoint): v
     if (node.kind !== 'flow' || node.template.prep !== BaseNode.prototype.prep) return;
     checkpoint.frames.push({ kind: 'flow', flow: node.id, params: walkParams(top), node: node.start! });
   }
+}
+
+const FRAME_KINDS: ReadonlySet<string> = new Set<FrameKind>(['run', 'flow', 'batch', 'fan-out', 'child']);
+
+/**
+ * Checks that a step can resume from `checkpoint` on `graph`: it has frames, and every frame is
+ * one, walks a flow of the graph and stands at a node of it. The fingerprint check has already
+ * made sure that the graph is the run's own, so a name the graph lacks means a corrupted record.
+ *
+ * @param runId - the run, named in the error.
+ * @throws QueueflowError `CORRUPT_RUN` naming the run, the flow and the first problem found.
+ */
+export function checkPosition(graph: CompiledGraph, checkpoint: Checkpoint, runId: string | undefined): void {
+  const problem = positionProblem(graph, checkpoint.frames);
+  if (problem) throw corruptRunError({ id: runId, flow: graph.flowName }, problem);
+}
+
+function positionProblem(graph: CompiledGraph, frames: readonly Frame[]): string | undefined {
+  if (frames.length === 0) return 'its checkpoint has no frames left, as if it had ended: nothing to step';
+  for (const [i, frame] of frames.entries()) {
+    if (typeof frame !== 'object' || frame === null || !FRAME_KINDS.has(frame.kind)) {
+      return `frame ${i} of its checkpoint is not a frame (${JSON.stringify(frame)})`;
+    }
+    if (!graph.nodes.has(frame.flow)) {
+      return `frame ${i} (${frame.kind}) walks flow '${frame.flow}', which the flow does not have`;
+    }
+    if (frame.node !== undefined && !graph.nodes.has(frame.node)) {
+      return `frame ${i} (${frame.kind}) stands at node '${frame.node}', which the flow does not have`;
+    }
+  }
+  return undefined;
 }
 
 /** What the next step of `checkpoint` targets. */

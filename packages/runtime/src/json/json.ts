@@ -10,6 +10,12 @@ export type JsonObject = { [key: string]: Json };
  * naming the first offending path otherwise, e.g. `shared.docs[3].open is a function`.
  * Object properties that are `undefined` are allowed (JSON drops them, as it would anyway).
  *
+ * Keys that JSON Patch refuses to write (fast-json-patch bans them against prototype pollution)
+ * are refused too, because the engines keep `shared` as JSON Patches (step history, fan-out
+ * merges): an own key `__proto__` anywhere (`JSON.parse` makes one), and a key `prototype` in an
+ * object under a key `constructor`. The message names the path, e.g.
+ * `shared.a["__proto__"] is a key that JSON Patch refuses`.
+ *
  * @param path - how the value is named in the message, e.g. `shared` or `prepRes of 'parse'`.
  * @throws QueueflowError with code `NOT_JSON`.
  */
@@ -22,7 +28,11 @@ export function assertJson(value: unknown, path: string): void {
   }
 }
 
-function findNonJson(value: unknown, path: string, ancestors: Set<object>): string | undefined {
+/**
+ * @param key - the key under which `value` sits in its parent object, if it does (a key
+ *   `prototype` is refused only under a key `constructor`, as JSON Patch does).
+ */
+function findNonJson(value: unknown, path: string, ancestors: Set<object>, key?: string): string | undefined {
   switch (typeof value) {
     case 'string':
     case 'boolean':
@@ -60,10 +70,13 @@ function findNonJson(value: unknown, path: string, ancestors: Set<object>): stri
     return `${path} is a ${name}, not a plain object`;
   }
   ancestors.add(object);
-  for (const key of Object.keys(object)) {
-    const item = (object as Record<string, unknown>)[key];
+  for (const member of Object.keys(object)) {
+    const item = (object as Record<string, unknown>)[member];
     if (item === undefined) continue;
-    const problem = findNonJson(item, `${path}${propertyPath(key)}`, ancestors);
+    if (member === '__proto__' || (member === 'prototype' && key === 'constructor')) {
+      return `${path}${propertyPath(member)} is a key that JSON Patch refuses`;
+    }
+    const problem = findNonJson(item, `${path}${propertyPath(member)}`, ancestors, member);
     if (problem) return problem;
   }
   ancestors.delete(object);
@@ -71,7 +84,8 @@ function findNonJson(value: unknown, path: string, ancestors: Set<object>): stri
 }
 
 function propertyPath(key: string): string {
-  return /^[A-Za-z_$][\w$]*$/.test(key) ? `.${key}` : `[${JSON.stringify(key)}]`;
+  // `x.__proto__` would read as the prototype, not the key: brackets for it.
+  return /^[A-Za-z_$][\w$]*$/.test(key) && key !== '__proto__' ? `.${key}` : `[${JSON.stringify(key)}]`;
 }
 
 /** A deep copy through JSON: what a value looks like after crossing the engine. */

@@ -102,54 +102,56 @@ function isPlainObject(value: unknown): value is Record<string, unknown> {
 }
 
 /**
- * Which children wrote which paths, as a trie of path segments: a write conflicts with earlier
- * writes of other children at the same path, above it, or below it.
+ * Which children wrote which paths, as a trie of path segments. A path conflicts when a child
+ * wrote it and another child wrote it too or wrote a path inside it; the conflict lists every child
+ * that wrote there, in the order they wrote (param-set order). Each write updates the nodes along
+ * its path once (sets, not lists), so recording n writes costs O(n × depth), whatever paths they
+ * share: 8,000 children writing one key is linear, not quadratic.
  */
 class PathWriters {
-  private readonly root: TrieNode = { children: new Map(), writers: [] };
-  private readonly found = new Map<string, MergeConflict>();
+  private readonly root: TrieNode = newNode('');
+  /** Nodes in the order each first came to hold a conflict (the order conflicts are reported in). */
+  private readonly conflicted: TrieNode[] = [];
 
   write(path: string, child: number): void {
     const segments = path.split('/').slice(1);
+    const trail: TrieNode[] = [this.root];
     let node = this.root;
-    let prefix = '';
     for (const segment of segments) {
-      this.conflict(prefix, node.writers, child); // an earlier write above this path
-      prefix += `/${segment}`;
       let next = node.children.get(segment);
       if (!next) {
-        next = { children: new Map(), writers: [] };
+        next = newNode(node === this.root ? `/${segment}` : `${node.path}/${segment}`);
         node.children.set(segment, next);
       }
+      trail.push(next);
       node = next;
     }
-    this.conflict(path, node.writers, child); // the same path
-    this.conflictBelow(path, node, child); // earlier writes below this path
-    if (node.writers[node.writers.length - 1] !== child) node.writers.push(child);
+    node.writers.add(child);
+    // Every node on the way sees the write as its own (the last) or as one inside it.
+    for (const on of trail) {
+      on.involved.add(child);
+      if (!on.reported && on.writers.size > 0 && on.involved.size > 1) {
+        on.reported = true;
+        this.conflicted.push(on);
+      }
+    }
   }
 
   conflicts(): MergeConflict[] {
-    return [...this.found.values()];
-  }
-
-  private conflict(path: string, writers: number[], child: number): void {
-    const others = writers.filter((w) => w !== child);
-    if (others.length === 0) return;
-    const conflict = this.found.get(path) ?? { path, children: [] };
-    for (const writer of [...others, child]) if (!conflict.children.includes(writer)) conflict.children.push(writer);
-    this.found.set(path, conflict);
-  }
-
-  private conflictBelow(path: string, node: TrieNode, child: number): void {
-    for (const [segment, next] of node.children) {
-      const below = `${path}/${segment}`;
-      this.conflict(path, next.writers.length > 0 && next.writers.some((w) => w !== child) ? next.writers : [], child);
-      this.conflictBelow(below, next, child);
-    }
+    return this.conflicted.map((node) => ({ path: node.path, children: [...node.involved].sort((a, b) => a - b) }));
   }
 }
 
 interface TrieNode {
+  path: string;
   children: Map<string, TrieNode>;
-  writers: number[];
+  /** Children that wrote exactly this path. */
+  writers: Set<number>;
+  /** Children that wrote this path or a path inside it. */
+  involved: Set<number>;
+  reported: boolean;
+}
+
+function newNode(path: string): TrieNode {
+  return { path, children: new Map(), writers: new Set(), involved: new Set(), reported: false };
 }

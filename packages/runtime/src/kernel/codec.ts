@@ -4,7 +4,7 @@
  * Stores keep the strings; they never look inside them.
  */
 import jsonPatch from 'fast-json-patch';
-import type { ErrorRecord } from '../errors/error-record.js';
+import { corruptRunError, type ErrorRecord } from '../errors/error-record.js';
 import { QueueflowError } from '../errors/queueflow-error.js';
 import type { Checkpoint, Frame } from '../interpreter/checkpoint.js';
 import type { Json, JsonObject } from '../json/json.js';
@@ -42,14 +42,33 @@ export function encodeChildStart(frames: Frame[]): string {
   return JSON.stringify(stored);
 }
 
+/** Whether an encoded checkpoint is a fan-out child's delta against its parent's snapshot. */
+export function isDeltaCheckpoint(encoded: string): boolean {
+  return encoded.startsWith('{"base":"snapshot"');
+}
+
 /**
  * Decodes a checkpoint. A child's delta is applied to `snapshot()` (its parent's `shared` when it
  * fanned out), which is asked for only then.
  *
- * @throws Error when a delta comes without a snapshot (the parent's fan-out is gone).
+ * @param run - the run it belongs to, named in errors.
+ * @throws QueueflowError `CORRUPT_RUN` naming the run and the problem when `encoded` is not a
+ *   checkpoint (not JSON, no list of frames, no `shared` object or delta); Error when a delta comes
+ *   without a snapshot (the parent's fan-out is gone).
  */
-export function decodeCheckpoint(encoded: string, snapshot?: () => JsonObject | undefined): Checkpoint {
-  const stored = JSON.parse(encoded) as StoredCheckpoint;
+export function decodeCheckpoint(
+  encoded: string,
+  snapshot?: () => JsonObject | undefined,
+  run?: { id: string; flow: string },
+): Checkpoint {
+  let stored: StoredCheckpoint;
+  try {
+    stored = JSON.parse(encoded) as StoredCheckpoint;
+  } catch (error) {
+    throw corruptRunError(run, `its checkpoint is not JSON (${(error as Error).message})`);
+  }
+  const problem = shapeProblem(stored);
+  if (problem) throw corruptRunError(run, `its checkpoint ${problem}`);
   const checkpoint: Checkpoint = { shared: sharedOf(stored, snapshot), frames: stored.frames };
   if (stored.lastAction !== undefined) checkpoint.lastAction = stored.lastAction;
   return checkpoint;
@@ -59,6 +78,15 @@ export function decodeCheckpoint(encoded: string, snapshot?: () => JsonObject | 
 export function deltaOf(encoded: string): PatchOperation[] | undefined {
   const stored = JSON.parse(encoded) as StoredCheckpoint;
   return 'base' in stored ? stored.patch : undefined;
+}
+
+/** What makes `stored` no checkpoint, if anything: checked before any field is used. */
+function shapeProblem(stored: unknown): string | undefined {
+  if (stored === null || typeof stored !== 'object' || Array.isArray(stored)) return 'is not a JSON object';
+  const { frames, shared, patch } = stored as Record<string, unknown>;
+  if (!Array.isArray(frames)) return 'has no list of frames';
+  if ('base' in stored) return Array.isArray(patch) ? undefined : 'has no patch against its snapshot';
+  return shared !== null && typeof shared === 'object' && !Array.isArray(shared) ? undefined : 'has no shared object';
 }
 
 function sharedOf(stored: StoredCheckpoint, snapshot: (() => JsonObject | undefined) | undefined): JsonObject {

@@ -49,7 +49,9 @@ export interface RunHandle<S extends object = JsonObject> {
   id: string;
   /**
    * Resolves when the run has ended, also if it ended before the call.
-   * @throws QueueflowError `RESULT_TIMEOUT` when `timeoutMs` passes first (the run goes on).
+   * @throws QueueflowError `RESULT_TIMEOUT` when `timeoutMs` passes first (the run goes on);
+   *   `CORRUPT_RUN` when the run has ended but its checkpoint cannot be read (a corrupted record:
+   *   the run failed with that error too).
    */
   result(options?: ResultOptions): Promise<RunResult<S>>;
 }
@@ -155,7 +157,7 @@ export interface Engine {
    * Sends a message to the mailbox at `address` from outside any run, e.g. a person answering an
    * agent; it wakes a run waiting on that address.
    * @returns the message's id (the `id` its receiver sees).
-   * @throws QueueflowError NOT_JSON for a body that would not survive JSON; TypeError for a bad address.
+   * @throws QueueflowError NOT_JSON for a body that would not survive JSON; TypeError (code `INVALID_ARGUMENT`) for a bad address.
    */
   send(address: string, body: Json): Promise<string>;
   /**

@@ -23,7 +23,7 @@ export class ResultWaiter {
 
   constructor(
     private readonly events: RunEventSource,
-    /** The run's result if it has ended, else `undefined`. @throws QueueflowError RUN_NOT_FOUND */
+    /** The run's result if it has ended, else `undefined`. @throws QueueflowError RUN_NOT_FOUND, CORRUPT_RUN */
     private readonly resultIfEnded: (runId: string) => Promise<RunResult | undefined>,
     /** How often every awaited run is read again, in ms; `undefined`: never (no event is lost). */
     private readonly pollIntervalMs?: number,
@@ -74,7 +74,9 @@ export class ResultWaiter {
     try {
       result = await this.resultIfEnded(runId);
     } catch (error) {
-      if ((error as { code?: unknown }).code === 'RUN_NOT_FOUND') this.settle(runId, (w) => w.reject(error as Error));
+      // An unknown run, or one whose checkpoint cannot be read (not even `shared`), will not mend.
+      const code = (error as { code?: unknown }).code;
+      if (code === 'RUN_NOT_FOUND' || code === 'CORRUPT_RUN') this.settle(runId, (w) => w.reject(error as Error));
       return; // the store is unreachable: the next event, resync or poll checks again
     }
     if (result) this.settle(runId, (w) => w.resolve(result));

@@ -8,7 +8,7 @@ import { initialCheckpoint } from '../interpreter/walk.js';
 import { checkAddress, checkMessageBody } from '../mailbox/message.js';
 import { cancelRun } from './cancel-run.js';
 import type { Clock } from './clock.js';
-import { decodeCheckpoint, decodeShared, encodeCheckpoint } from './codec.js';
+import { decodeCheckpoint, decodeShared, encodeCheckpoint, isDeltaCheckpoint } from './codec.js';
 import { runErrorOf } from '../errors/error-record.js';
 import { flowGraphOf } from '../interpreter/mermaid.js';
 import type {
@@ -400,9 +400,20 @@ export class RunClient {
     return runResultOf(run as StoredRun & { status: typeof run.status }, shared);
   }
 
+  /**
+   * The run's checkpoint. @throws QueueflowError RUN_NOT_FOUND for a fan-out child whose parent has
+   * merged it: its `shared` was a delta against the parent's snapshot, which went at the fan-in.
+   */
   private async checkpointOf(run: StoredRun): Promise<Checkpoint> {
     const snapshot = run.parent ? await this.store.snapshotOf(run.parent.id) : undefined;
-    return decodeCheckpoint(run.checkpoint, () => (snapshot === undefined ? undefined : decodeShared(snapshot)));
+    if (run.parent && snapshot === undefined && isDeltaCheckpoint(run.checkpoint)) {
+      throw new QueueflowError(
+        'RUN_NOT_FOUND',
+        `run '${run.id}' is a fan-out child that its parent '${run.parent.id}' has merged: its shared store went with the fan-out's snapshot (see the parent's history)`,
+        { retryable: false },
+      );
+    }
+    return decodeCheckpoint(run.checkpoint, () => (snapshot === undefined ? undefined : decodeShared(snapshot)), run);
   }
 
   private notFound(runId: string, why = ''): QueueflowError {

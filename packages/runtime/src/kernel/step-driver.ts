@@ -149,7 +149,16 @@ export class StepDriver {
     }
     const graph = await this.graphFor(run);
     if (typeof graph === 'string') return { type: 'defer', delayMs: this.options.refusalDelayMs, reason: graph };
-    const checkpoint = await this.checkpointOf(run);
+    let checkpoint: Checkpoint;
+    try {
+      checkpoint = await this.checkpointOf(run);
+    } catch (error) {
+      // A record no step can resume from fails its run now: no retry can mend it.
+      if ((error as { code?: unknown }).code !== 'CORRUPT_RUN') throw error;
+      const record = toErrorRecord(error, { at: this.options.clock.now() });
+      await this.commit(run, 'failed', { errorRecords: [record], runError: runErrorOf(record), now: record.at! });
+      return DONE;
+    }
     const controller = new AbortController();
     this.running.set(run.id, controller);
     try {
@@ -247,7 +256,7 @@ export class StepDriver {
   /** The run's checkpoint; a fan-out child's is a delta against its parent's snapshot. */
   async checkpointOf(run: StoredRun): Promise<Checkpoint> {
     const snapshot = run.parent ? await this.fanOut.snapshotOf(run.parent.id, run.parent.step) : undefined;
-    return decodeCheckpoint(run.checkpoint, () => snapshot);
+    return decodeCheckpoint(run.checkpoint, () => snapshot, run);
   }
 
   /** Commits a step's outcome and adds what follows it. */

@@ -235,8 +235,8 @@ export class MemoryRunStore implements RunStore, RunEventSource {
     run.replay = { sent: 0 };
     if (fields.checkpoint) run.checkpoint = fields.checkpoint;
     if (fields.target) run.target = { ...fields.target };
-    delete entry.fanOut;
-    entry.outcomes.clear();
+    // A fan-in: the outcomes and counters stay readable; the snapshot goes (see commit-step.lua).
+    if (entry.fanOut) entry.fanOut.snapshot = '';
     if (mode === 'completed') {
       if (fields.lastAction !== undefined) run.lastAction = fields.lastAction;
       this.finish(entry, 'completed', fields.now);
@@ -336,7 +336,9 @@ export class MemoryRunStore implements RunStore, RunEventSource {
     this.releaseReserved(entry, wakes);
     this.emit((listener) => listener.cancelled?.(runId));
     this.finish(entry, 'cancelled', this.clock.now());
-    return { result: status === 'waiting' && entry.fanOut ? 'cancelled-waiting' : 'cancelled', wakes };
+    // Waiting on children: its fan-out is of its current step (one of an earlier step has fanned in).
+    const onChildren = status === 'waiting' && entry.fanOut?.step === run.step;
+    return { result: onChildren ? 'cancelled-waiting' : 'cancelled', wakes };
   }
 
   async appendErrors(runId: string, records: ErrorRecord[]): Promise<void> {
@@ -491,7 +493,7 @@ export class MemoryRunStore implements RunStore, RunEventSource {
   }
 
   async snapshotOf(parentId: string): Promise<string | undefined> {
-    return this.runs.get(parentId)?.fanOut?.snapshot;
+    return this.runs.get(parentId)?.fanOut?.snapshot || undefined;
   }
 
   async itemOf(parentId: string, index: number): Promise<Json | undefined> {
@@ -513,7 +515,9 @@ export class MemoryRunStore implements RunStore, RunEventSource {
       run: copyOf(entry.run),
       errors: entry.errors.map(decodeErrorRecord),
       conflicts: entry.conflicts.map(decodeConflict),
-      ...(fanOut ? { children: { total: fanOut.total, ended: fanOut.ended, failed: fanOut.failed } } : {}),
+      ...(fanOut && fanOut.step === entry.run.step
+        ? { children: { total: fanOut.total, ended: fanOut.ended, failed: fanOut.failed } }
+        : {}),
     };
   }
 

@@ -1,5 +1,5 @@
 import { assertJson, type Json } from '../json/json.js';
-import { QueueflowError } from '../errors/queueflow-error.js';
+import { InvalidArgumentError, QueueflowError } from '../errors/queueflow-error.js';
 
 /**
  * A message as a receiver gets it. `id` is stable: a message delivered again after a crash
@@ -44,7 +44,7 @@ export interface Mailbox {
   /**
    * Appends `body` to the queue of `address`.
    * @throws QueueflowError `NOT_JSON` for a body that would not survive JSON, `PAYLOAD_TOO_LARGE`
-   *   for one over {@link MAX_MESSAGE_BYTES}; TypeError for a bad address.
+   *   for one over {@link MAX_MESSAGE_BYTES}; TypeError (code `INVALID_ARGUMENT`) for a bad address.
    */
   send(address: string, body: Json, options?: SendOptions): Promise<void>;
   /**
@@ -80,20 +80,29 @@ export function checkMessageBody(body: unknown, where: string): Json {
   return body as Json;
 }
 
-/** Checks an address: a non-empty string without spaces. @throws TypeError naming the bad value. */
+/**
+ * Checks an address: a non-empty string without spaces.
+ *
+ * @throws TypeError (code `INVALID_ARGUMENT`) naming the bad value.
+ */
 export function checkAddress(owner: string, address: unknown): string {
   if (typeof address !== 'string' || address.length === 0 || /\s/.test(address)) {
-    throw new TypeError(
+    throw new InvalidArgumentError(
       `${owner}: expected \`address\` to be a non-empty string without spaces, got \`${String(address)}\``,
     );
   }
   return address;
 }
 
+/**
+ * Checks a `timeoutMs` option: absent, or a finite number of milliseconds from 0 and up.
+ *
+ * @throws TypeError (code `INVALID_ARGUMENT`) naming the bad value.
+ */
 export function checkTimeout(owner: string, timeoutMs: unknown): number | undefined {
   if (timeoutMs === undefined) return undefined;
   if (typeof timeoutMs !== 'number' || !(timeoutMs >= 0) || !Number.isFinite(timeoutMs)) {
-    throw new TypeError(
+    throw new InvalidArgumentError(
       // eslint-disable-next-line @typescript-eslint/no-base-to-string -- the value as received, as the other checks show it
       `${owner}: expected \`timeoutMs\` to be a finite number of milliseconds from 0 and up, got \`${String(timeoutMs)}\``,
     );

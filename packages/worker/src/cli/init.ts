@@ -1,7 +1,8 @@
-import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Command } from 'commander';
+import { QUEUEFLOW_VERSION } from './options.js';
 
 /** The starter project's files, shipped in the package (`template/`), copied as they are. */
 const TEMPLATE_DIR = fileURLToPath(new URL('../../template/', import.meta.url));
@@ -86,11 +87,6 @@ function writeStarter(target: string): string[] {
   for (const [from, to] of TEMPLATE_FILES) copyFileSync(path.join(TEMPLATE_DIR, from), path.join(target, to));
   return ['package.json', ...TEMPLATE_FILES.map(([, to]) => to)];
 }
-
-/** This package's version: the one the starter depends on (runtime and worker are released together). */
-const QUEUEFLOW_VERSION = (
-  JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }
-).version;
 
 /** A valid npm package name from a folder name: lower case, letters, digits, `-`, `.`, `_`. */
 function packageName(folder: string): string {

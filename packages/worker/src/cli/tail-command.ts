@@ -1,13 +1,6 @@
-import { Command, type Option } from 'commander';
+import { Command } from 'commander';
 import type { StreamEntry } from '@queueflow/runtime';
-import type { RedisEngine } from '../redis-engine.js';
-
-/** What `tail` needs from the rest of the CLI: the shared options and an engine client. */
-export interface TailCommandContext {
-  redisOption: () => Option;
-  prefixOption: () => Option;
-  openEngine: (options: { redis: string; prefix: string }) => RedisEngine;
-}
+import { prefixOption, redisOption, withEngine, type ConnectionFlags } from './options.js';
 
 /**
  * `queueflow tail <run> [--from ID] [--json]`: prints a run's stream (what its nodes emit) from
@@ -16,25 +9,22 @@ export interface TailCommandContext {
  * for `jq`; else one line per entry: `step.attempt node  data` (a string as it is, other data as
  * JSON). Ctrl-C stops following; the run goes on.
  */
-export function tailCommand(context: TailCommandContext): Command {
+export function tailCommand(): Command {
   return new Command('tail')
     .description("print a run's stream (what its nodes emit) and follow it until the run ends")
     .argument('<runId>', 'the run')
     .option('--from <id>', 'start after this entry id (the last one seen) instead of the first entry')
     .option('--json', 'one JSON object per entry and line')
-    .addOption(context.redisOption())
-    .addOption(context.prefixOption())
-    .action(async (runId: string, options: { from?: string; json?: boolean; redis: string; prefix: string }) => {
-      const engine = context.openEngine(options);
-      try {
+    .addOption(redisOption())
+    .addOption(prefixOption())
+    .action(async (runId: string, options: ConnectionFlags & { from?: string; json?: boolean }) => {
+      await withEngine(options, async (engine) => {
         for await (const entry of engine.stream(runId, options.from === undefined ? {} : { from: options.from })) {
           console.log(options.json ? JSON.stringify(entry) : formatEntry(entry));
         }
         const info = await engine.get(runId);
         console.error(`run ${runId} ${info?.status ?? 'ended'}${info?.error ? `: ${info.error.message}` : ''}`);
-      } finally {
-        await engine.close();
-      }
+      });
     });
 }
 

@@ -25,6 +25,7 @@ leaveWaiters(KEYS[1], o, o.runId)
 releaseReserved(KEYS[6], o, wakes)
 redis.call('PUBLISH', o.channel, cjson.encode({ type = 'cancel', runId = o.runId }))
 finish({ KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8] }, o.runId, 'cancelled', o.now, o)
-local waitingOnChildren = status == 'waiting' and redis.call('EXISTS', KEYS[4]) == 1
+-- Waiting on children: its fan-out is of its current step (one of an earlier step has fanned in).
+local waitingOnChildren = status == 'waiting' and redis.call('HGET', KEYS[4], 'step') == redis.call('HGET', KEYS[1], 'step')
 if waitingOnChildren then return { 2, wakes } end
 return { 1, wakes }

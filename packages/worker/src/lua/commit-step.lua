@@ -114,7 +114,9 @@ redis.call('HSET', runKey, 'attempt', 0)
 redis.call('HDEL', runKey, 'replay', 'stepStartedAt')
 if checkpoint ~= '' then redis.call('HSET', runKey, 'checkpoint', checkpoint) end
 if type(o.target) == 'string' then redis.call('HSET', runKey, 'target', o.target) end
-redis.call('DEL', KEYS[4], KEYS[5])
+-- A fan-in: the children's outcomes and the fan-out's counters stay readable (engine.children)
+-- until the run expires; the snapshot they started from goes (the largest part, and merged now).
+redis.call('HDEL', KEYS[4], 'snapshot')
 
 if mode == 'completed' then
   if type(o.lastAction) == 'string' then redis.call('HSET', runKey, 'lastAction', o.lastAction) end

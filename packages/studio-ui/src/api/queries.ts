@@ -1,0 +1,110 @@
+/**
+ * The page's reads, as TanStack Query queries. Nothing polls: the live event stream
+ * (live/live-events.ts) invalidates or replaces them when runs change.
+ */
+import { keepPreviousData, useQuery } from '@tanstack/preact-query';
+import { api } from './client';
+import type {
+  ChildrenPage,
+  CountsBody,
+  FlowGraph,
+  JsonObject,
+  MailboxInfo,
+  RunInfo,
+  RunStatus,
+  RunsPage,
+  StepDiff,
+  StepRecord,
+  WorkerInfo,
+} from './types';
+
+export const keys = {
+  runs: ['runs'] as const,
+  counts: ['counts'] as const,
+  run: (id: string) => ['run', id] as const,
+  history: (id: string) => ['history', id] as const,
+  children: (id: string) => ['children', id] as const,
+  diff: (id: string, step: number) => ['diff', id, step] as const,
+  sharedAt: (id: string, step: number) => ['sharedAt', id, step] as const,
+  graph: (flow: string) => ['graph', flow] as const,
+  workers: ['workers'] as const,
+  mailboxes: ['mailboxes'] as const,
+};
+
+export interface RunsFilter {
+  status?: RunStatus | undefined;
+  flow?: string | undefined;
+  q?: string | undefined;
+  offset: number;
+  limit: number;
+}
+
+export function useRuns(filter: RunsFilter) {
+  return useQuery({
+    queryKey: [...keys.runs, filter],
+    queryFn: () => api.get<RunsPage>('/api/runs', { ...filter }),
+    placeholderData: keepPreviousData,
+  });
+}
+
+export function useCounts() {
+  return useQuery({ queryKey: keys.counts, queryFn: () => api.get<CountsBody>('/api/runs/counts') });
+}
+
+export function useRun(id: string) {
+  return useQuery({ queryKey: keys.run(id), queryFn: () => api.get<RunInfo>(`/api/runs/${encodeURIComponent(id)}`) });
+}
+
+export function useHistory(id: string) {
+  return useQuery({
+    queryKey: keys.history(id),
+    queryFn: () => api.get<StepRecord[]>(`/api/runs/${encodeURIComponent(id)}/history`),
+  });
+}
+
+export function useChildren(id: string, offset: number, limit: number, enabled: boolean) {
+  return useQuery({
+    queryKey: [...keys.children(id), offset, limit],
+    queryFn: () => api.get<ChildrenPage>(`/api/runs/${encodeURIComponent(id)}/children`, { offset, limit }),
+    placeholderData: keepPreviousData,
+    enabled,
+  });
+}
+
+export function useStepDiff(id: string, step: number | undefined) {
+  return useQuery({
+    queryKey: keys.diff(id, step ?? -1),
+    queryFn: () => api.get<StepDiff>(`/api/runs/${encodeURIComponent(id)}/steps/${step}/diff`),
+    enabled: step !== undefined,
+    // A committed step never changes.
+    staleTime: Infinity,
+  });
+}
+
+export function useSharedAt(id: string, step: number, enabled: boolean) {
+  return useQuery({
+    queryKey: keys.sharedAt(id, step),
+    queryFn: () =>
+      api.get<{ step: number; shared: JsonObject }>(`/api/runs/${encodeURIComponent(id)}/shared`, { step }),
+    enabled,
+    staleTime: Infinity,
+  });
+}
+
+export function useGraph(flow: string | undefined) {
+  return useQuery({
+    queryKey: keys.graph(flow ?? ''),
+    queryFn: () => api.get<FlowGraph>(`/api/flows/${encodeURIComponent(flow!)}/graph`),
+    enabled: flow !== undefined,
+    staleTime: Infinity,
+    retry: false,
+  });
+}
+
+export function useWorkers() {
+  return useQuery({ queryKey: keys.workers, queryFn: () => api.get<WorkerInfo[]>('/api/workers') });
+}
+
+export function useMailboxes() {
+  return useQuery({ queryKey: keys.mailboxes, queryFn: () => api.get<MailboxInfo[]>('/api/mailboxes') });
+}

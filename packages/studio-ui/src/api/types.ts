@@ -1,0 +1,71 @@
+/**
+ * The studio API's answers, as JSON (see packages/worker/src/studio). Times are epoch ms.
+ */
+import type {
+  ChildSummary,
+  ErrorRecord,
+  FlowGraph,
+  Json,
+  JsonObject,
+  MailboxInfo,
+  Message,
+  ParkedRun,
+  RunChange,
+  RunInfo,
+  RunStatus,
+  RunSummary,
+  StepRecord,
+  WorkerInfo,
+} from '@queueflow/runtime';
+import type { PatchOperation } from '@queueflow/runtime/kernel';
+
+// The engine's own types (type imports: nothing of the runtime ships in the page).
+export type {
+  ErrorRecord,
+  FlowGraph,
+  Json,
+  JsonObject,
+  MailboxInfo,
+  Message,
+  ParkedRun,
+  PatchOperation,
+  RunChange,
+  RunInfo,
+  RunStatus,
+  StepRecord,
+  WorkerInfo,
+};
+
+export const RUN_STATUSES: readonly RunStatus[] = ['queued', 'running', 'waiting', 'completed', 'failed', 'cancelled'];
+export const FINAL_STATUSES: readonly RunStatus[] = ['completed', 'failed', 'cancelled'];
+
+type StatusCounts = Record<RunStatus, number>;
+
+export interface CountsBody {
+  counts: StatusCounts;
+  flows: Record<string, StatusCounts>;
+  total: number;
+  capped: boolean;
+  at: number;
+}
+
+export interface RunsPage {
+  runs: RunSummary[];
+  offset: number;
+  limit: number;
+  hasMore: boolean;
+  total?: number;
+}
+
+export interface ChildrenPage {
+  children: ChildSummary[];
+  offset: number;
+  limit: number;
+  hasMore: boolean;
+}
+
+export interface StepDiff {
+  step: number;
+  before: Json;
+  after: Json;
+}

@@ -1,0 +1,97 @@
+import { readFileSync } from 'node:fs';
+import { InvalidArgumentError, Option } from 'commander';
+import type { FlowDefinition, Json, JsonObject } from '@queueflow/runtime';
+import { RedisEngine } from '../redis-engine.js';
+
+/** The prefix every command uses unless told otherwise (`--prefix`, then `QUEUEFLOW_PREFIX`). */
+const DEFAULT_PREFIX = '{qf}';
+
+/** This package's version (runtime and worker are released together). */
+export const QUEUEFLOW_VERSION = (
+  JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }
+).version;
+
+/** What every command that talks to Redis is given. */
+export interface ConnectionFlags {
+  redis: string;
+  prefix: string;
+}
+
+export const redisOption = (): Option =>
+  new Option('--redis <url>', 'Redis URL (redis:// or rediss://)').env('REDIS_URL').default('redis://127.0.0.1:6379');
+
+export const prefixOption = (): Option =>
+  new Option('--prefix <prefix>', 'key prefix shared by clients and workers')
+    .env('QUEUEFLOW_PREFIX')
+    .default(DEFAULT_PREFIX);
+
+export const jsonOption = (): Option => new Option('--json', 'print JSON (one document) instead of text');
+
+/** ` --prefix '<p>'` to repeat in a hint, or nothing for the default prefix. */
+export function prefixHint(prefix: string): string {
+  return prefix === DEFAULT_PREFIX ? '' : ` --prefix '${prefix}'`;
+}
+
+/** A client engine for a command that needs no flows, or the given ones. */
+function openEngine(options: ConnectionFlags, flows: FlowDefinition[] = []): RedisEngine {
+  return new RedisEngine({ connection: options.redis, flows, prefix: options.prefix });
+}
+
+/** Runs `body` with an engine client, closing it afterwards whatever happens. */
+export async function withEngine<T>(
+  options: ConnectionFlags,
+  body: (engine: RedisEngine) => Promise<T>,
+  flows: FlowDefinition[] = [],
+): Promise<T> {
+  const engine = openEngine(options, flows);
+  try {
+    return await body(engine);
+  } finally {
+    await engine.close();
+  }
+}
+
+export function positiveInteger(value: string): number {
+  const number = Number(value);
+  if (!Number.isInteger(number) || number < 1)
+    throw new InvalidArgumentError(`expected an integer from 1 and up, got '${value}'`);
+  return number;
+}
+
+export function nonNegativeInteger(value: string): number {
+  const number = Number(value);
+  if (!Number.isInteger(number) || number < 0)
+    throw new InvalidArgumentError(`expected an integer from 0 and up, got '${value}'`);
+  return number;
+}
+
+export function parseJson(value: string): Json {
+  try {
+    return JSON.parse(value) as Json;
+  } catch (error) {
+    throw new InvalidArgumentError(`not JSON: ${(error as Error).message}`);
+  }
+}
+
+export function parseJsonObject(value: string): JsonObject {
+  const parsed = parseJson(value);
+  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed))
+    throw new InvalidArgumentError('expected a JSON object');
+  return parsed as JsonObject;
+}
+
+const DURATION = /^(\d+(?:\.\d+)?)(ms|s|m|h|d)$/;
+const UNIT_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
+
+/**
+ * A point in time for `--since`: an ISO date (`2026-12-01`, `2026-12-01T09:30:00Z`) or a duration
+ * back from now (`90s`, `10m`, `2h`, `1d`). Returns epoch ms.
+ */
+export function parseSince(value: string, now = Date.now()): number {
+  const duration = DURATION.exec(value);
+  if (duration) return now - Number(duration[1]) * UNIT_MS[duration[2]!]!;
+  const time = Date.parse(value);
+  if (Number.isNaN(time))
+    throw new InvalidArgumentError(`expected an ISO date or a duration such as 10m, 2h or 1d, got '${value}'`);
+  return time;
+}

@@ -1,0 +1,260 @@
+import { Command, Option } from 'commander';
+import type { Json, JsonObject, RunResult, RunStatus, RunSummary } from '@queueflow/runtime';
+import { isFinal } from '@queueflow/runtime/kernel';
+import { loadFlows } from '../load-flows.js';
+import type { RedisEngine } from '../redis-engine.js';
+import {
+  jsonOption,
+  parseJson,
+  parseJsonObject,
+  parseSince,
+  positiveInteger,
+  prefixHint,
+  prefixOption,
+  redisOption,
+  withEngine,
+  type ConnectionFlags,
+} from './options.js';
+import { SHARED_SUMMARY_BYTES, summariseShared } from './shared-summary.js';
+
+/** Exit code of `wait --timeout` when the run has not ended in time (GNU timeout's). */
+const WAIT_TIMED_OUT = 124;
+
+/** How long a run may sit queued before `run`/`wait` say that no worker has taken it, in ms. */
+const QUEUED_HINT_MS = 10_000;
+
+const STATUSES: RunStatus[] = ['queued', 'running', 'waiting', 'completed', 'failed', 'cancelled'];
+
+/** The commands on runs: run, status, wait, send, list, cancel. */
+export function runCommands(): Command[] {
+  return [runCommand(), statusCommand(), waitCommand(), sendCommand(), listCommand(), cancelCommand()];
+}
+
+function runCommand(): Command {
+  return new Command('run')
+    .argument('<flow>', 'flow name')
+    .description('start a run and wait for it (or print its id with --detach)')
+    .requiredOption('--flows <module>', 'module exporting FlowDefinitions (defineFlow)')
+    .option('--shared <json>', 'initial shared store, JSON', parseJsonObject, {})
+    .option('--params <json>', 'params, JSON', parseJsonObject, {})
+    .option('--idempotency-key <key>', 'start the run once: a second run with this key returns the first')
+    .option('--detach', 'print the run id and exit without waiting')
+    .addOption(redisOption())
+    .addOption(prefixOption())
+    .action(
+      async (
+        flow: string,
+        options: ConnectionFlags & {
+          flows: string;
+          shared: JsonObject;
+          params: JsonObject;
+          idempotencyKey?: string;
+          detach?: boolean;
+        },
+      ) => {
+        const flows = await loadFlows(options.flows);
+        await withEngine(
+          options,
+          async (engine) => {
+            const handle = await engine.start(flow, options.shared, {
+              params: options.params,
+              ...(options.idempotencyKey === undefined ? {} : { idempotencyKey: options.idempotencyKey }),
+            });
+            if (options.detach) {
+              console.log(handle.id);
+              return;
+            }
+            console.error(`run ${handle.id} started`);
+            const result = await awaitResult(engine, handle.id, options);
+            console.log(JSON.stringify(result, null, 2));
+            process.exitCode = result.status === 'completed' ? 0 : 1;
+          },
+          flows,
+        );
+      },
+    );
+}
+
+function statusCommand(): Command {
+  return new Command('status')
+    .argument('<runId>', 'run id')
+    .description(
+      `print a run's status, current node, attempts, error, timings and shared, as JSON (shared summarised when over ${SHARED_SUMMARY_BYTES} bytes)`,
+    )
+    .option('--shared', 'print shared whole, however large')
+    .addOption(jsonOption())
+    .addOption(redisOption())
+    .addOption(prefixOption())
+    .action(async (runId: string, options: ConnectionFlags & { shared?: boolean }) => {
+      await withEngine(options, async (engine) => {
+        const info = await engine.get(runId);
+        if (!info) {
+          console.error(`queueflow: no run '${runId}' under prefix '${options.prefix}' (never started, or expired)`);
+          process.exitCode = 1;
+          return;
+        }
+        const shared = options.shared
+          ? info.shared
+          : summariseShared(info.shared, `\`queueflow status ${runId}${prefixHint(options.prefix)} --shared\``);
+        console.log(JSON.stringify({ ...info, shared }, null, 2));
+      });
+    });
+}
+
+function waitCommand(): Command {
+  return new Command('wait')
+    .argument('<runId>', 'run id')
+    .description(
+      `wait for a run to end and print its result; exit code 0 completed, 1 failed or cancelled (or an error), ${WAIT_TIMED_OUT} not ended within --timeout`,
+    )
+    .option('--timeout <ms>', 'give up waiting after this many milliseconds (the run goes on)', positiveInteger)
+    .addOption(redisOption())
+    .addOption(prefixOption())
+    .action(async (runId: string, options: ConnectionFlags & { timeout?: number }) => {
+      await withEngine(options, async (engine) => {
+        let result: RunResult;
+        try {
+          result = await awaitResult(engine, runId, options, options.timeout);
+        } catch (error) {
+          if ((error as { code?: unknown }).code !== 'RESULT_TIMEOUT') throw error;
+          const status = (await engine.get(runId))?.status ?? 'unknown';
+          console.error(
+            `queueflow: run ${runId} has not ended after ${options.timeout} ms (status ${status}); it goes on without this command`,
+          );
+          process.exitCode = WAIT_TIMED_OUT;
+          return;
+        }
+        console.log(JSON.stringify(result, null, 2));
+        process.exitCode = result.status === 'completed' ? 0 : 1;
+      });
+    });
+}
+
+function sendCommand(): Command {
+  return new Command('send')
+    .description('send a message (JSON) to a mailbox, e.g. to answer an agent; prints the message id')
+    .argument('<address>', 'mailbox address')
+    .argument('<json>', 'message body, JSON', parseJson)
+    .addOption(redisOption())
+    .addOption(prefixOption())
+    .action(async (address: string, body: Json, options: ConnectionFlags) => {
+      // The message id: the receiver's message.id.
+      await withEngine(options, async (engine) => console.log(await engine.send(address, body)));
+    });
+}
+
+function listCommand(): Command {
+  return new Command('list')
+    .description('list runs, newest first')
+    .addOption(new Option('--status <status>', 'only runs with this status').choices(STATUSES))
+    .option('--flow <flow>', 'only runs of this flow')
+    .option(
+      '--since <time>',
+      'only runs created since: an ISO date, or a duration back from now (10m, 2h, 1d)',
+      (value) => parseSince(value),
+    )
+    .option('--limit <n>', 'most runs listed', positiveInteger, 20)
+    .addOption(jsonOption())
+    .addOption(redisOption())
+    .addOption(prefixOption())
+    .action(
+      async (
+        options: ConnectionFlags & { status?: RunStatus; flow?: string; since?: number; limit: number; json?: boolean },
+      ) => {
+        await withEngine(options, async (engine) => {
+          const runs = await listSince(engine, options);
+          if (options.json) return console.log(JSON.stringify(runs, null, 2));
+          for (const run of runs) {
+            const at = new Date(run.createdAt).toISOString();
+            console.log(
+              `${run.id}  ${run.flow}  ${run.status.padEnd(9)}  steps ${run.steps}  ${at}${run.error ? `  ${run.error.message}` : ''}`,
+            );
+          }
+        });
+      },
+    );
+}
+
+/** The newest runs matching the filters, created at `since` or later (runs come newest first). */
+async function listSince(
+  engine: RedisEngine,
+  options: { status?: RunStatus; flow?: string; since?: number; limit: number },
+): Promise<RunSummary[]> {
+  const filters = {
+    ...(options.status ? { status: options.status } : {}),
+    ...(options.flow ? { flow: options.flow } : {}),
+  };
+  if (options.since === undefined) return engine.list({ ...filters, limit: options.limit });
+  const found: RunSummary[] = [];
+  for (let offset = 0; found.length < options.limit; offset += options.limit) {
+    const page = await engine.list({ ...filters, limit: options.limit, offset });
+    for (const run of page) {
+      if (run.createdAt < options.since || found.length >= options.limit) return found;
+      found.push(run);
+    }
+    if (page.length < options.limit) break;
+  }
+  return found;
+}
+
+function cancelCommand(): Command {
+  return new Command('cancel')
+    .argument('<runId>', 'run id')
+    .description('cancel a run at its next step boundary')
+    .addOption(redisOption())
+    .addOption(prefixOption())
+    .action(async (runId: string, options: ConnectionFlags) => {
+      await withEngine(options, async (engine) => {
+        const info = await engine.get(runId);
+        if (info && isFinal(info.status)) {
+          console.log(`run ${runId} has already ended (${info.status}): nothing to cancel`);
+          return;
+        }
+        await engine.cancel(runId);
+        console.log(`cancel requested for run ${runId}`);
+      });
+    });
+}
+
+/**
+ * The run's result, as `engine.result`, and meanwhile: a hint on stderr when the run is still
+ * queued after {@link QUEUED_HINT_MS} (no worker, or workers refusing it: their reason is shown),
+ * and on Ctrl-C a word that the run goes on (exit 130).
+ *
+ * @throws QueueflowError RESULT_TIMEOUT after `timeoutMs`.
+ */
+export async function awaitResult(
+  engine: RedisEngine,
+  runId: string,
+  options: { flows?: string; prefix: string },
+  timeoutMs?: number,
+): Promise<RunResult> {
+  let said = '';
+  const hint = setInterval(() => {
+    // Not awaited: a hint on a timer, independent of the wait below.
+    void engine.get(runId).then(
+      (info) => {
+        if (info?.status !== 'queued') return;
+        const start = `queueflow worker --flows ${options.flows ?? '<module>'} --prefix '${options.prefix}'`;
+        const message = info.refusal
+          ? `run ${runId} is still queued: a worker refused its step: ${info.refusal}`
+          : `run ${runId} is still queued: no worker has taken it yet. Is one running? Start one with: ${start}`;
+        if (message !== said) console.error((said = message));
+      },
+      () => {}, // a failed poll says nothing; the wait itself reports real trouble
+    );
+  }, QUEUED_HINT_MS);
+  const interrupted = (): void => {
+    console.error(
+      `\ninterrupted: run ${runId} goes on without this command; \`queueflow cancel ${runId}${prefixHint(options.prefix)}\` stops it`,
+    );
+    process.exit(130);
+  };
+  process.once('SIGINT', interrupted);
+  try {
+    return await engine.result(runId, timeoutMs === undefined ? {} : { timeoutMs });
+  } finally {
+    clearInterval(hint);
+    process.off('SIGINT', interrupted);
+  }
+}

@@ -1,0 +1,69 @@
+import { Command } from 'commander';
+import { loadFlows } from '../load-flows.js';
+import { throttledLog } from '../throttled-log.js';
+import { startWorker } from '../worker.js';
+import { positiveInteger, prefixOption, redisOption } from './options.js';
+
+/**
+ * `queueflow worker`: a worker process for the flows a module exports. SIGTERM or SIGINT lets the
+ * steps in flight finish first; a second signal exits at once.
+ */
+export function workerCommand(): Command {
+  return new Command('worker')
+    .description('start a worker that takes steps of the flows a module exports')
+    .requiredOption('--flows <module>', 'module exporting FlowDefinitions (defineFlow); a .ts file runs through tsx')
+    .addOption(redisOption())
+    .addOption(prefixOption())
+    .option('--concurrency <n>', 'steps run at once', positiveInteger, 8)
+    .option('--lock-duration <ms>', 'step lock duration in ms; a dead worker loses its steps after it', positiveInteger)
+    .option(
+      '--stalled-interval <ms>',
+      'how often to look for stalled steps, in ms (default: half the lock duration)',
+      positiveInteger,
+    )
+    .action(
+      async (options: {
+        flows: string;
+        redis: string;
+        prefix: string;
+        concurrency: number;
+        lockDuration?: number;
+        stalledInterval?: number;
+      }) => {
+        const flows = await loadFlows(options.flows);
+        // Before it is ready, a failed start is reported once, by the error startWorker throws.
+        let ready = false;
+        const logError = throttledLog((line) => console.error(`queueflow worker ${process.pid}: ${line}`), 10_000);
+        const worker = await startWorker({
+          connection: options.redis,
+          onError: (error) => ready && logError(error.message),
+          flows,
+          prefix: options.prefix,
+          concurrency: options.concurrency,
+          ...(options.lockDuration ? { lockDurationMs: options.lockDuration } : {}),
+          ...(options.stalledInterval ? { stalledIntervalMs: options.stalledInterval } : {}),
+        });
+        ready = true;
+        const names = flows.map((f) => f.name).join(', ');
+        console.log(`queueflow worker ${process.pid}: ready (flows: ${names}; concurrency ${options.concurrency})`);
+        let stopping = false;
+        const stop = (signal: string): void => {
+          if (stopping) {
+            console.error(`queueflow worker ${process.pid}: ${signal} again, exiting now`);
+            process.exit(1);
+          }
+          stopping = true;
+          console.log(`queueflow worker ${process.pid}: ${signal}, finishing steps in flight`);
+          worker.close().then(
+            () => process.exit(0),
+            (error: unknown) => {
+              console.error(error);
+              process.exit(1);
+            },
+          );
+        };
+        process.on('SIGTERM', () => stop('SIGTERM'));
+        process.on('SIGINT', () => stop('SIGINT'));
+      },
+    );
+}

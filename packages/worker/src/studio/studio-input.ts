@@ -1,0 +1,116 @@
+/**
+ * Validation of what a studio request carries: ids, step numbers, paging, JSON bodies. Each
+ * check throws a {@link StudioHttpError} 400 naming the input, what was expected and what came.
+ */
+import type { IncomingMessage } from 'node:http';
+import getRawBody from 'raw-body';
+import type { RunStatus } from './studio-engine.js';
+import { StudioHttpError } from './studio-http-error.js';
+
+export const RUN_STATUSES: readonly RunStatus[] = ['queued', 'running', 'waiting', 'completed', 'failed', 'cancelled'];
+
+/** Run ids: letters and digits; a fan-out child's adds `.<step>.<index>`. */
+const RUN_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$/;
+
+function bad(message: string): StudioHttpError {
+  return new StudioHttpError(400, 'BAD_REQUEST', message);
+}
+
+function shown(value: unknown): string {
+  const text = typeof value === 'string' ? `'${value}'` : JSON.stringify(value);
+  return text === undefined ? String(value) : text.length > 80 ? `${text.slice(0, 77)}...` : text;
+}
+
+/** A run id from a path or a body. */
+export function runIdOf(value: unknown, what = 'run id'): string {
+  if (typeof value !== 'string' || !RUN_ID.test(value))
+    throw bad(`expected ${what} to be letters and digits (a fan-out child's with dots), got ${shown(value)}`);
+  return value;
+}
+
+/** A mailbox address: a non-empty string without spaces, at most 1,000 characters. */
+export function addressOf(value: unknown): string {
+  if (typeof value !== 'string' || value.length === 0 || value.length > 1000 || /\s/.test(value))
+    throw bad(`expected the address to be a non-empty string without spaces, got ${shown(value)}`);
+  return value;
+}
+
+/** A message id: a non-empty string without spaces, at most 200 characters. */
+export function messageIdOf(value: unknown): string {
+  if (typeof value !== 'string' || value.length === 0 || value.length > 200 || /\s/.test(value))
+    throw bad(`expected \`messageId\` to be a message id (a string without spaces), got ${shown(value)}`);
+  return value;
+}
+
+/** A whole number from `min` to `max`, from a query string (text) or a JSON body (number). */
+export function integerOf(value: unknown, what: string, min: number, max = Number.MAX_SAFE_INTEGER): number {
+  const number = typeof value === 'string' && /^\d+$/.test(value) ? Number(value) : value;
+  if (typeof number !== 'number' || !Number.isInteger(number) || number < min || number > max)
+    throw bad(`expected \`${what}\` to be a whole number from ${min} to ${max}, got ${shown(value)}`);
+  return number;
+}
+
+/** An optional query parameter as a whole number, `fallback` when absent. */
+export function optionalIntegerOf(
+  value: string | undefined,
+  what: string,
+  fallback: number,
+  min: number,
+  max: number,
+): number {
+  return value === undefined || value === '' ? fallback : integerOf(value, what, min, max);
+}
+
+/** An optional run status filter. */
+export function statusOf(value: string | undefined): RunStatus | undefined {
+  if (value === undefined || value === '') return undefined;
+  if (!(RUN_STATUSES as readonly string[]).includes(value))
+    throw bad(`expected \`status\` to be one of ${RUN_STATUSES.join(', ')}, got ${shown(value)}`);
+  return value as RunStatus;
+}
+
+/** An optional flow name filter (names are free text, at most 200 characters). */
+export function flowOf(value: string | undefined): string | undefined {
+  if (value === undefined || value === '') return undefined;
+  if (value.length > 200) throw bad(`expected \`flow\` to be a flow name of at most 200 characters`);
+  return value;
+}
+
+/** A JSON object (not an array, not null). */
+export function objectOf(value: unknown, what: string): Record<string, unknown> {
+  if (value === null || typeof value !== 'object' || Array.isArray(value))
+    throw bad(`expected ${what} to be a JSON object, got ${shown(value)}`);
+  return value as Record<string, unknown>;
+}
+
+/**
+ * The request's JSON body (`{}` when empty), at most `limitBytes`: 415 unless it says `application/json` (which
+ * also keeps other sites' plain forms out: they cannot send that type without a CORS preflight,
+ * which the studio never allows), 413 past the limit, 400 for bad JSON. A body that a framework
+ * already parsed (Express's `express.json()`) is taken as it is.
+ */
+export async function readJsonBody(req: IncomingMessage, limitBytes: number): Promise<unknown> {
+  const type = (req.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
+  if (type !== 'application/json')
+    throw new StudioHttpError(
+      415,
+      'UNSUPPORTED_MEDIA_TYPE',
+      `expected a JSON body (Content-Type: application/json), got ${type ? `'${type}'` : 'none'}`,
+    );
+  const parsed = (req as { body?: unknown }).body;
+  if (parsed !== undefined && !Buffer.isBuffer(parsed) && typeof parsed !== 'string') return parsed;
+  let text: string;
+  try {
+    text = await getRawBody(req, { limit: limitBytes, encoding: 'utf8' });
+  } catch (error) {
+    if ((error as { type?: string }).type === 'entity.too.large')
+      throw new StudioHttpError(413, 'PAYLOAD_TOO_LARGE', `the body is over the limit of ${limitBytes} bytes`);
+    throw bad(`could not read the body: ${(error as Error).message}`);
+  }
+  if (text.trim() === '') return {};
+  try {
+    return JSON.parse(text) as unknown;
+  } catch (error) {
+    throw bad(`the body is not JSON: ${(error as Error).message}`);
+  }
+}

@@ -1,0 +1,71 @@
+/**
+ * How the CLI tests run the `queueflow` command as a user runs it: the built CLI
+ * (packages/worker/dist/cli.js) in a child process with a deadline, and what its output must be.
+ */
+import { fileURLToPath } from 'node:url';
+import { expect } from 'vitest';
+import { startScript, type CliOutput, type CliProcess } from '../support/cli-process.js';
+import { redisUrl } from '../support/test-redis.js';
+
+const CLI = fileURLToPath(new URL('../../packages/worker/dist/cli.js', import.meta.url));
+export const FLOWS = fileURLToPath(new URL('./cli-flows.ts', import.meta.url));
+export const NO_FLOWS = fileURLToPath(new URL('./no-flows.ts', import.meta.url));
+export const MISSING_FLOWS = fileURLToPath(new URL('./no-such-flows.js', import.meta.url));
+
+/** A run id as the engine makes them (nanoid). */
+export const RUN_ID = /^[0-9A-Za-z]{21}$/; // letters and digits only: never read as an option
+
+/**
+ * How long a `queueflow` command may take before it is killed and its test fails with its
+ * output, in ms: generous, so that a loaded machine (other tests, other work) fails no test;
+ * a hang still fails, and each test's own timeout (120 s) is longer.
+ */
+const EXIT_DEADLINE_MS = 60_000;
+
+/**
+ * Starts `queueflow <args>` in a process of its own (no `--import tsx`: the CLI loads a `.ts`
+ * flows module through tsx itself), killed after `timeoutMs`.
+ */
+export function startQueueflow(
+  args: string[],
+  timeoutMs = EXIT_DEADLINE_MS,
+  moreEnv: NodeJS.ProcessEnv = {},
+): CliProcess {
+  const env: NodeJS.ProcessEnv = { ...process.env, NODE_NO_WARNINGS: '1', ...moreEnv };
+  delete env.REDIS_URL; // every command names its Redis with --redis
+  return startScript(CLI, args, { env, timeoutMs });
+}
+
+/** Runs `queueflow <args>` to its end. @throws Error with the output when it has not exited after `timeoutMs`. */
+export function queueflow(args: string[], timeoutMs = EXIT_DEADLINE_MS): Promise<CliOutput> {
+  return startQueueflow(args, timeoutMs).exited;
+}
+
+/** `--redis <suite Redis> --prefix <prefix>` */
+export function at(prefix: string): string[] {
+  return ['--redis', redisUrl(), '--prefix', prefix];
+}
+
+/** What the CLI prints for a JSON value. */
+export function pretty(value: unknown): string {
+  return `${JSON.stringify(value, null, 2)}\n`;
+}
+
+/** Stdout parsed as JSON; the whole output in the error when it is not. */
+export function parsed<T>(out: CliOutput): T {
+  try {
+    return JSON.parse(out.stdout) as T;
+  } catch {
+    throw new Error(`expected JSON on stdout, got (exit ${out.code}):\nstdout: ${out.stdout}\nstderr: ${out.stderr}`);
+  }
+}
+
+/** Stdout holds `value` as JSON and nothing else (that is: `value` printed as the CLI prints it). */
+export function expectJsonOutput(out: CliOutput): void {
+  expect(out.stdout).toBe(pretty(parsed(out)));
+}
+
+/** The first line of stderr (commander adds the command's usage after it). */
+export function firstLine(text: string): string {
+  return text.split('\n')[0]!;
+}

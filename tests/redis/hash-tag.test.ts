@@ -1,0 +1,52 @@
+/**
+ * Issue 16, item 2: a prefix whose hash tag is broken (`{}`, `x{}`, `a{b`) used to be accepted,
+ * and every script then failed with CROSSSLOT on a Redis Cluster node. It is refused before
+ * anything connects: by the RedisEngine constructor, by startWorker and by every CLI command that
+ * takes `--prefix` (one line on stderr, exit code 1). Nothing here needs Redis: the refusal comes
+ * first (the URLs point where nothing listens).
+ */
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import { defineFlow, Node } from '@queueflow/runtime';
+import { RedisEngine, startWorker } from '@queueflow/worker';
+import { startScript } from '../support/cli-process.js';
+
+const CLI = fileURLToPath(new URL('../../packages/worker/dist/cli.js', import.meta.url));
+const FLOWS = fileURLToPath(new URL('../cli/cli-flows.ts', import.meta.url));
+const NOWHERE = 'redis://127.0.0.1:1';
+const flow = defineFlow('hash-tag', () => new Node());
+
+const broken = [
+  ['{}', 'its hash tag is empty'],
+  ['x{}', 'its hash tag is empty'],
+  ['a{b', "its first '{' has no '}' after it"],
+] as const;
+
+function refusal(prefix: string, problem: string): string {
+  return `expected \`prefix\` to hold a Redis Cluster hash tag (a non-empty text between the first '{' and the first '}' after it, as in '{qf}'), got \`${prefix}\`: ${problem}`;
+}
+
+describe.each(broken)('prefix %s', (prefix, problem) => {
+  it('is refused by the RedisEngine constructor with a TypeError naming it and what a hash tag is', () => {
+    expect(() => new RedisEngine({ connection: NOWHERE, flows: [flow], prefix })).toThrow(
+      new TypeError(refusal(prefix, problem)),
+    );
+  });
+
+  it('is refused by startWorker before it connects', async () => {
+    await expect(startWorker({ connection: NOWHERE, flows: [flow], prefix })).rejects.toThrow(
+      new TypeError(refusal(prefix, problem)),
+    );
+  });
+
+  it.each([['worker', '--flows', FLOWS], ['status', 'some-run'], ['list']])(
+    'is refused by `queueflow %s` in one line',
+    async (...args) => {
+      const env: NodeJS.ProcessEnv = { ...process.env, NODE_NO_WARNINGS: '1' };
+      delete env.REDIS_URL;
+      const out = await startScript(CLI, [...args, '--redis', NOWHERE, '--prefix', prefix], { env, timeoutMs: 10_000 })
+        .exited;
+      expect(out).toEqual({ code: 1, stdout: '', stderr: `queueflow: ${refusal(prefix, problem)}\n` });
+    },
+  );
+});
