@@ -22,6 +22,7 @@ import {
   stores,
   target,
   useStore,
+  commitFanOut,
 } from './store-harness.js';
 
 const modes: CommitMode[] = ['next', 'retry', 'completed', 'failed'];
@@ -118,7 +119,7 @@ describe.each(stores)('%s: cancel', (name) => {
     const run = await h.started();
     await h.store.cancel(run.id);
 
-    expect(await h.store.fanOut(run, runsFanOut(h, { total: 2 }))).toEqual({ result: 'stale', wakes: [] });
+    expect(await commitFanOut(h, run, runsFanOut(h, { total: 2 }))).toEqual({ result: 'stale', wakes: [] });
     expect(await h.store.fanOutOf(run.id)).toBeUndefined();
     expect(await h.store.load(childRunId(run.id, 1, 0))).toBeUndefined();
     expect((await h.load(run.id)).status).toBe('cancelled');

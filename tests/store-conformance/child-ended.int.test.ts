@@ -21,6 +21,7 @@ import {
   stores,
   useStore,
   type StoreHarness,
+  commitFanOut,
 } from './store-harness.js';
 
 describe.each(stores)('%s: childEnded', (name) => {
@@ -184,7 +185,7 @@ describe.each(stores)('%s: childEnded', (name) => {
   it('items: ends are recorded the same way', async () => {
     const h = await open();
     const run = await h.started();
-    await h.store.fanOut(run, itemsFanOut(h, ['a', 'b', 'c'], { startNow: 1 }));
+    await commitFanOut(h, run, itemsFanOut(h, ['a', 'b', 'c'], { startNow: 1 }));
     const item = { status: 'completed', value: 'A' } as const;
     expect(await h.store.childEnded(run.id, 1, 0, endReport(h, item))).toEqual({ type: 'recorded', startIndex: 1 });
     expect(await h.store.childEnded(run.id, 1, 1, endReport(h, item))).toEqual({ type: 'recorded', startIndex: 2 });

@@ -21,6 +21,7 @@ import {
   stores,
   target,
   useStore,
+  commitFanOut,
 } from './store-harness.js';
 
 describe.each(stores)('%s: fanOut', (name) => {
@@ -31,7 +32,7 @@ describe.each(stores)('%s: fanOut', (name) => {
     const run = await h.started();
     const fields = runsFanOut(h, { total: 3 });
 
-    expect(await h.store.fanOut(run, fields)).toEqual({ result: 'committed', wakes: [] });
+    expect(await commitFanOut(h, run, fields)).toEqual({ result: 'committed', wakes: [] });
     expect(await h.load(run.id)).toEqual({
       ...run,
       status: 'waiting',
@@ -43,13 +44,15 @@ describe.each(stores)('%s: fanOut', (name) => {
     });
   });
 
-  it('creates each child run, queued, with its delta checkpoint, its parent and the first target', async () => {
+  it('makes no child run at the commit: createChildren makes those that start, queued, with their delta checkpoint', async () => {
     const h = await open();
     const run = await h.started();
-    const fields = runsFanOut(h, { total: 3, startNow: 1 });
-    await h.store.fanOut(run, fields);
+    const fields = runsFanOut(h, { total: 3, startNow: 2 });
+    await commitFanOut(h, run, fields, false);
+    for (let index = 0; index < 3; index++) expect(await h.store.load(childRunId(run.id, 1, index))).toBeUndefined();
 
-    for (let index = 0; index < 3; index++) {
+    await h.store.createChildren(run.id, 1, [0, 1]);
+    for (let index = 0; index < 2; index++) {
       const id = childRunId(run.id, 1, index);
       expect(await h.store.load(id)).toEqual({
         id,
@@ -60,14 +63,25 @@ describe.each(stores)('%s: fanOut', (name) => {
         attempt: 0,
         checkpoint: encodeChildStart([{ kind: 'child', flow: FLOW, params: { i: index }, node: 'child-start' }]),
         target: target('child-start'),
-        createdAt: fields.now,
-        updatedAt: fields.now,
+        createdAt: expect.any(Number), // when it started (the store's own clock)
+        updatedAt: expect.any(Number),
         parent: { id: run.id, step: 1, index },
         parkCount: 0,
         replay: { sent: 0 },
       });
     }
-    expect(await h.store.load(childRunId(run.id, 1, 3))).toBeUndefined();
+    expect(await h.store.load(childRunId(run.id, 1, 2))).toBeUndefined();
+  });
+
+  it('createChildren leaves a record that exists as it is, and makes nothing for another step', async () => {
+    const h = await open();
+    const { parent, step, children } = await fannedOut(h, { total: 2 });
+    const started = await h.store.loadForStep(children[0]!, RUNNABLE);
+    expect(started).toMatchObject({ status: 'running' });
+    await h.store.createChildren(parent.id, step, [0]);
+    expect(await h.store.load(children[0]!)).toMatchObject({ status: 'running' });
+    await h.store.createChildren(parent.id, step + 1, [5]);
+    expect(await h.store.load(childRunId(parent.id, step + 1, 5))).toBeUndefined();
   });
 
   it("a child's delta checkpoint decodes against the parent's snapshot to the parent's shared", async () => {
@@ -94,7 +108,7 @@ describe.each(stores)('%s: fanOut', (name) => {
     const h = await open();
     const run = await h.started();
     const fields = runsFanOut(h, { total: 5, startNow: 2, onItemError: 'fail-fast' });
-    await h.store.fanOut(run, fields);
+    await commitFanOut(h, run, fields);
 
     expect(await h.store.fanOutOf(run.id)).toEqual({
       request: fields.request,
@@ -105,6 +119,7 @@ describe.each(stores)('%s: fanOut', (name) => {
       step: 1,
       flow: FLOW,
       fingerprint: FINGERPRINT,
+      childTarget: target('child-start'),
     });
     expect(await h.store.record(run.id)).toMatchObject({ children: { total: 5, ended: 0, failed: 0 } });
   });
@@ -114,21 +129,15 @@ describe.each(stores)('%s: fanOut', (name) => {
     const run = await h.started();
     const items = [{ a: 1 }, 'two', null, [3]];
     const fields = itemsFanOut(h, items, { startNow: 2 });
-    expect((await h.store.fanOut(run, fields)).result).toBe('committed');
+    expect((await commitFanOut(h, run, fields)).result).toBe('committed');
 
     for (let index = 0; index < items.length; index++) {
-      expect(await h.store.itemOf(run.id, index)).toEqual(items[index]);
+      expect(await h.store.itemOf(run.id, 1, index)).toEqual(items[index]);
       expect(await h.store.load(childRunId(run.id, 1, index))).toBeUndefined();
     }
-    expect(await h.store.itemOf(run.id, items.length)).toBeUndefined();
+    expect(await h.store.itemOf(run.id, 1, items.length)).toBeUndefined();
     expect(await h.store.fanOutOf(run.id)).toMatchObject({ request: fields.request, total: 4, started: 2, step: 1 });
     expect(await h.store.snapshotOf(run.id)).toBe(fields.snapshot);
-  });
-
-  it('a runs fan-out has no items', async () => {
-    const h = await open();
-    const { parent } = await fannedOut(h, { total: 2 });
-    expect(await h.store.itemOf(parent.id, 0)).toBeUndefined();
   });
 
   it('a fan-out from a stale step counter is stale: no fan-out, no children', async () => {
@@ -137,7 +146,7 @@ describe.each(stores)('%s: fanOut', (name) => {
     await h.store.commit(run, 'next', { now: h.now() });
     const before = await h.load(run.id);
 
-    expect(await h.store.fanOut(run, runsFanOut(h, { total: 2 }))).toEqual({ result: 'stale', wakes: [] });
+    expect(await commitFanOut(h, run, runsFanOut(h, { total: 2 }))).toEqual({ result: 'stale', wakes: [] });
     expect(await h.load(run.id)).toEqual(before);
     expect(await h.store.fanOutOf(run.id)).toBeUndefined();
     expect(await h.store.snapshotOf(run.id)).toBeUndefined();
@@ -149,7 +158,7 @@ describe.each(stores)('%s: fanOut', (name) => {
     const run = await h.started();
     await h.store.park(run, { ordinal: 0, address: 'inbox', deadline: null }, { sent: 0 }, []);
 
-    expect((await h.store.fanOut(run, runsFanOut(h, { total: 2 }))).result).toBe('stale');
+    expect((await commitFanOut(h, run, runsFanOut(h, { total: 2 }))).result).toBe('stale');
     expect(await h.store.fanOutOf(run.id)).toBeUndefined();
     expect(await h.store.load(childRunId(run.id, 0, 0))).toBeUndefined();
   });
@@ -159,10 +168,10 @@ describe.each(stores)('%s: fanOut', (name) => {
     const run = await h.started();
     await h.store.commit(run, 'completed', { checkpoint: checkpoint({}), now: h.now() });
     const ended = await h.load(run.id);
-    expect((await h.store.fanOut(ended, runsFanOut(h, { total: 1 }))).result).toBe('stale');
+    expect((await commitFanOut(h, ended, runsFanOut(h, { total: 1 }))).result).toBe('stale');
 
     const ghost = { ...ended, id: 'ghost' };
-    expect(await h.store.fanOut(ghost, runsFanOut(h, { total: 1 }))).toEqual({ result: 'missing', wakes: [] });
+    expect(await commitFanOut(h, ghost, runsFanOut(h, { total: 1 }))).toEqual({ result: 'missing', wakes: [] });
     expect(await h.store.load(childRunId('ghost', 1, 0))).toBeUndefined();
   });
 
@@ -174,7 +183,7 @@ describe.each(stores)('%s: fanOut', (name) => {
     expect(await h.store.reserveMessage(run, 0, 'in')).toEqual(message('m1'));
 
     const outbox = [{ address: 'out', message: message('sent') }];
-    await h.store.fanOut(run, runsFanOut(h, { total: 1, outbox }));
+    await commitFanOut(h, run, runsFanOut(h, { total: 1, outbox }));
     expect(await h.store.mailboxSize('out')).toBe(1);
     expect(await h.store.mailboxSize('in')).toBe(1);
     const other = await h.started();

@@ -9,7 +9,17 @@
  */
 import { describe, expect, it } from 'vitest';
 import { wakeId } from '@queueflow/runtime/kernel';
-import { checkpoint, drain, errorRecord, message, parkOn, runsFanOut, stores, useStore } from './store-harness.js';
+import {
+  checkpoint,
+  drain,
+  errorRecord,
+  message,
+  parkOn,
+  runsFanOut,
+  stores,
+  useStore,
+  commitFanOut,
+} from './store-harness.js';
 
 describe.each(stores)('%s: send and mailboxSize', (name) => {
   const open = useStore(name);
@@ -313,7 +323,7 @@ describe.each(stores)('%s: waiters', (name) => {
   it('a parked run that fans out leaves the waiters of its address', async () => {
     const h = await open();
     const parked = await parkOn(h, await h.started(), 'inbox');
-    await h.store.fanOut(parked.run, runsFanOut(h, { total: 1 }));
+    await commitFanOut(h, parked.run, runsFanOut(h, { total: 1 }));
     expect(await h.store.send('inbox', message('m1'))).toEqual({ wakes: [] });
   });
 });

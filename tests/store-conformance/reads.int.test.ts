@@ -115,7 +115,7 @@ describe.each(stores)('%s: record, appendErrors, noteRefusal', (name) => {
       expect(await h.store.outcomesOf(id, 2)).toEqual([undefined, undefined]);
       expect(await h.store.fanOutOf(id)).toBeUndefined();
       expect(await h.store.snapshotOf(id)).toBeUndefined();
-      expect(await h.store.itemOf(id, 0)).toBeUndefined();
+      expect(await h.store.itemOf(id, 0, 0)).toBeUndefined();
     }
   });
 });

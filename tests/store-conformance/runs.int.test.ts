@@ -21,6 +21,7 @@ import {
   stores,
   target,
   useStore,
+  commitFanOut,
 } from './store-harness.js';
 
 describe.each(stores)('%s: create, discard, load, position, loadForStep', (name) => {
@@ -184,7 +185,7 @@ describe.each(stores)('%s: create, discard, load, position, loadForStep', (name)
 
     const parent = await h.started();
     const fields = runsFanOut(h, { total: 2, onItemError: 'fail-fast' });
-    await h.store.fanOut(parent, fields);
+    await commitFanOut(h, parent, fields);
     fields.target.node = 'changed';
     fields.childTarget!.node = 'changed';
     expect((await h.load(parent.id)).target).toEqual({ node: FLOW, maxAttempts: 1 });

@@ -215,7 +215,7 @@ export interface FanOutShape {
  * A ParallelBatchFlow fan-out commit (`runs`), as the fan-out driver builds it: child `i`'s first
  * checkpoint is a delta (encodeChildStart) against the snapshot of the parent's `shared`.
  */
-export function runsFanOut(h: StoreHarness, shape: FanOutShape): FanOutCommit {
+export function runsFanOut(h: StoreHarness, shape: FanOutShape): StagedFanOut {
   const { total, startNow = total, onItemError = 'collect', shared = { base: 1 }, outbox = [] } = shape;
   return {
     checkpoint: checkpoint({ ...shared, waiting: true }),
@@ -232,7 +232,7 @@ export function runsFanOut(h: StoreHarness, shape: FanOutShape): FanOutCommit {
     total,
     startNow,
     childTarget: target('child-start'),
-    perChild: Array.from({ length: total }, (_, i) =>
+    inputs: Array.from({ length: total }, (_, i) =>
       encodeChildStart([{ kind: 'child', flow: FLOW, params: { i }, node: 'child-start' }]),
     ),
     outbox,
@@ -241,7 +241,7 @@ export function runsFanOut(h: StoreHarness, shape: FanOutShape): FanOutCommit {
 }
 
 /** A ParallelBatchNode fan-out commit (`items`): one item task per item. */
-export function itemsFanOut(h: StoreHarness, items: Json[], shape: Omit<FanOutShape, 'total'> = {}): FanOutCommit {
+export function itemsFanOut(h: StoreHarness, items: Json[], shape: Omit<FanOutShape, 'total'> = {}): StagedFanOut {
   const total = items.length;
   const { startNow = total, onItemError = 'collect', shared = { base: 1 }, outbox = [] } = shape;
   return {
@@ -259,10 +259,35 @@ export function itemsFanOut(h: StoreHarness, items: Json[], shape: Omit<FanOutSh
     snapshot: encodeShared(shared),
     total,
     startNow,
-    perChild: items,
+    inputs: items.map((item) => JSON.stringify(item ?? null)),
     outbox,
     now: h.now(),
   };
+}
+
+/** A fan-out commit and the inputs of its children, staged before it as the fan-out driver does. */
+export type StagedFanOut = FanOutCommit & { inputs: string[] };
+
+/**
+ * Stages a fan-out's inputs and commits it, as the fan-out driver does; for child runs, then makes
+ * every child's record (as they would start), unless `create` is false.
+ */
+export async function commitFanOut(
+  h: StoreHarness,
+  run: StoredRun,
+  fields: StagedFanOut,
+  create = true,
+): Promise<{ result: string; wakes: string[] }> {
+  await h.store.stageInputs(run.id, run.step + 1, 0, fields.inputs);
+  const reply = await h.store.fanOut(run, fields);
+  if (create && reply.result === 'committed' && fields.request.kind === 'runs') {
+    await h.store.createChildren(
+      run.id,
+      run.step + 1,
+      Array.from({ length: fields.total }, (_, i) => i),
+    );
+  }
+  return reply;
 }
 
 /** A started parent that fanned out into child runs: it is `waiting` at `step`. */
@@ -271,7 +296,7 @@ export async function fannedOut(
   shape: FanOutShape,
 ): Promise<{ parent: StoredRun; step: number; children: string[] }> {
   const started = await h.started();
-  const { result } = await h.store.fanOut(started, runsFanOut(h, shape));
+  const { result } = await commitFanOut(h, started, runsFanOut(h, shape));
   if (result !== 'committed') throw new Error(`fan-out of '${started.id}' was ${result}`);
   const parent = await h.load(started.id);
   const children = Array.from({ length: shape.total }, (_, i) => childRunId(parent.id, parent.step, i));

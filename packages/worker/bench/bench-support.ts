@@ -1,4 +1,8 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
 import { deletePrefix } from '../../../tests/support/redis-prefix.js';
+
+const CLI = fileURLToPath(new URL('../dist/cli.js', import.meta.url));
 
 /** The Redis the benchmarks use: `REDIS_URL`, else the local default. */
 export function redisUrl(): string {
@@ -12,4 +16,31 @@ export function deleteKeys(prefix: string): Promise<void> {
 
 export function formatRate(perSecond: number): string {
   return Math.round(perSecond).toLocaleString('en-US');
+}
+
+/** Starts `queueflow worker` for the flows module `flows` (a path) in a process of its own; resolves once ready. */
+export function startWorkerProcess(prefix: string, flows: string, concurrency: number): Promise<ChildProcess> {
+  const args = ['--import', 'tsx', CLI, 'worker', '--flows', flows, '--redis', redisUrl(), '--prefix', prefix];
+  const child = spawn(process.execPath, [...args, '--concurrency', String(concurrency)], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, NODE_NO_WARNINGS: '1' },
+  });
+  let output = '';
+  return new Promise((resolve, reject) => {
+    child.stdout!.on('data', (chunk: Buffer) => {
+      output += chunk.toString();
+      if (output.includes(': ready')) resolve(child);
+    });
+    child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    child.once('exit', (code) => reject(new Error(`worker exited (${code}) before it was ready:\n${output}`)));
+  });
+}
+
+/** Stops a worker process (SIGTERM: it finishes its steps) and resolves once it has exited. */
+export function stopWorkerProcess(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+  return new Promise((resolve) => {
+    child.once('exit', () => resolve());
+    child.kill('SIGTERM');
+  });
 }

@@ -21,16 +21,15 @@
  * Usage: tsx bench/fan-out-scaling.bench.ts [--children 2000 --io-ms 50 --concurrency 5 --workers 1,2,4 --rounds 3]
  * (needs `npm run build`: workers run the built CLI; REDIS_URL selects Redis)
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { nanoid } from 'nanoid';
 import { setWarningHandler } from '@queueflow/runtime';
 import { RedisEngine } from '../src/index.js';
-import { deleteKeys, redisUrl } from './bench-support.js';
+import { deleteKeys, redisUrl, startWorkerProcess, stopWorkerProcess } from './bench-support.js';
 import { ioFanOut } from './scaling-flows.js';
 
-const CLI = fileURLToPath(new URL('../dist/cli.js', import.meta.url));
 const FLOWS = fileURLToPath(new URL('./scaling-flows.ts', import.meta.url));
 
 const { values } = parseArgs({
@@ -49,51 +48,15 @@ const counts = values.workers.split(',').map(Number);
 const rounds = Number(values.rounds);
 setWarningHandler(() => {});
 
-function startWorker(prefix: string): Promise<ChildProcess> {
-  const args = [
-    '--import',
-    'tsx',
-    CLI,
-    'worker',
-    '--flows',
-    FLOWS,
-    '--redis',
-    redisUrl(),
-    '--prefix',
-    prefix,
-    '--concurrency',
-    String(concurrency),
-  ];
-  const child = spawn(process.execPath, args, {
-    stdio: ['ignore', 'pipe', 'pipe'],
-    env: { ...process.env, NODE_NO_WARNINGS: '1' },
-  });
-  let output = '';
-  return new Promise((resolve, reject) => {
-    child.stdout!.on('data', (chunk: Buffer) => {
-      output += chunk.toString();
-      if (output.includes(': ready')) resolve(child);
-    });
-    child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
-    child.once('exit', (code) => reject(new Error(`worker exited (${code}) before it was ready:\n${output}`)));
-  });
-}
-
-function stop(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
-  return new Promise((resolve) => {
-    child.once('exit', () => resolve());
-    child.kill('SIGTERM');
-  });
-}
-
 /** Wall time in seconds of one fan-out of `children` on `workers` fresh worker processes. */
 async function trial(workers: number): Promise<number> {
   const prefix = `{bench-scaling-${nanoid(6)}}`;
   const processes: ChildProcess[] = [];
   const engine = new RedisEngine({ connection: redisUrl(), flows: [ioFanOut], prefix });
   try {
-    processes.push(...(await Promise.all(Array.from({ length: workers }, () => startWorker(prefix)))));
+    processes.push(
+      ...(await Promise.all(Array.from({ length: workers }, () => startWorkerProcess(prefix, FLOWS, concurrency)))),
+    );
     // Warm-up: every worker loads the graph and scripts and takes a few children.
     await engine.run(ioFanOut, { n: workers * concurrency * 2 }, { params: { ioMs: 1 } });
     const started = performance.now();
@@ -108,7 +71,7 @@ async function trial(workers: number): Promise<number> {
     return seconds;
   } finally {
     await engine.close();
-    await Promise.all(processes.map(stop));
+    await Promise.all(processes.map(stopWorkerProcess));
     await deleteKeys(prefix);
   }
 }

@@ -35,6 +35,14 @@ export class RedisKeys {
     return `${this.prefix}:run:${runId}:outcomes`;
   }
 
+  /**
+   * Hash: child index → the staged input of a child of the fan-out the run made at `step` (a child
+   * run's first checkpoint, or an item), read as children start.
+   */
+  inputs(runId: string, step: number): string {
+    return `${this.prefix}:run:${runId}:inputs:${step}`;
+  }
+
   /** List: a run's step history records (JSON, oldest first, trimmed to the cap). */
   history(runId: string): string {
     return `${this.prefix}:run:${runId}:history`;

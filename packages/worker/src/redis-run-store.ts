@@ -7,13 +7,13 @@ import {
   decodeOutcome,
   decodeRequest,
   encodeErrorRecord,
-  encodeJson,
   encodeMessage,
   encodeOutcome,
   encodeReplay,
   encodeRequest,
   encodeRunError,
   encodeTarget,
+  decodeTarget,
   encodeConflict,
   type CancelResult,
   type ChildEndReport,
@@ -223,6 +223,20 @@ export class RedisRunStore implements RunStore {
     };
   }
 
+  async stageInputs(runId: string, step: number, firstIndex: number, inputs: readonly string[]): Promise<void> {
+    if (inputs.length === 0) return;
+    const key = this.keys.inputs(runId, step);
+    const fields: (string | number)[] = [];
+    inputs.forEach((input, i) => fields.push(firstIndex + i, input));
+    // Until the fan-out commits (which keeps them), staged inputs expire: a commit that never
+    // lands leaves nothing behind.
+    await this.redis
+      .multi()
+      .hset(key, ...fields)
+      .expire(key, this.options.retentionSeconds)
+      .exec();
+  }
+
   async fanOut(at: StoredRun, fields: FanOutCommit): Promise<{ result: CommitResult; wakes: string[] }> {
     const options = {
       ...this.common(at.id, fields.now),
@@ -232,25 +246,36 @@ export class RedisRunStore implements RunStore {
       kind: fields.request.kind,
       flow: at.flow,
       fingerprint: at.fingerprint,
-      runPrefix: this.keys.runPrefix(),
       ...(fields.record === undefined ? {} : { record: fields.record }),
       ...(fields.childTarget ? { childTarget: encodeTarget(fields.childTarget) } : {}),
       outbox: outboxOf(fields.outbox),
     };
-    const perChild =
-      fields.request.kind === 'runs'
-        ? (fields.perChild as string[])
-        : (fields.perChild as Json[]).map((item) => encodeJson(item ?? null));
     const [code, wakes] = (await this.redis.fanOut(
       ...this.keys.runKeys(at.id),
+      this.keys.inputs(at.id, at.step + 1),
       JSON.stringify(options),
       fields.checkpoint,
       encodeTarget(fields.target),
       encodeRequest(fields.request),
       fields.snapshot,
-      ...perChild,
     )) as [number, string[]];
     return { result: COMMIT_CODES[code] ?? 'stale', wakes };
+  }
+
+  async createChildren(parentId: string, parentStep: number, indices: readonly number[]): Promise<void> {
+    if (indices.length === 0) return;
+    const options = {
+      runPrefix: this.keys.runPrefix(),
+      parentId,
+      parentStep,
+      now: String(this.clock.now()),
+      indices,
+    };
+    await this.redis.createChildren(
+      this.keys.fanOut(parentId),
+      this.keys.inputs(parentId, parentStep),
+      JSON.stringify(options),
+    );
   }
 
   async childEnded(
@@ -428,8 +453,17 @@ export class RedisRunStore implements RunStore {
   }
 
   async fanOutOf(parentId: string): Promise<StoredFanOut | undefined> {
-    const [[request, total, started, ended, failed, step], [flow, fingerprint]] = await Promise.all([
-      this.redis.hmget(this.keys.fanOut(parentId), 'request', 'total', 'started', 'ended', 'failed', 'step'),
+    const [[request, total, started, ended, failed, step, childTarget], [flow, fingerprint]] = await Promise.all([
+      this.redis.hmget(
+        this.keys.fanOut(parentId),
+        'request',
+        'total',
+        'started',
+        'ended',
+        'failed',
+        'step',
+        'childTarget',
+      ),
       this.redis.hmget(this.keys.run(parentId), 'flow', 'fingerprint'),
     ]);
     if (!request) return undefined;
@@ -442,6 +476,7 @@ export class RedisRunStore implements RunStore {
       step: Number(step),
       flow: flow ?? '',
       fingerprint: fingerprint ?? '',
+      ...(childTarget ? { childTarget: decodeTarget(childTarget) } : {}),
     };
   }
 
@@ -449,8 +484,8 @@ export class RedisRunStore implements RunStore {
     return (await this.redis.hget(this.keys.fanOut(parentId), 'snapshot')) ?? undefined;
   }
 
-  async itemOf(parentId: string, index: number): Promise<Json | undefined> {
-    const item = await this.redis.hget(this.keys.fanOut(parentId), `i${index}`);
+  async itemOf(parentId: string, step: number, index: number): Promise<Json | undefined> {
+    const item = await this.redis.hget(this.keys.inputs(parentId, step), String(index));
     return item === null ? undefined : decodeJson(item);
   }
 

@@ -6,7 +6,8 @@ const SCRIPTS: Record<ScriptName, { file: string; keys?: number }> = {
   // Variable number of keys: the caller passes the count first.
   createRun: { file: 'create-run.lua' },
   commitStep: { file: 'commit-step.lua' },
-  fanOut: { file: 'fan-out.lua', keys: 8 },
+  fanOut: { file: 'fan-out.lua', keys: 9 },
+  createChildren: { file: 'create-children.lua', keys: 2 },
   childEnded: { file: 'child-ended.lua', keys: 8 },
   cancelRun: { file: 'cancel-run.lua', keys: 8 },
   reopenRun: { file: 'reopen-run.lua', keys: 8 },
@@ -24,6 +25,7 @@ type ScriptName =
   | 'createRun'
   | 'commitStep'
   | 'fanOut'
+  | 'createChildren'
   | 'childEnded'
   | 'cancelRun'
   | 'reopenRun'

@@ -36,8 +36,9 @@ export async function cancelChildren(
 ): Promise<void> {
   const fanOut = await store.fanOutOf(parentId);
   if (!fanOut || fanOut.step !== parentStep || fanOut.request.kind !== 'runs') return;
-  for (let first = 0; first < fanOut.total; first += CANCEL_BATCH) {
-    const ids = Array.from({ length: Math.min(CANCEL_BATCH, fanOut.total - first) }, (_, i) =>
+  // Only the children started have records (see RunStore.createChildren).
+  for (let first = 0; first < fanOut.started; first += CANCEL_BATCH) {
+    const ids = Array.from({ length: Math.min(CANCEL_BATCH, fanOut.started - first) }, (_, i) =>
       childRunId(parentId, parentStep, first + i),
     );
     const cancelled = await Promise.all(ids.map((id) => cancelChild(store, scheduler, id)));

@@ -43,7 +43,13 @@ export class FanOutCache {
     if (cached) return cached;
     const [fanOut, snapshot] = await Promise.all([this.store.fanOutOf(parentId), this.store.snapshotOf(parentId)]);
     if (!fanOut || fanOut.step !== step || snapshot === undefined) return undefined;
-    const { request, flow, fingerprint } = fanOut;
-    return this.remember(parentId, step, { request, snapshot: decodeShared(snapshot), flow, fingerprint });
+    const { request, flow, fingerprint, childTarget } = fanOut;
+    return this.remember(parentId, step, {
+      request,
+      snapshot: decodeShared(snapshot),
+      flow,
+      fingerprint,
+      ...(childTarget ? { childTarget } : {}),
+    });
   }
 }

@@ -13,7 +13,7 @@ import type {
 } from '../interpreter/step-types.js';
 import { cancelChildren } from './cancel-run.js';
 import type { Clock } from './clock.js';
-import { deltaOf, encodeChildStart, encodeShared } from './codec.js';
+import { deltaOf, encodeChildStart, encodeJson, encodeShared } from './codec.js';
 import { FanOutCache, type FanOutBasics } from './fan-out-cache.js';
 import {
   childRunId,
@@ -27,6 +27,15 @@ import {
 import type { ItemTask, Scheduler, TaskResult } from './scheduler.js';
 import { StepStream } from './step-stream.js';
 import { TrySpan, recordRunEnd } from '../telemetry/tracing.js';
+
+/** Children inputs staged per transition (see RunStore.stageInputs). */
+const STAGE_CHUNK = 1000;
+
+/**
+ * Children in flight at once when the fan-out sets no `concurrency`: the window of child records
+ * and tasks that exist at a time, whatever the fan-out's size.
+ */
+const DEFAULT_WINDOW = 1000;
 
 /** What the fan-out driver needs from the step driver it works for. */
 export interface FanOutHost {
@@ -78,18 +87,23 @@ export class FanOutDriver {
     record?: string,
   ): Promise<void> {
     const total = request.kind === 'runs' ? request.params.length : request.items.length;
-    const startNow = Math.min(request.concurrency ?? total, total);
+    const startNow = Math.min(request.concurrency ?? DEFAULT_WINDOW, total);
     const snapshot = encodeShared(checkpoint.shared);
-    let perChild: string[] | Json[];
     let childTarget: StepTarget | undefined;
-    if (request.kind === 'runs') {
-      perChild = request.params.map((_params, index) => {
-        const start = childStart(graph, request, index);
-        childTarget ??= start.target;
-        return encodeChildStart(start.frames);
-      });
-    } else {
-      perChild = request.items;
+    // The children's inputs are staged a chunk at a time before the commit: no transition grows
+    // with the fan-out; their run records are made as they start, a window at a time.
+    for (let first = 0; first < total; first += STAGE_CHUNK) {
+      const inputs: string[] = [];
+      for (let index = first; index < Math.min(total, first + STAGE_CHUNK); index++) {
+        if (request.kind === 'runs') {
+          const start = childStart(graph, request, index);
+          childTarget ??= start.target;
+          inputs.push(encodeChildStart(start.frames));
+        } else {
+          inputs.push(encodeJson(request.items[index] ?? null));
+        }
+      }
+      await this.store.stageInputs(run.id, run.step + 1, first, inputs);
     }
     const { result, wakes } = await this.store.fanOut(run, {
       checkpoint: encoded,
@@ -99,7 +113,6 @@ export class FanOutDriver {
       total,
       startNow,
       ...(childTarget ? { childTarget } : {}),
-      perChild,
       outbox,
       now: this.options.clock.now(),
       ...(record === undefined ? {} : { record }),
@@ -215,13 +228,14 @@ export class FanOutDriver {
       const inputs = await Promise.all(
         indices.map(async (index) => ({
           index,
-          item: items ? (items[index] ?? null) : ((await this.store.itemOf(parentId, index)) ?? null),
+          item: items ? (items[index] ?? null) : ((await this.store.itemOf(parentId, parentStep, index)) ?? null),
         })),
       );
       return this.scheduler.addItems(parentId, parentStep, inputs, request.maxAttempts);
     }
-    const target = fanOut.childTarget ?? (await this.store.load(childRunId(parentId, parentStep, indices[0]!)))?.target;
-    if (!target) return;
+    const target = fanOut.childTarget;
+    if (!target || indices.length === 0) return;
+    await this.store.createChildren(parentId, parentStep, indices);
     await this.scheduler.addFirstSteps(
       indices.map((index) => childRunId(parentId, parentStep, index)),
       target,

@@ -72,7 +72,7 @@ async function goOn(
   }
   const indices = reopenedChildren.filter(started);
   const items = await Promise.all(
-    indices.map(async (index) => ({ index, item: (await store.itemOf(run.id, index)) ?? null })),
+    indices.map(async (index) => ({ index, item: (await store.itemOf(run.id, run.step, index)) ?? null })),
   );
   await scheduler.forgetFailed(
     indices.map((index) => taskId({ type: 'item', runId: run.id, step: run.step, index, item: null })),

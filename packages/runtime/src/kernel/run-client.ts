@@ -352,9 +352,16 @@ export class RunClient {
     if (fanOut.request.kind === 'runs') {
       const ids = indices.map((index) => childRunId(runId, fanOut.step, index));
       const runs = await this.store.summaries(ids);
+      const outcomes = await this.store.outcomesOf(runId, fanOut.total);
       return indices.map((index, i) => {
         const run = runs[i];
-        if (!run) return { index, runId: ids[i]!, status: 'cancelled' as const };
+        if (!run) {
+          // Not started yet (records are made as children start), or its record expired.
+          const outcome = outcomes[index];
+          if (!outcome) return { index, runId: ids[i]!, status: 'queued' as const };
+          const error = outcome.status === 'failed' ? { error: runErrorOf(outcome.error) } : {};
+          return { index, runId: ids[i]!, status: outcome.status, ...error };
+        }
         return {
           index,
           runId: run.id,

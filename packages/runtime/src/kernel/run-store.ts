@@ -41,8 +41,22 @@ export interface RunStore {
    * run ends here. See {@link CommitMode} for what each mode writes.
    */
   commit(at: StoredRun, mode: CommitMode, fields: CommitFields, report?: ChildReport): Promise<CommitReply>;
-  /** Commits a step that fanned out: the parent waits; walks' child records are created. */
+  /**
+   * Stages the inputs of the children of a fan-out the run is about to commit as step `step`
+   * (child runs: each one's first encoded checkpoint; items: each encoded item), from index
+   * `firstIndex` on, before that commit and a chunk at a time, so that no transition grows with the
+   * fan-out's size. Idempotent: a redelivered step stages the same inputs. Inputs of a fan-out
+   * whose commit never lands expire with the retention.
+   */
+  stageInputs(runId: string, step: number, firstIndex: number, inputs: readonly string[]): Promise<void>;
+  /** Commits a step that fanned out: the parent waits; its staged inputs are kept. */
   fanOut(at: StoredRun, fields: FanOutCommit): Promise<{ result: CommitResult; wakes: string[] }>;
+  /**
+   * Creates the records of the child runs at `indices` of the fan-out `parentId` made at
+   * `parentStep`, from their staged inputs, as they start (a window of them at a time); a record
+   * that exists is left as it is.
+   */
+  createChildren(parentId: string, parentStep: number, indices: readonly number[]): Promise<void>;
   /** Records how child `index` of the parent's fan-out at `parentStep` ended (once per index). */
   childEnded(parentId: string, parentStep: number, index: number, report: ChildEndReport): Promise<ChildEndedResult>;
   /** Cancels the run now (see {@link CancelResult}); messages its step reserved go back. */
@@ -97,8 +111,8 @@ export interface RunStore {
   fanOutOf(parentId: string): Promise<StoredFanOut | undefined>;
   /** The encoded `shared` a parent had when it fanned out. */
   snapshotOf(parentId: string): Promise<string | undefined>;
-  /** Input of item `index` of a ParallelBatchNode fan-out. */
-  itemOf(parentId: string, index: number): Promise<Json | undefined>;
+  /** The staged input of item `index` of the ParallelBatchNode fan-out `parentId` made at `step`. */
+  itemOf(parentId: string, step: number, index: number): Promise<Json | undefined>;
   /** Outcomes recorded so far, by child index. */
   outcomesOf(parentId: string, total: number): Promise<(ChildOutcome | undefined)[]>;
   /** The run's record with its history lists and fan-out counters, for `get`. */
@@ -328,8 +342,6 @@ export interface FanOutCommit {
   startNow: number;
   /** Runs: the children's first target. */
   childTarget?: StepTarget;
-  /** Runs: each child's encoded first checkpoint; items: each item. */
-  perChild: string[] | Json[];
   outbox: OutgoingMessage[];
   /** The step's encoded history record. */
   record?: string;
@@ -382,6 +394,8 @@ export interface StoredFanOut {
   /** The parent's flow and graph fingerprint. */
   flow: string;
   fingerprint: string;
+  /** Runs: the children's first target. */
+  childTarget?: StepTarget;
 }
 
 /** Id of child `index` of the fan-out a parent made at `parentStep`. */

@@ -1,6 +1,6 @@
 import type { ErrorRecord } from '../errors/error-record.js';
 import type { Json } from '../json/json.js';
-import type { ChildOutcome, OutgoingMessage, ParkRequest, StepReplay } from '../interpreter/step-types.js';
+import type { ChildOutcome, OutgoingMessage, ParkRequest, StepReplay, StepTarget } from '../interpreter/step-types.js';
 import type { Message } from '../mailbox/message.js';
 import {
   decodeConflict,
@@ -11,7 +11,6 @@ import {
   decodeRequest,
   encodeConflict,
   encodeErrorRecord,
-  encodeJson,
   encodeMessage,
   encodeOutcome,
   encodeRequest,
@@ -60,8 +59,10 @@ interface MemoryFanOut {
   ended: number;
   failed: number;
   step: number;
-  /** Items of a ParallelBatchNode fan-out, encoded. */
-  items: string[];
+  /** Runs: the children's first target. */
+  childTarget?: StepTarget;
+  /** When the fan-out began (the children's createdAt). */
+  at: number;
 }
 
 /** One run in memory: the record and the lists and hashes Redis keeps beside it, encoded alike. */
@@ -104,6 +105,8 @@ export class MemoryRunStore implements RunStore, RunEventSource {
   private lastStreamId = { ms: 0, seq: 0 };
   /** Blocked `readStream` calls, by run id: called when the run's stream grows (or it goes). */
   private readonly streamWaiters = new Map<string, Set<() => void>>();
+  /** Staged inputs of fan-outs, by `<run id>:<step>` (see stageInputs). */
+  private readonly inputs = new Map<string, string[]>();
 
   constructor(
     private readonly clock: Clock,
@@ -235,8 +238,11 @@ export class MemoryRunStore implements RunStore, RunEventSource {
     run.replay = { sent: 0 };
     if (fields.checkpoint) run.checkpoint = fields.checkpoint;
     if (fields.target) run.target = { ...fields.target };
-    // A fan-in: the outcomes and counters stay readable; the snapshot goes (see commit-step.lua).
-    if (entry.fanOut) entry.fanOut.snapshot = '';
+    // A fan-in: the outcomes and counters stay readable; the snapshot and inputs go (see commit-step.lua).
+    if (entry.fanOut) {
+      entry.fanOut.snapshot = '';
+      this.inputs.delete(inputsKey(run.id, entry.fanOut.step));
+    }
     if (mode === 'completed') {
       if (fields.lastAction !== undefined) run.lastAction = fields.lastAction;
       this.finish(entry, 'completed', fields.now);
@@ -273,7 +279,6 @@ export class MemoryRunStore implements RunStore, RunEventSource {
     });
     run.startedAt ??= fields.now;
     entry.outcomes.clear();
-    const runs = fields.request.kind === 'runs';
     entry.fanOut = {
       request: encodeRequest(fields.request),
       snapshot: fields.snapshot,
@@ -282,38 +287,53 @@ export class MemoryRunStore implements RunStore, RunEventSource {
       ended: 0,
       failed: 0,
       step,
-      items: runs ? [] : (fields.perChild as Json[]).map((item) => encodeJson(item ?? null)),
+      ...(fields.childTarget ? { childTarget: { ...fields.childTarget } } : {}),
+      at: fields.now,
     };
-    if (runs) {
-      (fields.perChild as string[]).forEach((checkpoint, index) => {
-        const id = childRunId(run.id, step, index);
-        this.runs.set(id, {
-          run: {
-            id,
-            flow: run.flow,
-            fingerprint: run.fingerprint,
-            status: 'queued',
-            step: 0,
-            attempt: 0,
-            checkpoint,
-            target: { ...fields.childTarget! },
-            createdAt: fields.now,
-            updatedAt: fields.now,
-            parent: { id: run.id, step, index },
-            parkCount: 0,
-            replay: { sent: 0 },
-          },
-          errors: [],
-          conflicts: [],
-          outcomes: new Map(),
-          reserved: new Map(),
-          history: [],
-          stream: [],
-        });
-      });
-    }
     this.changed(run.id);
     return { result: 'committed', wakes };
+  }
+
+  async stageInputs(runId: string, step: number, firstIndex: number, inputs: readonly string[]): Promise<void> {
+    const key = inputsKey(runId, step);
+    const staged = this.inputs.get(key) ?? [];
+    inputs.forEach((input, i) => (staged[firstIndex + i] = input));
+    this.inputs.set(key, staged);
+  }
+
+  async createChildren(parentId: string, parentStep: number, indices: readonly number[]): Promise<void> {
+    const parent = this.runs.get(parentId);
+    const fanOut = parent?.fanOut;
+    const inputs = this.inputs.get(inputsKey(parentId, parentStep));
+    if (!parent || !fanOut || fanOut.step !== parentStep || !inputs || !fanOut.childTarget) return;
+    for (const index of indices) {
+      const id = childRunId(parentId, parentStep, index);
+      const checkpoint = inputs[index];
+      if (this.runs.has(id) || checkpoint === undefined) continue;
+      this.runs.set(id, {
+        run: {
+          id,
+          flow: parent.run.flow,
+          fingerprint: parent.run.fingerprint,
+          status: 'queued',
+          step: 0,
+          attempt: 0,
+          checkpoint,
+          target: { ...fanOut.childTarget },
+          createdAt: this.clock.now(),
+          updatedAt: this.clock.now(),
+          parent: { id: parentId, step: parentStep, index },
+          parkCount: 0,
+          replay: { sent: 0 },
+        },
+        errors: [],
+        conflicts: [],
+        outcomes: new Map(),
+        reserved: new Map(),
+        history: [],
+        stream: [],
+      });
+    }
   }
 
   async childEnded(
@@ -487,17 +507,27 @@ export class MemoryRunStore implements RunStore, RunEventSource {
     const entry = this.runs.get(parentId);
     const fanOut = entry?.fanOut;
     if (!entry || !fanOut) return undefined;
-    const { total, started, ended, failed, step } = fanOut;
+    const { total, started, ended, failed, step, childTarget } = fanOut;
     const { flow, fingerprint } = entry.run;
-    return { request: decodeRequest(fanOut.request), total, started, ended, failed, step, flow, fingerprint };
+    return {
+      request: decodeRequest(fanOut.request),
+      total,
+      started,
+      ended,
+      failed,
+      step,
+      flow,
+      fingerprint,
+      ...(childTarget ? { childTarget: { ...childTarget } } : {}),
+    };
   }
 
   async snapshotOf(parentId: string): Promise<string | undefined> {
     return this.runs.get(parentId)?.fanOut?.snapshot || undefined;
   }
 
-  async itemOf(parentId: string, index: number): Promise<Json | undefined> {
-    const item = this.runs.get(parentId)?.fanOut?.items[index];
+  async itemOf(parentId: string, step: number, index: number): Promise<Json | undefined> {
+    const item = this.inputs.get(inputsKey(parentId, step))?.[index];
     return item === undefined ? undefined : decodeJson(item);
   }
 
@@ -681,6 +711,7 @@ export class MemoryRunStore implements RunStore, RunEventSource {
     if (entry.idempotencyKey !== undefined && this.idempotency.get(entry.idempotencyKey) === runId) {
       this.idempotency.delete(entry.idempotencyKey);
     }
+    if (entry.fanOut) this.inputs.delete(inputsKey(runId, entry.fanOut.step));
     this.runs.delete(runId);
     this.streamGrew(runId); // its followers find it gone
   }
@@ -757,6 +788,10 @@ export class MemoryRunStore implements RunStore, RunEventSource {
       for (const listener of this.listeners) call(listener);
     });
   }
+}
+
+function inputsKey(runId: string, step: number): string {
+  return `${runId}:${step}`;
 }
 
 /** Whether the run still stands where a step started: same step counter and same park count. */

@@ -115,8 +115,10 @@ redis.call('HDEL', runKey, 'replay', 'stepStartedAt')
 if checkpoint ~= '' then redis.call('HSET', runKey, 'checkpoint', checkpoint) end
 if type(o.target) == 'string' then redis.call('HSET', runKey, 'target', o.target) end
 -- A fan-in: the children's outcomes and the fan-out's counters stay readable (engine.children)
--- until the run expires; the snapshot they started from goes (the largest part, and merged now).
-redis.call('HDEL', KEYS[4], 'snapshot')
+-- until the run expires; the snapshot they started from and their inputs go (merged now).
+local inputs = redis.call('HGET', KEYS[4], 'inputs')
+if inputs then redis.call('UNLINK', inputs) end
+redis.call('HDEL', KEYS[4], 'snapshot', 'inputs')
 
 if mode == 'completed' then
   if type(o.lastAction) == 'string' then redis.call('HSET', runKey, 'lastAction', o.lastAction) end

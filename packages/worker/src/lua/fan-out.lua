@@ -1,11 +1,13 @@
 --[[
   Commits a step that fanned out: the parent waits (no worker holds it) until its last child has
-  ended. For child runs, creates their records (`<parent id>.<step>.<index>`), each holding its
-  checkpoint as a delta against the snapshot stored here once.
+  ended. The children's inputs were staged before (a chunk at a time: no script grows with the
+  fan-out); they are kept now, and child run records are made as children start
+  (create-children.lua), each with its checkpoint as a delta against the snapshot stored here once.
 
   KEYS[1] run hash           KEYS[2] run error list      KEYS[3] run conflict list
   KEYS[4] run fan-out hash   KEYS[5] run outcome hash    KEYS[6] run reserved-messages hash
   KEYS[7] run step-history list  KEYS[8] run stream
+  KEYS[9] the fan-out's staged inputs (hash, written by the caller before this commit)
 
   ARGV[1] options, JSON:
     at         expected step counter, ':' and the expected park count (see atStep)
@@ -15,14 +17,12 @@
     record     the step's history record JSON        maxRecords  history records kept
     retention  seconds a finished run is kept
     flow, fingerprint              the parent's flow and graph fingerprint (its children's too)
-    runPrefix  key prefix of run hashes        childTarget  runs: the children's first target JSON
+    childTarget  runs: the children's first target JSON
     mailboxPrefix, waitersPrefix   key prefixes of mailboxes and their waiter sets
     outbox     the step's sends, { address, message JSON } pairs
   ARGV[2] the parent's checkpoint (waiting)    ARGV[3] its target JSON
   ARGV[4] the fan-out request JSON (without per-child data)
   ARGV[5] the snapshot: the parent's shared when it fanned out
-  ARGV[6..] runs: each child's first checkpoint; items: each item's JSON (`i<index>` on the
-            fan-out hash)
 
   Returns { code, wakes }:
     code 1 committed (the parent's step counter is now at + 1)
@@ -50,21 +50,10 @@ local step = redis.call('HINCRBY', runKey, 'step', 1)
 redis.call('HSET', runKey, 'status', 'waiting', 'attempt', 0, 'checkpoint', ARGV[2], 'target', ARGV[3], 'updatedAt', now)
 redis.call('HSETNX', runKey, 'startedAt', now)
 redis.call('DEL', KEYS[4], KEYS[5])
-local total = tonumber(o.total)
-redis.call('HSET', KEYS[4], 'request', ARGV[4], 'snapshot', ARGV[5], 'total', total, 'started', o.startNow,
-  'ended', 0, 'failed', 0, 'step', step, 'kind', o.kind)
-
-if o.kind == 'runs' then
-  for index = 0, total - 1 do
-    local childKey = o.runPrefix .. runId .. '.' .. step .. '.' .. index
-    redis.call('HSET', childKey, 'flow', o.flow, 'fingerprint', o.fingerprint, 'status', 'queued', 'step', 0,
-      'attempt', 0, 'createdAt', now, 'updatedAt', now, 'parentId', runId, 'parentStep', step,
-      'childIndex', index, 'target', o.childTarget, 'checkpoint', ARGV[6 + index])
-  end
-else
-  for index = 0, total - 1 do
-    redis.call('HSET', KEYS[4], 'i' .. index, ARGV[6 + index])
-  end
-end
+redis.call('PERSIST', KEYS[9])
+redis.call('HSET', KEYS[4], 'request', ARGV[4], 'snapshot', ARGV[5], 'total', o.total, 'started', o.startNow,
+  'ended', 0, 'failed', 0, 'step', step, 'kind', o.kind, 'inputs', KEYS[9], 'flow', o.flow,
+  'fingerprint', o.fingerprint, 'at', now)
+if type(o.childTarget) == 'string' then redis.call('HSET', KEYS[4], 'childTarget', o.childTarget) end
 changed(runKey, runId, o)
 return { 1, wakes }

@@ -8,11 +8,13 @@
   ARGV[2..] pairs of flow name and graph fingerprint this worker runs
   Returns: the hash as a flat list of fields and values (empty when there is no such run)
 ]]
-local run = redis.call('HMGET', KEYS[1], 'status', 'flow', 'fingerprint')
+local run = redis.call('HMGET', KEYS[1], 'status', 'flow', 'fingerprint', 'createdAt')
 if run[1] == 'queued' then
+  -- Never before its creation, which another process stamped on its own reading of the clock.
+  local now = string.format('%d', math.max(tonumber(ARGV[1]), tonumber(run[4]) or 0))
   for i = 2, #ARGV, 2 do
     if ARGV[i] == run[2] and ARGV[i + 1] == run[3] then
-      redis.call('HSET', KEYS[1], 'status', 'running', 'startedAt', ARGV[1], 'updatedAt', ARGV[1])
+      redis.call('HSET', KEYS[1], 'status', 'running', 'startedAt', now, 'updatedAt', now)
       break
     end
   end

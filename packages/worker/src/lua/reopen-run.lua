@@ -52,6 +52,8 @@ redis.call('HINCRBY', KEYS[1], 'retries', 1)
 for i = 1, 8 do redis.call('PERSIST', KEYS[i]) end
 local idempotencyKey = redis.call('HGET', KEYS[1], 'idempotencyKey')
 if idempotencyKey then redis.call('PERSIST', idempotencyKey) end
+local inputs = redis.call('HGET', KEYS[4], 'inputs')
+if inputs then redis.call('PERSIST', inputs) end
 redis.call('ZREM', o.expiries, o.runId)
 changed(KEYS[1], o.runId, o)
 return { 1, status, indices }

@@ -38,6 +38,8 @@ local function finish(keys, runId, status, now, o)
     for _, key in ipairs(keys) do redis.call('EXPIRE', key, ttl) end
     local idempotencyKey = redis.call('HGET', keys[1], 'idempotencyKey')
     if idempotencyKey then redis.call('EXPIRE', idempotencyKey, ttl) end
+    local inputs = redis.call('HGET', keys[4], 'inputs') -- the staged inputs of its fan-out, if any
+    if inputs then redis.call('EXPIRE', inputs, ttl) end
     if not child then
       redis.call('ZADD', o.expiries, string.format('%d', tonumber(now) + ttl * 1000), runId)
       -- A few ids of runs expired by now leave the index with each end: it never outgrows its runs.
