@@ -125,6 +125,15 @@ export class StepDriver {
     const run = cached ?? (await this.store.loadForStep(task.runId, this.runnable));
     if (!run) return DONE; // expired or never started
     const parked = run.status === 'waiting' && run.replay.parked !== undefined;
+    if (task.type === 'wake' && task.park > run.parkCount && task.step === run.step && !isFinal(run.status)) {
+      // The wake is added before its park commits (see park): one due at once (its deadline has
+      // passed) may come first. It waits a moment rather than being dropped.
+      return {
+        type: 'defer',
+        delayMs: 100,
+        reason: `wake ${task.park} of run '${run.id}' came before its park committed`,
+      };
+    }
     if (task.type === 'wake' && task.park !== run.parkCount) {
       // A wake of an earlier park: the run has parked again or moved on since.
       if (isFinal(run.status)) await this.ensureProgress(run);
