@@ -40,6 +40,24 @@ export async function retryRun(
 }
 
 /**
+ * A child that completed after its parent had ended (failed fast, or was cancelled) was not
+ * recorded on it, and a retry of the parent counts it among the children to run again: it is not
+ * run again; a task of its step lets the step driver report its end to the reopened parent
+ * (`ensureProgress` → `reportEnded`).
+ */
+async function reportAgain(
+  store: RunStore,
+  scheduler: Scheduler,
+  childId: string,
+  retry: number | undefined,
+): Promise<void> {
+  const child = await store.load(childId);
+  if (!child) return;
+  await scheduler.forgetFailed([taskId({ type: 'step', runId: childId, step: child.step })]);
+  await scheduler.addStep(childId, child.step, child.target, retry);
+}
+
+/**
  * Adds what a reopened run needs to go on: its step (`addTasks`), or, for one waiting on a
  * fan-out, its children reopened in turn; the children started before are added again, the others
  * wait for their turn, and a fan-out whose children had all completed gets its fan-in. The tasks
@@ -65,8 +83,10 @@ async function goOn(
   const started = (index: number): boolean => addTasks && index < fanOut.started;
   if (fanOut.request.kind === 'runs') {
     for (const index of reopenedChildren) {
-      const reply = await store.reopen(childRunId(run.id, run.step, index));
+      const childId = childRunId(run.id, run.step, index);
+      const reply = await store.reopen(childId);
       if (reply.result === 'reopened') await goOn(store, scheduler, reply.run, reply.reopenedChildren, started(index));
+      else if (reply.result === 'completed') await reportAgain(store, scheduler, childId, run.retries);
     }
     return;
   }
