@@ -149,6 +149,7 @@ async function main(): Promise<void> {
       if (!interrupt.signal.aborted) throw error;
       throw new CommandExit(`interrupted: ${error instanceof Error ? error.message : String(error)}`, 130);
     });
+    live.flush();
     console.log(formatTranscript(game.transcript));
   } finally {
     clearTimeout(hint);
