@@ -25,7 +25,13 @@ export {
   NodeTimeoutError,
   type QueueflowErrorCode,
 } from './errors/queueflow-error.js';
-export { toErrorRecord, fromErrorRecord, type ErrorRecord } from './errors/error-record.js';
+export {
+  toErrorRecord,
+  fromErrorRecord,
+  MAX_ERROR_MESSAGE_CHARS,
+  MAX_ERROR_STACK_CHARS,
+  type ErrorRecord,
+} from './errors/error-record.js';
 export { defineFlow, type FlowDefinition, type FlowsOption } from './interpreter/flow-definition.js';
 export type {
   Engine,

@@ -3,6 +3,7 @@ import { backoffDelayMs, checkBackoff, type BackoffOptions } from './backoff.js'
 import type { MaybePromise, NonIterableObject, ParamsObject } from './types.js';
 import { checkMaxRetries, checkOptionalPositiveInteger, checkWaitOptions, invalidOption } from './validate-options.js';
 import { NodeTimeoutError } from '../errors/queueflow-error.js';
+import { toErrorRecord } from '../errors/error-record.js';
 
 /** Options of {@link Node} beyond PocketFlow's positional `(maxRetries, wait)`. */
 export interface NodeOptions {
@@ -165,9 +166,20 @@ export class Node<S = unknown, P extends ParamsObject = NonIterableObject> exten
   }
 }
 
-/** `error` if it is an Error, else an Error whose message shows it and whose `cause` is it. */
+/**
+ * `error` if it is an Error, else an Error whose `cause` is it and which says what it says (a
+ * thrown object's own `message`, `name`, `code` and `retryable: false`, else its JSON:
+ * {@link toErrorRecord}).
+ */
 export function asError(error: unknown): Error {
-  return error instanceof Error ? error : new Error(String(error), { cause: error });
+  if (error instanceof Error) return error;
+  const record = toErrorRecord(error);
+  const wrapped = Object.assign(new Error(record.message, { cause: error }), {
+    code: record.code,
+    ...(record.retryable ? {} : { retryable: false }),
+  });
+  wrapped.name = record.name;
+  return wrapped;
 }
 
 function sleep(ms: number, abort?: AbortSignal): Promise<void> {

@@ -36,23 +36,62 @@ export interface RunError {
 }
 
 /**
+ * The longest `message` an {@link ErrorRecord} keeps, in characters (UTF-16 code units); the rest
+ * is cut and said to be cut. An error's text lands on the run record, in the error history, in
+ * logs, the CLI and the studio: a node that throws a 5 MB message must not make each of them 5 MB.
+ */
+export const MAX_ERROR_MESSAGE_CHARS = 4_096;
+
+/** The longest `stack` an {@link ErrorRecord} keeps, in characters (see {@link MAX_ERROR_MESSAGE_CHARS}). */
+export const MAX_ERROR_STACK_CHARS = 16_384;
+
+/**
  * Turns anything thrown into an {@link ErrorRecord}. Its `code` is the error's own when that is a
  * non-empty string (every {@link QueueflowError} has one), else `NODE_FAILED`: an error that ends a
- * run always carries a code.
+ * run always carries a code. Something thrown that is not an `Error` keeps what it says: an
+ * object's own `message`, `name` and `code` when they are strings, else its JSON. The message and
+ * the stack are cut to {@link MAX_ERROR_MESSAGE_CHARS} and {@link MAX_ERROR_STACK_CHARS}.
  */
 export function toErrorRecord(error: unknown, extra: Partial<ErrorRecord> = {}): ErrorRecord {
   if (error instanceof Error) {
     const retryable = (error as { retryable?: unknown }).retryable;
     return {
       name: error.name,
-      message: error.message,
+      message: cut(error.message, MAX_ERROR_MESSAGE_CHARS),
       code: codeOf(error),
-      stack: error.stack,
+      stack: error.stack === undefined ? undefined : cut(error.stack, MAX_ERROR_STACK_CHARS),
       retryable: retryable !== false,
       ...extra,
     };
   }
-  return { name: 'Error', message: String(error), code: DEFAULT_CODE, retryable: true, ...extra };
+  const fields = typeof error === 'object' && error !== null ? (error as Record<string, unknown>) : {};
+  const text = (value: unknown): string | undefined => (typeof value === 'string' && value !== '' ? value : undefined);
+  return {
+    name: text(fields.name) ?? 'Error',
+    message: cut(text(fields.message) ?? describe(error), MAX_ERROR_MESSAGE_CHARS),
+    code: text(fields.code) ?? DEFAULT_CODE,
+    retryable: fields.retryable !== false,
+    ...extra,
+  };
+}
+
+/** What a thrown non-`Error` says: a string as it is, an object as JSON, anything else by `String`. */
+function describe(thrown: unknown): string {
+  if (typeof thrown === 'string') return thrown;
+  if (typeof thrown === 'object' && thrown !== null) {
+    try {
+      const json = JSON.stringify(thrown);
+      if (json !== undefined && json !== '{}') return json;
+    } catch {
+      // a cycle or a BigInt: String() below
+    }
+  }
+  return String(thrown);
+}
+
+/** `text` cut to `max` characters, saying how many were cut. */
+function cut(text: string, max: number): string {
+  return text.length <= max ? text : `${text.slice(0, max)}… (${text.length - max} more characters cut)`;
 }
 
 /** The code of an error thrown without one. */

@@ -167,12 +167,18 @@ function listCommand(): Command {
           for (const run of runs) {
             const at = new Date(run.createdAt).toISOString();
             console.log(
-              `${run.id}  ${run.flow}  ${run.status.padEnd(9)}  steps ${run.steps}  ${at}${run.error ? `  ${run.error.message}` : ''}`,
+              `${run.id}  ${run.flow}  ${run.status.padEnd(9)}  steps ${run.steps}  ${at}${run.error ? `  ${firstLine(run.error.message)}` : ''}`,
             );
           }
         });
       },
     );
+}
+
+/** A list shows one line per run: an error's first line, at most 120 characters (`status <id>` shows it whole). */
+function firstLine(message: string, max = 120): string {
+  const line = message.split('\n', 1)[0]!;
+  return line.length > max || line.length < message.length ? `${line.slice(0, max)}…` : line;
 }
 
 /** The newest runs matching the filters, created at `since` or later (runs come newest first). */
