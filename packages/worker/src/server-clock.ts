@@ -6,6 +6,12 @@ import type { Clock } from '@queueflow/runtime';
 const SKEW_WARNING_MS = 1000;
 
 /**
+ * A `TIME` whose round trip took longer than this, in ms, says nothing about the offset (the
+ * server was restarting or stalled, or the reply waited behind a reconnect): it is not used.
+ */
+const MAX_SAMPLE_RTT_MS = 500;
+
+/**
  * The Redis server's clock, as seen from this process: this machine's clock plus the offset to
  * the server's `TIME`, measured at `sync` (half the round trip assumed each way). Every deadline
  * and timestamp queueflow computes on a client or worker comes from it, so that a machine whose
@@ -26,11 +32,15 @@ export class ServerClock implements Clock {
     private readonly local: Clock,
   ) {}
 
-  /** Measures the offset to the server's clock again; returns it, in ms. */
+  /**
+   * Measures the offset to the server's clock again; returns it, in ms. A sample whose round trip
+   * took over half a second (a server restarting, a reconnect) is dropped: the offset stays.
+   */
   async sync(): Promise<number> {
     const before = this.local.now();
     const [seconds, micros] = await this.redis.time();
     const after = this.local.now();
+    if (after - before > MAX_SAMPLE_RTT_MS) return this.offsetMs;
     const server = Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
     this.offsetMs = Math.round(server - (before + after) / 2);
     if (Math.abs(this.offsetMs) > SKEW_WARNING_MS && !this.warned) {
