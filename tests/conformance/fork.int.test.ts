@@ -163,7 +163,10 @@ describe.each(engines)('%s: fork', (name) => {
     const source = await engine.run<S>(abcd, { token: `refused-${name}`, value: 2 });
     const refused = { code: 'INVALID_OPTION' };
     await expect(engine.fork(source.id, { step: 5 })).rejects.toMatchObject(refused);
-    await expect(engine.fork(source.id, { step: 4 })).rejects.toMatchObject(refused); // it had ended there
+    await expect(engine.fork(source.id, { step: 4 })).rejects.toMatchObject({
+      ...refused,
+      message: expect.stringContaining('fork at a step from 0 to 3') as unknown,
+    }); // it had ended there
     await expect(engine.fork(source.id, { step: -1 })).rejects.toMatchObject(refused);
     await expect(
       engine.fork(source.id, { step: 2, patch: [{ op: 'remove', path: '/missing' }] }),
@@ -171,6 +174,10 @@ describe.each(engines)('%s: fork', (name) => {
     await expect(
       engine.fork(source.id, { step: 2, patch: [{ op: 'test', path: '/value', value: 3 }] }),
     ).rejects.toMatchObject(refused);
+    await expect(
+      engine.fork(source.id, { step: 2, patch: [{ op: 'add', path: '/__proto__/polluted', value: 1 }] }),
+    ).rejects.toMatchObject({ ...refused, message: expect.stringContaining("'__proto__'") as unknown });
+    expect(({} as Record<string, unknown>).polluted).toBeUndefined();
     await expect(engine.fork('no-such-run', { step: 0 })).rejects.toMatchObject({ code: 'RUN_NOT_FOUND' });
     expect((await engine.list()).map((run) => run.id)).toEqual([source.id]); // nothing was started
   });

@@ -49,7 +49,7 @@ export class TimeTravel {
     if (checkpoint.frames.length === 0) {
       throw new QueueflowError(
         'INVALID_OPTION',
-        `run '${runId}' had ended after step ${options.step}: fork at an earlier step`,
+        `run '${runId}' ended after step ${options.step}, so a fork from there has nothing to run: fork at a step from 0 to ${options.step - 1}`,
         { retryable: false },
       );
     }
@@ -89,7 +89,21 @@ export class TimeTravel {
   }
 }
 
+/** A JSON Pointer through a key that would reach an object's prototype (json.ts refuses such keys in `shared`). */
+const BANNED_POINTER = /(^|\/)(__proto__|constructor\/prototype)(\/|$)/;
+
 function patched(shared: JsonObject, patch: PatchOperation[], runId: string): JsonObject {
+  for (const [index, operation] of patch.entries()) {
+    const pointers = [operation.path, (operation as { from?: unknown }).from];
+    const banned = pointers.find((pointer) => typeof pointer === 'string' && BANNED_POINTER.test(pointer));
+    if (banned !== undefined) {
+      throw new QueueflowError(
+        'INVALID_OPTION',
+        `the patch for a fork of run '${runId}' names ${JSON.stringify(banned)} at operation ${index}: '__proto__' and 'constructor/prototype' cannot be keys of shared`,
+        { retryable: false },
+      );
+    }
+  }
   const problem = jsonPatch.validate(patch, shared);
   if (problem) {
     throw new QueueflowError(
