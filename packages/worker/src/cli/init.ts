@@ -1,4 +1,4 @@
-import { copyFileSync, existsSync, mkdirSync, readdirSync, statSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Command } from 'commander';
@@ -40,14 +40,48 @@ export function initCommand(): Command {
         [
           '',
           'Next:',
-          ...(cd === '' ? [] : [`  cd ${/\s/.test(cd) ? JSON.stringify(cd) : cd}`]),
-          '  npm install',
+          ...(cd === '' ? [] : [`  cd ${quoted(cd)}`]),
+          ...installLines(target),
           '  npm run dev       # the flow embedded, in this process',
           '  npm run worker    # a worker on Redis (REDIS_URL, default redis://127.0.0.1:6379)',
           '  npm start         # in another terminal: a run on Redis, waited for',
         ].join('\n'),
       );
     });
+}
+
+/**
+ * How to install the packages: from the registry once they are published; until then from the
+ * tarballs `npm pack` makes in the queueflow repository (named when this CLI runs from one).
+ */
+function installLines(target: string): string[] {
+  const tarballs = ['runtime', 'worker'].map((name) => `queueflow-${name}-${QUEUEFLOW_VERSION}.tgz`);
+  if (REPOSITORY_DIR === undefined) {
+    return [
+      '  npm install       # @queueflow/* from the npm registry; before they are published, install the',
+      `                    # tarballs of 'npm pack -w @queueflow/runtime -w @queueflow/worker' instead: ${tarballs.join(' ')}`,
+    ];
+  }
+  const repository = path.relative(target, REPOSITORY_DIR) || '.';
+  return [
+    `  (cd ${quoted(repository)} && npm pack -w @queueflow/runtime -w @queueflow/worker)   # not on the npm registry yet`,
+    `  npm install ${tarballs.map((file) => quoted(path.join(repository, file))).join(' ')}   # and the dev tools`,
+  ];
+}
+
+/** The queueflow repository this CLI runs from (its workspace), or undefined when installed from a tarball or the registry. */
+const REPOSITORY_DIR = ((): string | undefined => {
+  const root = fileURLToPath(new URL('../../../../', import.meta.url));
+  try {
+    const manifest = JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8')) as { name?: unknown };
+    return manifest.name === 'queueflow' && existsSync(path.join(root, 'packages', 'runtime')) ? root : undefined;
+  } catch {
+    return undefined;
+  }
+})();
+
+function quoted(file: string): string {
+  return /[\s'"$]/.test(file) ? JSON.stringify(file) : file;
 }
 
 /**

@@ -64,7 +64,12 @@ function runCommand(): Command {
               console.log(handle.id);
               return;
             }
-            console.error(`run ${handle.id} started`);
+            // With a key, the run may be one an earlier start made: say which run, not that it started.
+            console.error(
+              options.idempotencyKey === undefined
+                ? `run ${handle.id} started`
+                : `run ${handle.id} (idempotency key '${options.idempotencyKey}': this key's run, new or started before)`,
+            );
             const result = await awaitResult(engine, handle.id, options);
             console.log(JSON.stringify(result, null, 2));
             process.exitCode = result.status === 'completed' ? 0 : 1;
