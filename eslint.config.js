@@ -18,7 +18,7 @@ export default defineConfig(
         projectService: {
           // The root's TypeScript config files, which no package tsconfig.json includes, and the
           // plain-JavaScript preload worker processes of the tracing test import before tsx.
-          allowDefaultProject: ['*.config.ts', 'tests/tracing/*.mjs'],
+          allowDefaultProject: ['*.config.ts', 'tests/tracing/*.mjs', 'tests/clock/*.mjs'],
         },
         tsconfigRootDir: import.meta.dirname,
       },

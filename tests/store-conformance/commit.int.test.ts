@@ -128,6 +128,20 @@ describe.each(stores)('%s: commit', (name) => {
     expect((await h.store.record(run.id))?.errors.map((e) => e.message)).toEqual(['try 0', 'try 1']);
   });
 
+  it('retry keeps when the next try is due (retryAt) until the step commits', async () => {
+    const h = await open();
+    const run = await h.started();
+    const now = h.now();
+    await h.store.commit(run, 'retry', { errorRecords: [errorRecord('try 0')], retryAt: now + 2000, now });
+    const retried = (await h.load(run.id))!;
+    expect(retried.retryAt).toBe(now + 2000);
+    await h.store.commit(retried, 'retry', { errorRecords: [errorRecord('try 1')], retryAt: now + 5000, now });
+    const again = (await h.load(run.id))!;
+    expect(again.retryAt).toBe(now + 5000);
+    await h.store.commit(again, 'next', { checkpoint: checkpoint({}), target: target('b'), now: h.now() });
+    expect((await h.load(run.id))!.retryAt).toBeUndefined();
+  });
+
   it('completed moves the step counter on and ends the run with its last action', async () => {
     const h = await open();
     const run = await h.started();

@@ -189,6 +189,7 @@ export class RedisRunStore implements RunStore {
       mode,
       ...(fields.record === undefined ? {} : { record: fields.record }),
       ...(fields.stepStartedAt === undefined ? {} : { stepStartedAt: fields.stepStartedAt }),
+      ...(fields.retryAt === undefined ? {} : { retryAt: fields.retryAt }),
       ...(fields.target ? { target: encodeTarget(fields.target) } : {}),
       errors: records.map(encodeErrorRecord),
       ...(mode === 'failed' && last?.attempt !== undefined ? { lastAttempt: last.attempt } : {}),

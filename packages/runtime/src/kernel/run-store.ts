@@ -240,6 +240,11 @@ export interface StoredRun {
    * record's `startedAt`. Cleared when the step commits, and when the run is reopened.
    */
   stepStartedAt?: number;
+  /**
+   * When the current step's next try is due (epoch ms on the store's clock), after a failed try
+   * set it to wait. Cleared when the step commits, and when the run is reopened.
+   */
+  retryAt?: number;
   /** The trace context of the run's start (W3C traceparent); a fan-out child has its parent's request's. */
   trace?: string;
 }
@@ -266,7 +271,8 @@ export interface RunRecord {
  * a cancel ends a run at once, so a step of a cancelled run commits nothing):
  * - `next`: the new checkpoint and target, step counter + 1, attempt 0, no `stepStartedAt`; the
  *   step's reserved messages are consumed and its sends delivered.
- * - `retry`: the checkpoint (the visit's prep result kept), attempt + 1, `stepStartedAt` if unset.
+ * - `retry`: the checkpoint (the visit's prep result kept), attempt + 1, `stepStartedAt` if unset,
+ *   `retryAt`.
  * - `completed`: as `next`, then the run ends `completed` with its last action.
  * - `failed`: only the error (the checkpoint may hold a half-done step); reserved messages go
  *   back to their mailboxes.
@@ -287,6 +293,8 @@ export interface CommitFields {
   record?: string;
   /** Mode `retry`: when the step's first try began, kept as `stepStartedAt` unless set already. Epoch ms. */
   stepStartedAt?: number;
+  /** Mode `retry`: when the next try is due (epoch ms), kept as `retryAt`. */
+  retryAt?: number;
   /** Epoch ms. */
   now: number;
 }

@@ -56,6 +56,12 @@ interface StepStart {
 const DONE: TaskResult = { type: 'done' };
 
 /**
+ * A try that comes this early or less before its retry wait ends runs (ms): clocks measured
+ * against the Redis server's agree to a few ms, and a deferral costs a round through the delayed set.
+ */
+const RETRY_EARLY_TOLERANCE_MS = 50;
+
+/**
  * The step driver (DESIGN "The run kernel"): takes one task of a run, with the step interpreter,
  * and turns its outcome into the store's atomic transitions and the scheduler's next tasks. It is
  * the one place where the rules of the run lifecycle are written; every engine runs its runs
@@ -155,6 +161,17 @@ export class StepDriver {
     if (isFinal(run.status) || run.step !== task.step) {
       await this.ensureProgress(run);
       return DONE;
+    }
+    const earlyMs = (run.retryAt ?? 0) - this.options.clock.now();
+    if (task.type === 'step' && earlyMs > RETRY_EARLY_TOLERANCE_MS) {
+      // The scheduler's delay ran on the clock of the worker that let the try go (BullMQ's
+      // delayed jobs), which can be ahead of the one that set the wait: the wait is kept on
+      // this driver's clock (the Redis server's, on RedisEngine) and the rest of it deferred.
+      return {
+        type: 'defer',
+        delayMs: earlyMs,
+        reason: `try ${run.attempt + 1} of step ${run.step} of run '${run.id}' came ${earlyMs} ms before its retry wait ended`,
+      };
     }
     const graph = await this.graphFor(run);
     if (typeof graph === 'string') return { type: 'defer', delayMs: this.options.refusalDelayMs, reason: graph };
@@ -338,6 +355,7 @@ export class StepDriver {
           checkpoint,
           errorRecords: outcome.errors,
           stepStartedAt: start.startedAt,
+          retryAt: now + outcome.delayMs,
           now,
         });
         return result === 'committed' ? { type: 'retry', delayMs: outcome.delayMs, error: outcome.error } : DONE;

@@ -211,6 +211,7 @@ export class MemoryRunStore implements RunStore, RunEventSource {
     if (mode === 'retry') {
       if (fields.checkpoint) run.checkpoint = fields.checkpoint;
       if (fields.stepStartedAt !== undefined) run.stepStartedAt ??= fields.stepStartedAt;
+      if (fields.retryAt !== undefined) run.retryAt = fields.retryAt;
       run.attempt++;
       run.status = 'running';
       return { result: 'committed', wakes };
@@ -235,6 +236,7 @@ export class MemoryRunStore implements RunStore, RunEventSource {
     run.step++;
     run.attempt = 0;
     delete run.stepStartedAt;
+    delete run.retryAt;
     run.replay = { sent: 0 };
     if (fields.checkpoint) run.checkpoint = fields.checkpoint;
     if (fields.target) run.target = { ...fields.target };
@@ -269,6 +271,7 @@ export class MemoryRunStore implements RunStore, RunEventSource {
     if (fields.record !== undefined) this.pushRecord(entry, fields.record);
     run.replay = { sent: 0 };
     delete run.stepStartedAt;
+    delete run.retryAt;
     const step = ++run.step;
     Object.assign(run, {
       status: 'waiting',
@@ -441,6 +444,7 @@ export class MemoryRunStore implements RunStore, RunEventSource {
     delete run.error;
     delete run.finishedAt;
     delete run.stepStartedAt;
+    delete run.retryAt;
     run.attempt = 0;
     run.retries = (run.retries ?? 0) + 1;
     run.updatedAt = this.clock.now();

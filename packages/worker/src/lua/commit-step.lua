@@ -21,6 +21,7 @@
     conflicts     merge conflicts to append, each JSON
     record        the step's history record JSON (modes next and completed)
     stepStartedAt for mode retry: when the step's first try began (epoch ms), kept unless set
+    retryAt       for mode retry: when the next try is due (epoch ms)
     maxRecords    history records kept
     retention     seconds a finished run is kept      maxErrors  error records kept
     channel       events channel     changes  changes channel     runId
@@ -89,6 +90,7 @@ redis.call('HDEL', runKey, 'refusal') -- a worker with the right code has taken 
 if mode == 'retry' then
   if checkpoint ~= '' then redis.call('HSET', runKey, 'checkpoint', checkpoint) end
   if o.stepStartedAt then redis.call('HSETNX', runKey, 'stepStartedAt', o.stepStartedAt) end
+  if o.retryAt then redis.call('HSET', runKey, 'retryAt', o.retryAt) end
   redis.call('HINCRBY', runKey, 'attempt', 1)
   redis.call('HSET', runKey, 'status', 'running')
   changed(runKey, runId, o)
@@ -111,7 +113,7 @@ deliverOutbox(o, o.outbox, wakes, retention)
 pushRecord(KEYS[7], o.record, o.maxRecords)
 redis.call('HINCRBY', runKey, 'step', 1)
 redis.call('HSET', runKey, 'attempt', 0)
-redis.call('HDEL', runKey, 'replay', 'stepStartedAt')
+redis.call('HDEL', runKey, 'replay', 'stepStartedAt', 'retryAt')
 if checkpoint ~= '' then redis.call('HSET', runKey, 'checkpoint', checkpoint) end
 if type(o.target) == 'string' then redis.call('HSET', runKey, 'target', o.target) end
 -- A fan-in: the children's outcomes and the fan-out's counters stay readable (engine.children)

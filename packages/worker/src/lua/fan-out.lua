@@ -44,7 +44,7 @@ leaveWaiters(runKey, o, runId)
 redis.call('DEL', KEYS[6])
 deliverOutbox(o, o.outbox, wakes, o.retention)
 pushRecord(KEYS[7], o.record, o.maxRecords)
-redis.call('HDEL', runKey, 'replay', 'stepStartedAt')
+redis.call('HDEL', runKey, 'replay', 'stepStartedAt', 'retryAt')
 
 local step = redis.call('HINCRBY', runKey, 'step', 1)
 redis.call('HSET', runKey, 'status', 'waiting', 'attempt', 0, 'checkpoint', ARGV[2], 'target', ARGV[3], 'updatedAt', now)

@@ -47,7 +47,7 @@ else
   status = 'queued'
 end
 redis.call('HSET', KEYS[1], 'status', status, 'attempt', 0, 'updatedAt', o.now)
-redis.call('HDEL', KEYS[1], 'error', 'finishedAt', 'stepStartedAt')
+redis.call('HDEL', KEYS[1], 'error', 'finishedAt', 'stepStartedAt', 'retryAt')
 redis.call('HINCRBY', KEYS[1], 'retries', 1)
 for i = 1, 8 do redis.call('PERSIST', KEYS[i]) end
 local idempotencyKey = redis.call('HGET', KEYS[1], 'idempotencyKey')
