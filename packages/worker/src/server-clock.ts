@@ -18,9 +18,10 @@ const MAX_SAMPLE_RTT_MS = 500;
  * clock is off neither shortens nor skips a wait another machine computed (a receive timeout,
  * a park's wake, a record's times). Delays stay relative (`setTimeout`).
  *
- * BullMQ's own delayed jobs (retry backoff, wakes) are scheduled on each machine's clock: keep
- * the machines' clocks in sync (NTP); a worker warns `QF_CLOCK_SKEW` when its clock is more than
- * a second off the server's.
+ * BullMQ's own delayed jobs (retry waits, wakes) are scored and promoted on each machine's clock:
+ * a try or wake promoted early is put back until its time on the server's clock (`retryAt`, the
+ * park's deadline), but one can still run late by the skew. Keep the machines' clocks in sync
+ * (NTP); a worker warns `QF_CLOCK_SKEW` when its clock is more than a second off the server's.
  */
 export class ServerClock implements Clock {
   private offsetMs = 0;
@@ -47,7 +48,7 @@ export class ServerClock implements Clock {
       this.warned = true;
       warn(
         'QF_CLOCK_SKEW',
-        `this machine's clock is ${(this.offsetMs / 1000).toFixed(1)} s off the Redis server's: queueflow's deadlines use the server's time, but BullMQ schedules delayed jobs (retry waits, wakes) on each machine's clock: sync the clocks (NTP)`,
+        `this machine's clock is ${(this.offsetMs / 1000).toFixed(1)} s off the Redis server's: queueflow's deadlines and retry waits use the server's time, but BullMQ's delayed jobs may run late by as much: sync the clocks (NTP)`,
       );
     }
     return this.offsetMs;
