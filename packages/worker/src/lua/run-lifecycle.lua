@@ -86,13 +86,14 @@ local function releaseValues(runKey, runId, expiresAt, now, o)
     if #last == 0 then
       redis.call('DEL', key, refs)
     elseif last[2] ~= 'inf' then
-      local at = string.format('%d', tonumber(last[2]) + 60000)
-      redis.call('PEXPIREAT', key, at)
-      redis.call('PEXPIREAT', refs, at)
+      -- Relative to `now` (the times are the callers', whose clock may differ from Redis' own).
+      local ttl = string.format('%d', tonumber(last[2]) - tonumber(now) + 60000)
+      redis.call('PEXPIRE', key, ttl)
+      redis.call('PEXPIRE', refs, ttl)
     end
   end
   if expiresAt <= tonumber(now) then redis.call('DEL', runValues)
-  else redis.call('PEXPIREAT', runValues, string.format('%d', expiresAt)) end
+  else redis.call('PEXPIRE', runValues, string.format('%d', expiresAt - tonumber(now))) end
 end
 
 -- Ends a run: status, timings, the end marker of its stream (after every entry its steps wrote:
