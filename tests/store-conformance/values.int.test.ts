@@ -65,9 +65,7 @@ describe.each(stores)('%s: values stored apart', (name) => {
     expect((await h.store.commit(run, 'next', { ...fields, values: claimOf({ [A]: TEXT_A }) })).result).toBe(
       'committed',
     );
-    expect((await h.store.commit(run, 'next', { ...fields, values: claimOf({ [B]: TEXT_B }) })).result).toBe(
-      'stale',
-    );
+    expect((await h.store.commit(run, 'next', { ...fields, values: claimOf({ [B]: TEXT_B }) })).result).toBe('stale');
     expect(await h.store.values([A, B])).toEqual([TEXT_A, undefined]);
   });
 

@@ -51,7 +51,9 @@ export function encodeCheckpoint(
 /** `patch` with the large values of its operations set apart. */
 export function externalizePatch(patch: PatchOperation[], claim: ClaimCheck): PatchOperation[] {
   return patch.map((operation) =>
-    'value' in operation ? ({ ...operation, value: claim.externalize(operation.value as Json) } as PatchOperation) : operation,
+    'value' in operation
+      ? ({ ...operation, value: claim.externalize(operation.value as Json) } as PatchOperation)
+      : operation,
   );
 }
 

@@ -434,7 +434,10 @@ export class RunClient {
         { retryable: false },
       );
     }
-    const whole = snapshot === undefined ? undefined : await this.values.inflateOf(snapshot, { id: run.parent!.id, flow: run.flow });
+    const whole =
+      snapshot === undefined
+        ? undefined
+        : await this.values.inflateOf(snapshot, { id: run.parent!.id, flow: run.flow });
     return decodeCheckpoint(
       await this.values.inflateOf(run.checkpoint, run),
       () => (whole === undefined ? undefined : decodeShared(whole)),

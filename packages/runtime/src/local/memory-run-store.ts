@@ -734,11 +734,6 @@ export class MemoryRunStore implements RunStore, RunEventSource {
     return hashes.map((hash) => this.stored.get(hash)?.text);
   }
 
-  /** Values stored apart now (for tests and tools). */
-  valueCount(): number {
-    return this.stored.size;
-  }
-
   /** Claims the values of `claim` for run `runId`, storing those not stored yet. */
   private claim(runId: string, claim: ValueClaim | undefined): void {
     const entry = this.runs.get(runId);
