@@ -96,11 +96,10 @@ export function refOf(value: Json | undefined): string | undefined {
 export class ClaimCheck {
   private readonly texts = new Map<string, string>();
 
-  /**
-   * @param limitBytes - values whose JSON is over this many bytes (UTF-8) are set apart;
-   *   `Infinity` sets nothing apart.
-   */
-  constructor(readonly limitBytes: number) {}
+  constructor(
+    /** Values whose JSON is over this many bytes (UTF-8) are set apart; `Infinity`: none. */
+    readonly limitBytes: number,
+  ) {}
 
   /** Whether encoded text this long may hold a value over the size (else nothing is walked). */
   mayHold(encoded: string): boolean {
