@@ -53,6 +53,8 @@ export interface EngineSetup {
   retentionMs?: number;
   /** LocalEngine's `retainFinishedRuns` (RedisEngine keeps runs by time: `retentionMs`). @defaultValue the engine's */
   retainFinishedRuns?: number;
+  /** `largeValueBytes` of the engine (and of RedisEngine's workers). @defaultValue the engine's (256 KiB) */
+  largeValueBytes?: number;
 }
 
 export interface EngineHarness {
@@ -112,6 +114,7 @@ export function useLocalEngine(): (test: string, options: EngineSetup) => Promis
       concurrency: options.concurrency ?? 4,
       ...(options.retainFinishedRuns === undefined ? {} : { retainFinishedRuns: options.retainFinishedRuns }),
       ...(options.maxStepRecords === undefined ? {} : { maxStepRecords: options.maxStepRecords }),
+      ...(options.largeValueBytes === undefined ? {} : { largeValueBytes: options.largeValueBytes }),
     });
     opened.push(engine);
     return {
@@ -136,6 +139,7 @@ function useRedisEngine(): (test: string, options: EngineSetup) => Promise<Engin
     const store = {
       ...(options.maxStepRecords === undefined ? {} : { maxStepRecords: options.maxStepRecords }),
       ...(options.retentionMs === undefined ? {} : { retentionMs: options.retentionMs }),
+      ...(options.largeValueBytes === undefined ? {} : { largeValueBytes: options.largeValueBytes }),
     };
     const redis = await setup(test, {
       flows: options.flows,

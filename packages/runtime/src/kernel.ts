@@ -70,6 +70,15 @@ export {
   type StoredStepRecord,
 } from './kernel/codec.js';
 export { systemClock } from './kernel/clock.js';
+export {
+  ClaimCheck,
+  DEFAULT_LARGE_VALUE_BYTES,
+  checkLargeValueBytes,
+  hasRefs,
+  refsIn,
+  type ValueClaim,
+} from './kernel/claim-check.js';
+export { LargeValues } from './kernel/large-values.js';
 export { compareStreamIds } from './stream/stream-entry.js';
 export { observeGauges, queueflowMetrics, type GaugeSource, type QueueflowMetrics } from './telemetry/metrics.js';
 export { newRunId } from './kernel/run-id.js';

@@ -1,14 +1,18 @@
 /**
  * Fan-out at size (issue 17), on `queueflow worker` processes: a ParallelBatchNode of N no-op items
  * (default 1,000,000) on 2 workers, with Redis `used_memory` (peak over the run, minus before) and
- * each worker's RSS sampled every 500 ms; and a ParallelBatchFlow of 8,000 children that all write one
- * key, with the time of its fan-in step (its history record). Redis' SLOWLOG (every command over
- * 1 ms, reset first) names the slowest command during both.
+ * each worker's RSS sampled every second and printed over time (ten points through the run); and a
+ * ParallelBatchFlow of 8,000 children that all write one key, with the time of its fan-in step (its
+ * history record). Redis' SLOWLOG (every command over 1 ms, reset before each, room for 100,000
+ * entries) names the slowest commands of each. The load average is printed beside: the figures are
+ * only as quiet as the machine. Use a Redis of its own (REDIS_URL) for used_memory and SLOWLOG to be
+ * this run's alone.
  *
  * Usage: tsx bench/fan-out-at-size.bench.ts [--items 1000000 --same-key 8000 --workers 2 --concurrency 50]
  * (needs `npm run build`; REDIS_URL selects Redis, whose slowlog threshold it changes and restores)
  */
 import { readFileSync } from 'node:fs';
+import { loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { Redis } from 'ioredis';
@@ -30,6 +34,7 @@ const { values } = parseArgs({
 setWarningHandler(() => {});
 
 const mib = (bytes: number): string => `${(bytes / 1024 / 1024).toFixed(1)} MiB`;
+const mean = (xs: number[]): number => (xs.length === 0 ? 0 : xs.reduce((a, b) => a + b, 0) / xs.length);
 const rssOf = (pid: number): number => {
   const status = readFileSync(`/proc/${pid}/status`, 'utf8');
   return Number(/VmRSS:\s+(\d+) kB/.exec(status)?.[1] ?? 0) * 1024;
@@ -38,8 +43,25 @@ const rssOf = (pid: number): number => {
 const prefix = `{bench-at-size-${nanoid(6)}}`;
 const redis = new Redis(redisUrl());
 const slowlogThreshold = ((await redis.config('GET', 'slowlog-log-slower-than')) as string[])[1] ?? '10000';
+const slowlogMaxLen = ((await redis.config('GET', 'slowlog-max-len')) as string[])[1] ?? '128';
 await redis.config('SET', 'slowlog-log-slower-than', '1000');
+await redis.config('SET', 'slowlog-max-len', '100000');
 await redis.slowlog('RESET');
+
+/** The slowest commands SLOWLOG holds (over 1 ms), slowest first, as lines. */
+const slowest = async (count: number): Promise<string[]> => {
+  const entries = (await redis.slowlog('GET', -1)) as [number, number, number, string[]][];
+  const total = entries.length;
+  return entries
+    .sort((a, b) => b[2] - a[2])
+    .slice(0, count)
+    .map(([, , micros, args]) => `${(micros / 1000).toFixed(1)} ms: ${args.slice(0, 3).join(' ').slice(0, 90)}`)
+    .concat(total === 0 ? ['no command took over 1 ms'] : [`(${total} commands over 1 ms in all)`]);
+};
+const load = (): string =>
+  loadavg()
+    .map((x) => x.toFixed(1))
+    .join(' ');
 const workers = await Promise.all(
   Array.from({ length: Number(values.workers) }, () => startWorkerProcess(prefix, FLOWS, Number(values.concurrency))),
 );
@@ -53,29 +75,55 @@ try {
   const usedMemory = async (): Promise<number> => Number(/used_memory:(\d+)/.exec(await redis.info('memory'))?.[1]);
   const before = await usedMemory();
   let peak = before;
-  const rss = workers.map((worker) => ({ min: Infinity, max: 0, pid: worker.pid! }));
-  const sampler = setInterval(() => {
-    void usedMemory().then((used) => (peak = Math.max(peak, used)));
-    for (const sample of rss) {
-      const now = rssOf(sample.pid);
-      sample.min = Math.min(sample.min, now);
-      sample.max = Math.max(sample.max, now);
-    }
-  }, 500);
-
+  const samples: { at: number; used: number; rss: number[]; ended: number }[] = [];
   const n = Number(values.items);
+  const loadBefore = load();
   const started = performance.now();
-  const items = await engine.run<{ n: number; done?: number }>(manyItems, { n });
+  const handle = await engine.start<{ n: number; done?: number }>(manyItems, { n });
+  let ended = 0;
+  const sampler = setInterval(() => {
+    const at = (performance.now() - started) / 1000;
+    const rss = workers.map((worker) => rssOf(worker.pid!));
+    void usedMemory().then((used) => {
+      peak = Math.max(peak, used);
+      samples.push({ at, used, rss, ended });
+    });
+  }, 1000);
+  const progress = setInterval(() => {
+    void engine.get(handle.id).then((info) => {
+      ended = info?.children?.ended ?? ended;
+      console.error(`  … ${Math.round((performance.now() - started) / 1000)} s: ${ended} items ended, load ${load()}`);
+    });
+  }, 30_000);
+  const items = await handle.result();
   const seconds = (performance.now() - started) / 1000;
   clearInterval(sampler);
+  clearInterval(progress);
   if (items.status !== 'completed' || items.shared.done !== n)
     throw new Error(`items: ${items.status} ${JSON.stringify(items.error)}`);
   console.log(
-    `ParallelBatchNode of ${n.toLocaleString('en-US')} no-op items on ${workers.length} workers: ${seconds.toFixed(1)} s (${formatRate(n / seconds)} items/s)`,
+    `ParallelBatchNode of ${n.toLocaleString('en-US')} no-op items on ${workers.length} workers: ${seconds.toFixed(1)} s (${formatRate(n / seconds)} items/s); load average ${loadBefore} before, ${load()} after`,
   );
-  console.log(`  Redis used_memory: ${mib(before)} before, peak ${mib(peak)} (+${mib(peak - before)})`);
-  for (const [i, sample] of rss.entries())
-    console.log(`  worker ${i + 1} RSS: ${mib(sample.min)} to ${mib(sample.max)}`);
+  const infoPeak = Number(/used_memory_peak:(\d+)/.exec(await redis.info('memory'))?.[1]);
+  console.log(
+    `  Redis used_memory: ${mib(before)} before, peak ${mib(peak)} (+${mib(peak - before)}) sampled each second; INFO used_memory_peak ${mib(infoPeak)}`,
+  );
+  console.log('  over time (s: used_memory | RSS of each worker):');
+  for (let k = 1; k <= 10; k++) {
+    const sample = samples[Math.min(samples.length - 1, Math.floor((k * samples.length) / 10) - 1)];
+    if (sample)
+      console.log(`    ${sample.at.toFixed(0).padStart(5)} s: ${mib(sample.used)} | ${sample.rss.map(mib).join(', ')}`);
+  }
+  for (const [i] of workers.entries()) {
+    const rss = samples.map((sample) => sample.rss[i]!);
+    const half = Math.floor(rss.length / 2);
+    console.log(
+      `  worker ${i + 1} RSS: ${mib(Math.min(...rss))} to ${mib(Math.max(...rss))}; mean of the first half ${mib(mean(rss.slice(0, half)))}, of the second ${mib(mean(rss.slice(half)))}`,
+    );
+  }
+  console.log('  slowest Redis commands during the items:');
+  for (const line of await slowest(3)) console.log(`    ${line}`);
+  await redis.slowlog('RESET');
 
   const children = Number(values['same-key']);
   const same = await engine.run(sameKey, { n: children });
@@ -85,18 +133,13 @@ try {
     `ParallelBatchFlow of ${children.toLocaleString('en-US')} children writing one key: fan-in step ${fanIn ? fanIn.endedAt - fanIn.startedAt : '?'} ms (${fanIn?.merged?.conflicts.length} conflict of ${fanIn?.merged?.conflicts[0]?.children.length} children)`,
   );
 
-  const slowest = ((await redis.slowlog('GET', 128)) as [number, number, number, string[]][]).sort(
-    (a, b) => b[2] - a[2],
-  )[0];
-  console.log(
-    slowest
-      ? `slowest Redis command during both: ${(slowest[2] / 1000).toFixed(1)} ms: ${slowest[3].slice(0, 3).join(' ').slice(0, 100)}`
-      : 'no Redis command took over 1 ms',
-  );
+  console.log('  slowest Redis commands during the same-key fan-out:');
+  for (const line of await slowest(3)) console.log(`    ${line}`);
 } finally {
   await engine.close();
   await Promise.all(workers.map(stopWorkerProcess));
   await redis.config('SET', 'slowlog-log-slower-than', slowlogThreshold);
+  await redis.config('SET', 'slowlog-max-len', slowlogMaxLen);
   redis.disconnect();
   await deleteKeys(prefix);
 }

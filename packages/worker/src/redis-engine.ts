@@ -304,6 +304,7 @@ export class RedisEngine implements Engine {
       const client: RunClient = new RunClient(store, scheduler, this.registry, waiter, events, {
         clock,
         maxCheckpointBytes: this.settings.maxCheckpointBytes,
+        largeValueBytes: this.settings.largeValueBytes,
         where: `under prefix '${this.keys.prefix}'`,
         workerLapseMs: WORKER_LAPSE_MS,
         noWorkerWarningMs: 10_000,

@@ -57,6 +57,37 @@ export class RedisKeys {
     return `${this.prefix}:run:${runId}:stream`;
   }
 
+  /**
+   * String: a value of `shared` stored apart (the claim check), its JSON text, under the sha256
+   * (hex) of that text. Kept while a run that claimed it is kept (see run-lifecycle.lua).
+   */
+  value(hash: string): string {
+    return `${this.prefix}:value:${hash}`;
+  }
+
+  /**
+   * Sorted set: the runs that claimed value `hash` → when each one's record expires (epoch ms;
+   * `+inf` while it is kept without expiry). The Lua prelude builds it as `value(hash)` plus `:refs`.
+   */
+  valueRefs(hash: string): string {
+    return `${this.value(hash)}:refs`;
+  }
+
+  /** What every value key starts with (`value(hash)` is this plus the hash). */
+  valuePrefix(): string {
+    return this.value('');
+  }
+
+  /** Set: the hashes of the values a run claimed; expires with the run. It is `run(runId)` plus {@link RedisKeys.valuesSuffix}. */
+  runValues(runId: string): string {
+    return `${this.run(runId)}${this.valuesSuffix()}`;
+  }
+
+  /** What `runValues(id)` adds to `run(id)`, for scripts that have a run's key. */
+  valuesSuffix(): string {
+    return ':values';
+  }
+
   /** String: the run an idempotency key names (expires with that run). */
   idempotency(key: string): string {
     return `${this.prefix}:idempotency:${key}`;

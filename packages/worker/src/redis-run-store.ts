@@ -45,6 +45,7 @@ import {
   type StreamWrite,
   DEFAULT_MAX_STREAM_ENTRIES,
   systemClock,
+  type ValueClaim,
 } from '@queueflow/runtime/kernel';
 import type { FinalRunStatus } from '@queueflow/runtime';
 import type { Clock } from '@queueflow/runtime';
@@ -148,16 +149,22 @@ export class RedisRunStore implements RunStore {
       now: String(run.now),
       changes: this.keys.changes(),
       runPrefix: this.keys.runPrefix(),
+      fields: fields.length,
+      ...this.valueOptions(run.values),
     };
-    const [code, holder] = (await this.redis.createRun(keys.length, ...keys, JSON.stringify(options), ...fields)) as [
-      number,
-      string?,
-    ];
+    const [code, holder] = (await this.redis.createRun(
+      keys.length,
+      ...keys,
+      JSON.stringify(options),
+      ...fields,
+      ...textsOf(run.values),
+    )) as [number, string?];
     return code === 1 ? { created: true } : { created: false, runId: holder! };
   }
 
   async discard(runId: string): Promise<void> {
-    await this.redis.multi().del(this.keys.run(runId)).zrem(this.keys.runs(), runId).exec();
+    const options = { runId, now: String(this.clock.now()), ...this.valueOptions(undefined) };
+    await this.redis.discardRun(this.keys.run(runId), this.keys.runs(), JSON.stringify(options));
   }
 
   async load(runId: string): Promise<StoredRun | undefined> {
@@ -207,15 +214,18 @@ export class RedisRunStore implements RunStore {
               ...(outcome?.status === 'failed' ? { errorRecord: encodeErrorRecord(outcome.error) } : {}),
               failFast: report.failFast,
               parentError: encodeRunError(report.parentError),
+              ...(report.values?.length ? { values: report.values } : {}),
             },
           }
         : {}),
+      ...this.valueOptions(fields.values),
     };
     const [code, parentCode, next, wakes] = (await this.redis.commitStep(
       keys.length,
       ...keys,
       JSON.stringify(options),
       fields.checkpoint ?? '',
+      ...textsOf(fields.values),
     )) as [number, number, number, string[]];
     return {
       result: COMMIT_CODES[code] ?? 'stale',
@@ -250,6 +260,7 @@ export class RedisRunStore implements RunStore {
       ...(fields.record === undefined ? {} : { record: fields.record }),
       ...(fields.childTarget ? { childTarget: encodeTarget(fields.childTarget) } : {}),
       outbox: outboxOf(fields.outbox),
+      ...this.valueOptions(fields.values),
     };
     const [code, wakes] = (await this.redis.fanOut(
       ...this.keys.runKeys(at.id),
@@ -259,6 +270,7 @@ export class RedisRunStore implements RunStore {
       encodeTarget(fields.target),
       encodeRequest(fields.request),
       fields.snapshot,
+      ...textsOf(fields.values),
     )) as [number, string[]];
     return { result: COMMIT_CODES[code] ?? 'stale', wakes };
   }
@@ -296,6 +308,7 @@ export class RedisRunStore implements RunStore {
       failFast: report.failFast ? '1' : '0',
       parentError: encodeRunError(report.parentError),
       errorRecord: outcome.status === 'failed' ? encodeErrorRecord(outcome.error) : '',
+      ...(report.values?.length ? { values: report.values } : {}),
     };
     const [code, next] = (await this.redis.childEnded(...this.keys.runKeys(parentId), JSON.stringify(options))) as [
       number,
@@ -319,6 +332,7 @@ export class RedisRunStore implements RunStore {
       now: String(this.clock.now()),
       changes: this.keys.changes(),
       expiries: this.keys.runsExpiries(),
+      ...this.valueOptions(undefined),
     };
     const [code, status, indices] = (await this.redis.reopenRun(
       ...this.keys.runKeys(runId),
@@ -624,6 +638,25 @@ export class RedisRunStore implements RunStore {
     });
   }
 
+  async values(hashes: readonly string[]): Promise<(string | undefined)[]> {
+    if (hashes.length === 0) return [];
+    const texts = await this.redis.mget(...hashes.map((hash) => this.keys.value(hash)));
+    return texts.map((text) => text ?? undefined);
+  }
+
+  /** What a script that claims or releases values reads (claimValues in run-lifecycle.lua). */
+  private valueOptions(claim: ValueClaim | undefined): {
+    valuePrefix: string;
+    valuesSuffix: string;
+    values?: string[];
+  } {
+    return {
+      valuePrefix: this.keys.valuePrefix(),
+      valuesSuffix: this.keys.valuesSuffix(),
+      ...(claim?.refs.length ? { values: claim.refs } : {}),
+    };
+  }
+
   /** Options every transition script reads. */
   private common(runId: string, now: number): Record<string, string | number> {
     return {
@@ -638,8 +671,15 @@ export class RedisRunStore implements RunStore {
       expiries: this.keys.runsExpiries(),
       mailboxPrefix: this.keys.mailboxPrefix(),
       waitersPrefix: this.keys.waitersPrefix(),
+      valuePrefix: this.keys.valuePrefix(),
+      valuesSuffix: this.keys.valuesSuffix(),
     };
   }
+}
+
+/** A claim's texts as the hash, text pairs a script takes after its fixed ARGV. */
+function textsOf(claim: ValueClaim | undefined): string[] {
+  return claim ? Object.entries(claim.texts).flat() : [];
 }
 
 function outboxOf(outbox: readonly OutgoingMessage[] | undefined): [string, string][] {

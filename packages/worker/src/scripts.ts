@@ -19,6 +19,7 @@ const SCRIPTS: Record<ScriptName, { file: string; keys?: number }> = {
   workerRegistry: { file: 'worker-registry.lua', keys: 2 },
   trimRuns: { file: 'trim-runs.lua', keys: 2 },
   appendStream: { file: 'append-stream.lua', keys: 2 },
+  discardRun: { file: 'discard-run.lua', keys: 2 },
 };
 
 type ScriptName =
@@ -36,7 +37,8 @@ type ScriptName =
   | 'takeMessage'
   | 'workerRegistry'
   | 'trimRuns'
-  | 'appendStream';
+  | 'appendStream'
+  | 'discardRun';
 
 let sources: Record<ScriptName, string> | undefined;
 

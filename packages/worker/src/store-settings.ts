@@ -1,4 +1,9 @@
-import { DEFAULT_MAX_STREAM_ENTRIES, MAX_ERRORS_KEPT, invalidOption } from '@queueflow/runtime/kernel';
+import {
+  DEFAULT_MAX_STREAM_ENTRIES,
+  MAX_ERRORS_KEPT,
+  checkLargeValueBytes,
+  invalidOption,
+} from '@queueflow/runtime/kernel';
 
 /** Settings of the run store shared by engine clients and workers. */
 export interface StoreSettings {
@@ -13,6 +18,16 @@ export interface StoreSettings {
    * trims whole nodes (XADD MAXLEN ~). @defaultValue 10000
    */
   maxStreamEntries?: number;
+  /**
+   * Values in `shared` whose JSON is over this many bytes (UTF-8) are stored once in Redis, apart,
+   * under the sha256 of their JSON (`<prefix>:value:<hash>`), and checkpoints, step records,
+   * fan-out snapshots and children's deltas refer to them (a claim check): runs, steps and
+   * fan-out children that hold the same large value keep one copy. A value is kept while a run
+   * that refers to it is kept, and expires a minute after the last of them. `Infinity` turns this
+   * off. Clients and workers may differ: any of them reads what another stored.
+   * @defaultValue 262144 (256 KiB)
+   */
+  largeValueBytes?: number;
 }
 
 /** The checked settings, as the store uses them. */
@@ -22,6 +37,7 @@ export interface CheckedStoreSettings {
   maxCheckpointBytes: number;
   maxStepRecords: number;
   maxStreamEntries: number;
+  largeValueBytes: number;
 }
 
 /** @throws TypeError naming the bad setting and `owner`. */
@@ -44,6 +60,7 @@ export function storeOptions(settings: StoreSettings, owner: string): CheckedSto
   }
   return {
     maxStreamEntries,
+    largeValueBytes: checkLargeValueBytes(owner, settings.largeValueBytes),
     retentionSeconds: Math.ceil(retentionMs / 1000),
     maxErrors: MAX_ERRORS_KEPT,
     maxCheckpointBytes,

@@ -132,6 +132,7 @@ export async function startWorker(options: WorkerOptions): Promise<QueueflowWork
   const driver = new StepDriver(store, scheduler, registry, {
     clock,
     maxCheckpointBytes: settings.maxCheckpointBytes,
+    largeValueBytes: settings.largeValueBytes,
     refusalDelayMs: 5000,
     parkRecheckMs: positiveInteger('parkRecheckMs', options.parkRecheckMs, 60_000),
     workerId,

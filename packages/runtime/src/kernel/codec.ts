@@ -12,6 +12,7 @@ import { diffShared, type MergeConflict, type PatchOperation } from '../json/mer
 import type { ChildOutcome, FanOutRequest, StepReplay, StepTarget } from '../interpreter/step-types.js';
 import type { Message } from '../mailbox/message.js';
 import type { RunError } from './engine.js';
+import type { ClaimCheck } from './claim-check.js';
 
 /**
  * A checkpoint as stored: whole, or, for a fan-out child, as the JSON Patch (diffShared's
@@ -23,17 +24,37 @@ export type StoredCheckpoint =
   | { base: 'snapshot'; patch: PatchOperation[]; frames: Frame[]; lastAction?: string };
 
 /**
- * Encodes a checkpoint, refusing one over `maxBytes`. With `snapshot` (a fan-out child), stores
- * `shared` as its delta against it.
+ * Encodes a checkpoint, refusing one over `maxBytes` (its whole size, values stored apart
+ * included). With `snapshot` (a fan-out child), stores `shared` as its delta against it. With
+ * `claim`, the large values of `shared` (of the delta's values, for a child) are set apart (see
+ * claim-check.ts) and the claim collects them.
  *
  * @throws QueueflowError `PAYLOAD_TOO_LARGE` naming the size and the limit.
  */
-export function encodeCheckpoint(checkpoint: Checkpoint, maxBytes: number, snapshot?: JsonObject): string {
+export function encodeCheckpoint(
+  checkpoint: Checkpoint,
+  maxBytes: number,
+  snapshot?: JsonObject,
+  claim?: ClaimCheck,
+): string {
   const stored: StoredCheckpoint = snapshot
     ? { base: 'snapshot', patch: diffShared(snapshot, checkpoint.shared), frames: checkpoint.frames }
     : { shared: checkpoint.shared, frames: checkpoint.frames };
   if (checkpoint.lastAction !== undefined) stored.lastAction = checkpoint.lastAction;
-  return limited(JSON.stringify(stored), maxBytes, "the run's checkpoint (shared, params and step state)");
+  const encoded = limited(JSON.stringify(stored), maxBytes, "the run's checkpoint (shared, params and step state)");
+  if (!claim?.mayHold(encoded)) return encoded; // the hot path: no value can be over the size
+  if ('base' in stored) stored.patch = externalizePatch(stored.patch, claim);
+  else stored.shared = claim.externalizeShared(stored.shared, encoded);
+  return JSON.stringify(stored);
+}
+
+/** `patch` with the large values of its operations set apart. */
+export function externalizePatch(patch: PatchOperation[], claim: ClaimCheck): PatchOperation[] {
+  return patch.map((operation) =>
+    'value' in operation
+      ? ({ ...operation, value: claim.externalize(operation.value as Json) } as PatchOperation)
+      : operation,
+  );
 }
 
 /** The first checkpoint of a fan-out child: its frames, and `shared` equal to the snapshot. */
@@ -96,9 +117,14 @@ function sharedOf(stored: StoredCheckpoint, snapshot: (() => JsonObject | undefi
   return jsonPatch.applyPatch(jsonPatch.deepClone(base) as JsonObject, stored.patch, false, true).newDocument;
 }
 
-/** Encodes a parent's `shared` at a fan-out, refusing one over `maxBytes`. */
-export function encodeShared(shared: JsonObject, maxBytes = Infinity): string {
-  return limited(JSON.stringify(shared), maxBytes, "the run's shared store");
+/**
+ * Encodes a parent's `shared` at a fan-out, refusing one over `maxBytes`; with `claim`, its large
+ * values are set apart.
+ */
+export function encodeShared(shared: JsonObject, maxBytes = Infinity, claim?: ClaimCheck): string {
+  const encoded = limited(JSON.stringify(shared), maxBytes, "the run's shared store");
+  if (!claim?.mayHold(encoded)) return encoded;
+  return JSON.stringify(claim.externalizeShared(shared, encoded));
 }
 
 export function decodeShared(encoded: string): JsonObject {

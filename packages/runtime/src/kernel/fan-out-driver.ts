@@ -15,6 +15,8 @@ import { cancelChildren } from './cancel-run.js';
 import type { Clock } from './clock.js';
 import { deltaOf, encodeChildStart, encodeJson, encodeShared } from './codec.js';
 import { FanOutCache, type FanOutBasics } from './fan-out-cache.js';
+import type { ClaimCheck } from './claim-check.js';
+import type { LargeValues } from './large-values.js';
 import {
   childRunId,
   type ChildEndedResult,
@@ -59,8 +61,9 @@ export class FanOutDriver {
     private readonly scheduler: Scheduler,
     private readonly options: { clock: Clock; maxCheckpointBytes: number },
     private readonly host: FanOutHost,
+    private readonly values: LargeValues,
   ) {
-    this.cache = new FanOutCache(store);
+    this.cache = new FanOutCache(store, values);
   }
 
   /** The trace context of the step of `parentId` that fanned out at `step` (its children's spans join it). */
@@ -75,7 +78,8 @@ export class FanOutDriver {
 
   /**
    * Commits a fan-out step (the parent waits, holding no worker; child runs are created, each
-   * with a delta against the snapshot stored once) and adds the first children.
+   * with a delta against the snapshot stored once) and adds the first children. `claim` set apart
+   * the large values of the parent's checkpoint and record; the snapshot's go with them.
    */
   async start(
     run: StoredRun,
@@ -84,11 +88,13 @@ export class FanOutDriver {
     encoded: string,
     request: FanOutRequest,
     outbox: OutgoingMessage[],
-    record?: string,
+    record: string | undefined,
+    claim: ClaimCheck,
   ): Promise<void> {
     const total = request.kind === 'runs' ? request.params.length : request.items.length;
     const startNow = Math.min(request.concurrency ?? DEFAULT_WINDOW, total);
-    const snapshot = encodeShared(checkpoint.shared);
+    const snapshot = encodeShared(checkpoint.shared, Infinity, claim);
+    const values = await this.values.claimOf(claim, run.checkpoint);
     let childTarget: StepTarget | undefined;
     // The children's inputs are staged a chunk at a time before the commit: no transition grows
     // with the fan-out; their run records are made as they start, a window at a time.
@@ -116,6 +122,7 @@ export class FanOutDriver {
       outbox,
       now: this.options.clock.now(),
       ...(record === undefined ? {} : { record }),
+      ...(values === undefined ? {} : { values }),
     });
     await this.scheduler.promote(wakes);
     if (result === 'stale') {
@@ -167,9 +174,11 @@ export class FanOutDriver {
     } else if (mode === 'failed' && fields.errorRecords?.length) {
       outcome = { status: 'failed', error: fields.errorRecords[fields.errorRecords.length - 1]! };
     }
+    const values = outcome?.status === 'completed' ? fields.values?.refs : undefined;
     return {
       parent,
       ...(outcome ? { outcome } : {}),
+      ...(values === undefined ? {} : { values }),
       failFast: fanOut.request.onItemError === 'fail-fast',
       parentError: childFailedError(fanOut.request, parent.index, fields.errorRecords?.at(-1)),
       now: fields.now,
@@ -308,7 +317,9 @@ export class FanOutDriver {
     const fanOut = await this.cache.get(run.parent.id, run.parent.step);
     if (!fanOut) return;
     let outcome: ChildOutcome;
+    let values: string[] | undefined;
     if (run.status === 'completed') {
+      values = [...(await this.values.closure(run.checkpoint).catch(() => new Set<string>()))];
       outcome = {
         status: 'completed',
         patch: deltaOf(run.checkpoint) ?? [],
@@ -319,18 +330,21 @@ export class FanOutDriver {
     } else {
       outcome = { status: 'cancelled' };
     }
-    await this.recordEnd(run.parent.id, run.parent.step, run.parent.index, fanOut.request, outcome);
+    await this.recordEnd(run.parent.id, run.parent.step, run.parent.index, fanOut.request, outcome, values);
   }
 
+  /** `values`: the hashes the outcome references, claimed for the parent (see ChildEndReport). */
   private async recordEnd(
     parentId: string,
     parentStep: number,
     index: number,
     request: FanOutRequest,
     outcome: ChildOutcome,
+    values?: string[],
   ): Promise<void> {
     const result = await this.store.childEnded(parentId, parentStep, index, {
       outcome,
+      ...(values?.length ? { values } : {}),
       failFast: request.onItemError === 'fail-fast',
       parentError: childFailedError(request, index, outcome.status === 'failed' ? outcome.error : undefined),
       now: this.options.clock.now(),

@@ -9,6 +9,8 @@ import { checkAddress, checkMessageBody } from '../mailbox/message.js';
 import { cancelRun } from './cancel-run.js';
 import type { Clock } from './clock.js';
 import { decodeCheckpoint, decodeShared, encodeCheckpoint, isDeltaCheckpoint } from './codec.js';
+import { ClaimCheck, DEFAULT_LARGE_VALUE_BYTES } from './claim-check.js';
+import { LargeValues } from './large-values.js';
 import { runErrorOf } from '../errors/error-record.js';
 import { flowGraphOf } from '../interpreter/mermaid.js';
 import type {
@@ -50,6 +52,11 @@ export interface RunClientOptions {
   clock: Clock;
   /** Largest encoded checkpoint, in bytes. */
   maxCheckpointBytes: number;
+  /**
+   * Values in `shared` whose JSON is over this many bytes are stored once, apart (the claim
+   * check, claim-check.ts); `Infinity`: none. @defaultValue 262144 (256 KiB)
+   */
+  largeValueBytes?: number;
   /** Where runs live, for messages naming an unknown run, e.g. `under prefix '{qf}'`. */
   where: string;
   /** How long a worker may go without a heartbeat and still count as live, in ms. */
@@ -81,7 +88,7 @@ export function prepareRun(
   flow: FlowDefinition | string,
   shared: object,
   options: RunOptions,
-  settings: { clock: Clock; maxCheckpointBytes: number },
+  settings: { clock: Clock; maxCheckpointBytes: number; largeValueBytes?: number },
 ): NewRun {
   const graph = registry.graph(flow);
   const input = checkRunInput(shared, options.params);
@@ -94,14 +101,18 @@ export function prepareRun(
     );
   }
   const { checkpoint, target } = initialCheckpoint(graph, input.shared, input.params);
+  const claim = new ClaimCheck(settings.largeValueBytes ?? DEFAULT_LARGE_VALUE_BYTES);
+  const encoded = encodeCheckpoint(checkpoint, settings.maxCheckpointBytes, undefined, claim);
+  const values = claim.claim();
   return {
     id: newRunId(),
     flow: graph.flowName,
     fingerprint: graph.fingerprint,
-    checkpoint: encodeCheckpoint(checkpoint, settings.maxCheckpointBytes),
+    checkpoint: encoded,
     target,
     now: settings.clock.now(),
     ...(key === undefined ? {} : { idempotencyKey: key }),
+    ...(values === undefined ? {} : { values }),
   };
 }
 
@@ -115,6 +126,7 @@ export class RunClient {
   /** Flows already warned about with QF_NO_WORKER. */
   private readonly warnedNoWorker = new Set<string>();
   private readonly inbox: Inbox;
+  private readonly values: LargeValues;
 
   constructor(
     private readonly store: RunStore,
@@ -124,6 +136,7 @@ export class RunClient {
     private readonly events: RunEventSource,
     private readonly options: RunClientOptions,
   ) {
+    this.values = new LargeValues(store, options.largeValueBytes ?? DEFAULT_LARGE_VALUE_BYTES);
     this.timeTravel = new TimeTravel(
       store,
       registry,
@@ -133,6 +146,7 @@ export class RunClient {
         now: () => options.clock.now(),
         maxCheckpointBytes: options.maxCheckpointBytes,
       },
+      this.values,
     );
     this.inbox = new Inbox(store, (address, body) => this.send(address, body));
   }
@@ -420,7 +434,15 @@ export class RunClient {
         { retryable: false },
       );
     }
-    return decodeCheckpoint(run.checkpoint, () => (snapshot === undefined ? undefined : decodeShared(snapshot)), run);
+    const whole =
+      snapshot === undefined
+        ? undefined
+        : await this.values.inflateOf(snapshot, { id: run.parent!.id, flow: run.flow });
+    return decodeCheckpoint(
+      await this.values.inflateOf(run.checkpoint, run),
+      () => (whole === undefined ? undefined : decodeShared(whole)),
+      run,
+    );
   }
 
   private notFound(runId: string, why = ''): QueueflowError {

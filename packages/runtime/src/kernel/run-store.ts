@@ -6,6 +6,7 @@ import type { Json } from '../json/json.js';
 import type { FinalRunStatus, ListRunsOptions, RunError, RunStatus } from './engine.js';
 import type { StreamEntry } from '../stream/stream-types.js';
 import type { Message } from '../mailbox/message.js';
+import type { ValueClaim } from './claim-check.js';
 
 /**
  * The storage contract of the run kernel (DESIGN "The run kernel"): where run state lives.
@@ -118,6 +119,17 @@ export interface RunStore {
   /** The run's record with its history lists and fan-out counters, for `get`. */
   record(runId: string): Promise<RunRecord | undefined>;
   /**
+   * The JSON texts of values stored apart (the claim check, claim-check.ts), by sha256 hex, in
+   * order; `undefined` for one no retained run references any more.
+   *
+   * A value is written by the first transition whose {@link ValueClaim} brings its text, and kept
+   * while a run the store keeps has claimed it: a transition claims the values its stored forms
+   * reference for its run in the same atomic step, and the claims of a run go when its record
+   * goes (memory: when the retention drops it; Redis: the value expires with the last run that
+   * claimed it, see run-lifecycle.lua). A crash between two transitions leaves every claim whole.
+   */
+  values(hashes: readonly string[]): Promise<(string | undefined)[]>;
+  /**
    * Appends the entries one try of a step wrote (`this.emit`) to the run's stream, in order, and
    * trims the stream to the store's per-run cap (oldest first). `write.token` names the try: when
    * another try of the same step wrote entries before with an attempt at or above
@@ -203,6 +215,8 @@ export interface NewRun {
   forkedFrom?: { runId: string; step: number };
   /** The trace context of the run's start (W3C traceparent), which its steps' spans join. */
   trace?: string;
+  /** The values its checkpoint references (see {@link RunStore.values}). */
+  values?: ValueClaim;
 }
 
 /** A run's record as a store holds it. Times are epoch ms. */
@@ -295,6 +309,8 @@ export interface CommitFields {
   stepStartedAt?: number;
   /** Mode `retry`: when the next try is due (epoch ms), kept as `retryAt`. */
   retryAt?: number;
+  /** The values the checkpoint and record reference, claimed for the run if it commits (see {@link RunStore.values}). */
+  values?: ValueClaim;
   /** Epoch ms. */
   now: number;
 }
@@ -322,6 +338,11 @@ export interface ChildEndReport {
   failFast: boolean;
   /** The parent's error if it fails fast because of this child. */
   parentError: RunError;
+  /**
+   * Hashes of the values the outcome's patch references (stored already: the child claimed
+   * them), claimed for the parent when the end is recorded.
+   */
+  values?: string[];
   /** Epoch ms. */
   now: number;
 }
@@ -353,6 +374,8 @@ export interface FanOutCommit {
   outbox: OutgoingMessage[];
   /** The step's encoded history record. */
   record?: string;
+  /** The values the checkpoint, snapshot and record reference, claimed for the run if it commits. */
+  values?: ValueClaim;
   /** Epoch ms. */
   now: number;
 }

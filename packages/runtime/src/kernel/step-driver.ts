@@ -14,6 +14,8 @@ import { CheckpointCache } from './checkpoint-cache.js';
 import type { Clock } from './clock.js';
 import { decodeCheckpoint, encodeCheckpoint } from './codec.js';
 import { FanOutDriver } from './fan-out-driver.js';
+import { DEFAULT_LARGE_VALUE_BYTES, type ClaimCheck } from './claim-check.js';
+import { LargeValues } from './large-values.js';
 import { stepRecord } from './step-history.js';
 import { StepStream } from './step-stream.js';
 import {
@@ -41,6 +43,11 @@ export interface StepDriverOptions {
   parkRecheckMs: number;
   /** Who commits, for step records (`StepRecord.worker`). */
   workerId?: string;
+  /**
+   * Values in `shared` whose JSON is over this many bytes are stored once, apart, and referenced
+   * (the claim check, claim-check.ts); `Infinity`: none. @defaultValue 262144 (256 KiB)
+   */
+  largeValueBytes?: number;
 }
 
 /** What a step's record needs beside its outcome. */
@@ -77,6 +84,8 @@ export class StepDriver {
   /** The runs this driver advanced last: their next step starts from memory, not a read. */
   private readonly runs = new CheckpointCache();
   private readonly fanOut: FanOutDriver;
+  /** Puts stored forms back together from the values stored apart, and sets large values apart. */
+  private readonly values: LargeValues;
   /** The flows this driver runs, with their graph fingerprints. */
   private readonly runnable: Runnable[];
   /** Runs whose refused step has been warned about (a refused step comes back every few seconds). */
@@ -89,7 +98,8 @@ export class StepDriver {
     private readonly options: StepDriverOptions,
   ) {
     this.runnable = registry.names().map((name) => [name, registry.graph(name).fingerprint] as const);
-    this.fanOut = new FanOutDriver(store, scheduler, options, this);
+    this.values = new LargeValues(store, options.largeValueBytes ?? DEFAULT_LARGE_VALUE_BYTES);
+    this.fanOut = new FanOutDriver(store, scheduler, options, this, this.values);
   }
 
   /**
@@ -197,7 +207,8 @@ export class StepDriver {
           if (fanOut) await this.fanOut.ensureChildren(run);
           return DONE;
         }
-        fanIn = { total: fanOut.total, outcomes: await this.store.outcomesOf(run.id, fanOut.total) };
+        const outcomes = await this.store.outcomesOf(run.id, fanOut.total);
+        fanIn = { total: fanOut.total, outcomes: await this.values.inflateOutcomes(outcomes) };
       }
       const attempt = (task.type === 'wake' ? task.attemptBase : 0) + attemptsMade;
       const now = (): number => this.options.clock.now();
@@ -282,7 +293,7 @@ export class StepDriver {
   /** The run's checkpoint; a fan-out child's is a delta against its parent's snapshot. */
   async checkpointOf(run: StoredRun): Promise<Checkpoint> {
     const snapshot = run.parent ? await this.fanOut.snapshotOf(run.parent.id, run.parent.step) : undefined;
-    return decodeCheckpoint(run.checkpoint, () => snapshot, run);
+    return decodeCheckpoint(await this.values.inflateOf(run.checkpoint, run), () => snapshot, run);
   }
 
   /** Commits a step's outcome and adds what follows it. */
@@ -306,10 +317,11 @@ export class StepDriver {
     }
     let checkpoint: string;
     let record: string | undefined;
+    const claim = this.values.check();
     try {
       const snapshot = run.parent ? await this.fanOut.snapshotOf(run.parent.id, run.parent.step) : undefined;
-      checkpoint = encodeCheckpoint(outcome.checkpoint, this.options.maxCheckpointBytes, snapshot);
-      if (outcome.type !== 'retry') record = await this.recordOf(start, outcome, now);
+      checkpoint = encodeCheckpoint(outcome.checkpoint, this.options.maxCheckpointBytes, snapshot, claim);
+      if (outcome.type !== 'retry') record = await this.recordOf(start, outcome, now, claim);
     } catch (error) {
       const record = toErrorRecord(error, { retryable: false, node: outcome.checkpoint.frames.at(-1)?.node, at: now });
       await this.commit(run, 'failed', {
@@ -332,6 +344,7 @@ export class StepDriver {
           outbox: outcome.outbox,
           now,
           ...(record === undefined ? {} : { record }),
+          ...optional('values', await this.values.claimOf(claim, run.checkpoint)),
         };
         // Remembered before the next task exists, so that task finds it; forgotten if refused.
         this.runs.remember({
@@ -357,6 +370,7 @@ export class StepDriver {
           stepStartedAt: start.startedAt,
           retryAt: now + outcome.delayMs,
           now,
+          ...optional('values', await this.values.claimOf(claim, run.checkpoint)),
         });
         return result === 'committed' ? { type: 'retry', delayMs: outcome.delayMs, error: outcome.error } : DONE;
       }
@@ -369,6 +383,7 @@ export class StepDriver {
           now,
           ...(record === undefined ? {} : { record }),
           ...(outcome.lastAction === undefined ? {} : { lastAction: outcome.lastAction }),
+          ...optional('values', await this.values.claimOf(claim, run.checkpoint)),
         });
         return DONE;
       case 'fan-out':
@@ -380,13 +395,14 @@ export class StepDriver {
           trace === undefined ? outcome.fanOut : { ...outcome.fanOut, trace },
           outcome.outbox,
           record,
+          claim,
         );
         return DONE;
     }
   }
 
   /** The history record of the step `start` began, which ends with `outcome`. */
-  private async recordOf(start: StepStart, outcome: StepOutcome, now: number): Promise<string> {
+  private async recordOf(start: StepStart, outcome: StepOutcome, now: number, claim: ClaimCheck): Promise<string> {
     const before = await this.checkpointOf(start.run);
     const node =
       outcome.visited?.node ??
@@ -409,6 +425,7 @@ export class StepDriver {
       },
       before,
       outcome.checkpoint,
+      claim,
     );
   }
 
@@ -513,4 +530,8 @@ function cancelledHere(controller: AbortController): boolean {
   return (
     controller.signal.aborted && (controller.signal.reason as { code?: string } | undefined)?.code === 'RUN_CANCELLED'
   );
+}
+
+function optional<K extends string, V>(key: K, value: V | undefined): { [P in K]?: V } {
+  return (value === undefined ? {} : { [key]: value }) as { [P in K]?: V };
 }

@@ -3,7 +3,8 @@ import { QueueflowError } from '../errors/queueflow-error.js';
 import type { Checkpoint, Frame } from '../interpreter/checkpoint.js';
 import type { JsonObject } from '../json/json.js';
 import type { MergeConflict, PatchOperation } from '../json/merge-patches.js';
-import { decodeStepRecord, encodeStepRecord, type StoredStepRecord } from './codec.js';
+import type { ClaimCheck } from './claim-check.js';
+import { decodeStepRecord, encodeStepRecord, externalizePatch, type StoredStepRecord } from './codec.js';
 import type { StepRecord } from './engine.js';
 
 /**
@@ -30,8 +31,11 @@ export interface StepFacts {
   merged?: { children: number; conflicts: MergeConflict[] };
 }
 
-/** The encoded record of a step that turned `before` into `after`. */
-export function stepRecord(facts: StepFacts, before: Checkpoint, after: Checkpoint): string {
+/**
+ * The encoded record of a step that turned `before` into `after`; with `claim`, the large values
+ * its undo patch holds (what the step replaced or removed) are set apart.
+ */
+export function stepRecord(facts: StepFacts, before: Checkpoint, after: Checkpoint, claim?: ClaimCheck): string {
   const stored: StoredStepRecord = {
     s: facts.step,
     n: facts.node,
@@ -45,6 +49,9 @@ export function stepRecord(facts: StepFacts, before: Checkpoint, after: Checkpoi
   if (facts.worker !== undefined) stored.w = facts.worker;
   if (facts.fannedOut) stored.fo = 1;
   if (facts.merged) stored.m = facts.merged;
+  const encoded = encodeStepRecord(stored);
+  if (!claim?.mayHold(encoded)) return encoded;
+  stored.u = externalizePatch(stored.u, claim);
   return encodeStepRecord(stored);
 }
 

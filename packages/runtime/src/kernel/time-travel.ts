@@ -6,6 +6,7 @@ import { targetOf, walkParams } from '../interpreter/walk.js';
 import { assertJson, type JsonObject } from '../json/json.js';
 import type { PatchOperation } from '../json/merge-patches.js';
 import { encodeCheckpoint } from './codec.js';
+import type { LargeValues } from './large-values.js';
 import type { ForkOptions, StepRecord } from './engine.js';
 import { newRunId } from './run-id.js';
 import type { NewRun, RunStore, StoredRun } from './run-store.js';
@@ -22,6 +23,8 @@ export class TimeTravel {
     private readonly checkpointOf: (run: StoredRun) => Promise<Checkpoint>,
     private readonly notFound: (runId: string) => Error,
     private readonly settings: { now: () => number; maxCheckpointBytes: number },
+    /** Puts records whose values were set apart back together; sets a fork's apart. */
+    private readonly values: LargeValues,
   ) {}
 
   /** The run's committed steps, oldest first. @throws RUN_NOT_FOUND */
@@ -71,21 +74,25 @@ export class TimeTravel {
         { retryable: false },
       );
     }
+    const claim = this.values.check();
+    const encoded = encodeCheckpoint(checkpoint, this.settings.maxCheckpointBytes, undefined, claim);
+    const values = claim.claim();
     return {
       id: newRunId(),
       flow: run.flow,
       fingerprint: run.fingerprint,
-      checkpoint: encodeCheckpoint(checkpoint, this.settings.maxCheckpointBytes),
+      checkpoint: encoded,
       target: targetOf(checkpoint, graph),
       now: this.settings.now(),
       forkedFrom: { runId, step: options.step },
+      ...(values === undefined ? {} : { values }),
     };
   }
 
   private async read(runId: string): Promise<{ run: StoredRun; records: string[] }> {
     const [run, records] = await Promise.all([this.store.load(runId), this.store.history(runId)]);
     if (!run || !records) throw this.notFound(runId);
-    return { run, records };
+    return { run, records: await Promise.all(records.map((record) => this.values.inflateOf(record, run))) };
   }
 }
 

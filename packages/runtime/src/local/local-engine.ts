@@ -1,5 +1,6 @@
 import { hostname } from 'node:os';
 import { checkOptionalPositiveInteger } from '../core/validate-options.js';
+import { checkLargeValueBytes } from '../kernel/claim-check.js';
 import { QueueflowError } from '../errors/queueflow-error.js';
 import { FlowRegistry, type FlowDefinition, type FlowsOption } from '../interpreter/flow-definition.js';
 import type { Json, JsonObject } from '../json/json.js';
@@ -44,6 +45,14 @@ export interface LocalEngineOptions {
   clock?: Clock;
   /** Step records kept per run for `history`, `fork` and `sharedAt`, oldest dropped first. @defaultValue 10000 */
   maxStepRecords?: number;
+  /**
+   * Values in `shared` whose JSON is over this many bytes (UTF-8) are stored once, apart, under
+   * the sha256 of their JSON, and checkpoints, step records and fan-out snapshots refer to them
+   * (a claim check): runs, steps and fan-out children that hold the same large value hold one
+   * copy. A value is kept while a run the engine keeps refers to it. `Infinity` turns this off.
+   * @defaultValue 262144 (256 KiB)
+   */
+  largeValueBytes?: number;
 }
 
 /**
@@ -84,6 +93,7 @@ export class LocalEngine implements Engine {
     const concurrency = checkOptionalPositiveInteger('LocalEngine', 'concurrency', options.concurrency) ?? 16;
     const maxStepRecords =
       checkOptionalPositiveInteger('LocalEngine', 'maxStepRecords', options.maxStepRecords) ?? 10_000;
+    const largeValueBytes = checkLargeValueBytes('LocalEngine', options.largeValueBytes);
     this.store = new MemoryRunStore(clock, retainFinishedRuns, maxStepRecords);
     this.scheduler = new LocalScheduler(concurrency, clock);
     this.self = {
@@ -102,11 +112,13 @@ export class LocalEngine implements Engine {
       refusalDelayMs: 5000,
       parkRecheckMs: Infinity,
       workerId: this.self.id,
+      largeValueBytes,
     });
     this.waiter = new ResultWaiter(this.store, (runId) => this.client.resultIfEnded(runId));
     this.client = new RunClient(this.store, this.scheduler, registry, this.waiter, this.store, {
       clock,
       maxCheckpointBytes,
+      largeValueBytes,
       where: 'in this engine',
       workerLapseMs: Infinity,
     });

@@ -16,6 +16,7 @@ import {
   encodeRequest,
 } from '../kernel/codec.js';
 import type { Clock } from '../kernel/clock.js';
+import type { ValueClaim } from '../kernel/claim-check.js';
 import type { FinalRunStatus, ListRunsOptions, RunStatus } from '../kernel/engine.js';
 import type { StreamEntry } from '../stream/stream-types.js';
 import { compareStreamIds } from '../stream/stream-entry.js';
@@ -82,6 +83,8 @@ interface MemoryRun {
   stream: { id: string; end?: FinalRunStatus; entry?: Omit<StreamEntry, 'id' | 'data'> & { data: string } }[];
   /** The try that wrote the stream last: its step, token and attempt (appendStream). */
   streamTry?: { step: number; token: string; attempt: number };
+  /** Hashes of the values stored apart its transitions claimed (released when it is dropped). */
+  values?: Set<string>;
 }
 
 /**
@@ -107,6 +110,11 @@ export class MemoryRunStore implements RunStore, RunEventSource {
   private readonly streamWaiters = new Map<string, Set<() => void>>();
   /** Staged inputs of fan-outs, by `<run id>:<step>` (see stageInputs). */
   private readonly inputs = new Map<string, string[]>();
+  /**
+   * Values stored apart (the claim check), by hash: the text and the runs that claimed it, a
+   * reference count by name; a value goes with the last of them (see RunStore.values).
+   */
+  private readonly stored = new Map<string, { text: string; runs: Set<string> }>();
 
   constructor(
     private readonly clock: Clock,
@@ -152,6 +160,7 @@ export class MemoryRunStore implements RunStore, RunEventSource {
       stream: [],
       ...(run.idempotencyKey === undefined ? {} : { idempotencyKey: run.idempotencyKey }),
     });
+    this.claim(run.id, run.values);
     this.changed(run.id);
     return { created: true };
   }
@@ -159,6 +168,7 @@ export class MemoryRunStore implements RunStore, RunEventSource {
   async discard(runId: string): Promise<void> {
     const entry = this.runs.get(runId);
     if (entry?.idempotencyKey !== undefined) this.idempotency.delete(entry.idempotencyKey);
+    if (entry) this.release(runId, entry);
     this.runs.delete(runId);
   }
 
@@ -202,6 +212,7 @@ export class MemoryRunStore implements RunStore, RunEventSource {
         ...(outcome ? { outcome } : {}),
       });
     const records = fields.errorRecords ?? [];
+    this.claim(at.id, fields.values);
     this.pushErrors(entry, records);
     for (const conflict of fields.conflicts ?? []) entry.conflicts.push(encodeConflict(conflict));
     run.updatedAt = fields.now;
@@ -265,6 +276,7 @@ export class MemoryRunStore implements RunStore, RunEventSource {
     if (!entry) return { result: 'missing', wakes };
     const { run } = entry;
     if (isFinal(run.status) || !atStep(run, at)) return { result: 'stale', wakes };
+    this.claim(at.id, fields.values);
     this.leaveWaiters(run);
     entry.reserved.clear();
     this.deliver(fields.outbox, wakes);
@@ -676,6 +688,7 @@ export class MemoryRunStore implements RunStore, RunEventSource {
     if (entry.outcomes.has(index)) return fanOut.ended >= fanOut.total ? { type: 'fan-in' } : { type: 'duplicate' };
     const outcome: ChildOutcome = report.outcome ?? { status: 'cancelled' };
     entry.outcomes.set(index, encodeOutcome(outcome));
+    if (report.values?.length) this.claim(parentId, { refs: report.values, texts: {} });
     if (outcome.status === 'failed') this.pushErrors(entry, [outcome.error]);
     fanOut.ended++;
     entry.run.updatedAt = report.now;
@@ -716,8 +729,41 @@ export class MemoryRunStore implements RunStore, RunEventSource {
       this.idempotency.delete(entry.idempotencyKey);
     }
     if (entry.fanOut) this.inputs.delete(inputsKey(runId, entry.fanOut.step));
+    this.release(runId, entry);
     this.runs.delete(runId);
     this.streamGrew(runId); // its followers find it gone
+  }
+
+  async values(hashes: readonly string[]): Promise<(string | undefined)[]> {
+    return hashes.map((hash) => this.stored.get(hash)?.text);
+  }
+
+  /** Claims the values of `claim` for run `runId`, storing those not stored yet. */
+  private claim(runId: string, claim: ValueClaim | undefined): void {
+    const entry = this.runs.get(runId);
+    if (!claim || !entry) return;
+    entry.values ??= new Set();
+    for (const hash of claim.refs) {
+      let value = this.stored.get(hash);
+      if (!value) {
+        const text = claim.texts[hash];
+        if (text === undefined) continue; // a claim of a value no run holds: nothing to keep
+        value = { text, runs: new Set() };
+        this.stored.set(hash, value);
+      }
+      value.runs.add(runId);
+      entry.values.add(hash);
+    }
+  }
+
+  /** The run's record goes: its claims go, and each value no other run claims goes with it. */
+  private release(runId: string, entry: MemoryRun): void {
+    for (const hash of entry.values ?? []) {
+      const value = this.stored.get(hash);
+      value?.runs.delete(runId);
+      if (value?.runs.size === 0) this.stored.delete(hash);
+    }
+    delete entry.values;
   }
 
   /** A reopened run is no longer among the finished ones the retention drops. */

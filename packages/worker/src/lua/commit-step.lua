@@ -30,8 +30,13 @@
                   completed, dropped otherwise
     parent        (fan-out children) { id, step, index, outcome (JSON, if the run ends here
                   completed or failed), errorRecord (JSON: a failed outcome's error, appended to
-                  the parent's errors), failFast (bool), parentError (JSON) }
+                  the parent's errors), failFast (bool), parentError (JSON), values (hashes the
+                  outcome references, claimed for the parent) }
+    values        hashes of the values stored apart the checkpoint and record reference, claimed
+                  for the run (claimValues in run-lifecycle.lua)
+    valuePrefix, valuesSuffix   where values and a run's claims live (redis-keys.ts)
   ARGV[2] the new checkpoint ('' keeps the stored one)
+  ARGV[3..] hash, JSON text pairs: the values of `values` that may not be stored yet
 
   Messages the step reserved are consumed by modes next and completed, kept for a retry, and
   given back to their mailboxes when the run fails or is cancelled here.
@@ -65,7 +70,8 @@ local function toParent(status, outcome)
     parentId = p.id, parentStep = tostring(p.step), index = tostring(p.index), outcome = outcome, ok = ok,
     failFast = failFast, parentError = p.parentError, errorRecord = errorRecord, now = now,
     channel = channel, changes = o.changes, retention = retention, maxErrors = o.maxErrors,
-    runs = o.runs, expiries = o.expiries,
+    runs = o.runs, expiries = o.expiries, values = p.values, valuePrefix = o.valuePrefix,
+    valuesSuffix = o.valuesSuffix,
   })
 end
 
@@ -76,6 +82,7 @@ if isFinal(status) then return { 0, -1, -1, wakes } end
 if not atStep(runKey, expectedStep, expectedParks) then return { 0, -1, -1, wakes } end
 
 leaveWaiters(runKey, o, runId)
+claimValues(runKey, runId, o.values, valueTexts(3), o)
 if type(o.errors) == 'table' and #o.errors > 0 then
   for _, record in ipairs(o.errors) do redis.call('RPUSH', KEYS[2], record) end
   redis.call('LTRIM', KEYS[2], -tonumber(o.maxErrors), -1)

@@ -20,9 +20,13 @@
     childTarget  runs: the children's first target JSON
     mailboxPrefix, waitersPrefix   key prefixes of mailboxes and their waiter sets
     outbox     the step's sends, { address, message JSON } pairs
+    values     hashes of the values stored apart the checkpoint, snapshot and record reference,
+               claimed for the parent (claimValues in run-lifecycle.lua)
+    valuePrefix, valuesSuffix   where values and a run's claims live (redis-keys.ts)
   ARGV[2] the parent's checkpoint (waiting)    ARGV[3] its target JSON
   ARGV[4] the fan-out request JSON (without per-child data)
   ARGV[5] the snapshot: the parent's shared when it fanned out
+  ARGV[6..] hash, JSON text pairs: the values of `values` that may not be stored yet
 
   Returns { code, wakes }:
     code 1 committed (the parent's step counter is now at + 1)
@@ -41,6 +45,7 @@ if not atStep(runKey, expectedStep, expectedParks) then return { 0, wakes } end
 local now, runId = o.now, o.runId
 -- The step commits: what it received is consumed, what it sent leaves.
 leaveWaiters(runKey, o, runId)
+claimValues(runKey, runId, o.values, valueTexts(6), o)
 redis.call('DEL', KEYS[6])
 deliverOutbox(o, o.outbox, wakes, o.retention)
 pushRecord(KEYS[7], o.record, o.maxRecords)

@@ -22,6 +22,80 @@ local function changed(runKey, runId, o)
   end
 end
 
+--[[
+  The claim check (claim-check.ts in the runtime): values of `shared` stored once, apart.
+    <valuePrefix><hash>        string: the value's JSON text (hash: its sha256, hex)
+    <valuePrefix><hash>:refs   sorted set: run id -> when that run's record expires (epoch ms),
+                               +inf while the run is kept without expiry
+    <run key><valuesSuffix>    set: the hashes the run claimed
+  A transition claims the values its stored forms reference for its run in the same script, so
+  no crash leaves a stored form without its claim. A value (and its refs) has no expiry while a
+  run that claimed it has none, and otherwise expires a minute after the last of them: it goes
+  with the last run that references it, and never outlives them all (nothing leaks forever).
+  o: { valuePrefix, valuesSuffix } (redis-keys.ts); without them nothing is claimed or released.
+]]
+
+-- Texts of values a transition brings, from ARGV[first] on as hash, text pairs.
+local function valueTexts(first)
+  local texts = {}
+  if type(first) ~= 'number' then return texts end
+  for i = first, #ARGV, 2 do texts[ARGV[i]] = ARGV[i + 1] end
+  return texts
+end
+
+-- Claims the values `refs` (hashes) for run `runId`, storing those whose texts come with it.
+local function claimValues(runKey, runId, refs, texts, o)
+  if type(refs) ~= 'table' or #refs == 0 or not o.valuePrefix then return end
+  for _, hash in ipairs(refs) do
+    local key = o.valuePrefix .. hash
+    if texts[hash] then redis.call('SET', key, texts[hash], 'NX') end
+    redis.call('PERSIST', key)
+    redis.call('ZADD', key .. ':refs', '+inf', runId)
+    redis.call('PERSIST', key .. ':refs')
+  end
+  redis.call('SADD', runKey .. o.valuesSuffix, unpack(refs))
+end
+
+-- The run is kept without expiry again (reopened): so are the values it claimed.
+local function holdValues(runKey, runId, o)
+  if not o.valuePrefix then return end
+  local runValues = runKey .. o.valuesSuffix
+  redis.call('PERSIST', runValues)
+  for _, hash in ipairs(redis.call('SMEMBERS', runValues)) do
+    local key = o.valuePrefix .. hash
+    redis.call('ZADD', key .. ':refs', '+inf', runId)
+    redis.call('PERSIST', key)
+    redis.call('PERSIST', key .. ':refs')
+  end
+end
+
+-- The run's record expires at `expiresAt` (epoch ms; at or before `now`: it is gone now): each
+-- value it claimed then expires with the last run that claimed it, a minute after (or at once
+-- when none is left), unless one is kept without expiry.
+local function releaseValues(runKey, runId, expiresAt, now, o)
+  if not o.valuePrefix then return end
+  local runValues = runKey .. o.valuesSuffix
+  local hashes = redis.call('SMEMBERS', runValues)
+  if #hashes == 0 then return end
+  for _, hash in ipairs(hashes) do
+    local key = o.valuePrefix .. hash
+    local refs = key .. ':refs'
+    redis.call('ZADD', refs, string.format('%d', expiresAt), runId)
+    redis.call('ZREMRANGEBYSCORE', refs, '-inf', '(' .. now) -- runs whose records are gone by now
+    local last = redis.call('ZRANGE', refs, -1, -1, 'WITHSCORES')
+    if #last == 0 then
+      redis.call('DEL', key, refs)
+    elseif last[2] ~= 'inf' then
+      -- Relative to `now` (the times are the callers', whose clock may differ from Redis' own).
+      local ttl = string.format('%d', tonumber(last[2]) - tonumber(now) + 60000)
+      redis.call('PEXPIRE', key, ttl)
+      redis.call('PEXPIRE', refs, ttl)
+    end
+  end
+  if expiresAt <= tonumber(now) then redis.call('DEL', runValues)
+  else redis.call('PEXPIRE', runValues, string.format('%d', expiresAt - tonumber(now))) end
+end
+
 -- Ends a run: status, timings, the end marker of its stream (after every entry its steps wrote:
 -- a follower ends on it), retention of its keys (and of its idempotency key), and the `ended` event. A fan-out child's end is not published: its parent hears of it through
 -- recordChildEnd, and thousands of children would flood every subscriber (a `result()` of a
@@ -40,6 +114,7 @@ local function finish(keys, runId, status, now, o)
     if idempotencyKey then redis.call('EXPIRE', idempotencyKey, ttl) end
     local inputs = redis.call('HGET', keys[4], 'inputs') -- the staged inputs of its fan-out, if any
     if inputs then redis.call('EXPIRE', inputs, ttl) end
+    releaseValues(keys[1], runId, tonumber(now) + ttl * 1000, now, o)
     if not child then
       redis.call('ZADD', o.expiries, string.format('%d', tonumber(now) + ttl * 1000), runId)
       -- A few ids of runs expired by now leave the index with each end: it never outgrows its runs.
@@ -69,7 +144,8 @@ end
   keys: the parent's keys (runKeys in redis-keys.ts)
   c: { parentId, parentStep, index, outcome (JSON), ok ('1'|'0'), failFast ('1'|'0'),
        parentError (JSON, used when the parent fails fast), errorRecord (JSON or ''),
-       now, channel, changes, retention, maxErrors }
+       values (hashes the outcome references, claimed for the parent; stored already),
+       now, channel, changes, retention, maxErrors, valuePrefix, valuesSuffix }
   Returns { code, next }:
     0 ignored: the parent no longer waits on this fan-out
     1 recorded; `next` is the index of a child to start now, or -1
@@ -88,6 +164,7 @@ local function recordChildEnd(keys, c)
     if ended >= total then return { 3, -1 } end
     return { 4, -1 }
   end
+  claimValues(runKey, c.parentId, c.values, {}, c) -- the values the outcome's patch references
   if c.errorRecord ~= '' then
     redis.call('RPUSH', keys[2], c.errorRecord)
     redis.call('LTRIM', keys[2], -tonumber(c.maxErrors), -1)
