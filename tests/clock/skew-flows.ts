@@ -3,7 +3,7 @@ import { defineFlow, Flow, Node } from '@queueflow/runtime';
 /** Fails its first try; the second, 2 s later (`waitMs`), succeeds. */
 class FailsOnce extends Node {
   override exec(): string {
-    if (this.runContext.attempt === 0) throw new Error('the first try fails');
+    if ((this.runContext?.attempt ?? 0) === 0) throw new Error('the first try fails');
     return 'ok';
   }
 }
