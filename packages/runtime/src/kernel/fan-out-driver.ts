@@ -4,6 +4,7 @@ import { childStart, executeItem } from '../interpreter/fan-out.js';
 import type { CompiledGraph } from '../interpreter/graph.js';
 import type { Json, JsonObject } from '../json/json.js';
 import type {
+  StepBudgetPort,
   ChildOutcome,
   FanOutRequest,
   ItemTryOutcome,
@@ -24,7 +25,7 @@ import {
   type RunStore,
   type StoredRun,
 } from './run-store.js';
-import type { ItemTask, Scheduler, TaskResult } from './scheduler.js';
+import type { ItemTask, Scheduler, Task, TaskResult } from './scheduler.js';
 import { StepStream } from './step-stream.js';
 import { TrySpan, recordRunEnd } from '../telemetry/tracing.js';
 
@@ -42,6 +43,8 @@ export interface FanOutHost {
   ensureProgress(run: StoredRun): Promise<void>;
   graphFor(run: Pick<StoredRun, 'id' | 'flow' | 'fingerprint'>): Promise<CompiledGraph | string>;
   checkpointOf(run: StoredRun): Promise<Checkpoint>;
+  /** The flow control of one task (an item's try against its node's `limits`). */
+  budgetGate(task: Task): StepBudgetPort;
 }
 
 const DONE: TaskResult = { type: 'done' };
@@ -261,6 +264,7 @@ export class FanOutDriver {
       run: { runId, flow: fanOut.flow, step },
       emitter: stream,
       now,
+      budget: this.host.budgetGate(task),
     };
     const span = new TrySpan({
       runId,
@@ -284,6 +288,10 @@ export class FanOutDriver {
     const rescued = outcome.type === 'failed' ? outcome.errors.filter((e) => e !== outcome.error) : outcome.errors;
     await this.store.appendErrors(runId, rescued);
     if (outcome.type === 'retry') return { type: 'retry', delayMs: outcome.delayMs, error: outcome.error };
+    if (outcome.type === 'throttled') {
+      // No budget for this item: it waits in the delayed set, holding no slot, using no try.
+      return { type: 'defer', delayMs: outcome.delayMs, reason: `item ${index} of run '${runId}' waits for budget '${outcome.key}'` };
+    }
     await this.itemEnded(
       runId,
       step,
