@@ -135,6 +135,9 @@ export async function startWorker(options: WorkerOptions): Promise<QueueflowWork
     refusalDelayMs: 5000,
     parkRecheckMs: positiveInteger('parkRecheckMs', options.parkRecheckMs, 60_000),
     workerId,
+    // A concurrency lease of a node's `limits` lives as long as this worker's heartbeat: a
+    // worker killed while holding one stops renewing it, and it expires (never a slot lost).
+    budgetLeaseMs: WORKER_LAPSE_MS,
   });
 
   // Cancel requests abort the `exec` of a step running here.
@@ -194,7 +197,7 @@ export async function startWorker(options: WorkerOptions): Promise<QueueflowWork
     },
     active: () => active,
     lapseMs: WORKER_LAPSE_MS,
-    onBeat: () => clock.sync(),
+    onBeat: () => Promise.all([clock.sync(), driver.renewBudget()]),
     log,
     onError,
   });

@@ -38,11 +38,12 @@ export interface BudgetRequest {
 }
 
 /**
- * What {@link RunStore.acquireBudget} did: admitted (leases taken, units counted), or refused by
- * `key`, to try again in `delayMs` (or when woken); `wakes` are waiter task ids to promote.
+ * What {@link RunStore.acquireBudget} did: admitted at `at` (the store's clock, epoch ms: leases
+ * taken, units counted), or refused by `key`, to try again in `delayMs` (or when woken); `wakes`
+ * are waiter task ids to promote.
  */
 export type BudgetReply =
-  | { admitted: true; wakes: string[] }
+  | { admitted: true; at: number; wakes: string[] }
   | { admitted: false; key: string; delayMs: number; wakes: string[] };
 
 /** A lease or window entry: the holder that took it on a key. */

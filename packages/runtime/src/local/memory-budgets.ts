@@ -73,7 +73,7 @@ export class MemoryBudgets {
       this.wakeHead(budget, wakes); // the next waiter may fit too
     }
     if (request.runId !== undefined) this.onAdmitted(request.runId);
-    return { admitted: true, wakes };
+    return { admitted: true, at: now, wakes };
   }
 
   release(holds: readonly BudgetHold[]): { wakes: string[] } {
