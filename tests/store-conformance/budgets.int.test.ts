@@ -53,6 +53,17 @@ describe.each(stores)('%s: budgets', (name) => {
     expect(await store.acquireBudget(request('c', [ONE_AT_A_TIME]))).toMatchObject({ admitted: true, wakes: ['d'] });
   });
 
+  it('a waiter named among wakes since its refusal is marked woken, once', async () => {
+    const { store } = await open();
+    const a = request('a', [ONE_AT_A_TIME]);
+    await store.acquireBudget(a);
+    await store.acquireBudget(request('b', [ONE_AT_A_TIME]));
+    expect(await store.budgetWoken('model', 'b')).toBe(false);
+    await store.releaseBudget([{ key: 'model', holder: a.holder }]);
+    expect(await store.budgetWoken('model', 'b')).toBe(true);
+    expect(await store.budgetWoken('model', 'b')).toBe(false);
+  });
+
   it('priority comes before arrival among waiters', async () => {
     const { store } = await open();
     await store.acquireBudget(request('a', [ONE_AT_A_TIME]));

@@ -60,6 +60,10 @@ export class RedisBudgets {
     await this.ops('renew', holds, { holds, leaseMs });
   }
 
+  async woken(key: string, waiter: string): Promise<boolean> {
+    return (await this.ops('woken', [{ key }], { keys: [key], waiter })) === 1;
+  }
+
   async state(key: string, perMs: number): Promise<BudgetState> {
     const [leases, units, heldUntil, ...waiters] = (await this.ops('state', [{ key }], { keys: [key], perMs })) as [
       number,

@@ -656,6 +656,10 @@ export class RedisRunStore implements RunStore {
     return this.budgets.renew(holds, leaseMs);
   }
 
+  async budgetWoken(key: string, waiter: string): Promise<boolean> {
+    return this.budgets.woken(key, waiter);
+  }
+
   async budgetOf(key: string, perMs: number): Promise<BudgetState> {
     return this.budgets.state(key, perMs);
   }

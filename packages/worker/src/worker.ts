@@ -152,6 +152,8 @@ export async function startWorker(options: WorkerOptions): Promise<QueueflowWork
       if (result.type === 'retry') throw new RetryStep(result.error, result.delayMs);
       if (result.type === 'defer') {
         await job.moveToDelayed(Date.now() + result.delayMs, token);
+        // A wake (promote) that came while the job was active missed it: make it due now.
+        if (result.woken && (await result.woken())) await job.promote().catch(() => {});
         throw new DelayedError(result.reason);
       }
     } finally {

@@ -54,6 +54,8 @@ export class BudgetGate implements StepBudgetPort {
   private admitted: { holder: string; limits: readonly BudgetLimit[] } | undefined;
   /** `this.spend` calls not yet stored (awaited before the try's leases go back). */
   private readonly spends = new Set<Promise<void>>();
+  /** The key that refused the last admission: its wake may come before the task is deferred. */
+  private refusedBy: string | undefined;
 
   constructor(
     private readonly store: RunStore,
@@ -76,6 +78,7 @@ export class BudgetGate implements StepBudgetPort {
     });
     await this.scheduler.promote(reply.wakes);
     if (!reply.admitted) {
+      this.refusedBy = reply.key;
       queueflowMetrics().budgetWaits.add(1, { 'queueflow.budget': reply.key, 'queueflow.node': node });
       return { admitted: false, key: reply.key, delayMs: Math.max(1, reply.delayMs) };
     }
@@ -103,6 +106,15 @@ export class BudgetGate implements StepBudgetPort {
     const tracked = spent.finally(() => this.spends.delete(tracked));
     this.spends.add(tracked);
     return spent;
+  }
+
+  /**
+   * Whether the key that refused this task woke it since (a release or an admission named it)
+   * while the task still ran: its scheduler's promote missed it, and it should run now.
+   */
+  async woken(): Promise<boolean> {
+    if (this.refusedBy === undefined) return false;
+    return this.store.budgetWoken(this.refusedBy, this.options.waiter);
   }
 
   async hold(keys: readonly string[], forMs: number): Promise<void> {

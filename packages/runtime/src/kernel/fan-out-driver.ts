@@ -44,7 +44,7 @@ export interface FanOutHost {
   graphFor(run: Pick<StoredRun, 'id' | 'flow' | 'fingerprint'>): Promise<CompiledGraph | string>;
   checkpointOf(run: StoredRun): Promise<Checkpoint>;
   /** The flow control of one task (an item's try against its node's `limits`). */
-  budgetGate(task: Task): StepBudgetPort;
+  budgetGate(task: Task): StepBudgetPort & { woken(): Promise<boolean> };
 }
 
 const DONE: TaskResult = { type: 'done' };
@@ -258,13 +258,14 @@ export class FanOutDriver {
     if (typeof graph === 'string') return { type: 'defer', delayMs: 5000, reason: graph };
     const now = (): number => this.options.clock.now();
     const stream = new StepStream(this.store, runId, { step, attempt: attemptsMade, item: index }, now);
+    const gate = this.host.budgetGate(task);
     const ctx: StepContext = {
       attempt: attemptsMade,
       signal: new AbortController().signal,
       run: { runId, flow: fanOut.flow, step },
       emitter: stream,
       now,
-      budget: this.host.budgetGate(task),
+      budget: gate,
     };
     const span = new TrySpan({
       runId,
@@ -290,7 +291,12 @@ export class FanOutDriver {
     if (outcome.type === 'retry') return { type: 'retry', delayMs: outcome.delayMs, error: outcome.error };
     if (outcome.type === 'throttled') {
       // No budget for this item: it waits in the delayed set, holding no slot, using no try.
-      return { type: 'defer', delayMs: outcome.delayMs, reason: `item ${index} of run '${runId}' waits for budget '${outcome.key}'` };
+      return {
+        type: 'defer',
+        delayMs: outcome.delayMs,
+        reason: `item ${index} of run '${runId}' waits for budget '${outcome.key}'`,
+        woken: () => gate.woken(),
+      };
     }
     await this.itemEnded(
       runId,

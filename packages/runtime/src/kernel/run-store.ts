@@ -155,6 +155,11 @@ export interface RunStore {
   holdBudget(keys: readonly string[], forMs: number): Promise<void>;
   /** Extends the leases still held to `leaseMs` ms from now (a worker's heartbeat). */
   renewBudget(holds: readonly BudgetHold[], leaseMs: number): Promise<void>;
+  /**
+   * Whether `waiter` was named among the wakes of `key` since `key` last refused it, clearing
+   * that mark: a wake that came while the waiter's task was still running missed it.
+   */
+  budgetWoken(key: string, waiter: string): Promise<boolean>;
   /** A key's budget now, for a window of `perMs` ms. */
   budgetOf(key: string, perMs: number): Promise<BudgetState>;
 }

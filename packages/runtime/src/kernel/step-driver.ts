@@ -231,6 +231,7 @@ export class StepDriver {
         },
       };
       const stream = new StepStream(this.store, run.id, { step: run.step, attempt }, now);
+      const gate = this.budgetGate(task, run.id);
       const ctx: StepContext = {
         attempt,
         signal: controller.signal,
@@ -238,7 +239,7 @@ export class StepDriver {
         mailbox: new StepMailbox(reservations, { runId: run.id, step: run.step, trace }, run.replay, now),
         emitter: stream,
         now,
-        budget: this.budgetGate(task, run.id),
+        budget: gate,
       };
       // A step retried after a failed try began with its first try (StepRecord.startedAt).
       const start: StepStart = { run, attempt, startedAt: run.stepStartedAt ?? now() };
@@ -258,7 +259,8 @@ export class StepDriver {
           await stream.flush();
           if (cancelledHere(controller)) return await this.droppedByCancel(run);
         }
-        return await this.apply(start, graph, ended, conflicts, trace);
+        const result = await this.apply(start, graph, ended, conflicts, trace);
+        return result.type === 'defer' && ended.type === 'throttled' ? { ...result, woken: () => gate.woken() } : result;
       } finally {
         span.end(
           ended?.type ?? 'failed',

@@ -7,8 +7,11 @@ interface MemoryBudget {
   window: Map<string, { at: number; units: number }>;
   /** Concurrency leases: holder → expiry (epoch ms; Infinity: until given back). */
   leases: Map<string, number>;
-  /** Waiters: task id → { score (priority, then arrival), until (epoch ms it counts) }. */
-  waiters: Map<string, { score: number; until: number }>;
+  /**
+   * Waiters: task id → { score (priority, then arrival), until (epoch ms it counts), woken (named
+   * among wakes since its last refusal) }.
+   */
+  waiters: Map<string, { score: number; until: number; woken: boolean }>;
   /** Epoch ms until which nobody is admitted (a RateLimitedError). */
   heldUntil: number;
   /** Arrivals so far (the FIFO order of waiters). */
@@ -61,6 +64,7 @@ export class MemoryBudgets {
       budget.waiters.set(request.waiter, {
         score: place?.score ?? (request.priority ?? 0) * PRIORITY_SPAN + budget.seq++,
         until: now + wait + WAITER_GRACE_MS,
+        woken: false,
       });
       return { admitted: false, key: limit.key, delayMs: wait, wakes };
     }
@@ -107,6 +111,13 @@ export class MemoryBudgets {
     }
   }
 
+  woken(key: string, waiter: string): boolean {
+    const place = this.budgets.get(key)?.waiters.get(waiter);
+    if (!place?.woken) return false;
+    place.woken = false;
+    return true;
+  }
+
   state(key: string, perMs: number): BudgetState {
     const now = this.clock.now();
     const budget = this.budgets.get(key);
@@ -147,7 +158,9 @@ export class MemoryBudgets {
 
   private wakeHead(budget: MemoryBudget, wakes: string[]): void {
     const head = this.head(budget);
-    if (head !== undefined && !wakes.includes(head)) wakes.push(head);
+    if (head === undefined) return;
+    budget.waiters.get(head)!.woken = true;
+    if (!wakes.includes(head)) wakes.push(head);
   }
 }
 

@@ -536,6 +536,10 @@ export class MemoryRunStore implements RunStore, RunEventSource {
     this.budgets.renew(holds, leaseMs);
   }
 
+  async budgetWoken(key: string, waiter: string): Promise<boolean> {
+    return this.budgets.woken(key, waiter);
+  }
+
   async budgetOf(key: string, perMs: number): Promise<BudgetState> {
     return this.budgets.state(key, perMs);
   }

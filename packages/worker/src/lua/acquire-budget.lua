@@ -80,6 +80,7 @@ for i, limit in ipairs(limits) do
       redis.call('ZADD', b.waiters, (tonumber(o.priority) or 0) * SPAN + seq, o.waiter)
     end
     redis.call('HSET', b.meta, 'q:' .. o.waiter, now + wait + GRACE_MS)
+    redis.call('HDEL', b.meta, 'w:' .. o.waiter)
     touchBudget(b)
     return { 0, limit.key, wait, wakes }
   end
@@ -88,7 +89,7 @@ end
 for i, limit in ipairs(limits) do
   local b = budgetKeys(i, 1)
   redis.call('ZREM', b.waiters, o.waiter)
-  redis.call('HDEL', b.meta, 'q:' .. o.waiter)
+  redis.call('HDEL', b.meta, 'q:' .. o.waiter, 'w:' .. o.waiter)
   if type(limit.concurrency) == 'number' then
     local expiry = '+inf'
     if type(o.leaseMs) == 'number' then expiry = now + o.leaseMs end

@@ -2,6 +2,7 @@
   Helpers of the budget scripts (flow control), loaded after run-lifecycle.lua. A budget key K
   has four Redis keys (RedisKeys.budget): window (zset holder -> admitted at, epoch ms), meta
   (hash: 'u:<holder>' units of an admission, 'q:<waiter>' epoch ms until a waiter counts,
+  'w:<waiter>' woken since its last refusal,
   'held' epoch ms until which K is held back, 'seq' arrivals, 'perMs' the longest window asked),
   leases (zset holder -> expiry, epoch ms, '+inf' until given back), waiters (zset task id ->
   priority * 2^40 + arrival). Times are the server's (`TIME`).
@@ -32,9 +33,11 @@ local function headWaiter(b)
   end
 end
 
+-- Names the first waiter among `wakes`, and marks it woken ('w:<waiter>', see budget-ops woken).
 local function wakeHead(b, wakes)
   local head = headWaiter(b)
   if not head then return end
+  redis.call('HSET', b.meta, 'w:' .. head, 1)
   for _, w in ipairs(wakes) do if w == head then return end end
   wakes[#wakes + 1] = head
 end

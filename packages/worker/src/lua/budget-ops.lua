@@ -2,17 +2,19 @@
   The other budget transitions (flow control), on the server's clock.
 
   KEYS: four keys per budget key, in the order of ARGV[2]'s list (see budget-lifecycle.lua)
-  ARGV[1] operation: release | spend | hold | renew | state
+  ARGV[1] operation: release | spend | hold | renew | woken | state
   ARGV[2] JSON:
     release  { holds: [{ key, holder }] }   gives the leases back
     spend    { holds: [{ key, holder }], units }  sets the units of the holder's admission (adds
              one at now if its entry has left the window's keys)
     hold     { keys: [key], forMs }          holds the keys back until now + forMs (never shortens)
     renew    { holds: [{ key, holder }], leaseMs }  extends the leases still held to now + leaseMs
+    woken    { keys: [key], waiter }         whether the waiter was woken since the key last
+             refused it (clears the mark)
     state    { keys: [key], perMs }          reads a key's budget
 
   Returns: release: wakes (the first waiter of each key a lease went back to);
-           spend, hold, renew: the server's time (epoch ms);
+           spend, hold, renew: the server's time (epoch ms); woken: 1 or 0;
            state: { leases, unitsInWindow, heldUntil (0: none), waiters... }
 ]]
 local op = ARGV[1]
@@ -49,6 +51,9 @@ if op == 'renew' then
     redis.call('ZADD', b.leases, 'XX', now + o.leaseMs, hold.holder)
   end
   return now
+end
+if op == 'woken' then
+  return redis.call('HDEL', budgetKeys(1, 0).meta, 'w:' .. o.waiter)
 end
 -- state
 local b = budgetKeys(1, 0)
