@@ -18,7 +18,7 @@ export const DEFAULT_LLM_QUOTA: LlmQuota = { requests: 60, perMs: 60_000, concur
 
 /**
  * The node `limits` that keep every worker together within `quota`: one key, `concurrency` as
- * the provider allows, `rate` over a window a little longer than the provider's (1 % + 100 ms),
+ * the provider allows, `rate` over a window a little longer than the provider's (2 % + 250 ms),
  * because a request reaches the provider a few milliseconds after queueflow admits it and the two
  * clocks count from those two moments.
  */
@@ -27,7 +27,7 @@ export function llmLimits(quota: LlmQuota): Limit[] {
     {
       key: LLM_BUDGET_KEY,
       concurrency: quota.concurrent,
-      rate: { max: quota.requests, perMs: Math.ceil(quota.perMs * 1.01) + 100 },
+      rate: { max: quota.requests, perMs: Math.ceil(quota.perMs * 1.02) + 250 },
     },
   ];
 }
