@@ -66,6 +66,12 @@ export interface StoreHarness {
   created(overrides?: Partial<NewRun>): Promise<StoredRun>;
   /** The run's record; fails the test when there is none. */
   load(runId: string): Promise<StoredRun>;
+  /**
+   * Lets `ms` of the store's own clock pass (what it stamps itself: budget windows and leases):
+   * the memory store's fake clock moves on; Redis' server clock cannot be moved, so `ms` real
+   * milliseconds go by.
+   */
+  elapse(ms: number): Promise<void>;
 }
 
 /** Store settings a spec may change. */
@@ -82,19 +88,24 @@ export function useStore(name: StoreName): (settings?: StoreSettings) => Promise
   });
   return async (settings = {}) => {
     const opened = name === 'MemoryRunStore' ? openMemory(settings) : await openRedis(cleanups, settings);
-    return withBuilders(name, opened.store, opened.events);
+    return withBuilders(name, opened.store, opened.events, opened.elapse);
   };
 }
 
-function openMemory(settings: StoreSettings): { store: RunStore; events: () => RunEventSource } {
-  const store = new MemoryRunStore(new FakeClock(), 10_000, 10_000, settings.maxStreamEntries);
-  return { store, events: () => store };
+function openMemory(settings: StoreSettings): {
+  store: RunStore;
+  events: () => RunEventSource;
+  elapse: (ms: number) => Promise<void>;
+} {
+  const clock = new FakeClock();
+  const store = new MemoryRunStore(clock, 10_000, 10_000, settings.maxStreamEntries);
+  return { store, events: () => store, elapse: async (ms) => clock.advance(ms) };
 }
 
 async function openRedis(
   cleanups: (() => Promise<void>)[],
   settings: StoreSettings,
-): Promise<{ store: RunStore; events: () => RunEventSource }> {
+): Promise<{ store: RunStore; events: () => RunEventSource; elapse: (ms: number) => Promise<void> }> {
   const url = redisUrl();
   const keys = new RedisKeys(testPrefix('store'));
   const redis = new Redis(url, { maxRetriesPerRequest: 1 });
@@ -128,6 +139,8 @@ async function openRedis(
   );
   return {
     store,
+    // The server's clock goes on by itself: the only way to let its time pass is to wait.
+    elapse: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
     events: () => {
       if (!events) {
         subscriber = new Redis(url, { maxRetriesPerRequest: 1 });
@@ -139,7 +152,12 @@ async function openRedis(
   };
 }
 
-function withBuilders(name: StoreName, store: RunStore, events: () => RunEventSource): StoreHarness {
+function withBuilders(
+  name: StoreName,
+  store: RunStore,
+  events: () => RunEventSource,
+  elapse: (ms: number) => Promise<void>,
+): StoreHarness {
   let time = Date.UTC(2025, 0, 1);
   let runs = 0;
   const now = (): number => (time += 1000);
@@ -167,6 +185,7 @@ function withBuilders(name: StoreName, store: RunStore, events: () => RunEventSo
     now,
     newRun,
     load,
+    elapse,
     async created(overrides) {
       const run = newRun(overrides);
       await store.create(run);

@@ -17,12 +17,14 @@ export {
 export type { Action, MaybePromise, NonIterableObject, ParamsObject } from './core/types.js';
 export { DEFAULT_ACTION } from './core/types.js';
 export type { BackoffOptions } from './core/backoff.js';
+export type { Limit } from './core/limit.js';
 export { backoffDelayMs } from './core/backoff.js';
 export { setWarningHandler, type WarningCode, type WarningHandler } from './core/warnings.js';
 export {
   QueueflowError,
   NonRetryableError,
   NodeTimeoutError,
+  RateLimitedError,
   type QueueflowErrorCode,
 } from './errors/queueflow-error.js';
 export {

@@ -25,6 +25,8 @@ export type {
 } from './kernel/run-store.js';
 export type { ReopenReply, StoredMailbox, WorkerBeat, StoredWorker } from './kernel/run-store.js';
 export type { StreamWrite, StreamAppendReply, StoredStreamEntry } from './kernel/run-store.js';
+export type { BudgetLimit, BudgetRequest, BudgetReply, BudgetHold, BudgetState } from './kernel/budget-store.js';
+export { BudgetGate, BudgetLeases, BUDGET_RECHECK_MS, type BudgetGateOptions } from './kernel/budget-gate.js';
 export {
   childRunId,
   childOutcomeOf,
@@ -95,6 +97,7 @@ export type {
   OutgoingMessage,
   ParkRequest,
   StepReplay,
+  StepBudgetPort,
 } from './interpreter/step-types.js';
 export { initialCheckpoint } from './interpreter/walk.js';
 export { executeStep } from './interpreter/step-interpreter.js';

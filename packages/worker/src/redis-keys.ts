@@ -88,6 +88,16 @@ export class RedisKeys {
     return ':values';
   }
 
+  /**
+   * The four keys of budget `key` (flow control; see lua/budget-lifecycle.lua): window (zset),
+   * meta (hash), leases (zset), waiters (zset), in that order, as the budget scripts take them.
+   * Keys are per prefix: two deployments (prefixes) share no budget.
+   */
+  budget(key: string): [window: string, meta: string, leases: string, waiters: string] {
+    const base = `${this.prefix}:budget:${key}`;
+    return [`${base}:window`, `${base}:meta`, `${base}:leases`, `${base}:waiters`];
+  }
+
   /** String: the run an idempotency key names (expires with that run). */
   idempotency(key: string): string {
     return `${this.prefix}:idempotency:${key}`;

@@ -43,6 +43,10 @@ import {
   type StoredStreamEntry,
   type StreamAppendReply,
   type StreamWrite,
+  type BudgetHold,
+  type BudgetReply,
+  type BudgetRequest,
+  type BudgetState,
   DEFAULT_MAX_STREAM_ENTRIES,
   systemClock,
   type ValueClaim,
@@ -50,6 +54,7 @@ import {
 import type { FinalRunStatus } from '@queueflow/runtime';
 import type { Clock } from '@queueflow/runtime';
 import type { Message } from '@queueflow/runtime';
+import { RedisBudgets } from './redis-budgets.js';
 import type { RedisKeys } from './redis-keys.js';
 import { hashOfList, positionOf, runOfHash } from './run-hash.js';
 import { escapeGlob } from './purge-prefix.js';
@@ -90,6 +95,7 @@ const SUMMARY_FIELDS = [
   'replay',
   'forkedFrom',
   'retries',
+  'throttledBy',
 ] as const;
 
 const COMMIT_CODES: Record<number, CommitResult> = { 1: 'committed', 0: 'stale', [-1]: 'missing' };
@@ -117,7 +123,12 @@ export class RedisRunStore implements RunStore {
      * blocking read polls every 50 ms.
      */
     private readonly reader?: StreamReader,
-  ) {}
+  ) {
+    this.budgets = new RedisBudgets(redis, keys);
+  }
+
+  /** Flow control: the budgets of nodes' `limits`. */
+  private readonly budgets: RedisBudgets;
 
   async create(run: NewRun): Promise<{ created: true } | { created: false; runId: string }> {
     const keys = [this.keys.run(run.id), this.keys.runs(), this.keys.runsSequence()];
@@ -197,6 +208,7 @@ export class RedisRunStore implements RunStore {
       ...(fields.record === undefined ? {} : { record: fields.record }),
       ...(fields.stepStartedAt === undefined ? {} : { stepStartedAt: fields.stepStartedAt }),
       ...(fields.retryAt === undefined ? {} : { retryAt: fields.retryAt }),
+      ...(fields.throttledBy === undefined ? {} : { throttledBy: fields.throttledBy }),
       ...(fields.target ? { target: encodeTarget(fields.target) } : {}),
       errors: records.map(encodeErrorRecord),
       ...(mode === 'failed' && last?.attempt !== undefined ? { lastAttempt: last.attempt } : {}),
@@ -658,6 +670,34 @@ export class RedisRunStore implements RunStore {
   }
 
   /** Options every transition script reads. */
+  async acquireBudget(request: BudgetRequest): Promise<BudgetReply> {
+    return this.budgets.acquire(request);
+  }
+
+  async releaseBudget(holds: readonly BudgetHold[]): Promise<{ wakes: string[] }> {
+    return this.budgets.release(holds);
+  }
+
+  async spendBudget(hold: BudgetHold, units: number): Promise<void> {
+    return this.budgets.spend(hold, units);
+  }
+
+  async holdBudget(keys: readonly string[], forMs: number): Promise<void> {
+    return this.budgets.hold(keys, forMs);
+  }
+
+  async renewBudget(holds: readonly BudgetHold[], leaseMs: number): Promise<void> {
+    return this.budgets.renew(holds, leaseMs);
+  }
+
+  async budgetWoken(key: string, waiter: string): Promise<boolean> {
+    return this.budgets.woken(key, waiter);
+  }
+
+  async budgetOf(key: string, perMs: number): Promise<BudgetState> {
+    return this.budgets.state(key, perMs);
+  }
+
   private common(runId: string, now: number): Record<string, string | number> {
     return {
       runId,

@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import type { Redis } from 'ioredis';
 
 /** The Lua scripts of the run store; each file starts with its KEYS/ARGV/returns contract. */
-const SCRIPTS: Record<ScriptName, { file: string; keys?: number }> = {
+const SCRIPTS: Record<ScriptName, { file: string; keys?: number; budget?: true }> = {
   // Variable number of keys: the caller passes the count first.
   createRun: { file: 'create-run.lua' },
   commitStep: { file: 'commit-step.lua' },
@@ -20,6 +20,9 @@ const SCRIPTS: Record<ScriptName, { file: string; keys?: number }> = {
   trimRuns: { file: 'trim-runs.lua', keys: 2 },
   appendStream: { file: 'append-stream.lua', keys: 2 },
   discardRun: { file: 'discard-run.lua', keys: 2 },
+  // Flow control: after run-lifecycle.lua, budget-lifecycle.lua.
+  acquireBudget: { file: 'acquire-budget.lua', budget: true },
+  budgetOps: { file: 'budget-ops.lua', budget: true },
 };
 
 type ScriptName =
@@ -38,7 +41,9 @@ type ScriptName =
   | 'workerRegistry'
   | 'trimRuns'
   | 'appendStream'
-  | 'discardRun';
+  | 'discardRun'
+  | 'acquireBudget'
+  | 'budgetOps';
 
 let sources: Record<ScriptName, string> | undefined;
 
@@ -46,8 +51,12 @@ function loadSources(): Record<ScriptName, string> {
   if (sources) return sources;
   const read = (file: string): string => readFileSync(new URL(`./lua/${file}`, import.meta.url), 'utf8');
   const prelude = read('run-lifecycle.lua');
+  const budgetPrelude = read('budget-lifecycle.lua');
   sources = Object.fromEntries(
-    Object.entries(SCRIPTS).map(([name, { file }]) => [name, `${prelude}\n${read(file)}`]),
+    Object.entries(SCRIPTS).map(([name, { file, budget }]) => [
+      name,
+      budget ? `${prelude}\n${budgetPrelude}\n${read(file)}` : `${prelude}\n${read(file)}`,
+    ]),
   ) as Record<ScriptName, string>;
   return sources;
 }

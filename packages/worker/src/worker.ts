@@ -136,6 +136,9 @@ export async function startWorker(options: WorkerOptions): Promise<QueueflowWork
     refusalDelayMs: 5000,
     parkRecheckMs: positiveInteger('parkRecheckMs', options.parkRecheckMs, 60_000),
     workerId,
+    // A concurrency lease of a node's `limits` lives as long as this worker's heartbeat: a
+    // worker killed while holding one stops renewing it, and it expires (never a slot lost).
+    budgetLeaseMs: WORKER_LAPSE_MS,
   });
 
   // Cancel requests abort the `exec` of a step running here.
@@ -150,6 +153,8 @@ export async function startWorker(options: WorkerOptions): Promise<QueueflowWork
       if (result.type === 'retry') throw new RetryStep(result.error, result.delayMs);
       if (result.type === 'defer') {
         await job.moveToDelayed(Date.now() + result.delayMs, token);
+        // A wake (promote) that came while the job was active missed it: make it due now.
+        if (result.woken && (await result.woken())) await job.promote().catch(() => {});
         throw new DelayedError(result.reason);
       }
     } finally {
@@ -195,7 +200,7 @@ export async function startWorker(options: WorkerOptions): Promise<QueueflowWork
     },
     active: () => active,
     lapseMs: WORKER_LAPSE_MS,
-    onBeat: () => clock.sync(),
+    onBeat: () => Promise.all([clock.sync(), driver.renewBudget()]),
     log,
     onError,
   });

@@ -12,6 +12,8 @@ import { writeJsonl } from '../report/jsonl.js';
 import { formatReport } from '../report/format-report.js';
 import { buildReport } from '../report/pipeline-report.js';
 import { llmConfigFromEnv } from '../utils/llm-client.js';
+import { MockModelServer } from '../llm/mock-model-server.js';
+import { quotaFromEnv } from '../llm/llm-limits.js';
 import { expandSelection } from '../utils/document-selection.js';
 import { DEFAULT_SAMPLE_SIZE, listCorpus } from '../utils/spam-assassin-corpus.js';
 import { checkPrefixNeedsRedis, keyPrefix } from './prefix-option.js';
@@ -28,7 +30,7 @@ interface CliOptions {
   out: string;
   concurrency?: number;
   maxBytes: number;
-  llm?: boolean;
+  llm?: boolean | string;
   progress: boolean;
   slowest: number;
   redis?: string;
@@ -80,7 +82,10 @@ const program = new Command()
     positiveInteger,
     DEFAULT_PIPELINE_PARAMS.maxBytes,
   )
-  .option('--llm', 'add LLM summaries (needs OPENAI_BASE_URL, OPENAI_API_KEY and OPENAI_MODEL)')
+  .option(
+    '--llm [mock]',
+    'add LLM summaries: against OPENAI_BASE_URL (with OPENAI_API_KEY and OPENAI_MODEL), or `--llm mock` against a local mock model server enforcing QF_LLM_QUOTA (embedded runs)',
+  )
   .option('--no-progress', 'no progress bar')
   .option('--slowest <n>', 'how many of the slowest documents the report lists', positiveInteger, 5)
   .option(
@@ -116,6 +121,11 @@ async function main(): Promise<void> {
     );
   }
   const distributed = options.redis !== undefined;
+  if (options.llm !== undefined && options.llm !== true && options.llm !== 'mock')
+    program.error(`error: --llm: expected no value or 'mock', got '${options.llm}'`);
+  if (options.llm === 'mock' && distributed)
+    program.error("error: --llm mock runs embedded: start the workers with OPENAI_BASE_URL of a mock (see bench/llm-quota.ts)");
+  const mock = options.llm === 'mock' ? await startMockModel() : undefined;
   if (options.llm && distributed) {
     console.error(
       '--llm: the workers summarise, with the OPENAI_BASE_URL, OPENAI_API_KEY and OPENAI_MODEL of their own environment',
@@ -125,7 +135,7 @@ async function main(): Promise<void> {
       '--llm: OPENAI_BASE_URL, OPENAI_API_KEY and OPENAI_MODEL are not all set; keeping extractive summaries',
     );
   }
-  const params: PipelineParams = { maxBytes: options.maxBytes, llmSummary: options.llm === true };
+  const params: PipelineParams = { maxBytes: options.maxBytes, llmSummary: options.llm !== undefined && options.llm !== false };
   const concurrency = options.concurrency ?? (distributed ? DEFAULT_DISTRIBUTED_CONCURRENCY : DEFAULT_CONCURRENCY);
   const what =
     selection.source === 'files'
@@ -153,14 +163,37 @@ async function main(): Promise<void> {
   console.log(
     formatReport(report, {
       title: `queueflow document pipeline (${distributed ? 'distributed' : options.studio ? 'embedded, LocalEngine' : 'embedded'})`,
-      lines: [...result.notes, `Records          ${out}`, ''],
+      lines: [...result.notes, ...(mock ? mockLines(mock) : []), `Records          ${out}`, ''],
     }),
   );
+  await mock?.close();
   if (studio) {
     console.error(`queueflow studio stays open at ${studio.studioUrl}: Ctrl-C closes it`);
     await new Promise<void>((resolve) => process.once('SIGINT', () => resolve()));
     await studio.close();
   }
+}
+
+/**
+ * `--llm mock`: a mock model server on loopback with the quota of QF_LLM_QUOTA (the one the
+ * summarise node's limits respect), which this process's model calls go to.
+ */
+async function startMockModel(): Promise<MockModelServer> {
+  const quota = quotaFromEnv();
+  const mock = await MockModelServer.start({ requests: quota.requests, perMs: quota.perMs, concurrent: quota.concurrent });
+  Object.assign(process.env, { OPENAI_BASE_URL: mock.baseURL, OPENAI_API_KEY: 'mock', OPENAI_MODEL: 'mock' });
+  console.error(
+    `--llm mock: mock model server at ${mock.baseURL}, ${quota.requests} requests per ${quota.perMs} ms, ${quota.concurrent} at once`,
+  );
+  return mock;
+}
+
+function mockLines(mock: MockModelServer): string[] {
+  const stats = mock.stats();
+  return [
+    `Model calls      ${stats.ok} answered, ${stats.tooManyRequests} answered 429 (mock model server)`,
+    `Model tokens     ${stats.promptTokens} prompt, ${stats.completionTokens} completion`,
+  ];
 }
 
 /** The documents as a small descriptor: the batch expands it, so `shared` stays small. */

@@ -8,6 +8,7 @@ import { ParseDocument } from './parse-document.js';
 import { RecordDocument } from './record-document.js';
 import { SummariseDocument } from './summarise-document.js';
 import { toSelection } from '../utils/document-selection.js';
+import { llmLimitsFromEnv } from '../llm/llm-limits.js';
 import type { DocumentRef, DocumentSelection, PipelineShared } from './types.js';
 
 /** Options of {@link buildDocumentPipeline}: plain data, so a worker can build the same graph. */
@@ -42,6 +43,7 @@ export const DEFAULT_CONCURRENCY = 8;
  * ```
  */
 export function buildDocumentPipeline(options: DocumentPipelineOptions = {}): DocumentBatchFlow {
+  const limits = llmLimitsFromEnv();
   const parse = new ParseDocument({ name: 'parse', maxRetries: 2, wait: 0.05 });
   const clean = new CleanDocument({ name: 'clean' });
   const analyse = new AnalyseDocument({ name: 'analyse' });
@@ -51,6 +53,9 @@ export function buildDocumentPipeline(options: DocumentPipelineOptions = {}): Do
     wait: 1,
     backoff: { type: 'exponential', jitter: 0.2, maxDelayMs: 10_000 },
     timeoutMs: 30_000,
+    // Flow control: every worker's model calls share one budget (QF_LLM_QUOTA, default 60 a
+    // minute, 2 at once); a 429 the provider still sends holds the budget back (RateLimitedError).
+    ...(limits ? { limits } : {}),
   });
   const classify = new ClassifyDocument({ name: 'classify', maxRetries: 2, wait: 0.1 });
   const record = new RecordDocument({ name: 'record' });

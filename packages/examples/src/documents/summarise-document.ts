@@ -1,4 +1,6 @@
+import { RateLimitedError } from '@queueflow/runtime';
 import { llmConfigFromEnv } from '../utils/llm-client.js';
+import { retryAfterMsOf } from '../llm/retry-after.js';
 import { llmSummary } from '../utils/llm-summary.js';
 import { DocumentStage, type ResolvedParams, type StageResult } from './document-stage.js';
 import type { WorkItem } from './types.js';
@@ -19,7 +21,8 @@ export interface SummariseOutput {
  * runs this node has `OPENAI_BASE_URL`, `OPENAI_API_KEY` and `OPENAI_MODEL` set, replaces the
  * extractive summary with one from the model. Otherwise it does nothing, so the graph has the
  * same shape either way. Its failures never fail the document: after the node's tries, the
- * fallback keeps the extractive summary and records a warning.
+ * fallback keeps the extractive summary and records a warning. A 429 from the model becomes a
+ * `RateLimitedError`: the visit waits the provider's `Retry-After` without using a try.
  */
 export class SummariseDocument extends DocumentStage<SummariseInput, SummariseOutput> {
   readonly stage = 'summarise' as const;
@@ -37,13 +40,20 @@ export class SummariseDocument extends DocumentStage<SummariseInput, SummariseOu
         warning: 'LLM summary asked for, but OPENAI_BASE_URL, OPENAI_API_KEY and OPENAI_MODEL are not all set',
       };
     }
-    return {
-      // The model's answer streams to whoever follows the run (engine.stream, queueflow tail).
-      summary: await llmSummary(config, { subject: input.subject, text: input.text }, this.signal, (token) =>
-        this.emit({ summary: token }),
-      ),
-      warning: null,
-    };
+    try {
+      return {
+        // The model's answer streams to whoever follows the run (engine.stream, queueflow tail).
+        summary: await llmSummary(config, { subject: input.subject, text: input.text }, this.signal, (token) =>
+          this.emit({ summary: token }),
+        ),
+        warning: null,
+      };
+    } catch (error) {
+      // A 429: wait as the provider says, using no try, and hold the budget back for everyone.
+      const retryAfterMs = retryAfterMsOf(error);
+      if (retryAfterMs !== undefined) throw new RateLimitedError(`model quota: ${(error as Error).message}`, { retryAfterMs, cause: error });
+      throw error;
+    }
   }
 
   override execFallback(_input: SummariseInput, error: Error): StageResult<SummariseOutput> {

@@ -2,8 +2,10 @@ import { BaseNode } from './base-node.js';
 import { backoffDelayMs, checkBackoff, type BackoffOptions } from './backoff.js';
 import type { MaybePromise, NonIterableObject, ParamsObject } from './types.js';
 import { checkMaxRetries, checkOptionalPositiveInteger, checkWaitOptions, invalidOption } from './validate-options.js';
-import { NodeTimeoutError } from '../errors/queueflow-error.js';
+import { InvalidArgumentError, NodeTimeoutError, retryAfterOf } from '../errors/queueflow-error.js';
 import { toErrorRecord } from '../errors/error-record.js';
+import { budgetOf } from './budget-of.js';
+import { checkLimits, type Limit } from './limit.js';
 
 /** Options of {@link Node} beyond PocketFlow's positional `(maxRetries, wait)`. */
 export interface NodeOptions {
@@ -32,6 +34,13 @@ export interface NodeOptions {
   timeoutMs?: number;
   /** Stable node name, used as its id by the engines. */
   name?: string;
+  /**
+   * Budgets every try of `exec` draws from, shared by every node naming the same key, across all
+   * workers (flow control: see {@link Limit}). Enforced by the engines (LocalEngine, RedisEngine);
+   * `flow.run` ignores them. @defaultValue none
+   * @throws TypeError naming the bad limit (`limits[1].rate.perMs`), what was expected and what was received.
+   */
+  limits?: Limit[];
 }
 
 /**
@@ -71,6 +80,8 @@ export class Node<S = unknown, P extends ParamsObject = NonIterableObject> exten
   declare timeoutMs: number | undefined;
   /** Aborts when the running try is abandoned (timeout, failed sibling, cancelled run). */
   declare signal: AbortSignal | undefined;
+  /** Budgets every try of `exec` draws from (flow control); unset means none. */
+  declare limits: Limit[] | undefined;
 
   constructor(maxRetries?: number, wait?: number);
   constructor(options?: NodeOptions);
@@ -91,6 +102,36 @@ export class Node<S = unknown, P extends ParamsObject = NonIterableObject> exten
       throw invalidOption(owner, 'name', 'a non-empty string', options.name);
     }
     if (options.name !== undefined) this.name = options.name;
+    const limits = checkLimits(owner, options.limits);
+    if (limits) this.limits = limits;
+  }
+
+  /**
+   * Inside `exec`: reports what this try really took from `key`'s rate (the token count of the
+   * provider's reply, when the limit's `cost` only estimated it). Later admissions see the
+   * corrected window. Resolves once the store has it; a no-op on `flow.run` (no budgets there).
+   *
+   * @param key - a key of this node's `limits` for this visit.
+   * @param units - units taken, a finite number ≥ 0 (replaces the estimate).
+   * @throws TypeError (code `INVALID_ARGUMENT`) for a key not among this visit's limits, or bad units.
+   * @example
+   * ```ts
+   * const reply = await model.chat(prompt);
+   * await this.spend('openai-tokens', reply.usage.total_tokens);
+   * ```
+   */
+  spend(key: string, units: number): Promise<void> {
+    if (typeof units !== 'number' || !Number.isFinite(units) || units < 0) {
+      throw new InvalidArgumentError(`spend: expected \`units\` to be a finite number from 0 and up, got \`${String(units)}\` (${typeof units})`);
+    }
+    const attached = budgetOf(this);
+    if (!attached) return Promise.resolve();
+    if (!attached.keys.includes(key)) {
+      throw new InvalidArgumentError(
+        `spend: '${key}' is not a budget key of this visit's limits (${attached.keys.map((k) => `'${k}'`).join(', ')})`,
+      );
+    }
+    return attached.port.spend(key, units);
   }
 
   /**
@@ -153,6 +194,13 @@ export class Node<S = unknown, P extends ParamsObject = NonIterableObject> exten
         }
         return await this._tryExec(input, attempt, abort);
       } catch (error) {
+        const retryAfterMs = retryAfterOf(error);
+        if (retryAfterMs !== undefined) {
+          // A RateLimitedError: wait as asked and try again, without using up a try.
+          await sleep(retryAfterMs, abort);
+          attempt--;
+          continue;
+        }
         const last = attempt >= this.maxRetries - 1 || (error as { retryable?: unknown })?.retryable === false;
         if (last) return await this.execFallback(input, asError(error));
         const delayMs = this.retryDelayMs(attempt);

@@ -23,6 +23,7 @@ export type QueueflowErrorCode =
   | 'RESULT_TIMEOUT'
   | 'REDIS_TIMEOUT'
   | 'CORRUPT_RUN'
+  | 'RATE_LIMITED'
   | 'INTERNAL';
 
 /**
@@ -57,6 +58,42 @@ export class NonRetryableError extends QueueflowError {
   constructor(message: string, options: { cause?: unknown } = {}) {
     super('NON_RETRYABLE', message, { ...options, retryable: false });
   }
+}
+
+/**
+ * Throw from `exec` when the provider says "too many requests" (HTTP 429 with `Retry-After`): the
+ * step waits `retryAfterMs` and runs again **without using up a try**, and every key of the node's
+ * `limits` is held back for everyone (all workers) until then. On `flow.run` (no engine) the try
+ * sleeps `retryAfterMs` and runs again, also without using up a try.
+ *
+ * @throws TypeError when `retryAfterMs` is not a finite number of milliseconds ≥ 0.
+ * @example
+ * ```ts
+ * if (response.status === 429)
+ *   throw new RateLimitedError('model quota', { retryAfterMs: Number(response.headers.get('retry-after')) * 1000 });
+ * ```
+ */
+export class RateLimitedError extends QueueflowError {
+  /** How long the step (and the node's budget keys) wait, in **milliseconds**. */
+  readonly retryAfterMs: number;
+
+  constructor(message: string, options: { retryAfterMs: number; cause?: unknown }) {
+    const { retryAfterMs } = options;
+    if (typeof retryAfterMs !== 'number' || !Number.isFinite(retryAfterMs) || retryAfterMs < 0) {
+      throw new TypeError(
+        `RateLimitedError: expected \`retryAfterMs\` to be a finite number of milliseconds from 0 and up, got \`${String(retryAfterMs)}\` (${typeof retryAfterMs})`,
+      );
+    }
+    super('RATE_LIMITED', message, options.cause === undefined ? {} : { cause: options.cause });
+    this.retryAfterMs = retryAfterMs;
+  }
+}
+
+/** The wait a {@link RateLimitedError} asks for, in ms, when `error` is one (checked by `code`). */
+export function retryAfterOf(error: unknown): number | undefined {
+  if ((error as { code?: unknown } | null)?.code !== 'RATE_LIMITED') return undefined;
+  const ms = (error as { retryAfterMs?: unknown }).retryAfterMs;
+  return typeof ms === 'number' && Number.isFinite(ms) && ms >= 0 ? ms : 0;
 }
 
 /** `exec` took longer than the node's `timeoutMs`; counts as a failed try. */

@@ -50,6 +50,9 @@ export async function executeItem(
   try {
     const copy = step.copyOf<Node<any, any>>(node, params);
     const tried = await step.tryExec(copy, node, item, ctx.attempt);
+    if (tried.retry?.type === 'throttled') {
+      return { type: 'throttled', key: tried.retry.key, delayMs: tried.retry.delayMs, errors: step.failedTries };
+    }
     if (tried.retry?.type === 'retry') {
       return { type: 'retry', error: tried.retry.error, delayMs: tried.retry.delayMs, errors: step.failedTries };
     }

@@ -5,14 +5,17 @@ import type { Flow } from '../core/flow.js';
 import { asError, type Node } from '../core/node.js';
 import { attachVisit } from '../core/run-context.js';
 import { toErrorRecord, type ErrorRecord } from '../errors/error-record.js';
-import { QueueflowError } from '../errors/queueflow-error.js';
+import { QueueflowError, retryAfterOf } from '../errors/queueflow-error.js';
+import { attachBudget } from '../core/budget-of.js';
+import { limitCostOf, limitKeyOf } from '../core/limit.js';
+import type { BudgetLimit } from '../kernel/budget-store.js';
 import { assertJson, type Json, type JsonObject } from '../json/json.js';
 import { attachMailbox } from '../mailbox/mailbox-of.js';
 import { noMailbox } from '../mailbox/no-mailbox.js';
 import { attachEmitter } from '../stream/emitter-of.js';
 import type { Checkpoint, Frame } from './checkpoint.js';
 import { fanOutPolicy, graphNode, isLeaf, type CompiledGraph, type GraphNode } from './graph.js';
-import type { StepContext, StepOutcome, StepResult } from './step-types.js';
+import type { StepContext, StepOutcome, StepResult, StepTarget } from './step-types.js';
 import { advancePast, checkPosition, walkParams } from './walk.js';
 
 /**
@@ -187,11 +190,40 @@ export class Step {
     attempt: number,
     label = '',
   ): Promise<{ value: unknown; retry?: undefined } | { value?: undefined; retry: StepResult }> {
+    const target: StepTarget = { node: node.id, maxAttempts: node.maxAttempts };
+    const budget = this.ctx.budget;
+    const limits = budget && copy.limits?.length ? resolveLimits(copy, node.id, input) : undefined;
+    if (limits) {
+      const admission = await budget!.admit(node.id, limits);
+      if (!admission.admitted) {
+        const throttled: StepResult = { type: 'throttled', checkpoint: this.checkpoint, target, ...admission };
+        return { retry: throttled };
+      }
+      attachBudget(copy, { port: budget!, keys: limits.map((limit) => limit.key) });
+    }
     let value: unknown;
     try {
-      value = await copy._tryExec(input, attempt, this.ctx.signal);
+      try {
+        value = await copy._tryExec(input, attempt, this.ctx.signal);
+      } finally {
+        if (limits) await budget!.release(); // concurrency is per try of exec
+      }
     } catch (error) {
       if (this.ctx.mailbox?.parkRequest) throw error; // parking, not a failed try
+      const retryAfterMs = retryAfterOf(error);
+      if (retryAfterMs !== undefined && budget && !this.ctx.signal?.aborted) {
+        // A RateLimitedError: hold the node's keys back for everyone, wait, use no try.
+        const keys = limits?.map((limit) => limit.key) ?? [];
+        await budget.hold(keys, retryAfterMs);
+        const throttled: StepResult = {
+          type: 'throttled',
+          checkpoint: this.checkpoint,
+          target,
+          key: keys[0] ?? '',
+          delayMs: retryAfterMs,
+        };
+        return { retry: throttled };
+      }
       const record = toErrorRecord(error, { node: node.id, attempt, at: this.ctx.now() });
       this.failedTries.push(record);
       this.lastTryError = error;
@@ -199,7 +231,7 @@ export class Step {
         const retry: StepResult = {
           type: 'retry',
           checkpoint: this.checkpoint,
-          target: { node: node.id, maxAttempts: node.maxAttempts },
+          target,
           error: record,
           delayMs: copy.retryDelayMs(attempt),
         };
@@ -329,4 +361,14 @@ export class Step {
 /** Results of user code must survive JSON; `undefined` at the top is allowed (nothing). */
 function assertResult(value: unknown, path: string): void {
   if (value !== undefined) assertJson(value, path);
+}
+
+/** The node's limits for this try: keys from the visit's params, units from exec's input. */
+function resolveLimits(copy: Node<any, any>, node: string, input: unknown): BudgetLimit[] {
+  return copy.limits!.map((limit) => ({
+    key: limitKeyOf(limit, copy.params, node),
+    concurrency: limit.concurrency,
+    rate: limit.rate,
+    units: limitCostOf(limit, input, node),
+  }));
 }

@@ -8,6 +8,7 @@ import type { Mailbox, Message } from '../mailbox/message.js';
 import type { Checkpoint } from './checkpoint.js';
 import type { Json, JsonObject } from '../json/json.js';
 import type { PatchOperation } from '../json/merge-patches.js';
+import type { BudgetLimit } from '../kernel/budget-store.js';
 
 /** What the next step of a run targets. */
 export interface StepTarget {
@@ -30,6 +31,23 @@ export interface StepContext {
   emitter?: StepEmitterPort | undefined;
   /** Epoch ms, for error records. */
   now: () => number;
+  /** The budgets of nodes' `limits` (flow control); without it, limits are not enforced. */
+  budget?: StepBudgetPort | undefined;
+}
+
+/**
+ * What the interpreter needs of flow control (the kernel's BudgetGate implements it): one
+ * admission per try of `exec`, given back when the try ends.
+ */
+export interface StepBudgetPort {
+  /** Takes budget for one try of `exec` of `node`, or says which key refused it and for how long (ms). */
+  admit(node: string, limits: readonly BudgetLimit[]): Promise<{ admitted: true } | { admitted: false; key: string; delayMs: number }>;
+  /** Ends the admitted try: its concurrency leases go back (its rate units stay counted). */
+  release(): Promise<void>;
+  /** `this.spend`: the admitted try really took `units` of `key`'s rate. */
+  spend(key: string, units: number): Promise<void>;
+  /** A `RateLimitedError`: holds `keys` back for everyone for `forMs` ms. */
+  hold(keys: readonly string[], forMs: number): Promise<void>;
 }
 
 /** What the interpreter needs of a step's mailbox (StepMailbox implements it). */
@@ -96,6 +114,9 @@ export type ChildOutcome =
  *   the checkpoint may hold the half-done step.
  * - `fan-out`: commit, start the children in `fanOut`, and resume with `resumeFanOut` when the
  *   last one has ended.
+ * - `throttled`: a budget (the node's `limits`, or a `RateLimitedError`) refused the try: commit
+ *   the checkpoint (the visit's prep result kept) and run the same step again after `delayMs`
+ *   (or when woken) with the same attempt index: no try used.
  * - `park`: a `receive` found its mailbox empty. Keep the stored checkpoint, deliver the outbox,
  *   keep `replay` with the run, and run the same step again when a message comes to
  *   `park.address` or at `park.deadline`.
@@ -117,6 +138,7 @@ export type StepOutcome = StepResult & {
 export type StepResult =
   | { type: 'next'; checkpoint: Checkpoint; target: StepTarget }
   | { type: 'retry'; checkpoint: Checkpoint; target: StepTarget; error: ErrorRecord; delayMs: number }
+  | { type: 'throttled'; checkpoint: Checkpoint; target: StepTarget; key: string; delayMs: number }
   | { type: 'completed'; checkpoint: Checkpoint; lastAction: string | undefined }
   | { type: 'failed'; checkpoint: Checkpoint; error: ErrorRecord }
   | { type: 'fan-out'; checkpoint: Checkpoint; fanOut: FanOutRequest }
@@ -133,6 +155,7 @@ export type StepResult =
 export type ItemTryOutcome = (
   | { type: 'completed'; value: Json | undefined }
   | { type: 'retry'; error: ErrorRecord; delayMs: number }
+  | { type: 'throttled'; key: string; delayMs: number }
   | { type: 'failed'; error: ErrorRecord }
 ) & {
   /** Failed tries of this attempt (the failed try itself, or one the fallback rescued). */

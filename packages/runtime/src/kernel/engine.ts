@@ -14,10 +14,12 @@ export type { FlowGraph };
 
 /**
  * A run's status. `queued`: created, no step taken; `running`: a step is queued or running;
- * `waiting`: parked on children (fan-out) or a mailbox, holding no worker; then one of the
- * final statuses `completed`, `failed`, `cancelled`.
+ * `waiting`: parked on children (fan-out) or a mailbox, holding no worker; `throttled`: its step
+ * waits for a budget (a node's `limits`, or a `RateLimitedError`), holding no worker and using no
+ * try (`throttledBy` names the key); then one of the final statuses `completed`, `failed`,
+ * `cancelled`.
  */
-export type RunStatus = 'queued' | 'running' | 'waiting' | 'completed' | 'failed' | 'cancelled';
+export type RunStatus = 'queued' | 'running' | 'waiting' | 'throttled' | 'completed' | 'failed' | 'cancelled';
 export type FinalRunStatus = 'completed' | 'failed' | 'cancelled';
 
 /**
@@ -90,6 +92,8 @@ export interface RunSummary {
   forkedFrom?: { runId: string; step: number };
   /** Times the run went on after failing or being cancelled ({@link Engine.retry}). */
   retries?: number;
+  /** While `throttled`: the budget key its step waits for (empty for a `RateLimitedError` of a node without limits). */
+  throttledBy?: string;
 }
 
 /** What an engine knows of a run (`get`). Times are epoch milliseconds. */

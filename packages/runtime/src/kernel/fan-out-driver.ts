@@ -4,6 +4,7 @@ import { childStart, executeItem } from '../interpreter/fan-out.js';
 import type { CompiledGraph } from '../interpreter/graph.js';
 import type { Json, JsonObject } from '../json/json.js';
 import type {
+  StepBudgetPort,
   ChildOutcome,
   FanOutRequest,
   ItemTryOutcome,
@@ -26,7 +27,7 @@ import {
   type RunStore,
   type StoredRun,
 } from './run-store.js';
-import type { ItemTask, Scheduler, TaskResult } from './scheduler.js';
+import type { ItemTask, Scheduler, Task, TaskResult } from './scheduler.js';
 import { StepStream } from './step-stream.js';
 import { TrySpan, recordRunEnd } from '../telemetry/tracing.js';
 
@@ -44,6 +45,8 @@ export interface FanOutHost {
   ensureProgress(run: StoredRun): Promise<void>;
   graphFor(run: Pick<StoredRun, 'id' | 'flow' | 'fingerprint'>): Promise<CompiledGraph | string>;
   checkpointOf(run: StoredRun): Promise<Checkpoint>;
+  /** The flow control of one task (an item's try against its node's `limits`). */
+  budgetGate(task: Task): StepBudgetPort & { woken(): Promise<boolean> };
 }
 
 const DONE: TaskResult = { type: 'done' };
@@ -264,12 +267,14 @@ export class FanOutDriver {
     if (typeof graph === 'string') return { type: 'defer', delayMs: 5000, reason: graph };
     const now = (): number => this.options.clock.now();
     const stream = new StepStream(this.store, runId, { step, attempt: attemptsMade, item: index }, now);
+    const gate = this.host.budgetGate(task);
     const ctx: StepContext = {
       attempt: attemptsMade,
       signal: new AbortController().signal,
       run: { runId, flow: fanOut.flow, step },
       emitter: stream,
       now,
+      budget: gate,
     };
     const span = new TrySpan({
       runId,
@@ -293,6 +298,15 @@ export class FanOutDriver {
     const rescued = outcome.type === 'failed' ? outcome.errors.filter((e) => e !== outcome.error) : outcome.errors;
     await this.store.appendErrors(runId, rescued);
     if (outcome.type === 'retry') return { type: 'retry', delayMs: outcome.delayMs, error: outcome.error };
+    if (outcome.type === 'throttled') {
+      // No budget for this item: it waits in the delayed set, holding no slot, using no try.
+      return {
+        type: 'defer',
+        delayMs: outcome.delayMs,
+        reason: `item ${index} of run '${runId}' waits for budget '${outcome.key}'`,
+        woken: () => gate.woken(),
+      };
+    }
     await this.itemEnded(
       runId,
       step,

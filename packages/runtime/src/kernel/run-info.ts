@@ -26,6 +26,7 @@ export function runSummaryOf(run: StoredRun): RunSummary {
     ...(run.refusal !== undefined && !isFinal(run.status) ? { refusal: run.refusal } : {}),
     ...(run.forkedFrom ? { forkedFrom: { ...run.forkedFrom } } : {}),
     ...(run.retries ? { retries: run.retries } : {}),
+    ...(run.status === 'throttled' && run.throttledBy !== undefined ? { throttledBy: run.throttledBy } : {}),
   };
 }
 

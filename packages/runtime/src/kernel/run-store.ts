@@ -7,6 +7,7 @@ import type { FinalRunStatus, ListRunsOptions, RunError, RunStatus } from './eng
 import type { StreamEntry } from '../stream/stream-types.js';
 import type { Message } from '../mailbox/message.js';
 import type { ValueClaim } from './claim-check.js';
+import type { BudgetHold, BudgetReply, BudgetRequest, BudgetState } from './budget-store.js';
 
 /**
  * The storage contract of the run kernel (DESIGN "The run kernel"): where run state lives.
@@ -147,6 +148,32 @@ export interface RunStore {
   list(options: Required<Pick<ListRunsOptions, 'limit'>> & ListRunsOptions): Promise<StoredRun[]>;
   /** The records of the given runs without their checkpoints (`checkpoint` is `''`), in order. */
   summaries(runIds: readonly string[]): Promise<(StoredRun | undefined)[]>;
+
+  /**
+   * Admits one try of a visit against every limit in `request`, or refuses it by the first key
+   * without budget (flow control): a waiter queued behind others on a key, a key held back, every
+   * lease taken, or a full window. Admitted: a lease per `concurrency` limit, `units` in each
+   * `rate` window, the waiter off every queue, a `throttled` run `running` again. Refused: the
+   * waiter queued (FIFO, by priority) on the refusing key, and the delay after which its budget
+   * allows it (a full window: when enough units leave it; a hold: its end; leases: the first
+   * expiry), capped by `recheckMs`.
+   */
+  acquireBudget(request: BudgetRequest): Promise<BudgetReply>;
+  /** Gives leases back; returns the waiters to wake (the first waiter of each key). */
+  releaseBudget(holds: readonly BudgetHold[]): Promise<{ wakes: string[] }>;
+  /** Sets the units the holder's admission takes from the key's window (the real cost, `this.spend`). */
+  spendBudget(hold: BudgetHold, units: number): Promise<void>;
+  /** Holds the keys back for everyone for `forMs` ms from now (a `RateLimitedError`). */
+  holdBudget(keys: readonly string[], forMs: number): Promise<void>;
+  /** Extends the leases still held to `leaseMs` ms from now (a worker's heartbeat). */
+  renewBudget(holds: readonly BudgetHold[], leaseMs: number): Promise<void>;
+  /**
+   * Whether `waiter` was named among the wakes of `key` since `key` last refused it, clearing
+   * that mark: a wake that came while the waiter's task was still running missed it.
+   */
+  budgetWoken(key: string, waiter: string): Promise<boolean>;
+  /** A key's budget now, for a window of `perMs` ms. */
+  budgetOf(key: string, perMs: number): Promise<BudgetState>;
 }
 
 /**
@@ -261,6 +288,8 @@ export interface StoredRun {
   retryAt?: number;
   /** The trace context of the run's start (W3C traceparent); a fan-out child has its parent's request's. */
   trace?: string;
+  /** While `throttled`: the budget key the current step waits for. */
+  throttledBy?: string;
 }
 
 /** A fan-out child's place: its parent, the parent's step that fanned out, its index. */
@@ -290,8 +319,11 @@ export interface RunRecord {
  * - `completed`: as `next`, then the run ends `completed` with its last action.
  * - `failed`: only the error (the checkpoint may hold a half-done step); reserved messages go
  *   back to their mailboxes.
+ * - `throttled`: the checkpoint (the visit's prep result kept), status `throttled` with the key
+ *   (`throttledBy`) that has no budget, `stepStartedAt` if unset; the attempt is unchanged (a
+ *   throttled visit uses no try). The next admission sets the status back to `running`.
  */
-export type CommitMode = 'next' | 'retry' | 'completed' | 'failed';
+export type CommitMode = 'next' | 'retry' | 'completed' | 'failed' | 'throttled';
 
 export interface CommitFields {
   checkpoint?: string;
@@ -305,7 +337,9 @@ export interface CommitFields {
   conflicts?: MergeConflict[];
   /** The step's encoded history record (modes next and completed). */
   record?: string;
-  /** Mode `retry`: when the step's first try began, kept as `stepStartedAt` unless set already. Epoch ms. */
+  /** Mode `throttled`: the budget key the visit waits for. */
+  throttledBy?: string;
+  /** Modes `retry` and `throttled`: when the step's first try began, kept as `stepStartedAt` unless set already. Epoch ms. */
   stepStartedAt?: number;
   /** Mode `retry`: when the next try is due (epoch ms), kept as `retryAt`. */
   retryAt?: number;

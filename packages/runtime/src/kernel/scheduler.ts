@@ -86,12 +86,14 @@ export interface ItemTask {
  * - `retry`: a failed try that will be retried: run it again after `delayMs` with the next
  *   attempt (BullMQ: the job's next attempt, through the backoff strategy);
  * - `defer`: run it again after `delayMs` without using a try (a worker with other code refused
- *   it, or it arrived before the commit that precedes it).
+ *   it, it arrived before the commit that precedes it, or it waits for a budget). `woken`, when
+ *   set, is asked once the task is in the delayed set: true means a wake (promote) came while the
+ *   task was still running, and missed it; the scheduler then makes it due now.
  */
 export type TaskResult =
   | { type: 'done' }
   | { type: 'retry'; delayMs: number; error: ErrorRecord }
-  | { type: 'defer'; delayMs: number; reason: string };
+  | { type: 'defer'; delayMs: number; reason: string; woken?: () => Promise<boolean> };
 
 /** The deterministic id of a task, unique among a deployment's tasks. Never holds `:` (BullMQ). */
 export function taskId(task: Task): string {

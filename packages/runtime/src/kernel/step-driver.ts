@@ -10,6 +10,7 @@ import type { ChildOutcome, ParkRequest, StepContext, StepOutcome, StepTarget } 
 import { TrySpan, recordRunEnd } from '../telemetry/tracing.js';
 import type { MergeConflict } from '../json/merge-patches.js';
 import { StepMailbox } from '../mailbox/step-mailbox.js';
+import { BudgetGate, BudgetLeases } from './budget-gate.js';
 import { CheckpointCache } from './checkpoint-cache.js';
 import type { Clock } from './clock.js';
 import { decodeCheckpoint, encodeCheckpoint } from './codec.js';
@@ -48,6 +49,11 @@ export interface StepDriverOptions {
    * (the claim check, claim-check.ts); `Infinity`: none. @defaultValue 262144 (256 KiB)
    */
   largeValueBytes?: number;
+  /**
+   * How long a concurrency lease of a node's `limits` lasts unless renewed ({@link
+   * StepDriver.renewBudget}), in ms; `undefined`: until given back (one process).
+   */
+  budgetLeaseMs?: number;
 }
 
 /** What a step's record needs beside its outcome. */
@@ -90,6 +96,8 @@ export class StepDriver {
   private readonly runnable: Runnable[];
   /** Runs whose refused step has been warned about (a refused step comes back every few seconds). */
   private readonly refusalsWarned = new Set<string>();
+  /** Concurrency leases of the tries running here (flow control). */
+  private readonly budgetLeases = new BudgetLeases();
 
   constructor(
     private readonly store: RunStore,
@@ -110,6 +118,26 @@ export class StepDriver {
   async run(task: Task, attemptsMade: number): Promise<TaskResult> {
     if (task.type === 'item') return this.fanOut.runItem(task, attemptsMade);
     return this.runStep(task, attemptsMade);
+  }
+
+  /**
+   * Extends the concurrency leases of the tries running here by `budgetLeaseMs` (a worker's
+   * heartbeat calls it): a worker that dies stops renewing, and its leases expire.
+   */
+  async renewBudget(): Promise<void> {
+    const leases = this.budgetLeases.all();
+    if (leases.length > 0 && this.options.budgetLeaseMs !== undefined)
+      await this.store.renewBudget(leases, this.options.budgetLeaseMs);
+  }
+
+  /** The flow control of one task (its try's admission against the node's `limits`). */
+  budgetGate(task: Task, runId?: string): BudgetGate {
+    return new BudgetGate(this.store, this.scheduler, {
+      waiter: taskId(task),
+      runId,
+      leaseMs: this.options.budgetLeaseMs,
+      leases: this.budgetLeases,
+    });
   }
 
   /** Aborts the `exec` of a run's step running here (its run was cancelled). */
@@ -231,6 +259,7 @@ export class StepDriver {
         },
       };
       const stream = new StepStream(this.store, run.id, { step: run.step, attempt }, now);
+      const gate = this.budgetGate(task, run.id);
       const ctx: StepContext = {
         attempt,
         signal: controller.signal,
@@ -238,6 +267,7 @@ export class StepDriver {
         mailbox: new StepMailbox(reservations, { runId: run.id, step: run.step, trace }, run.replay, now),
         emitter: stream,
         now,
+        budget: gate,
       };
       // A step retried after a failed try began with its first try (StepRecord.startedAt).
       const start: StepStart = { run, attempt, startedAt: run.stepStartedAt ?? now() };
@@ -257,7 +287,8 @@ export class StepDriver {
           await stream.flush();
           if (cancelledHere(controller)) return await this.droppedByCancel(run);
         }
-        return await this.apply(start, graph, ended, conflicts, trace);
+        const result = await this.apply(start, graph, ended, conflicts, trace);
+        return result.type === 'defer' && ended.type === 'throttled' ? { ...result, woken: () => gate.woken() } : result;
       } finally {
         span.end(
           ended?.type ?? 'failed',
@@ -321,7 +352,7 @@ export class StepDriver {
     try {
       const snapshot = run.parent ? await this.fanOut.snapshotOf(run.parent.id, run.parent.step) : undefined;
       checkpoint = encodeCheckpoint(outcome.checkpoint, this.options.maxCheckpointBytes, snapshot, claim);
-      if (outcome.type !== 'retry') record = await this.recordOf(start, outcome, now, claim);
+      if (outcome.type !== 'retry' && outcome.type !== 'throttled') record = await this.recordOf(start, outcome, now, claim);
     } catch (error) {
       const record = toErrorRecord(error, { retryable: false, node: outcome.checkpoint.frames.at(-1)?.node, at: now });
       await this.commit(run, 'failed', {
@@ -373,6 +404,20 @@ export class StepDriver {
           ...optional('values', await this.values.claimOf(claim, run.checkpoint)),
         });
         return result === 'committed' ? { type: 'retry', delayMs: outcome.delayMs, error: outcome.error } : DONE;
+      }
+      case 'throttled': {
+        // No budget (or a RateLimitedError): the visit keeps its prep result and waits in the
+        // scheduler's delayed set, holding no slot and using no try, until its budget allows it.
+        const result = await this.commit(run, 'throttled', {
+          checkpoint,
+          throttledBy: outcome.key,
+          errorRecords: outcome.errors,
+          stepStartedAt: start.startedAt,
+          now,
+        });
+        if (result !== 'committed') return DONE;
+        const reason = `run '${run.id}' waits ${Math.round(outcome.delayMs)} ms for budget '${outcome.key}'`;
+        return { type: 'defer', delayMs: outcome.delayMs, reason };
       }
       case 'completed':
         await this.commit(run, 'completed', {

@@ -163,5 +163,8 @@ export class LocalScheduler implements Scheduler {
     }
     if (result.type === 'retry') job.attemptsMade++;
     this.schedule(id, job, result.delayMs);
+    // A wake that came while the task ran found it active, not delayed: it would be lost.
+    if (result.type === 'defer' && result.woken && (await result.woken()) && job.state === 'delayed')
+      this.makeReady(id, job);
   }
 }

@@ -17,6 +17,8 @@ import {
 } from '../kernel/codec.js';
 import type { Clock } from '../kernel/clock.js';
 import type { ValueClaim } from '../kernel/claim-check.js';
+import type { BudgetHold, BudgetReply, BudgetRequest, BudgetState } from '../kernel/budget-store.js';
+import { MemoryBudgets } from './memory-budgets.js';
 import type { FinalRunStatus, ListRunsOptions, RunStatus } from '../kernel/engine.js';
 import type { StreamEntry } from '../stream/stream-types.js';
 import { compareStreamIds } from '../stream/stream-entry.js';
@@ -115,6 +117,8 @@ export class MemoryRunStore implements RunStore, RunEventSource {
    * reference count by name; a value goes with the last of them (see RunStore.values).
    */
   private readonly stored = new Map<string, { text: string; runs: Set<string> }>();
+  /** Flow control: the budgets of nodes' `limits`. */
+  private readonly budgets: MemoryBudgets;
 
   constructor(
     private readonly clock: Clock,
@@ -122,7 +126,15 @@ export class MemoryRunStore implements RunStore, RunEventSource {
     private readonly maxStepRecords: number,
     /** Stream entries kept per run, oldest dropped first. */
     private readonly maxStreamEntries: number = DEFAULT_MAX_STREAM_ENTRIES,
-  ) {}
+  ) {
+    this.budgets = new MemoryBudgets(clock, (runId) => {
+      const run = this.runs.get(runId)?.run;
+      if (run?.status !== 'throttled') return;
+      run.status = 'running';
+      delete run.throttledBy;
+      this.changed(runId);
+    });
+  }
 
   async subscribe(listener: RunEventListener): Promise<() => void> {
     this.listeners.add(listener);
@@ -225,6 +237,14 @@ export class MemoryRunStore implements RunStore, RunEventSource {
       if (fields.retryAt !== undefined) run.retryAt = fields.retryAt;
       run.attempt++;
       run.status = 'running';
+      return { result: 'committed', wakes };
+    }
+    if (mode === 'throttled') {
+      if (fields.checkpoint) run.checkpoint = fields.checkpoint;
+      if (fields.stepStartedAt !== undefined) run.stepStartedAt ??= fields.stepStartedAt;
+      run.status = 'throttled';
+      run.throttledBy = fields.throttledBy ?? '';
+      this.changed(run.id);
       return { result: 'committed', wakes };
     }
     if (mode === 'failed') {
@@ -510,6 +530,34 @@ export class MemoryRunStore implements RunStore, RunEventSource {
 
   async removeWorker(id: string): Promise<void> {
     this.registry.delete(id);
+  }
+
+  async acquireBudget(request: BudgetRequest): Promise<BudgetReply> {
+    return this.budgets.acquire(request);
+  }
+
+  async releaseBudget(holds: readonly BudgetHold[]): Promise<{ wakes: string[] }> {
+    return this.budgets.release(holds);
+  }
+
+  async spendBudget(hold: BudgetHold, units: number): Promise<void> {
+    this.budgets.spend(hold, units);
+  }
+
+  async holdBudget(keys: readonly string[], forMs: number): Promise<void> {
+    this.budgets.hold(keys, forMs);
+  }
+
+  async renewBudget(holds: readonly BudgetHold[], leaseMs: number): Promise<void> {
+    this.budgets.renew(holds, leaseMs);
+  }
+
+  async budgetWoken(key: string, waiter: string): Promise<boolean> {
+    return this.budgets.woken(key, waiter);
+  }
+
+  async budgetOf(key: string, perMs: number): Promise<BudgetState> {
+    return this.budgets.state(key, perMs);
   }
 
   async summaries(runIds: readonly string[]): Promise<(StoredRun | undefined)[]> {

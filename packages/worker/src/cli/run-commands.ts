@@ -23,7 +23,7 @@ const WAIT_TIMED_OUT = 124;
 /** How long a run may sit queued before `run`/`wait` say that no worker has taken it, in ms. */
 const QUEUED_HINT_MS = 10_000;
 
-const STATUSES: RunStatus[] = ['queued', 'running', 'waiting', 'completed', 'failed', 'cancelled'];
+const STATUSES: RunStatus[] = ['queued', 'running', 'waiting', 'throttled', 'completed', 'failed', 'cancelled'];
 
 /** The commands on runs: run, status, wait, send, list, cancel. */
 export function runCommands(): Command[] {

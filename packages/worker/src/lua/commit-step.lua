@@ -10,7 +10,7 @@
 
   ARGV[1] options, JSON:
     at            expected step counter, ':' and the expected park count (see atStep)
-    mode          next | retry | completed | failed
+    mode          next | retry | throttled | completed | failed
     target        the next target, JSON (absent: keep the stored one)
     now           epoch ms
     errors        error records to append, each JSON; for mode failed the last is the one that
@@ -20,8 +20,11 @@
     lastAction    for mode completed
     conflicts     merge conflicts to append, each JSON
     record        the step's history record JSON (modes next and completed)
-    stepStartedAt for mode retry: when the step's first try began (epoch ms), kept unless set
     retryAt       for mode retry: when the next try is due (epoch ms)
+    stepStartedAt for modes retry and throttled: when the step's first try began (epoch ms), kept
+                  unless set
+    throttledBy   for mode throttled: the budget key the step waits for (status throttled; the
+                  attempt is unchanged: a throttled visit uses no try)
     maxRecords    history records kept
     retention     seconds a finished run is kept      maxErrors  error records kept
     channel       events channel     changes  changes channel     runId
@@ -100,6 +103,14 @@ if mode == 'retry' then
   if o.retryAt then redis.call('HSET', runKey, 'retryAt', o.retryAt) end
   redis.call('HINCRBY', runKey, 'attempt', 1)
   redis.call('HSET', runKey, 'status', 'running')
+  changed(runKey, runId, o)
+  return { 1, -1, -1, wakes }
+end
+
+if mode == 'throttled' then
+  if checkpoint ~= '' then redis.call('HSET', runKey, 'checkpoint', checkpoint) end
+  if o.stepStartedAt then redis.call('HSETNX', runKey, 'stepStartedAt', o.stepStartedAt) end
+  redis.call('HSET', runKey, 'status', 'throttled', 'throttledBy', o.throttledBy or '')
   changed(runKey, runId, o)
   return { 1, -1, -1, wakes }
 end

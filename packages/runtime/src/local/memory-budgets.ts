@@ -1,0 +1,186 @@
+import type { BudgetHold, BudgetReply, BudgetRequest, BudgetState } from '../kernel/budget-store.js';
+import type { Clock } from '../kernel/clock.js';
+
+/** One budget key in memory: what the Redis store keeps in its four keys per budget. */
+interface MemoryBudget {
+  /** Admissions in the sliding window: holder → [admitted at (epoch ms), units]. */
+  window: Map<string, { at: number; units: number }>;
+  /** Concurrency leases: holder → expiry (epoch ms; Infinity: until given back). */
+  leases: Map<string, number>;
+  /**
+   * Waiters: task id → { score (priority, then arrival), until (epoch ms it counts), woken (named
+   * among wakes since its last refusal) }.
+   */
+  waiters: Map<string, { score: number; until: number; woken: boolean }>;
+  /** Epoch ms until which nobody is admitted (a RateLimitedError). */
+  heldUntil: number;
+  /** Arrivals so far (the FIFO order of waiters). */
+  seq: number;
+  /** The longest window any limit on this key asked for, in ms (how long entries are kept). */
+  perMs: number;
+}
+
+/** A waiter counts this long past the moment it said it would look again, in ms. */
+const WAITER_GRACE_MS = 30_000;
+/** Arrivals a priority step spans in a waiter's score (BullMQ-like: priority first, then FIFO). */
+const PRIORITY_SPAN = 2 ** 40;
+
+/**
+ * The budget operations of {@link MemoryRunStore} (flow control), on the injected clock: the
+ * same transitions as the Redis store's `acquire-budget.lua` and `budget-ops.lua`, in maps.
+ */
+export class MemoryBudgets {
+  private readonly budgets = new Map<string, MemoryBudget>();
+
+  constructor(
+    private readonly clock: Clock,
+    /** A run admitted here goes from `throttled` back to `running`. */
+    private readonly onAdmitted: (runId: string) => void,
+  ) {}
+
+  acquire(request: BudgetRequest): BudgetReply {
+    const now = this.clock.now();
+    const wakes: string[] = [];
+    for (const limit of request.limits) {
+      const budget = this.budget(limit.key);
+      if (limit.rate) budget.perMs = Math.max(budget.perMs, limit.rate.perMs);
+      this.expire(budget, now);
+      let delayMs: number | undefined;
+      const head = this.head(budget);
+      if (head !== undefined && head !== request.waiter) delayMs = request.recheckMs; // FIFO: others first
+      else if (budget.heldUntil > now) delayMs = budget.heldUntil - now;
+      else if (limit.concurrency !== undefined && budget.leases.size >= limit.concurrency) {
+        delayMs = Math.min(...budget.leases.values()) - now;
+      } else if (limit.rate) delayMs = rateDelay(budget, limit.rate, limit.units, now);
+      if (delayMs === undefined) continue;
+      // Refused by this key: wait in its queue (keeping an earlier place), and in no other.
+      for (const other of request.limits) {
+        if (other.key === limit.key) continue;
+        const queue = this.budgets.get(other.key);
+        if (queue?.waiters.delete(request.waiter)) this.wakeHead(queue, wakes);
+      }
+      const wait = Math.max(1, Math.min(delayMs, request.recheckMs));
+      const place = budget.waiters.get(request.waiter);
+      budget.waiters.set(request.waiter, {
+        score: place?.score ?? (request.priority ?? 0) * PRIORITY_SPAN + budget.seq++,
+        until: now + wait + WAITER_GRACE_MS,
+        woken: false,
+      });
+      return { admitted: false, key: limit.key, delayMs: wait, wakes };
+    }
+    for (const limit of request.limits) {
+      const budget = this.budget(limit.key);
+      budget.waiters.delete(request.waiter);
+      if (limit.concurrency !== undefined)
+        budget.leases.set(request.holder, request.leaseMs === undefined ? Infinity : now + request.leaseMs);
+      if (limit.rate) budget.window.set(request.holder, { at: now, units: limit.units });
+      this.wakeHead(budget, wakes); // the next waiter may fit too
+    }
+    if (request.runId !== undefined) this.onAdmitted(request.runId);
+    return { admitted: true, at: now, wakes };
+  }
+
+  release(holds: readonly BudgetHold[]): { wakes: string[] } {
+    const wakes: string[] = [];
+    for (const { key, holder } of holds) {
+      const budget = this.budgets.get(key);
+      if (budget?.leases.delete(holder)) this.wakeHead(budget, wakes);
+    }
+    return { wakes };
+  }
+
+  spend({ key, holder }: BudgetHold, units: number): void {
+    const budget = this.budget(key);
+    const entry = budget.window.get(holder);
+    budget.window.set(holder, { at: entry?.at ?? this.clock.now(), units });
+  }
+
+  hold(keys: readonly string[], forMs: number): void {
+    const until = this.clock.now() + forMs;
+    for (const key of keys) {
+      const budget = this.budget(key);
+      budget.heldUntil = Math.max(budget.heldUntil, until);
+    }
+  }
+
+  renew(holds: readonly BudgetHold[], leaseMs: number): void {
+    const until = this.clock.now() + leaseMs;
+    for (const { key, holder } of holds) {
+      const leases = this.budgets.get(key)?.leases;
+      if (leases?.has(holder)) leases.set(holder, until);
+    }
+  }
+
+  woken(key: string, waiter: string): boolean {
+    const place = this.budgets.get(key)?.waiters.get(waiter);
+    if (!place?.woken) return false;
+    place.woken = false;
+    return true;
+  }
+
+  state(key: string, perMs: number): BudgetState {
+    const now = this.clock.now();
+    const budget = this.budgets.get(key);
+    if (!budget) return { leases: 0, unitsInWindow: 0, waiters: [] };
+    this.expire(budget, now);
+    let units = 0;
+    for (const entry of budget.window.values()) if (entry.at > now - perMs) units += entry.units;
+    return {
+      leases: budget.leases.size,
+      unitsInWindow: units,
+      waiters: [...budget.waiters.entries()].sort((a, b) => a[1].score - b[1].score).map(([id]) => id),
+      ...(budget.heldUntil > now ? { heldUntil: budget.heldUntil } : {}),
+    };
+  }
+
+  private budget(key: string): MemoryBudget {
+    let budget = this.budgets.get(key);
+    if (!budget) {
+      budget = { window: new Map(), leases: new Map(), waiters: new Map(), heldUntil: 0, seq: 0, perMs: 0 };
+      this.budgets.set(key, budget);
+    }
+    return budget;
+  }
+
+  /** Drops window entries older than the longest window, expired leases and lapsed waiters. */
+  private expire(budget: MemoryBudget, now: number): void {
+    for (const [holder, entry] of budget.window) if (entry.at <= now - budget.perMs) budget.window.delete(holder);
+    for (const [holder, until] of budget.leases) if (until <= now) budget.leases.delete(holder);
+    for (const [waiter, place] of budget.waiters) if (place.until <= now) budget.waiters.delete(waiter);
+  }
+
+  /** The first waiter (lowest score). */
+  private head(budget: MemoryBudget): string | undefined {
+    let first: [string, number] | undefined;
+    for (const [waiter, { score }] of budget.waiters) if (!first || score < first[1]) first = [waiter, score];
+    return first?.[0];
+  }
+
+  private wakeHead(budget: MemoryBudget, wakes: string[]): void {
+    const head = this.head(budget);
+    if (head === undefined) return;
+    budget.waiters.get(head)!.woken = true;
+    if (!wakes.includes(head)) wakes.push(head);
+  }
+}
+
+/**
+ * How long until `units` more fit in a window of `rate.max` per `rate.perMs`, or `undefined`
+ * when they fit now. A try costing more than `max` fits only in an empty window.
+ */
+function rateDelay(
+  budget: MemoryBudget,
+  rate: { max: number; perMs: number },
+  units: number,
+  now: number,
+): number | undefined {
+  const entries = [...budget.window.values()].filter((e) => e.at > now - rate.perMs).sort((a, b) => a.at - b.at);
+  let used = entries.reduce((sum, e) => sum + e.units, 0);
+  const allowed = Math.max(0, rate.max - Math.min(units, rate.max));
+  if (used <= allowed) return undefined;
+  for (const entry of entries) {
+    used -= entry.units;
+    if (used <= allowed) return entry.at + rate.perMs - now;
+  }
+  return rate.perMs;
+}

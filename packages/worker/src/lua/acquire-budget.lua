@@ -1,0 +1,111 @@
+--[[
+  Admits one try of a visit against every limit it names, or refuses it by the first key without
+  budget (flow control, RunStore.acquireBudget), on the server's clock.
+
+  KEYS[1] the run hash (its status goes from throttled back to running when admitted; may not exist)
+  KEYS[2..] four keys per limit, in the order of o.limits (see budget-lifecycle.lua)
+
+  ARGV[1] options, JSON:
+    holder     names this admission (its lease and window entry)
+    waiter     the visit's task id (queued when refused, woken when its turn comes)
+    runId      the run (absent for a fan-out item)
+    priority   lower first among waiters (0 or absent: before every priority)
+    leaseMs    lease length in ms (absent: until given back)
+    recheckMs  longest a refused waiter sleeps, in ms
+    changes    the changes channel
+    limits     { key, concurrency?, rate? { max, perMs }, units } each
+
+  A key refuses when: another waiter is before this one in its queue (FIFO); it is held back
+  (RateLimitedError); every lease is taken; its window has no room for `units` (a try costing
+  more than `max` needs an empty window).
+
+  Returns { 1, wakes, now } admitted at now (epoch ms): a lease per concurrency limit, units in each rate window, the
+            waiter off every queue;
+          { 0, key, delayMs, wakes } refused by `key`: the waiter queued there (keeping an
+            earlier place) and in no other queue; delayMs until its budget allows it (window:
+            when enough units leave it; hold: its end; leases: the first expiry), at most
+            recheckMs.
+    wakes: waiter task ids to promote (the head of a queue whose budget may now admit it).
+  Emits: PUBLISH <changes> when a throttled run goes back to running.
+]]
+local o = cjson.decode(ARGV[1])
+local SPAN = 1099511627776 -- 2^40: arrivals per priority step
+local GRACE_MS = 30000     -- a waiter counts this long past the moment it looks again
+local wakes = {}
+local limits = o.limits
+
+for i, limit in ipairs(limits) do
+  local b = budgetKeys(i, 1)
+  local rate = limit.rate
+  if type(rate) ~= 'table' then rate = nil end
+  expireBudget(b, rate and rate.perMs)
+  local delay = nil
+  local head = headWaiter(b)
+  local held = tonumber(redis.call('HGET', b.meta, 'held') or '0')
+  if head and head ~= o.waiter then
+    delay = o.recheckMs
+  elseif held > now then
+    delay = held - now
+  elseif type(limit.concurrency) == 'number' and redis.call('ZCARD', b.leases) >= limit.concurrency then
+    local first = redis.call('ZRANGE', b.leases, 0, 0, 'WITHSCORES')
+    local expiry = tonumber(first[2])
+    if expiry and expiry < now + o.recheckMs then delay = expiry - now else delay = o.recheckMs end
+  elseif rate then
+    local entries, used = windowEntries(b, rate.perMs)
+    local allowed = rate.max - math.min(limit.units, rate.max)
+    if used > allowed then
+      delay = rate.perMs
+      for _, e in ipairs(entries) do
+        used = used - e[2]
+        if used <= allowed then
+          delay = e[1] + rate.perMs - now
+          break
+        end
+      end
+    end
+  end
+  if delay then
+    for j, other in ipairs(limits) do
+      if j ~= i then
+        local ob = budgetKeys(j, 1)
+        if redis.call('ZREM', ob.waiters, o.waiter) == 1 then
+          redis.call('HDEL', ob.meta, 'q:' .. o.waiter)
+          wakeHead(ob, wakes)
+        end
+      end
+    end
+    local wait = math.max(1, math.min(delay, o.recheckMs))
+    if not redis.call('ZSCORE', b.waiters, o.waiter) then
+      local seq = redis.call('HINCRBY', b.meta, 'seq', 1)
+      redis.call('ZADD', b.waiters, (tonumber(o.priority) or 0) * SPAN + seq, o.waiter)
+    end
+    redis.call('HSET', b.meta, 'q:' .. o.waiter, now + wait + GRACE_MS)
+    redis.call('HDEL', b.meta, 'w:' .. o.waiter)
+    touchBudget(b)
+    return { 0, limit.key, wait, wakes }
+  end
+end
+
+for i, limit in ipairs(limits) do
+  local b = budgetKeys(i, 1)
+  redis.call('ZREM', b.waiters, o.waiter)
+  redis.call('HDEL', b.meta, 'q:' .. o.waiter, 'w:' .. o.waiter)
+  if type(limit.concurrency) == 'number' then
+    local expiry = '+inf'
+    if type(o.leaseMs) == 'number' then expiry = now + o.leaseMs end
+    redis.call('ZADD', b.leases, expiry, o.holder)
+  end
+  if type(limit.rate) == 'table' then
+    redis.call('ZADD', b.window, now, o.holder)
+    redis.call('HSET', b.meta, 'u:' .. o.holder, limit.units)
+  end
+  wakeHead(b, wakes) -- the next waiter may fit too
+  touchBudget(b)
+end
+
+if type(o.runId) == 'string' and redis.call('HGET', KEYS[1], 'status') == 'throttled' then
+  redis.call('HSET', KEYS[1], 'status', 'running')
+  redis.call('HDEL', KEYS[1], 'throttledBy')
+  changed(KEYS[1], o.runId, o)
+end
+return { 1, wakes, now }

@@ -1,0 +1,86 @@
+import type { BudgetHold, BudgetReply, BudgetRequest, BudgetState } from '@queueflow/runtime/kernel';
+import type { RedisKeys } from './redis-keys.js';
+import type { ScriptedRedis } from './scripts.js';
+
+/**
+ * The budget operations of {@link RedisRunStore} (flow control): one Lua script each, on the
+ * Redis server's clock (`TIME`), so every worker and client of a prefix counts in one place and
+ * no machine's clock skews a window. Contracts: `lua/acquire-budget.lua`, `lua/budget-ops.lua`.
+ */
+export class RedisBudgets {
+  constructor(
+    private readonly redis: ScriptedRedis,
+    private readonly keys: RedisKeys,
+  ) {}
+
+  async acquire(request: BudgetRequest): Promise<BudgetReply> {
+    const keys = [
+      request.runId === undefined ? this.keys.run('') : this.keys.run(request.runId),
+      ...request.limits.flatMap((limit) => this.keys.budget(limit.key)),
+    ];
+    const options = {
+      holder: request.holder,
+      waiter: request.waiter,
+      ...(request.runId === undefined ? {} : { runId: request.runId }),
+      ...(request.priority === undefined ? {} : { priority: request.priority }),
+      ...(request.leaseMs === undefined ? {} : { leaseMs: request.leaseMs }),
+      recheckMs: request.recheckMs,
+      changes: this.keys.changes(),
+      limits: request.limits.map((limit) => ({
+        key: limit.key,
+        units: limit.units,
+        ...(limit.concurrency === undefined ? {} : { concurrency: limit.concurrency }),
+        ...(limit.rate === undefined ? {} : { rate: limit.rate }),
+      })),
+    };
+    const reply = (await this.redis.acquireBudget(keys.length, ...keys, JSON.stringify(options))) as
+      | [1, string[], number]
+      | [0, string, number, string[]];
+    if (reply[0] === 1) return { admitted: true, at: Number(reply[2]), wakes: reply[1] };
+    return { admitted: false, key: reply[1], delayMs: Number(reply[2]), wakes: reply[3] };
+  }
+
+  async release(holds: readonly BudgetHold[]): Promise<{ wakes: string[] }> {
+    if (holds.length === 0) return { wakes: [] };
+    const wakes = (await this.ops('release', holds, { holds })) as string[];
+    return { wakes };
+  }
+
+  async spend(hold: BudgetHold, units: number): Promise<void> {
+    await this.ops('spend', [hold], { holds: [hold], units });
+  }
+
+  async hold(keys: readonly string[], forMs: number): Promise<void> {
+    if (keys.length === 0) return;
+    await this.ops('hold', keys.map((key) => ({ key })), { keys, forMs: Math.ceil(forMs) });
+  }
+
+  async renew(holds: readonly BudgetHold[], leaseMs: number): Promise<void> {
+    if (holds.length === 0) return;
+    await this.ops('renew', holds, { holds, leaseMs });
+  }
+
+  async woken(key: string, waiter: string): Promise<boolean> {
+    return (await this.ops('woken', [{ key }], { keys: [key], waiter })) === 1;
+  }
+
+  async state(key: string, perMs: number): Promise<BudgetState> {
+    const [leases, units, heldUntil, ...waiters] = (await this.ops('state', [{ key }], { keys: [key], perMs })) as [
+      number,
+      string,
+      number,
+      ...string[],
+    ];
+    return {
+      leases: Number(leases),
+      unitsInWindow: Number(units),
+      waiters,
+      ...(Number(heldUntil) > 0 ? { heldUntil: Number(heldUntil) } : {}),
+    };
+  }
+
+  private ops(op: string, of: readonly { key: string }[], args: object): Promise<unknown> {
+    const keys = of.flatMap(({ key }) => this.keys.budget(key));
+    return this.redis.budgetOps(keys.length, ...keys, op, JSON.stringify(args));
+  }
+}
