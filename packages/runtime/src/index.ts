@@ -16,6 +16,8 @@ export {
 } from './core/async-classes.js';
 export type { Action, MaybePromise, NonIterableObject, ParamsObject } from './core/types.js';
 export { DEFAULT_ACTION } from './core/types.js';
+export { DEFAULT_QUEUE } from './core/queue-name.js';
+export { MAX_PRIORITY } from './kernel/run-priority.js';
 export type { BackoffOptions } from './core/backoff.js';
 export { backoffDelayMs } from './core/backoff.js';
 export { setWarningHandler, type WarningCode, type WarningHandler } from './core/warnings.js';

@@ -33,8 +33,11 @@ export {
   MAX_ERRORS_KEPT,
   DEFAULT_MAX_STREAM_ENTRIES,
 } from './kernel/run-store.js';
-export type { Scheduler, Task, StepTask, WakeTask, ItemTask, TaskResult } from './kernel/scheduler.js';
-export { taskId } from './kernel/scheduler.js';
+export type { Scheduler, Task, StepTask, WakeTask, ItemTask, TaskResult, TaskOptions } from './kernel/scheduler.js';
+export { taskId, taskOptionsOf } from './kernel/scheduler.js';
+export { queueOf } from './kernel/run-info.js';
+export { checkPriority } from './kernel/run-priority.js';
+export { checkQueueName } from './core/queue-name.js';
 export type { RunEventListener, RunEventSource } from './kernel/run-events.js';
 export { StepDriver, type StepDriverOptions } from './kernel/step-driver.js';
 export { RunClient, prepareRun, type RunClientOptions } from './kernel/run-client.js';

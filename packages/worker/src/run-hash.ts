@@ -31,6 +31,7 @@ export function runOfHash(id: string, hash: Record<string, string | undefined>):
     ...(hash.retries !== undefined ? { retries: Number(hash.retries) } : {}),
     ...(hash.stepStartedAt !== undefined ? { stepStartedAt: Number(hash.stepStartedAt) } : {}),
     ...(hash.trace !== undefined ? { trace: hash.trace } : {}),
+    ...(hash.priority !== undefined ? { priority: Number(hash.priority) } : {}),
     ...(hash.parentId !== undefined
       ? { parent: { id: hash.parentId, step: Number(hash.parentStep), index: Number(hash.childIndex) } }
       : {}),

@@ -3,6 +3,7 @@ import { backoffDelayMs, checkBackoff, type BackoffOptions } from './backoff.js'
 import type { MaybePromise, NonIterableObject, ParamsObject } from './types.js';
 import { checkMaxRetries, checkOptionalPositiveInteger, checkWaitOptions, invalidOption } from './validate-options.js';
 import { NodeTimeoutError } from '../errors/queueflow-error.js';
+import { checkQueueName } from './queue-name.js';
 
 /** Options of {@link Node} beyond PocketFlow's positional `(maxRetries, wait)`. */
 export interface NodeOptions {
@@ -31,6 +32,16 @@ export interface NodeOptions {
   timeoutMs?: number;
   /** Stable node name, used as its id by the engines. */
   name?: string;
+  /**
+   * The queue whose workers run this node's steps (and, for a ParallelBatchNode, its items):
+   * on RedisEngine a step of a node with `queue: 'llm'` runs only on workers started with
+   * `queues` including `'llm'` (`queueflow worker --queues default,llm`). LocalEngine and
+   * `flow.run` accept any name and run every queue in this process. 1 to 64 letters, digits, `_`,
+   * `-` or `.`, starting with a letter or digit.
+   * @defaultValue `'default'`
+   * @throws TypeError for a name that breaks those rules.
+   */
+  queue?: string;
 }
 
 /**
@@ -68,6 +79,8 @@ export class Node<S = unknown, P extends ParamsObject = NonIterableObject> exten
   declare backoff: BackoffOptions | undefined;
   /** Limit of one try of `exec`, in milliseconds; unset means none. */
   declare timeoutMs: number | undefined;
+  /** The queue whose workers run this node's steps; unset means `'default'` (see {@link NodeOptions.queue}). */
+  declare queue: string | undefined;
   /** Aborts when the running try is abandoned (timeout, failed sibling, cancelled run). */
   declare signal: AbortSignal | undefined;
 
@@ -90,6 +103,7 @@ export class Node<S = unknown, P extends ParamsObject = NonIterableObject> exten
       throw invalidOption(owner, 'name', 'a non-empty string', options.name);
     }
     if (options.name !== undefined) this.name = options.name;
+    if (options.queue !== undefined) this.queue = checkQueueName(owner, 'queue', options.queue);
   }
 
   /**

@@ -11,7 +11,7 @@ import { attachMailbox } from '../mailbox/mailbox-of.js';
 import { noMailbox } from '../mailbox/no-mailbox.js';
 import { attachEmitter } from '../stream/emitter-of.js';
 import type { Checkpoint, Frame } from './checkpoint.js';
-import { fanOutPolicy, graphNode, isLeaf, type CompiledGraph, type GraphNode } from './graph.js';
+import { fanOutPolicy, graphNode, isLeaf, leafTarget, type CompiledGraph, type GraphNode } from './graph.js';
 import type { StepContext, StepOutcome, StepResult } from './step-types.js';
 import { advancePast, checkPosition, walkParams } from './walk.js';
 
@@ -144,7 +144,7 @@ export class Step {
           return {
             type: 'next',
             checkpoint: this.checkpoint,
-            target: { node: node.id, maxAttempts: node.maxAttempts },
+            target: leafTarget(node),
           };
         }
       }
@@ -165,6 +165,7 @@ export class Step {
             concurrency,
             onItemError,
             maxAttempts: node.maxAttempts,
+            ...(node.queue === undefined ? {} : { queue: node.queue }),
           },
         };
       }
@@ -199,7 +200,7 @@ export class Step {
         const retry: StepResult = {
           type: 'retry',
           checkpoint: this.checkpoint,
-          target: { node: node.id, maxAttempts: node.maxAttempts },
+          target: leafTarget(node),
           error: record,
           delayMs: copy.retryDelayMs(attempt),
         };
@@ -236,7 +237,7 @@ export class Step {
           return {
             type: 'next',
             checkpoint: this.checkpoint,
-            target: { node: node.id, maxAttempts: node.maxAttempts },
+            target: leafTarget(node),
           };
         }
         const fanOut = await this.enterFlow(top, node);

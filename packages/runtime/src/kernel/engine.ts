@@ -33,6 +33,15 @@ export interface RunOptions<P extends object = object> {
    * Atomic with the run's creation: two clients racing get one run. At most 256 characters.
    */
   idempotencyKey?: string;
+  /**
+   * The run's priority, BullMQ's meaning: 1 runs first, higher numbers later, up to 2,097,151;
+   * a run without one goes before every run with one (BullMQ runs unprioritized jobs first).
+   * Every step of the run, its wakes and its fan-out children and items inherit it; it orders
+   * waiting steps within a queue. LocalEngine orders its steps the same way.
+   * @defaultValue none
+   * @throws QueueflowError `INVALID_OPTION` (from `start`/`run`) for anything but an integer from 1 to 2,097,151.
+   */
+  priority?: number;
 }
 
 /** How a run ended. `shared` is the last committed shared store. */
@@ -90,6 +99,19 @@ export interface RunSummary {
   forkedFrom?: { runId: string; step: number };
   /** Times the run went on after failing or being cancelled ({@link Engine.retry}). */
   retries?: number;
+  /** The run's priority ({@link RunOptions.priority}), which its steps and children inherit. */
+  priority?: number;
+  /**
+   * The queue of the step the run waits for or runs (its node's `queue`), while it has not
+   * ended and is not waiting on children or a mailbox.
+   */
+  queue?: string;
+  /**
+   * Why the run's next step waits: no live worker serves its queue (RedisEngine: say, no worker
+   * started with `--queues llm` for a node with `queue: 'llm'`). Set by `get` and `list` while
+   * the run is `queued` or `running`; workers serving that queue take the step once they start.
+   */
+  noWorker?: string;
 }
 
 /** What an engine knows of a run (`get`). Times are epoch milliseconds. */
@@ -272,12 +294,14 @@ export interface WorkerInfo {
   id: string;
   host: string;
   pid: number;
-  /** Steps it runs at once. */
+  /** Steps it runs at once, on each queue it serves. */
   concurrency: number;
   /** Steps it runs now. */
   active: number;
   /** The flows it can run. */
   flows: string[];
+  /** The queues it serves (a worker's `queues`; LocalEngine: every queue its flows name). */
+  queues: string[];
   startedAt: number;
   lastSeenAt: number;
 }

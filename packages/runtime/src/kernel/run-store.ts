@@ -174,6 +174,8 @@ export interface WorkerBeat {
   concurrency: number;
   active: number;
   flows: string[];
+  /** The queues it serves; absent (a worker from before queues): `['default']`. */
+  queues?: string[];
   startedAt: number;
   /** Scheduler-specific facts (BullMQ: its worker id, which prefixes its jobs' lock tokens). */
   meta?: Record<string, string>;
@@ -203,6 +205,8 @@ export interface NewRun {
   forkedFrom?: { runId: string; step: number };
   /** The trace context of the run's start (W3C traceparent), which its steps' spans join. */
   trace?: string;
+  /** The run's priority (BullMQ's: 1 first), inherited by its steps and fan-out children. */
+  priority?: number;
 }
 
 /** A run's record as a store holds it. Times are epoch ms. */
@@ -242,6 +246,8 @@ export interface StoredRun {
   stepStartedAt?: number;
   /** The trace context of the run's start (W3C traceparent); a fan-out child has its parent's request's. */
   trace?: string;
+  /** The run's priority (BullMQ's: 1 first); a fan-out child has its parent's. Its tasks carry it. */
+  priority?: number;
 }
 
 /** A fan-out child's place: its parent, the parent's step that fanned out, its index. */

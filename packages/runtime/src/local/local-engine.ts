@@ -1,5 +1,6 @@
 import { hostname } from 'node:os';
 import { checkOptionalPositiveInteger } from '../core/validate-options.js';
+import { DEFAULT_QUEUE } from '../core/queue-name.js';
 import { QueueflowError } from '../errors/queueflow-error.js';
 import { FlowRegistry, type FlowDefinition, type FlowsOption } from '../interpreter/flow-definition.js';
 import type { Json, JsonObject } from '../json/json.js';
@@ -92,6 +93,7 @@ export class LocalEngine implements Engine {
       pid: process.pid,
       concurrency,
       flows: registry.names(),
+      queues: queuesOf(registry),
       startedAt: clock.now(),
     };
     this.clock = clock;
@@ -249,4 +251,15 @@ export class LocalEngine implements Engine {
     if (this.closed) throw new QueueflowError('ENGINE_CLOSED', 'LocalEngine is closed');
     await this.ready;
   }
+}
+
+/**
+ * The queues the registered flows' nodes name, the default one first: LocalEngine serves them all
+ * in this process (a node's `queue` routes steps between workers on RedisEngine only).
+ */
+function queuesOf(registry: FlowRegistry): string[] {
+  const queues = new Set([DEFAULT_QUEUE]);
+  for (const name of registry.names())
+    for (const node of registry.graph(name).nodes.values()) if (node.queue !== undefined) queues.add(node.queue);
+  return [...queues];
 }
