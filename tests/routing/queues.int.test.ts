@@ -1,7 +1,7 @@
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { LocalEngine } from '@queueflow/runtime';
-import { RedisEngine } from '@queueflow/worker';
+import { RedisEngine, startWorker } from '@queueflow/worker';
 import { useRedisHarness } from '../support/redis-harness.js';
 import { deletePrefix, redisUrl, testPrefix } from '../support/test-redis.js';
 import { spawnWorker, stopWorkers, type WorkerProcess } from '../support/worker-process.js';
@@ -83,5 +83,16 @@ describe('queues: a run whose next queue has no live worker', () => {
     } finally {
       await engine.close();
     }
+  });
+});
+
+describe('queues: worker option `queues`', () => {
+  it('refuses an empty list or a bad name before connecting', async () => {
+    const start = (queues: unknown) =>
+      startWorker({ connection: 'redis://127.0.0.1:1', flows: [routed], queues: queues as string[] });
+    await expect(start([])).rejects.toThrow('startWorker: expected `queues` to be a non-empty array of queue names');
+    await expect(start(['default', 'l lm'])).rejects.toThrow(
+      "startWorker: expected `queues[1]` to be a queue name of 1 to 64 letters, digits, '_', '-' or '.', starting with a letter or digit, got `'l lm'` (string)",
+    );
   });
 });

@@ -31,8 +31,9 @@ import type {
   WorkerInfo,
 } from './engine.js';
 import { followStream } from './run-stream.js';
-import { SpanStatusCode, trace } from '@opentelemetry/api';
-import { recordRunEnd, startRunSpan } from '../telemetry/tracing.js';
+import { trace } from '@opentelemetry/api';
+import { recordRunEnd } from '../telemetry/tracing.js';
+import { startRun } from './start-run.js';
 import { traceparentOf } from '../telemetry/trace-context.js';
 import { checkStreamId } from '../stream/stream-entry.js';
 import { Inbox } from './inbox.js';
@@ -46,7 +47,7 @@ import { checkPriority } from './run-priority.js';
 import { DEFAULT_QUEUE } from '../core/queue-name.js';
 import { childRunId, isFinal, type NewRun, type RunStore, type StoredRun } from './run-store.js';
 import type { ResultWaiter } from './result-waiter.js';
-import { taskOptionsOf, type Scheduler } from './scheduler.js';
+import type { Scheduler } from './scheduler.js';
 
 export interface RunClientOptions {
   clock: Clock;
@@ -158,34 +159,8 @@ export class RunClient {
    * handle of that run instead.
    */
   async startPrepared<S extends object>(run: NewRun): Promise<RunHandle<S>> {
-    // The run's trace starts here: its record carries the context every step's span joins.
-    const started = startRunSpan(run.flow, run.id);
-    try {
-      // Stamped on the store's clock now (prepareRun may have run before the clock was synced).
-      const created = await this.store.create({
-        ...run,
-        now: this.options.clock.now(),
-        ...(started.trace === undefined ? {} : { trace: started.trace }),
-      });
-      if (!created.created) {
-        // The idempotency key named a run started before: this start started nothing.
-        started.span.setAttribute('queueflow.run.id', created.runId);
-        return this.handle<S>(created.runId);
-      }
-      try {
-        await this.scheduler.addStep(run.id, 0, run.target, taskOptionsOf(run));
-      } catch (error) {
-        await this.store.discard(run.id).catch(() => {});
-        throw error;
-      }
-      return this.handle<S>(run.id);
-    } catch (error) {
-      started.span.recordException(error as Error);
-      started.span.setStatus({ code: SpanStatusCode.ERROR, message: (error as Error).message });
-      throw error;
-    } finally {
-      started.span.end();
-    }
+    const { runId } = await startRun(this.store, this.scheduler, run, this.options.clock.now());
+    return this.handle<S>(runId);
   }
 
   /** A handle on run `runId`. */
