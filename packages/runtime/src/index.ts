@@ -52,6 +52,9 @@ export type {
   FlowGraph,
   StreamEntry,
   StreamOptions,
+  ScheduleOptions,
+  ScheduleRunOptions,
+  ScheduleInfo,
 } from './kernel/engine.js';
 export { LocalEngine, type LocalEngineOptions } from './local/local-engine.js';
 export { toMermaid, type MermaidOptions } from './interpreter/mermaid.js';

@@ -28,6 +28,16 @@ export class RedisKeys {
     return `${this.prefix}:queues`;
   }
 
+  /** Hash: schedule name → the id of the run that schedule started last (its overlap rule reads it). */
+  scheduleRuns(): string {
+    return `${this.prefix}:schedules:runs`;
+  }
+
+  /** Hash: schedule name → ticks it skipped because its last run had not ended. */
+  scheduleSkips(): string {
+    return `${this.prefix}:schedules:skipped`;
+  }
+
   /** Hash: a run's record (status, step counter, checkpoint, timings, errors). */
   run(runId: string): string {
     return `${this.prefix}:run:${runId}`;

@@ -8,6 +8,7 @@ import {
   checkQueueName,
   invalidOption,
   observeGauges,
+  runScheduleTick,
   systemClock,
 } from '@queueflow/runtime/kernel';
 import { BullmqScheduler, taskOfJob } from './bullmq-scheduler.js';
@@ -24,10 +25,14 @@ import { RedisKeys, normalizePrefix } from './redis-keys.js';
 import { RetryStep, stepBackoff } from './retry-step.js';
 import { RedisRunEvents } from './redis-run-events.js';
 import { RedisRunStore } from './redis-run-store.js';
+import { RedisSchedules, TICK_JOB, tickOfJob } from './redis-schedules.js';
 import { withScripts } from './scripts.js';
 import { ServerClock } from './server-clock.js';
 import { storeOptions, type StoreSettings } from './store-settings.js';
 import { WORKER_LAPSE_MS, WorkerHeartbeat } from './worker-heartbeat.js';
+
+/** How long a step or tick this worker cannot run (other code, no such flow) waits before another try, in ms. */
+const REFUSAL_DELAY_MS = 5000;
 
 export interface WorkerOptions extends StoreSettings {
   /** Redis to use: a URL or ioredis options. @defaultValue `REDIS_URL`, else `redis://127.0.0.1:6379` */
@@ -151,7 +156,7 @@ export async function startWorker(options: WorkerOptions): Promise<QueueflowWork
   const driver = new StepDriver(store, scheduler, registry, {
     clock,
     maxCheckpointBytes: settings.maxCheckpointBytes,
-    refusalDelayMs: 5000,
+    refusalDelayMs: REFUSAL_DELAY_MS,
     parkRecheckMs: positiveInteger('parkRecheckMs', options.parkRecheckMs, 60_000),
     workerId,
   });
@@ -161,9 +166,28 @@ export async function startWorker(options: WorkerOptions): Promise<QueueflowWork
 
   /** Runs a job's task; a retry or a deferral goes back to BullMQ's delayed set, holding no slot. */
   let active = 0;
+  const schedules = new RedisSchedules(redis, keys, scheduler);
+  const tickHost = {
+    registry,
+    store,
+    scheduler,
+    log: schedules,
+    clock,
+    maxCheckpointBytes: settings.maxCheckpointBytes,
+  };
   const processJob = async (job: Job, token?: string): Promise<void> => {
     active++;
     try {
+      if (job.name === TICK_JOB) {
+        const { schedule, at } = tickOfJob(job);
+        if (!registry.names().includes(schedule.flow)) {
+          // Not a failure: a worker with the flow takes the tick (a try is not used up).
+          await job.moveToDelayed(Date.now() + REFUSAL_DELAY_MS, token);
+          throw new DelayedError(`schedule '${schedule.name}': this worker has no flow '${schedule.flow}'`);
+        }
+        await runScheduleTick(schedule, at, tickHost);
+        return;
+      }
       const result = await driver.run(taskOfJob(job), job.attemptsMade);
       if (result.type === 'retry') throw new RetryStep(result.error, result.delayMs);
       if (result.type === 'defer') {
@@ -192,6 +216,11 @@ export async function startWorker(options: WorkerOptions): Promise<QueueflowWork
     worker.on('error', onError);
     worker.on('failed', (job, error) => {
       if (!job) return;
+      if (job.name === TICK_JOB) {
+        if (job.attemptsMade >= (job.opts.attempts ?? 1))
+          onError(new Error(`schedule '${job.data?.name}': a tick failed for good: ${error.message}`));
+        return;
+      }
       // Fires for every failed try; only a job that failed for good needs the run told. Not
       // awaited: an event listener cannot be; errors go to onError.
       void job

@@ -12,6 +12,10 @@ export type { StreamEntry, StreamOptions };
 
 export type { FlowGraph };
 
+import type { ScheduleInfo, ScheduleOptions, ScheduleRunOptions } from './schedule-types.js';
+
+export type { ScheduleInfo, ScheduleOptions, ScheduleRunOptions };
+
 /**
  * A run's status. `queued`: created, no step taken; `running`: a step is queued or running;
  * `waiting`: parked on children (fan-out) or a mailbox, holding no worker; then one of the
@@ -252,6 +256,39 @@ export interface Engine {
    * ```
    */
   stream(runId: string, options?: StreamOptions): AsyncIterable<StreamEntry>;
+  /**
+   * Starts a run of `flow` with `shared` (and `runOptions`) on a schedule: every `every` ms, or
+   * at each time a cron pattern names. Replaces the schedule of the same name. One run per tick
+   * however many workers run (RedisEngine: a BullMQ job scheduler, whose ticks workers serving
+   * the default queue take); a tick while the schedule's last run has not ended starts nothing
+   * unless `overlap` is `'allow'`. The schedule lasts until {@link Engine.unschedule}
+   * (LocalEngine: until it closes).
+   *
+   * @throws QueueflowError `INVALID_OPTION` naming the option (a name that is not 1 to 128
+   *   letters, digits, `_`, `-` or `.`; neither or both of `every` and `cron`; `every` not an
+   *   integer from 1; a pattern or `tz` that does not parse; `tz` without `cron`; a bad
+   *   `overlap` or priority), `UNKNOWN_FLOW`, `NOT_JSON` naming the path; nothing is written then.
+   * @example
+   * ```ts
+   * await engine.schedule('nightly-digest', digest, { cron: '0 6 * * *', tz: 'Europe/Paris' }, { items: [] });
+   * await engine.schedule('poll', poll, { every: 60_000 }, {}, { params: { feed: 'news' } });
+   * ```
+   * @see BullMQ job schedulers (`Queue.upsertJobScheduler`).
+   */
+  schedule<S extends object = JsonObject>(
+    name: string,
+    flow: FlowDefinition | string,
+    options: ScheduleOptions,
+    shared: S,
+    runOptions?: ScheduleRunOptions,
+  ): Promise<void>;
+  /**
+   * Removes the schedule `name`: no tick follows; runs it started go on.
+   * @returns whether there was such a schedule.
+   */
+  unschedule(name: string): Promise<boolean>;
+  /** The schedules, by name, with their next tick and the run each started last. */
+  schedules(): Promise<ScheduleInfo[]>;
   /** Releases the engine's resources; runs of a `LocalEngine` stop where they are. */
   close(): Promise<void>;
 }

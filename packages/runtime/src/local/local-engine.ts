@@ -20,6 +20,9 @@ import type {
   ResultOptions,
   RunResult,
   RunSummary,
+  ScheduleInfo,
+  ScheduleOptions,
+  ScheduleRunOptions,
   StepRecord,
   StreamEntry,
   StreamOptions,
@@ -29,6 +32,10 @@ import { ResultWaiter } from '../kernel/result-waiter.js';
 import { RunClient } from '../kernel/run-client.js';
 import { StepDriver } from '../kernel/step-driver.js';
 import { LocalScheduler } from './local-scheduler.js';
+import { LocalSchedules } from './local-schedules.js';
+import { warn } from '../core/warnings.js';
+import { checkSchedule, checkScheduleName } from '../kernel/schedule-definition.js';
+import { runScheduleTick } from '../kernel/schedule-tick.js';
 import { MemoryRunStore } from './memory-run-store.js';
 import { observeGauges } from '../telemetry/metrics.js';
 
@@ -70,6 +77,9 @@ export class LocalEngine implements Engine {
   /** This engine as the one worker that runs its steps. */
   private readonly self: Omit<WorkerInfo, 'active' | 'lastSeenAt'>;
   private readonly clock: Clock;
+  private readonly registry: FlowRegistry;
+  /** The schedules (their ticks are timers on the clock). */
+  private readonly schedulesHere: LocalSchedules;
   /** Unregisters the observable gauges (queue depth, parked runs). */
   private readonly unobserve: () => void;
   private closed = false;
@@ -97,6 +107,23 @@ export class LocalEngine implements Engine {
       startedAt: clock.now(),
     };
     this.clock = clock;
+    this.registry = registry;
+    this.schedulesHere = new LocalSchedules(clock, (schedule, at) => {
+      const host = {
+        registry,
+        store: this.store,
+        scheduler: this.scheduler,
+        log: this.schedulesHere,
+        clock,
+        maxCheckpointBytes,
+      };
+      runScheduleTick(schedule, at, host).catch((error: unknown) =>
+        warn(
+          'QF_SCHEDULE_TICK_FAILED',
+          `schedule '${schedule.name}' could not start a run of '${schedule.flow}': ${(error as Error).message}`,
+        ),
+      );
+    });
     // In memory no wake is lost: a parked run sleeps until its message or its deadline.
     this.driver = new StepDriver(this.store, this.scheduler, registry, {
       clock,
@@ -237,10 +264,35 @@ export class LocalEngine implements Engine {
     return this.client.graph(flow);
   }
 
+  /**
+   * @see Engine.schedule. The ticks are timers of this engine's clock; they stop when it closes.
+   */
+  async schedule<S extends object = JsonObject>(
+    name: string,
+    flow: FlowDefinition | string,
+    options: ScheduleOptions,
+    shared: S,
+    runOptions?: ScheduleRunOptions,
+  ): Promise<void> {
+    await this.open();
+    this.schedulesHere.upsert(checkSchedule(this.registry, name, flow, options, shared, runOptions));
+  }
+
+  /** @see Engine.unschedule */
+  async unschedule(name: string): Promise<boolean> {
+    return this.schedulesHere.remove(checkScheduleName(name));
+  }
+
+  /** @see Engine.schedules */
+  async schedules(): Promise<ScheduleInfo[]> {
+    return this.schedulesHere.list();
+  }
+
   /** Stops: runs stay where they are; the `exec` in flight is aborted; awaited results reject. */
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    this.schedulesHere.close();
     this.unobserve();
     this.scheduler.close();
     this.driver.abortAll(new QueueflowError('ENGINE_CLOSED', 'the engine was closed'));
