@@ -64,17 +64,7 @@ describe.each(engines)('priority on %s', (name) => {
     for (const handle of started) expect((await handle.result()).status).toBe('completed');
     // A run's second step is added as its first commits, with the run's priority: it goes
     // before the first steps of runs with a lower priority (a higher number).
-    expect(execs.of(token)).toEqual([
-      'gate.hold',
-      'none.a',
-      'none.b',
-      'p1.a',
-      'p1.b',
-      'p2.a',
-      'p2.b',
-      'p3.a',
-      'p3.b',
-    ]);
+    expect(execs.of(token)).toEqual(['gate.hold', 'none.a', 'none.b', 'p1.a', 'p1.b', 'p2.a', 'p2.b', 'p3.a', 'p3.b']);
     expect((await h.engine.get(started[1]!.id))?.priority).toBe(1);
     expect((await h.engine.get(started[2]!.id))?.priority).toBeUndefined();
   });

@@ -27,7 +27,8 @@ describe('node option `queue`', () => {
   });
 
   it('does not change the graph fingerprint (a deployment may move a node to another queue)', () => {
-    const build = (queue?: string) => compileGraph('f', new Flow(new Named({ name: 'n', ...(queue ? { queue } : {}) })));
+    const build = (queue?: string) =>
+      compileGraph('f', new Flow(new Named({ name: 'n', ...(queue ? { queue } : {}) })));
     expect(build('llm').fingerprint).toBe(build().fingerprint);
   });
 

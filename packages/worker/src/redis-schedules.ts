@@ -1,10 +1,6 @@
 import type { Job, JobsOptions } from 'bullmq';
 import type { Redis } from 'ioredis';
-import {
-  scheduleInfoOf,
-  type ScheduleDefinition,
-  type ScheduleRunLog,
-} from '@queueflow/runtime/kernel';
+import { scheduleInfoOf, type ScheduleDefinition, type ScheduleRunLog } from '@queueflow/runtime/kernel';
 import type { ScheduleInfo } from '@queueflow/runtime';
 import type { BullmqScheduler } from './bullmq-scheduler.js';
 import type { RedisKeys } from './redis-keys.js';
@@ -65,8 +61,14 @@ export class RedisSchedules implements ScheduleRunLog {
   async list(): Promise<ScheduleInfo[]> {
     const schedulers = await this.scheduler.queue.getJobSchedulers(0, -1, true);
     const definitions = schedulers
-      .map((scheduler) => ({ definition: scheduler.template?.data as ScheduleDefinition | undefined, next: scheduler.next }))
-      .filter((entry): entry is { definition: ScheduleDefinition; next: number | undefined } => entry.definition !== undefined);
+      .map((scheduler) => ({
+        definition: scheduler.template?.data as ScheduleDefinition | undefined,
+        next: scheduler.next,
+      }))
+      .filter(
+        (entry): entry is { definition: ScheduleDefinition; next: number | undefined } =>
+          entry.definition !== undefined,
+      );
     if (definitions.length === 0) return [];
     const names = definitions.map((entry) => entry.definition.name);
     const [lastRuns, skips] = await Promise.all([

@@ -114,7 +114,9 @@ export function compileGraph(flowName: string, root: BaseNode<any, any>): Compil
       successors,
       ...(start !== undefined ? { start } : {}),
       maxAttempts: node instanceof Node ? node.maxRetries : 1,
-      ...(node instanceof Node && node.queue !== undefined && node.queue !== DEFAULT_QUEUE ? { queue: node.queue } : {}),
+      ...(node instanceof Node && node.queue !== undefined && node.queue !== DEFAULT_QUEUE
+        ? { queue: node.queue }
+        : {}),
       ...(node instanceof ParallelBatchNode || node instanceof ParallelBatchFlow
         ? { fanOut: { concurrency: node.concurrency, onItemError: node.onItemError } }
         : {}),

@@ -226,7 +226,10 @@ export class RunClient {
       const served = new Set(workers.flatMap((worker) => worker.queues));
       if (served.has(queue)) return;
       this.warnedNoWorker.add(run.flow);
-      warn('QF_NO_WORKER', `run '${runId}' of flow '${run.flow}' has waited ${this.options.noWorkerWarningMs} ms: ${noWorkerFor(queue, served)}`);
+      warn(
+        'QF_NO_WORKER',
+        `run '${runId}' of flow '${run.flow}' has waited ${this.options.noWorkerWarningMs} ms: ${noWorkerFor(queue, served)}`,
+      );
       return;
     }
     this.warnedNoWorker.add(run.flow);

@@ -127,7 +127,7 @@ function isTimeZone(zone: string): boolean {
 }
 
 function invalid(option: string, expected: string, got: unknown): QueueflowError {
-  const shown = typeof got === 'string' ? `'${got}'` : JSON.stringify(got) ?? String(got);
+  const shown = typeof got === 'string' ? `'${got}'` : (JSON.stringify(got) ?? String(got));
   return new QueueflowError('INVALID_OPTION', `schedule: expected \`${option}\` to be ${expected}, got ${shown}`, {
     retryable: false,
   });

@@ -21,7 +21,7 @@ export class ReadyQueue {
     }
     const heap = this.heap;
     heap.push({ priority, sequence: this.sequence++, id });
-    for (let i = heap.length - 1; i > 0; ) {
+    for (let i = heap.length - 1; i > 0;) {
       const parent = (i - 1) >> 1;
       if (!before(heap[i]!, heap[parent]!)) break;
       [heap[i], heap[parent]] = [heap[parent]!, heap[i]!];
@@ -45,7 +45,7 @@ export class ReadyQueue {
     const last = heap.pop()!;
     if (heap.length > 0) {
       heap[0] = last;
-      for (let i = 0; ; ) {
+      for (let i = 0; ;) {
         const left = 2 * i + 1;
         const right = left + 1;
         let least = i;
