@@ -53,9 +53,11 @@ export function workerCommand(): Command {
         });
         ready = true;
         const names = flows.map((f) => f.name).join(', ');
-        const queues = (options.queues ?? [DEFAULT_QUEUE]).join(', ');
+        // The queues are named when not just the default one (the line stays as it was then).
+        const queues =
+          options.queues && options.queues.join() !== DEFAULT_QUEUE ? `; queues: ${options.queues.join(', ')}` : '';
         console.log(
-          `queueflow worker ${process.pid}: ready (flows: ${names}; queues: ${queues}; concurrency ${options.concurrency})`,
+          `queueflow worker ${process.pid}: ready (flows: ${names}${queues}; concurrency ${options.concurrency})`,
         );
         let stopping = false;
         const stop = (signal: string): void => {
