@@ -259,9 +259,11 @@ export class RedisEngine implements Engine {
   }
 
   /**
-   * @see Engine.schedule. A BullMQ job scheduler on the default queue: it outlives this client,
-   * and its ticks are taken by workers serving the default queue (each starts the run with the
-   * flows it loaded: a worker without the flow leaves the tick to another).
+   * Starts runs on a schedule, as a BullMQ job scheduler on the default queue: it outlives this
+   * client, and its ticks are taken by workers serving the default queue (each starts the run
+   * with the flows it loaded: a worker without the flow leaves the tick to another).
+   * @throws QueueflowError `INVALID_OPTION`, `UNKNOWN_FLOW`, `NOT_JSON` (before connecting).
+   * @see Engine.schedule
    */
   async schedule<S extends object = JsonObject>(
     name: string,
@@ -275,13 +277,17 @@ export class RedisEngine implements Engine {
     await this.withConnection(({ schedules }) => schedules.upsert(definition));
   }
 
-  /** @see Engine.unschedule */
+  /**
+   * Removes a schedule (its BullMQ job scheduler): no tick follows; runs it started go on.
+   * @returns whether there was such a schedule.
+   * @see Engine.unschedule
+   */
   async unschedule(name: string): Promise<boolean> {
     checkScheduleName(name);
     return this.withConnection(({ schedules }) => schedules.remove(name));
   }
 
-  /** @see Engine.schedules */
+  /** The schedules, by name, with their next tick and last run. @see Engine.schedules */
   async schedules(): Promise<ScheduleInfo[]> {
     return this.withConnection(({ schedules }) => schedules.list());
   }

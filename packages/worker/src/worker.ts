@@ -218,7 +218,7 @@ export async function startWorker(options: WorkerOptions): Promise<QueueflowWork
       if (!job) return;
       if (job.name === TICK_JOB) {
         if (job.attemptsMade >= (job.opts.attempts ?? 1))
-          onError(new Error(`schedule '${job.data?.name}': a tick failed for good: ${error.message}`));
+          onError(new Error(`schedule '${tickOfJob(job).schedule.name}': a tick failed for good: ${error.message}`));
         return;
       }
       // Fires for every failed try; only a job that failed for good needs the run told. Not

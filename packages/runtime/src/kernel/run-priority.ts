@@ -15,7 +15,7 @@ export function checkPriority(priority: unknown, option = 'priority'): number | 
   if (typeof priority !== 'number' || !Number.isInteger(priority) || priority < 1 || priority > MAX_PRIORITY) {
     throw new QueueflowError(
       'INVALID_OPTION',
-      `expected \`${option}\` to be an integer from 1 (runs first) to ${MAX_PRIORITY} (BullMQ's range), got ${typeof priority === 'number' ? priority : `${String(priority)} (${typeof priority})`}`,
+      `expected \`${option}\` to be an integer from 1 (runs first) to ${MAX_PRIORITY} (BullMQ's range), got ${typeof priority === 'number' ? priority : `${JSON.stringify(priority) ?? typeof priority} (${typeof priority})`}`,
       { retryable: false },
     );
   }

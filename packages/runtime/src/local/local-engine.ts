@@ -265,7 +265,9 @@ export class LocalEngine implements Engine {
   }
 
   /**
-   * @see Engine.schedule. The ticks are timers of this engine's clock; they stop when it closes.
+   * Starts runs on a schedule; the ticks are timers of this engine's clock and stop when it closes.
+   * @throws QueueflowError `INVALID_OPTION`, `UNKNOWN_FLOW`, `NOT_JSON`.
+   * @see Engine.schedule
    */
   async schedule<S extends object = JsonObject>(
     name: string,
@@ -278,12 +280,12 @@ export class LocalEngine implements Engine {
     this.schedulesHere.upsert(checkSchedule(this.registry, name, flow, options, shared, runOptions));
   }
 
-  /** @see Engine.unschedule */
+  /** Removes a schedule; whether there was one. @see Engine.unschedule */
   async unschedule(name: string): Promise<boolean> {
     return this.schedulesHere.remove(checkScheduleName(name));
   }
 
-  /** @see Engine.schedules */
+  /** The schedules, by name. @see Engine.schedules */
   async schedules(): Promise<ScheduleInfo[]> {
     return this.schedulesHere.list();
   }
