@@ -5,7 +5,7 @@ import { RedisEngine, startWorker } from '@queueflow/worker';
 import { useRedisHarness } from '../support/redis-harness.js';
 import { deletePrefix, redisUrl, testPrefix } from '../support/test-redis.js';
 import { spawnWorker, stopWorkers, type WorkerProcess } from '../support/worker-process.js';
-import { gpuFirst, routed, type RoutedShared } from './routing-flows.js';
+import { awaitsOnLlm, gpuFirst, routed, type RoutedShared } from './routing-flows.js';
 
 const FLOWS = fileURLToPath(new URL('./routing-flows.ts', import.meta.url));
 
@@ -68,6 +68,19 @@ describe('queues: a run whose next queue has no live worker', () => {
     const ended = await redis.engine.get(handle.id);
     expect(ended?.noWorker).toBeUndefined();
     expect(ended?.queue).toBeUndefined();
+  }, 60_000);
+
+  it("wakes a run parked on a mailbox in a step of queue 'llm' there", async () => {
+    const redis = await setup('llm-wake', { flows: [awaitsOnLlm], workers: 1 });
+    await redis.worker({ queues: ['llm'] });
+    const address = `answers-${redis.prefix}`;
+    const handle = await redis.engine.start(awaitsOnLlm, { ran: [] }, { params: { address } });
+    await redis.until(handle.id, 'the run to park', (info) => info.status === 'waiting');
+    await redis.engine.send(address, 'yes');
+    const result = await handle.result();
+    expect(result.status).toBe('completed');
+    expect(result.shared).toMatchObject({ answer: 'yes' });
+    expect(await redis.connection.smembers(`${redis.prefix}:queues`)).toEqual(['llm']);
   }, 60_000);
 
   it('on LocalEngine every queue runs in this process, which serves them all', async () => {

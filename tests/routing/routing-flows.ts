@@ -48,3 +48,20 @@ export const routed = defineFlow('routed', () => {
 
 /** One node on queue `gpu`, which no worker serves until a test starts one. */
 export const gpuFirst = defineFlow('gpu-first', () => new Flow(new Where({ name: 'render', queue: 'gpu' })));
+
+/** Waits on mailbox `address` (from params) in a step of queue `llm`: its wake goes to that queue. */
+class AwaitsAnswer extends Node<RoutedShared & { answer?: unknown }> {
+  override async exec(): Promise<unknown> {
+    const message = await this.receive(String(this.params.address));
+    return message?.body;
+  }
+  override post(shared: RoutedShared & { answer?: unknown }, _prep: unknown, answer: unknown): void {
+    shared.answer = answer;
+    shared.ran.push({ node: this.name!, pid: process.pid });
+  }
+}
+
+export const awaitsOnLlm = defineFlow(
+  'awaits-on-llm',
+  () => new Flow(new AwaitsAnswer({ name: 'await', queue: 'llm' })),
+);
