@@ -9,6 +9,8 @@ export interface WorkerProcessOptions {
   redisUrl: string;
   prefix: string;
   concurrency?: number;
+  /** Queues served (`--queues`). @defaultValue the worker's: `['default']` */
+  queues?: string[];
   lockDurationMs?: number;
   stalledIntervalMs?: number;
   /** Added to this process's environment. */
@@ -49,6 +51,7 @@ export async function spawnWorker(options: WorkerProcessOptions): Promise<Worker
     options.prefix,
   ];
   if (options.concurrency) args.push('--concurrency', String(options.concurrency));
+  if (options.queues) args.push('--queues', options.queues.join(','));
   if (options.lockDurationMs) args.push('--lock-duration', String(options.lockDurationMs));
   if (options.stalledIntervalMs) args.push('--stalled-interval', String(options.stalledIntervalMs));
   const child = spawn(process.execPath, args, {

@@ -16,6 +16,8 @@ export {
 } from './core/async-classes.js';
 export type { Action, MaybePromise, NonIterableObject, ParamsObject } from './core/types.js';
 export { DEFAULT_ACTION } from './core/types.js';
+export { DEFAULT_QUEUE } from './core/queue-name.js';
+export { MAX_PRIORITY } from './kernel/run-priority.js';
 export type { BackoffOptions } from './core/backoff.js';
 export type { Limit } from './core/limit.js';
 export { backoffDelayMs } from './core/backoff.js';
@@ -58,6 +60,9 @@ export type {
   FlowGraph,
   StreamEntry,
   StreamOptions,
+  ScheduleOptions,
+  ScheduleRunOptions,
+  ScheduleInfo,
 } from './kernel/engine.js';
 export { LocalEngine, type LocalEngineOptions } from './local/local-engine.js';
 export { toMermaid, type MermaidOptions } from './interpreter/mermaid.js';

@@ -35,8 +35,19 @@ export {
   MAX_ERRORS_KEPT,
   DEFAULT_MAX_STREAM_ENTRIES,
 } from './kernel/run-store.js';
-export type { Scheduler, Task, StepTask, WakeTask, ItemTask, TaskResult } from './kernel/scheduler.js';
-export { taskId } from './kernel/scheduler.js';
+export type { Scheduler, Task, StepTask, WakeTask, ItemTask, TaskResult, TaskOptions } from './kernel/scheduler.js';
+export { taskId, taskOptionsOf } from './kernel/scheduler.js';
+export { queueOf } from './kernel/run-info.js';
+export { checkPriority } from './kernel/run-priority.js';
+export { checkQueueName } from './core/queue-name.js';
+export { startRun } from './kernel/start-run.js';
+export {
+  checkSchedule,
+  checkScheduleName,
+  scheduleInfoOf,
+  type ScheduleDefinition,
+} from './kernel/schedule-definition.js';
+export { runScheduleTick, type ScheduleRunLog, type TickHost, type TickOutcome } from './kernel/schedule-tick.js';
 export type { RunEventListener, RunEventSource } from './kernel/run-events.js';
 export { StepDriver, type StepDriverOptions } from './kernel/step-driver.js';
 export { RunClient, prepareRun, type RunClientOptions } from './kernel/run-client.js';

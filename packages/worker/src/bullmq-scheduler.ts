@@ -1,7 +1,15 @@
 import { Queue, type Job, type JobsOptions } from 'bullmq';
 import type { Redis } from 'ioredis';
-import type { Json } from '@queueflow/runtime';
-import { taskId, type Scheduler, type StepTarget, type Task, type WakeTask } from '@queueflow/runtime/kernel';
+import { DEFAULT_QUEUE, type Json } from '@queueflow/runtime';
+import {
+  queueOf,
+  taskId,
+  type Scheduler,
+  type StepTarget,
+  type Task,
+  type TaskOptions,
+  type WakeTask,
+} from '@queueflow/runtime/kernel';
 import type { RedisKeys } from './redis-keys.js';
 
 /** Job names: one per task type. */
@@ -20,14 +28,21 @@ type JobData =
   | { runId: string; step: number; index: number; item: Json; retry?: number };
 
 /**
- * The kernel's {@link Scheduler} over one BullMQ queue: each task is a job under its task id
- * (`<run id>-<step>`, `…-p<park>`, `…-i<item>`), so adding the same task twice adds one job
- * (BullMQ ignores an add whose id it still holds). Ids never contain `:` (BullMQ forbids it) and
- * are never plain integers. A task's tries are the job's `attempts`; between tries it waits in
- * the delayed set, holding no worker slot.
+ * The kernel's {@link Scheduler} over BullMQ queues, one per queue a node names (`steps` for the
+ * default queue, `steps.<name>` for the others: {@link RedisKeys.stepQueueOf}). Each task is a
+ * job under its task id (`<run id>-<step>`, `…-p<park>`, `…-i<item>`), so adding the same task
+ * twice adds one job (BullMQ ignores an add whose id it still holds). Ids never contain `:`
+ * (BullMQ forbids it) and are never plain integers. A task's tries are the job's `attempts`;
+ * between tries it waits in the delayed set, holding no worker slot; its run's priority is the
+ * job's `priority`.
  */
 export class BullmqScheduler implements Scheduler {
+  /** The default queue's BullMQ queue. */
   readonly queue: Queue;
+  /** BullMQ queues by queue name, opened as tasks are added to them or looked up in them. */
+  private readonly queues = new Map<string, Queue>();
+  /** Queue names this process has recorded in the deployment's set of queues (RedisKeys.queues). */
+  private readonly recorded = new Set<string>([DEFAULT_QUEUE]);
 
   /**
    * @param options.client - true for an engine client: its queue does not write BullMQ's queue
@@ -37,52 +52,69 @@ export class BullmqScheduler implements Scheduler {
    *   version check runs (BullMQ then assumes its minimum version).
    */
   constructor(
-    connection: Redis,
-    keys: RedisKeys,
-    onError: (error: Error) => void,
-    options: { client?: boolean; skipVersionCheck?: boolean } = {},
+    private readonly connection: Redis,
+    private readonly keys: RedisKeys,
+    private readonly onError: (error: Error) => void,
+    private readonly options: { client?: boolean; skipVersionCheck?: boolean } = {},
   ) {
-    this.queue = new Queue(keys.stepQueue, {
-      connection,
-      prefix: keys.prefix,
-      skipMetasUpdate: options.client ?? false,
-      skipVersionCheck: options.skipVersionCheck ?? false,
-    });
-    this.queue.on('error', onError);
+    this.queue = this.queueOf(DEFAULT_QUEUE);
   }
 
-  async addStep(runId: string, step: number, target: StepTarget, retry?: number): Promise<void> {
-    await this.add({ type: 'step', runId, step, ...(retry ? { retry } : {}) }, target.maxAttempts);
+  /** The BullMQ queue of queue `name`, opened on first use (on this scheduler's connection). */
+  queueOf(name: string): Queue {
+    let queue = this.queues.get(name);
+    if (!queue) {
+      queue = new Queue(this.keys.stepQueueOf(name), {
+        connection: this.connection,
+        prefix: this.keys.prefix,
+        skipMetasUpdate: this.options.client ?? false,
+        skipVersionCheck: this.options.skipVersionCheck ?? false,
+      });
+      queue.on('error', this.onError);
+      this.queues.set(name, queue);
+    }
+    return queue;
   }
 
-  async addFirstSteps(runIds: readonly string[], target: StepTarget): Promise<void> {
+  async addStep(runId: string, step: number, target: StepTarget, options: TaskOptions = {}): Promise<void> {
+    const { retry, priority } = options;
+    await this.add({ type: 'step', runId, step, ...(retry ? { retry } : {}) }, target, 0, priority);
+  }
+
+  async addFirstSteps(runIds: readonly string[], target: StepTarget, options: TaskOptions = {}): Promise<void> {
     if (runIds.length === 0) return;
-    await this.queue.addBulk(runIds.map((runId) => jobOf({ type: 'step', runId, step: 0 }, target.maxAttempts)));
+    const queue = await this.queueFor(target);
+    await queue.addBulk(
+      runIds.map((runId) => jobOf({ type: 'step', runId, step: 0 }, target.maxAttempts, 0, options.priority)),
+    );
   }
 
   async addItems(
     runId: string,
     step: number,
     items: readonly { index: number; item: Json }[],
-    maxAttempts: number,
-    retry?: number,
+    target: StepTarget,
+    options: TaskOptions = {},
   ): Promise<void> {
     if (items.length === 0) return;
-    await this.queue.addBulk(
+    const { retry, priority } = options;
+    const queue = await this.queueFor(target);
+    await queue.addBulk(
       items.map(({ index, item }) =>
-        jobOf({ type: 'item', runId, step, index, item, ...(retry ? { retry } : {}) }, maxAttempts),
+        jobOf({ type: 'item', runId, step, index, item, ...(retry ? { retry } : {}) }, target.maxAttempts, 0, priority),
       ),
     );
   }
 
-  async addWake(wake: WakeTask, target: StepTarget, delayMs: number): Promise<void> {
-    await this.add(wake, Math.max(1, target.maxAttempts - wake.attemptBase), delayMs);
+  async addWake(wake: WakeTask, target: StepTarget, delayMs: number, options: TaskOptions = {}): Promise<void> {
+    const attempts = Math.max(1, target.maxAttempts - wake.attemptBase);
+    await this.add(wake, { ...target, maxAttempts: attempts }, delayMs, options.priority);
   }
 
   async promote(wakeIds: readonly string[]): Promise<void> {
     await Promise.all(
       wakeIds.map(async (jobId) => {
-        const job = await this.queue.getJob(jobId);
+        const job = await this.findJob(jobId);
         if (job && (await job.isDelayed())) await job.promote().catch(() => {});
       }),
     );
@@ -91,19 +123,56 @@ export class BullmqScheduler implements Scheduler {
   async forgetFailed(taskIds: readonly string[]): Promise<void> {
     await Promise.all(
       taskIds.map(async (jobId) => {
-        const job = await this.queue.getJob(jobId);
+        const job = await this.findJob(jobId);
         if (job && (await job.isFailed())) await job.remove();
       }),
     );
   }
 
   async close(): Promise<void> {
-    await this.queue.close();
+    await Promise.all([...this.queues.values()].map((queue) => queue.close()));
   }
 
-  private async add(task: Task, attempts: number, delayMs = 0): Promise<void> {
-    const { name, data, opts } = jobOf(task, attempts, delayMs);
-    await this.queue.add(name, data, opts);
+  /** The names of every queue tasks were added to in this deployment, the default one first. */
+  async queueNames(): Promise<string[]> {
+    const others = await this.connection.smembers(this.keys.queues());
+    for (const name of others) this.recorded.add(name);
+    return [DEFAULT_QUEUE, ...others.filter((name) => name !== DEFAULT_QUEUE).sort()];
+  }
+
+  /**
+   * The job `jobId` wherever it is: a wake or a task is named by its id alone, and lives in the
+   * queue of its step's node. The default queue is looked at first, then the others this
+   * deployment has used.
+   */
+  private async findJob(jobId: string): Promise<Job | undefined> {
+    const found = await this.queue.getJob(jobId);
+    if (found) return found;
+    for (const name of await this.queueNames()) {
+      if (name === DEFAULT_QUEUE) continue;
+      const job = await this.queueOf(name).getJob(jobId);
+      if (job) return job;
+    }
+    return undefined;
+  }
+
+  /**
+   * The BullMQ queue of `target`'s queue; the first add to a queue other than the default one
+   * records its name in the deployment's set of queues (so that wakes can be found there).
+   */
+  private async queueFor(target: StepTarget): Promise<Queue> {
+    const name = queueOf(target);
+    if (!this.recorded.has(name)) {
+      await this.connection.sadd(this.keys.queues(), name);
+      this.recorded.add(name);
+    }
+    return this.queueOf(name);
+  }
+
+  private async add(task: Task, target: StepTarget, delayMs: number, priority: number | undefined): Promise<void> {
+    const queue = await this.queueFor(target);
+    const { name, data, opts } = jobOf(task, target.maxAttempts, delayMs, priority);
+    await queue.add(name, data, opts);
   }
 }
 
@@ -122,12 +191,22 @@ export function taskOfJob(job: Job): Task {
   };
 }
 
-function jobOf(task: Task, attempts: number, delayMs = 0): { name: string; data: JobData; opts: JobsOptions } {
+function jobOf(
+  task: Task,
+  attempts: number,
+  delayMs: number,
+  priority: number | undefined,
+): { name: string; data: JobData; opts: JobsOptions } {
   const { type: _type, ...data } = task;
   return {
     name: task.type === 'item' ? ITEM_JOB : STEP_JOB,
     data,
-    opts: { jobId: taskId(task), ...(delayMs > 0 ? { delay: Math.round(delayMs) } : {}), ...attemptOptions(attempts) },
+    opts: {
+      jobId: taskId(task),
+      ...(delayMs > 0 ? { delay: Math.round(delayMs) } : {}),
+      ...(priority === undefined ? {} : { priority }),
+      ...attemptOptions(attempts),
+    },
   };
 }
 

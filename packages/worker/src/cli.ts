@@ -6,13 +6,14 @@ import { initCommand } from './cli/init.js';
 import { operateCommands } from './cli/operate-commands.js';
 import { QUEUEFLOW_VERSION } from './cli/options.js';
 import { runCommands } from './cli/run-commands.js';
+import { scheduleCommand } from './cli/schedule-commands.js';
 import { studioCommand } from './cli/studio-command.js';
 import { tailCommand } from './cli/tail-command.js';
 import { workerCommand } from './cli/worker-command.js';
 
 /**
  * The `queueflow` command: start workers; start, inspect, list, retry, fork and cancel runs; follow
- * a run's stream; send messages; list workers; print a flow's graph; serve the studio; write a starter project. `REDIS_URL` and
+ * a run's stream; send messages; list workers; manage schedules; print a flow's graph; serve the studio; write a starter project. `REDIS_URL` and
  * `QUEUEFLOW_PREFIX` are the defaults of `--redis` and `--prefix` everywhere.
  */
 const program = new Command()
@@ -25,6 +26,7 @@ const commands = [
   workerCommand(),
   ...runCommands(),
   ...operateCommands(),
+  scheduleCommand(),
   tailCommand(),
   graphCommand(),
   studioCommand(),

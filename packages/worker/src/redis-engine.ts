@@ -24,11 +24,16 @@ import {
   type Clock,
   type StreamEntry,
   type StreamOptions,
+  type ScheduleInfo,
+  type ScheduleOptions,
+  type ScheduleRunOptions,
 } from '@queueflow/runtime';
 import {
   FlowRegistry,
   ResultWaiter,
   RunClient,
+  checkSchedule,
+  checkScheduleName,
   invalidOption,
   prepareRun,
   systemClock,
@@ -41,6 +46,7 @@ import { RedisRunStore } from './redis-run-store.js';
 import { withScripts } from './scripts.js';
 import { ServerClock } from './server-clock.js';
 import { storeOptions, type StoreSettings } from './store-settings.js';
+import { RedisSchedules } from './redis-schedules.js';
 import { StreamReader } from './stream-reader.js';
 import { WORKER_LAPSE_MS } from './worker-heartbeat.js';
 
@@ -81,6 +87,7 @@ interface Connected {
   scheduler: BullmqScheduler;
   waiter: ResultWaiter;
   client: RunClient;
+  schedules: RedisSchedules;
 }
 
 /**
@@ -251,6 +258,40 @@ export class RedisEngine implements Engine {
     return this.call((client) => client.graph(flow));
   }
 
+  /**
+   * Starts runs on a schedule, as a BullMQ job scheduler on the default queue: it outlives this
+   * client, and its ticks are taken by workers serving the default queue (each starts the run
+   * with the flows it loaded: a worker without the flow leaves the tick to another).
+   * @throws QueueflowError `INVALID_OPTION`, `UNKNOWN_FLOW`, `NOT_JSON` (before connecting).
+   * @see Engine.schedule
+   */
+  async schedule<S extends object = JsonObject>(
+    name: string,
+    flow: FlowDefinition | string,
+    options: ScheduleOptions,
+    shared: S,
+    runOptions?: ScheduleRunOptions,
+  ): Promise<void> {
+    // Bad input is refused before connecting: nothing is written then.
+    const definition = checkSchedule(this.registry, name, flow, options, shared, runOptions);
+    await this.withConnection(({ schedules }) => schedules.upsert(definition));
+  }
+
+  /**
+   * Removes a schedule (its BullMQ job scheduler): no tick follows; runs it started go on.
+   * @returns whether there was such a schedule.
+   * @see Engine.unschedule
+   */
+  async unschedule(name: string): Promise<boolean> {
+    checkScheduleName(name);
+    return this.withConnection(({ schedules }) => schedules.remove(name));
+  }
+
+  /** The schedules, by name, with their next tick and last run. @see Engine.schedules */
+  async schedules(): Promise<ScheduleInfo[]> {
+    return this.withConnection(({ schedules }) => schedules.list());
+  }
+
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
@@ -269,9 +310,13 @@ export class RedisEngine implements Engine {
    * (ioredis's, or BullMQ's on the same connection) becomes `REDIS_TIMEOUT`.
    */
   private async call<T>(body: (client: RunClient) => Promise<T>): Promise<T> {
+    return this.withConnection(({ client }) => body(client));
+  }
+
+  /** As {@link RedisEngine.call}, with everything the connection holds. */
+  private async withConnection<T>(body: (connected: Connected) => Promise<T>): Promise<T> {
     try {
-      const { client } = await this.connect();
-      return await body(client);
+      return await body(await this.connect());
     } catch (error) {
       throw redisTimeoutOf(error, this.server, this.commandTimeoutMs);
     }
@@ -321,7 +366,8 @@ export class RedisEngine implements Engine {
         subscriber.disconnect();
         throw error;
       }
-      return { redis, subscriber, scheduler, waiter, client, reader };
+      const schedules = new RedisSchedules(redis, this.keys, scheduler);
+      return { redis, subscriber, scheduler, waiter, client, reader, schedules };
     })();
     this.connected.catch(() => {
       this.connected = undefined; // the next call tries again

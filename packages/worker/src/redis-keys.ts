@@ -1,3 +1,5 @@
+import { DEFAULT_QUEUE } from '@queueflow/runtime';
+
 /**
  * Every Redis key and channel queueflow uses, built in one place (BullMQ's `QueueKeys` habit).
  *
@@ -5,10 +7,36 @@
  * deployment's keys, BullMQ's included, in one hash slot: every Lua script may touch any of them.
  */
 export class RedisKeys {
-  /** The BullMQ queue holding step jobs (BullMQ prefixes it with {@link RedisKeys.prefix}). */
+  /**
+   * The BullMQ queue holding the tasks of the default queue (BullMQ prefixes it with
+   * {@link RedisKeys.prefix}); see {@link RedisKeys.stepQueueOf} for the others.
+   */
   readonly stepQueue = 'steps';
 
   constructor(readonly prefix: string) {}
+
+  /**
+   * The BullMQ queue holding the tasks of queue `queue` (a node's `queue`): `steps` for the
+   * default queue (as before queues were named), `steps.<queue>` for the others.
+   */
+  stepQueueOf(queue: string): string {
+    return queue === DEFAULT_QUEUE ? this.stepQueue : `${this.stepQueue}.${queue}`;
+  }
+
+  /** Set: the names of the queues other than the default one that tasks were ever added to. */
+  queues(): string {
+    return `${this.prefix}:queues`;
+  }
+
+  /** Hash: schedule name → the id of the run that schedule started last (its overlap rule reads it). */
+  scheduleRuns(): string {
+    return `${this.prefix}:schedules:runs`;
+  }
+
+  /** Hash: schedule name → ticks it skipped because its last run had not ended. */
+  scheduleSkips(): string {
+    return `${this.prefix}:schedules:skipped`;
+  }
 
   /** Hash: a run's record (status, step counter, checkpoint, timings, errors). */
   run(runId: string): string {

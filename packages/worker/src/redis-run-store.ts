@@ -96,6 +96,7 @@ const SUMMARY_FIELDS = [
   'forkedFrom',
   'retries',
   'throttledBy',
+  'priority',
 ] as const;
 
 const COMMIT_CODES: Record<number, CommitResult> = { 1: 'committed', 0: 'stale', [-1]: 'missing' };
@@ -155,6 +156,7 @@ export class RedisRunStore implements RunStore {
     ];
     if (run.forkedFrom) fields.push('forkedFrom', JSON.stringify(run.forkedFrom));
     if (run.trace !== undefined) fields.push('trace', run.trace);
+    if (run.priority !== undefined) fields.push('priority', run.priority);
     const options = {
       id: run.id,
       now: String(run.now),

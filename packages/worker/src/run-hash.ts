@@ -33,6 +33,7 @@ export function runOfHash(id: string, hash: Record<string, string | undefined>):
     ...(hash.retryAt !== undefined ? { retryAt: Number(hash.retryAt) } : {}),
     ...(hash.trace !== undefined ? { trace: hash.trace } : {}),
     ...(hash.throttledBy !== undefined ? { throttledBy: hash.throttledBy } : {}),
+    ...(hash.priority !== undefined ? { priority: Number(hash.priority) } : {}),
     ...(hash.parentId !== undefined
       ? { parent: { id: hash.parentId, step: Number(hash.parentStep), index: Number(hash.childIndex) } }
       : {}),

@@ -1,6 +1,8 @@
-import type { Job, Queue } from 'bullmq';
+import type { Job } from 'bullmq';
+import { DEFAULT_QUEUE } from '@queueflow/runtime';
 import type { Redis } from 'ioredis';
 import type { RunStore, StoredWorker, WorkerBeat } from '@queueflow/runtime/kernel';
+import type { BullmqScheduler } from './bullmq-scheduler.js';
 
 /** How often a worker tells the store it is alive, in ms. */
 const HEARTBEAT_INTERVAL_MS = 2000;
@@ -40,7 +42,7 @@ export class WorkerHeartbeat {
 
   constructor(
     private readonly store: RunStore,
-    private readonly queue: Queue,
+    private readonly scheduler: BullmqScheduler,
     private readonly redis: Redis,
     private readonly options: HeartbeatOptions,
   ) {}
@@ -72,10 +74,8 @@ export class WorkerHeartbeat {
   /** Hands back the active steps of every worker whose heartbeat lapsed and that this one claimed. */
   private async takeOverLapsed(): Promise<void> {
     const lapsed = await this.store.claimLapsed(this.options.lapseMs);
-    if (lapsed.length === 0) return;
-    const active = await this.queue.getActive();
     for (const dead of lapsed) {
-      const taken = await this.handBack(dead, active);
+      const taken = await this.handBack(dead);
       const ago = Math.round((Date.now() - dead.lastSeenAt) / 100) / 10;
       this.options.log(
         `worker ${dead.id} (${dead.host} pid ${dead.pid}) stopped heartbeating ${ago} s ago; ` +
@@ -84,20 +84,26 @@ export class WorkerHeartbeat {
     }
   }
 
-  private async handBack(dead: StoredWorker, active: Job[]): Promise<string[]> {
-    const bullmqId = dead.meta?.bullmq;
-    if (!bullmqId) return [];
+  /** Hands back the active jobs of every queue the dead worker served that it held the lock of. */
+  private async handBack(dead: StoredWorker): Promise<string[]> {
+    // One BullMQ worker per queue served, their ids comma-separated.
+    const bullmqIds = dead.meta?.bullmq?.split(',').filter((id) => id !== '') ?? [];
+    if (bullmqIds.length === 0) return [];
     const taken: string[] = [];
-    for (const job of active) {
-      if (!job.id) continue;
-      // The lock token of a job is `<BullMQ worker id>:<n>` (BullMQ Worker): the dead worker's own.
-      const token = await this.redis.get(`${this.queue.toKey(job.id)}:lock`);
-      if (!token?.startsWith(`${bullmqId}:`)) continue;
-      try {
-        await job.moveToWait(token);
-        taken.push(job.id);
-      } catch {
-        // It finished or was taken meanwhile.
+    for (const name of dead.queues ?? [DEFAULT_QUEUE]) {
+      const queue = this.scheduler.queueOf(name);
+      const active: Job[] = await queue.getActive();
+      for (const job of active) {
+        if (!job.id) continue;
+        // The lock token of a job is `<BullMQ worker id>:<n>` (BullMQ Worker): the dead worker's own.
+        const token = await this.redis.get(`${queue.toKey(job.id)}:lock`);
+        if (!token || !bullmqIds.some((id) => token.startsWith(`${id}:`))) continue;
+        try {
+          await job.moveToWait(token);
+          taken.push(job.id);
+        } catch {
+          // It finished or was taken meanwhile.
+        }
       }
     }
     return taken;

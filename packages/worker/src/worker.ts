@@ -1,8 +1,16 @@
 import { hostname } from 'node:os';
 import { DelayedError, Worker, type Job } from 'bullmq';
 import { nanoid } from 'nanoid';
-import type { Clock, FlowsOption } from '@queueflow/runtime';
-import { FlowRegistry, StepDriver, invalidOption, observeGauges, systemClock } from '@queueflow/runtime/kernel';
+import { DEFAULT_QUEUE, type Clock, type FlowsOption } from '@queueflow/runtime';
+import {
+  FlowRegistry,
+  StepDriver,
+  checkQueueName,
+  invalidOption,
+  observeGauges,
+  runScheduleTick,
+  systemClock,
+} from '@queueflow/runtime/kernel';
 import { BullmqScheduler, taskOfJob } from './bullmq-scheduler.js';
 import {
   checkRedisConfig,
@@ -17,10 +25,14 @@ import { RedisKeys, normalizePrefix } from './redis-keys.js';
 import { RetryStep, stepBackoff } from './retry-step.js';
 import { RedisRunEvents } from './redis-run-events.js';
 import { RedisRunStore } from './redis-run-store.js';
+import { RedisSchedules, TICK_JOB, tickOfJob } from './redis-schedules.js';
 import { withScripts } from './scripts.js';
 import { ServerClock } from './server-clock.js';
 import { storeOptions, type StoreSettings } from './store-settings.js';
 import { WORKER_LAPSE_MS, WorkerHeartbeat } from './worker-heartbeat.js';
+
+/** How long a step or tick this worker cannot run (other code, no such flow) waits before another try, in ms. */
+const REFUSAL_DELAY_MS = 5000;
 
 export interface WorkerOptions extends StoreSettings {
   /** Redis to use: a URL or ioredis options. @defaultValue `REDIS_URL`, else `redis://127.0.0.1:6379` */
@@ -35,8 +47,19 @@ export interface WorkerOptions extends StoreSettings {
    *   after it (`a{b`), or an empty hash tag (`{}`, `x{}`).
    */
   prefix?: string;
-  /** Steps run at once by this worker. @defaultValue 8 */
+  /** Steps run at once by this worker, on each queue it serves. @defaultValue 8 */
   concurrency?: number;
+  /**
+   * The queues this worker serves: it runs the steps (and fan-out items) of nodes whose `queue`
+   * is one of these, and no others. A deployment where a model client and its API key live on
+   * some machines only starts those workers with `['llm']` (or `['default', 'llm']`) and gives
+   * the nodes that call the model `queue: 'llm'`. Schedules' ticks are taken by workers serving
+   * the default queue.
+   * @defaultValue `['default']`
+   * @throws TypeError (from `startWorker`) for an empty list or a name that is not 1 to 64
+   *   letters, digits, `_`, `-` or `.` starting with a letter or digit.
+   */
+  queues?: string[];
   /**
    * How long a step's lock lasts without renewal, in ms; a worker that dies loses its steps to
    * others after about this long (BullMQ `lockDuration`). @defaultValue 30000
@@ -112,6 +135,7 @@ export async function startWorker(options: WorkerOptions): Promise<QueueflowWork
     Math.max(1, Math.round(lockDuration / 2)),
   );
   const maxStalledCount = positiveInteger('maxStalledCount', options.maxStalledCount, 2);
+  const queues = queuesOption(options.queues);
   const pingTimeoutMs = positiveInteger('pingTimeoutMs', options.pingTimeoutMs, 5000);
   const onError = options.onError ?? ((error: Error) => console.error(`queueflow worker: ${error.message}`));
   for (const name of registry.names()) registry.graph(name); // build every graph once, now: fail early
@@ -133,7 +157,7 @@ export async function startWorker(options: WorkerOptions): Promise<QueueflowWork
     clock,
     maxCheckpointBytes: settings.maxCheckpointBytes,
     largeValueBytes: settings.largeValueBytes,
-    refusalDelayMs: 5000,
+    refusalDelayMs: REFUSAL_DELAY_MS,
     parkRecheckMs: positiveInteger('parkRecheckMs', options.parkRecheckMs, 60_000),
     workerId,
     // A concurrency lease of a node's `limits` lives as long as this worker's heartbeat: a
@@ -146,9 +170,28 @@ export async function startWorker(options: WorkerOptions): Promise<QueueflowWork
 
   /** Runs a job's task; a retry or a deferral goes back to BullMQ's delayed set, holding no slot. */
   let active = 0;
+  const schedules = new RedisSchedules(redis, keys, scheduler);
+  const tickHost = {
+    registry,
+    store,
+    scheduler,
+    log: schedules,
+    clock,
+    maxCheckpointBytes: settings.maxCheckpointBytes,
+  };
   const processJob = async (job: Job, token?: string): Promise<void> => {
     active++;
     try {
+      if (job.name === TICK_JOB) {
+        const { schedule, at } = tickOfJob(job);
+        if (!registry.names().includes(schedule.flow)) {
+          // Not a failure: a worker with the flow takes the tick (a try is not used up).
+          await job.moveToDelayed(Date.now() + REFUSAL_DELAY_MS, token);
+          throw new DelayedError(`schedule '${schedule.name}': this worker has no flow '${schedule.flow}'`);
+        }
+        await runScheduleTick(schedule, at, tickHost);
+        return;
+      }
       const result = await driver.run(taskOfJob(job), job.attemptsMade);
       if (result.type === 'retry') throw new RetryStep(result.error, result.delayMs);
       if (result.type === 'defer') {
@@ -162,41 +205,52 @@ export async function startWorker(options: WorkerOptions): Promise<QueueflowWork
     }
   };
 
-  // BullMQ does not close a connection it was given: ours to quit after `worker.close()`.
-  const workerConnection = redis.duplicate();
-  const worker = new Worker(keys.stepQueue, processJob, {
-    connection: workerConnection,
-    prefix: keys.prefix,
-    concurrency,
-    lockDuration,
-    stalledInterval,
-    maxStalledCount,
-    skipVersionCheck,
-    settings: { backoffStrategy: stepBackoff },
+  // One BullMQ worker per queue served, each with `concurrency` slots. BullMQ does not close a
+  // connection it was given: ours to quit after `worker.close()`.
+  const workerConnections = queues.map(() => redis.duplicate());
+  const workers = queues.map((queue, i) => {
+    const worker = new Worker(keys.stepQueueOf(queue), processJob, {
+      connection: workerConnections[i]!,
+      prefix: keys.prefix,
+      concurrency,
+      lockDuration,
+      stalledInterval,
+      maxStalledCount,
+      skipVersionCheck,
+      settings: { backoffStrategy: stepBackoff },
+    });
+    worker.on('error', onError);
+    worker.on('failed', (job, error) => {
+      if (!job) return;
+      if (job.name === TICK_JOB) {
+        if (job.attemptsMade >= (job.opts.attempts ?? 1))
+          onError(new Error(`schedule '${tickOfJob(job).schedule.name}': a tick failed for good: ${error.message}`));
+        return;
+      }
+      // Fires for every failed try; only a job that failed for good needs the run told. Not
+      // awaited: an event listener cannot be; errors go to onError.
+      void job
+        .getState()
+        .then((state) => (state === 'failed' ? driver.taskFailed(taskOfJob(job), error, job.attemptsMade) : undefined))
+        .catch(onError);
+    });
+    return worker;
   });
-  worker.on('error', onError);
-  worker.on('failed', (job, error) => {
-    if (!job) return;
-    // Fires for every failed try; only a job that failed for good needs the run told. Not awaited:
-    // an event listener cannot be; errors go to onError.
-    void job
-      .getState()
-      .then((state) => (state === 'failed' ? driver.taskFailed(taskOfJob(job), error, job.attemptsMade) : undefined))
-      .catch(onError);
-  });
-  await worker.waitUntilReady();
+  await Promise.all(workers.map((worker) => worker.waitUntilReady()));
   const log = options.onLog ?? ((line: string) => console.log(`queueflow worker ${process.pid}: ${line}`));
   const liveness = new RedisLiveness(redis, { server: serverOf(redis), timeoutMs: pingTimeoutMs, onError, log });
   liveness.start();
-  const heartbeat = new WorkerHeartbeat(store, scheduler.queue, redis, {
+  const heartbeat = new WorkerHeartbeat(store, scheduler, redis, {
     worker: {
       id: workerId,
       host: hostname(),
       pid: process.pid,
       concurrency,
       flows: registry.names(),
+      queues,
       startedAt: clock.now(),
-      meta: { bullmq: worker.id },
+      // The BullMQ worker ids, which prefix its jobs' lock tokens, one per queue served.
+      meta: { bullmq: workers.map((worker) => worker.id).join(',') },
     },
     active: () => active,
     lapseMs: WORKER_LAPSE_MS,
@@ -208,8 +262,12 @@ export async function startWorker(options: WorkerOptions): Promise<QueueflowWork
   // Metrics the application's reader collects (no-ops without a MeterProvider).
   const unobserve = observeGauges({
     queueDepth: async () => {
-      const counts = await scheduler.queue.getJobCounts('waiting', 'prioritized');
-      return (counts.waiting ?? 0) + (counts.prioritized ?? 0);
+      let depth = 0;
+      for (const queue of queues) {
+        const counts = await scheduler.queueOf(queue).getJobCounts('waiting', 'prioritized');
+        depth += (counts.waiting ?? 0) + (counts.prioritized ?? 0);
+      }
+      return depth;
     },
     parkedRuns: () => store.parkedRuns(),
   });
@@ -219,13 +277,23 @@ export async function startWorker(options: WorkerOptions): Promise<QueueflowWork
     close: () =>
       (closing ??= (async () => {
         unobserve();
-        await worker.close();
+        await Promise.all(workers.map((worker) => worker.close()));
         liveness.stop();
         await heartbeat.stop();
         await scheduler.close().catch(() => {});
-        await Promise.all([redis, subscriber, workerConnection].map((connection) => connection.quit().catch(() => {})));
+        await Promise.all(
+          [redis, subscriber, ...workerConnections].map((connection) => connection.quit().catch(() => {})),
+        );
       })()),
   };
+}
+
+/** The queues a worker serves: a non-empty list of queue names, each once. */
+function queuesOption(queues: unknown): string[] {
+  if (queues === undefined) return [DEFAULT_QUEUE];
+  if (!Array.isArray(queues) || queues.length === 0)
+    throw invalidOption('startWorker', 'queues', 'a non-empty array of queue names', queues);
+  return [...new Set(queues.map((queue, i) => checkQueueName('startWorker', `queues[${i}]`, queue)))];
 }
 
 function positiveInteger(option: string, value: number | undefined, fallback: number): number {

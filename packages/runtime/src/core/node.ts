@@ -6,6 +6,7 @@ import { InvalidArgumentError, NodeTimeoutError, retryAfterOf } from '../errors/
 import { toErrorRecord } from '../errors/error-record.js';
 import { budgetOf } from './budget-of.js';
 import { checkLimits, type Limit } from './limit.js';
+import { checkQueueName } from './queue-name.js';
 
 /** Options of {@link Node} beyond PocketFlow's positional `(maxRetries, wait)`. */
 export interface NodeOptions {
@@ -41,6 +42,16 @@ export interface NodeOptions {
    * @throws TypeError naming the bad limit (`limits[1].rate.perMs`), what was expected and what was received.
    */
   limits?: Limit[];
+  /**
+   * The queue whose workers run this node's steps (and, for a ParallelBatchNode, its items):
+   * on RedisEngine a step of a node with `queue: 'llm'` runs only on workers started with
+   * `queues` including `'llm'` (`queueflow worker --queues default,llm`). LocalEngine and
+   * `flow.run` accept any name and run every queue in this process. 1 to 64 letters, digits, `_`,
+   * `-` or `.`, starting with a letter or digit.
+   * @defaultValue `'default'`
+   * @throws TypeError for a name that breaks those rules.
+   */
+  queue?: string;
 }
 
 /**
@@ -78,6 +89,8 @@ export class Node<S = unknown, P extends ParamsObject = NonIterableObject> exten
   declare backoff: BackoffOptions | undefined;
   /** Limit of one try of `exec`, in milliseconds; unset means none. */
   declare timeoutMs: number | undefined;
+  /** The queue whose workers run this node's steps; unset means `'default'` (see {@link NodeOptions.queue}). */
+  declare queue: string | undefined;
   /** Aborts when the running try is abandoned (timeout, failed sibling, cancelled run). */
   declare signal: AbortSignal | undefined;
   /** Budgets every try of `exec` draws from (flow control); unset means none. */
@@ -104,6 +117,7 @@ export class Node<S = unknown, P extends ParamsObject = NonIterableObject> exten
     if (options.name !== undefined) this.name = options.name;
     const limits = checkLimits(owner, options.limits);
     if (limits) this.limits = limits;
+    if (options.queue !== undefined) this.queue = checkQueueName(owner, 'queue', options.queue);
   }
 
   /**

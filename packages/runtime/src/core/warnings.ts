@@ -8,8 +8,10 @@
  *   could not read its configuration (a Redis user that may not run INFO).
  * - `QF_STEP_REFUSED`: a worker gave a step back because its code does not match the run's
  *   (another graph fingerprint, or a flow it does not have); once per run and worker.
- * - `QF_NO_WORKER`: a client has waited 10 s for a run whose flow no live worker serves; once
- *   per flow and client.
+ * - `QF_NO_WORKER`: a client has waited 10 s for a run whose flow, or the queue of whose next
+ *   step, no live worker serves; once per flow and client.
+ * - `QF_SCHEDULE_TICK_FAILED`: a schedule's tick could not start its run (LocalEngine; on Redis
+ *   the worker's `onError` hears of it and BullMQ retries the tick).
  * - `QF_CLOCK_SKEW`: this machine's clock is more than a second off the Redis server's; once.
  */
 export type WarningCode =
@@ -19,7 +21,8 @@ export type WarningCode =
   | 'QF_REDIS_CONFIG'
   | 'QF_STEP_REFUSED'
   | 'QF_NO_WORKER'
-  | 'QF_CLOCK_SKEW';
+  | 'QF_CLOCK_SKEW'
+  | 'QF_SCHEDULE_TICK_FAILED';
 
 /** Receives every warning queueflow emits. */
 export type WarningHandler = (code: WarningCode, message: string) => void;

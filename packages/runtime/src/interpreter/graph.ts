@@ -7,7 +7,8 @@ import { Node } from '../core/node.js';
 import { ParallelBatchFlow } from '../core/parallel-batch-flow.js';
 import { ParallelBatchNode } from '../core/parallel-batch-node.js';
 import { QueueflowError } from '../errors/queueflow-error.js';
-import type { OnItemError } from './step-types.js';
+import { DEFAULT_QUEUE } from '../core/queue-name.js';
+import type { OnItemError, StepTarget } from './step-types.js';
 
 /** What the step interpreter does with a node. */
 export type NodeKind = 'node' | 'batch-node' | 'parallel-batch-node' | 'flow' | 'batch-flow' | 'parallel-batch-flow';
@@ -37,6 +38,8 @@ export interface GraphNode {
   start?: string;
   /** Total tries of `exec` (1 for nodes without a retry policy). */
   maxAttempts: number;
+  /** The queue whose workers run its steps, when not the default one (a node's `queue`). */
+  queue?: string;
   /** For the parallel kinds: how their fan-out runs. */
   fanOut?: FanOutPolicy;
 }
@@ -111,6 +114,9 @@ export function compileGraph(flowName: string, root: BaseNode<any, any>): Compil
       successors,
       ...(start !== undefined ? { start } : {}),
       maxAttempts: node instanceof Node ? node.maxRetries : 1,
+      ...(node instanceof Node && node.queue !== undefined && node.queue !== DEFAULT_QUEUE
+        ? { queue: node.queue }
+        : {}),
       ...(node instanceof ParallelBatchNode || node instanceof ParallelBatchFlow
         ? { fanOut: { concurrency: node.concurrency, onItemError: node.onItemError } }
         : {}),
@@ -121,6 +127,14 @@ export function compileGraph(flowName: string, root: BaseNode<any, any>): Compil
   }
   const fingerprint = createHash('sha256').update(shape.join('\n')).digest('hex').slice(0, 16);
   return { flowName, rootId: ids.get(root)!, nodes, fingerprint };
+}
+
+/**
+ * The target of a step that visits leaf `node`: its id, tries and queue (absent for the default
+ * queue, so records of runs on the default queue stay as they were).
+ */
+export function leafTarget(node: GraphNode): StepTarget {
+  return { node: node.id, maxAttempts: node.maxAttempts, ...(node.queue === undefined ? {} : { queue: node.queue }) };
 }
 
 /** The node with `id`, or an INTERNAL error naming the flow (a checkpoint from other code). */

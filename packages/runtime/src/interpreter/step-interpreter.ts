@@ -14,8 +14,8 @@ import { attachMailbox } from '../mailbox/mailbox-of.js';
 import { noMailbox } from '../mailbox/no-mailbox.js';
 import { attachEmitter } from '../stream/emitter-of.js';
 import type { Checkpoint, Frame } from './checkpoint.js';
-import { fanOutPolicy, graphNode, isLeaf, type CompiledGraph, type GraphNode } from './graph.js';
-import type { StepContext, StepOutcome, StepResult, StepTarget } from './step-types.js';
+import { fanOutPolicy, graphNode, isLeaf, leafTarget, type CompiledGraph, type GraphNode } from './graph.js';
+import type { StepContext, StepOutcome, StepResult } from './step-types.js';
 import { advancePast, checkPosition, walkParams } from './walk.js';
 
 /**
@@ -147,7 +147,7 @@ export class Step {
           return {
             type: 'next',
             checkpoint: this.checkpoint,
-            target: { node: node.id, maxAttempts: node.maxAttempts },
+            target: leafTarget(node),
           };
         }
       }
@@ -168,6 +168,7 @@ export class Step {
             concurrency,
             onItemError,
             maxAttempts: node.maxAttempts,
+            ...(node.queue === undefined ? {} : { queue: node.queue }),
           },
         };
       }
@@ -190,7 +191,7 @@ export class Step {
     attempt: number,
     label = '',
   ): Promise<{ value: unknown; retry?: undefined } | { value?: undefined; retry: StepResult }> {
-    const target: StepTarget = { node: node.id, maxAttempts: node.maxAttempts };
+    const target = leafTarget(node);
     const budget = this.ctx.budget;
     const limits = budget && copy.limits?.length ? resolveLimits(copy, node.id, input) : undefined;
     if (limits) {
@@ -268,7 +269,7 @@ export class Step {
           return {
             type: 'next',
             checkpoint: this.checkpoint,
-            target: { node: node.id, maxAttempts: node.maxAttempts },
+            target: leafTarget(node),
           };
         }
         const fanOut = await this.enterFlow(top, node);

@@ -16,6 +16,11 @@ export interface StepTarget {
   node: string | undefined;
   /** Tries the step gets (the node's `maxRetries`; 1 for a step that only crosses boundaries). */
   maxAttempts: number;
+  /**
+   * The queue whose workers run the step (the node's `queue`); absent: `'default'`. A step that
+   * only crosses flow boundaries runs on the default queue; a fan-in, on its fan-out's.
+   */
+  queue?: string;
 }
 
 export interface StepContext {
@@ -82,6 +87,8 @@ export type FanOutRequest =
       onItemError: OnItemError;
       /** The trace context of the step that fanned out (set by the driver as it stores the request). */
       trace?: string;
+      /** The priority of the run that fanned out, which its children inherit (set by the driver). */
+      priority?: number;
     }
   | {
       kind: 'items';
@@ -91,8 +98,12 @@ export type FanOutRequest =
       concurrency: number | undefined;
       onItemError: OnItemError;
       maxAttempts: number;
+      /** The node's queue, where its items and its fan-in run; absent: `'default'`. */
+      queue?: string;
       /** The trace context of the step that fanned out (set by the driver as it stores the request). */
       trace?: string;
+      /** The priority of the run that fanned out, which its items inherit (set by the driver). */
+      priority?: number;
     };
 
 /** What a failed child does to its fan-out: fail the parent at once, or be collected for `post`. */

@@ -2,7 +2,7 @@ import { BaseNode } from '../core/base-node.js';
 import { warn } from '../core/warnings.js';
 import { corruptRunError } from '../errors/error-record.js';
 import type { Checkpoint, Frame, FrameKind } from './checkpoint.js';
-import { graphNode, isLeaf, type CompiledGraph } from './graph.js';
+import { graphNode, isLeaf, leafTarget, type CompiledGraph } from './graph.js';
 import type { JsonObject } from '../json/json.js';
 import type { StepTarget } from './step-types.js';
 
@@ -84,7 +84,7 @@ export function targetOf(checkpoint: Checkpoint, graph: CompiledGraph): StepTarg
   const top = checkpoint.frames[checkpoint.frames.length - 1];
   if (top?.node === undefined) return { node: undefined, maxAttempts: 1 };
   const node = graphNode(graph, top.node);
-  return isLeaf(node.kind) ? { node: node.id, maxAttempts: node.maxAttempts } : { node: undefined, maxAttempts: 1 };
+  return isLeaf(node.kind) ? leafTarget(node) : { node: undefined, maxAttempts: 1 };
 }
 
 /** Params of the nodes visited in `frame`'s walk: batch flows merge the current param set (S9). */

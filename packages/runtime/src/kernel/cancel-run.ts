@@ -1,5 +1,5 @@
 import { childRunId, type CancelResult, type RunStore } from './run-store.js';
-import type { Scheduler } from './scheduler.js';
+import { taskOptionsOf, type Scheduler } from './scheduler.js';
 import { recordRunEnd } from '../telemetry/tracing.js';
 
 /** Children cancelled at once when a fan-out ends early (each batch runs concurrently). */
@@ -20,7 +20,7 @@ export async function cancelRun(store: RunStore, scheduler: Scheduler, runId: st
   if (result === 'cancelled-waiting') await cancelChildren(store, scheduler, runId, run.step);
   // A cancelled fan-out child must be reported to its parent: the driver that takes its step
   // finds it ended and does that (the task may exist already; the add is then a no-op).
-  if (run.parent) await scheduler.addStep(runId, run.step, run.target);
+  if (run.parent) await scheduler.addStep(runId, run.step, run.target, taskOptionsOf(run));
   return result;
 }
 

@@ -12,6 +12,10 @@ export type { StreamEntry, StreamOptions };
 
 export type { FlowGraph };
 
+import type { ScheduleInfo, ScheduleOptions, ScheduleRunOptions } from './schedule-types.js';
+
+export type { ScheduleInfo, ScheduleOptions, ScheduleRunOptions };
+
 /**
  * A run's status. `queued`: created, no step taken; `running`: a step is queued or running;
  * `waiting`: parked on children (fan-out) or a mailbox, holding no worker; `throttled`: its step
@@ -35,6 +39,15 @@ export interface RunOptions<P extends object = object> {
    * Atomic with the run's creation: two clients racing get one run. At most 256 characters.
    */
   idempotencyKey?: string;
+  /**
+   * The run's priority, BullMQ's meaning: 1 runs first, higher numbers later, up to 2,097,151;
+   * a run without one goes before every run with one (BullMQ runs unprioritized jobs first).
+   * Every step of the run, its wakes and its fan-out children and items inherit it; it orders
+   * waiting steps within a queue. LocalEngine orders its steps the same way.
+   * @defaultValue none
+   * @throws QueueflowError `INVALID_OPTION` (from `start`/`run`) for anything but an integer from 1 to 2,097,151.
+   */
+  priority?: number;
 }
 
 /** How a run ended. `shared` is the last committed shared store. */
@@ -94,6 +107,19 @@ export interface RunSummary {
   retries?: number;
   /** While `throttled`: the budget key its step waits for (empty for a `RateLimitedError` of a node without limits). */
   throttledBy?: string;
+  /** The run's priority ({@link RunOptions.priority}), which its steps and children inherit. */
+  priority?: number;
+  /**
+   * The queue of the step the run waits for or runs (its node's `queue`), while it has not
+   * ended and is not waiting on children or a mailbox.
+   */
+  queue?: string;
+  /**
+   * Why the run's next step waits: no live worker serves its queue (RedisEngine: say, no worker
+   * started with `--queues llm` for a node with `queue: 'llm'`). Set by `get` and `list` while
+   * the run is `queued` or `running`; workers serving that queue take the step once they start.
+   */
+  noWorker?: string;
 }
 
 /** What an engine knows of a run (`get`). Times are epoch milliseconds. */
@@ -234,6 +260,39 @@ export interface Engine {
    * ```
    */
   stream(runId: string, options?: StreamOptions): AsyncIterable<StreamEntry>;
+  /**
+   * Starts a run of `flow` with `shared` (and `runOptions`) on a schedule: every `every` ms, or
+   * at each time a cron pattern names. Replaces the schedule of the same name. One run per tick
+   * however many workers run (RedisEngine: a BullMQ job scheduler, whose ticks workers serving
+   * the default queue take); a tick while the schedule's last run has not ended starts nothing
+   * unless `overlap` is `'allow'`. The schedule lasts until {@link Engine.unschedule}
+   * (LocalEngine: until it closes).
+   *
+   * @throws QueueflowError `INVALID_OPTION` naming the option (a name that is not 1 to 128
+   *   letters, digits, `_`, `-` or `.`; neither or both of `every` and `cron`; `every` not an
+   *   integer from 1; a pattern or `tz` that does not parse; `tz` without `cron`; a bad
+   *   `overlap` or priority), `UNKNOWN_FLOW`, `NOT_JSON` naming the path; nothing is written then.
+   * @example
+   * ```ts
+   * await engine.schedule('nightly-digest', digest, { cron: '0 6 * * *', tz: 'Europe/Paris' }, { items: [] });
+   * await engine.schedule('poll', poll, { every: 60_000 }, {}, { params: { feed: 'news' } });
+   * ```
+   * @see BullMQ job schedulers (`Queue.upsertJobScheduler`).
+   */
+  schedule<S extends object = JsonObject>(
+    name: string,
+    flow: FlowDefinition | string,
+    options: ScheduleOptions,
+    shared: S,
+    runOptions?: ScheduleRunOptions,
+  ): Promise<void>;
+  /**
+   * Removes the schedule `name`: no tick follows; runs it started go on.
+   * @returns whether there was such a schedule.
+   */
+  unschedule(name: string): Promise<boolean>;
+  /** The schedules, by name, with their next tick and the run each started last. */
+  schedules(): Promise<ScheduleInfo[]>;
   /** Releases the engine's resources; runs of a `LocalEngine` stop where they are. */
   close(): Promise<void>;
 }
@@ -276,12 +335,14 @@ export interface WorkerInfo {
   id: string;
   host: string;
   pid: number;
-  /** Steps it runs at once. */
+  /** Steps it runs at once, on each queue it serves. */
   concurrency: number;
   /** Steps it runs now. */
   active: number;
   /** The flows it can run. */
   flows: string[];
+  /** The queues it serves (a worker's `queues`; LocalEngine: every queue its flows name). */
+  queues: string[];
   startedAt: number;
   lastSeenAt: number;
 }

@@ -27,7 +27,8 @@ import {
   type RunStore,
   type StoredRun,
 } from './run-store.js';
-import type { ItemTask, Scheduler, Task, TaskResult } from './scheduler.js';
+import { taskOptionsOf, type ItemTask, type Scheduler, type Task, type TaskResult } from './scheduler.js';
+import { fanInTarget, itemTarget } from './fan-out-targets.js';
 import { StepStream } from './step-stream.js';
 import { TrySpan, recordRunEnd } from '../telemetry/tracing.js';
 
@@ -116,7 +117,7 @@ export class FanOutDriver {
     }
     const { result, wakes } = await this.store.fanOut(run, {
       checkpoint: encoded,
-      target: { node: request.kind === 'runs' ? request.flow : request.node, maxAttempts: 1 },
+      target: { ...fanInTarget(request), node: request.kind === 'runs' ? request.flow : request.node },
       request: withoutPerChildData(request),
       snapshot,
       total,
@@ -150,7 +151,7 @@ export class FanOutDriver {
     const fanOut = await this.store.fanOutOf(run.id);
     if (!fanOut || fanOut.step !== run.step) return;
     if (fanOut.ended >= fanOut.total)
-      return this.scheduler.addStep(run.id, run.step, { node: undefined, maxAttempts: 1 });
+      return this.scheduler.addStep(run.id, run.step, fanInTarget(fanOut.request), taskOptionsOf(run));
     const basics = await this.cache.get(run.id, run.step);
     if (!basics) return;
     const outcomes = await this.store.outcomesOf(run.id, fanOut.total);
@@ -197,8 +198,10 @@ export class FanOutDriver {
         if (fanOut) await this.startChildren(parentId, parentStep, fanOut, [result.startIndex]);
         return;
       }
-      case 'fan-in':
-        return this.scheduler.addStep(parentId, parentStep, { node: undefined, maxAttempts: 1 });
+      case 'fan-in': {
+        const request = (await this.cache.get(parentId, parentStep))?.request;
+        return this.scheduler.addStep(parentId, parentStep, fanInTarget(request), taskOptionsOf(request ?? {}));
+      }
       case 'parent-ended': {
         await cancelChildren(this.store, this.scheduler, parentId, parentStep);
         // The parent ended inside the transition (failed fast, or cancelled): if it is a child
@@ -243,7 +246,7 @@ export class FanOutDriver {
           item: items ? (items[index] ?? null) : ((await this.store.itemOf(parentId, parentStep, index)) ?? null),
         })),
       );
-      return this.scheduler.addItems(parentId, parentStep, inputs, request.maxAttempts);
+      return this.scheduler.addItems(parentId, parentStep, inputs, itemTarget(request), taskOptionsOf(request));
     }
     const target = fanOut.childTarget;
     if (!target || indices.length === 0) return;
@@ -251,6 +254,7 @@ export class FanOutDriver {
     await this.scheduler.addFirstSteps(
       indices.map((index) => childRunId(parentId, parentStep, index)),
       target,
+      taskOptionsOf(request),
     );
   }
 

@@ -1,6 +1,7 @@
 import { QueueflowError } from '../errors/queueflow-error.js';
 import { childRunId, type RunStore, type StoredRun } from './run-store.js';
-import { taskId, type Scheduler } from './scheduler.js';
+import { fanInTarget, itemTarget } from './fan-out-targets.js';
+import { taskId, taskOptionsOf, type Scheduler } from './scheduler.js';
 
 /**
  * Lets a `failed` or `cancelled` run go on under the same id, from its last committed checkpoint
@@ -54,7 +55,7 @@ async function reportAgain(
   const child = await store.load(childId);
   if (!child) return;
   await scheduler.forgetFailed([taskId({ type: 'step', runId: childId, step: child.step })]);
-  await scheduler.addStep(childId, child.step, child.target, retry);
+  await scheduler.addStep(childId, child.step, child.target, taskOptionsOf(child, retry));
 }
 
 /**
@@ -77,7 +78,8 @@ async function goOn(
     if (!addTasks) return;
     await scheduler.forgetFailed([stepTask]);
     // A parent whose children had all completed failed in its fan-in: that step runs again.
-    await scheduler.addStep(run.id, run.step, fanOut ? { node: undefined, maxAttempts: 1 } : run.target, run.retries);
+    const target = fanOut ? fanInTarget(fanOut.request) : run.target;
+    await scheduler.addStep(run.id, run.step, target, taskOptionsOf(run, run.retries));
     return;
   }
   const started = (index: number): boolean => addTasks && index < fanOut.started;
@@ -97,5 +99,5 @@ async function goOn(
   await scheduler.forgetFailed(
     indices.map((index) => taskId({ type: 'item', runId: run.id, step: run.step, index, item: null })),
   );
-  await scheduler.addItems(run.id, run.step, items, fanOut.request.maxAttempts, run.retries);
+  await scheduler.addItems(run.id, run.step, items, itemTarget(fanOut.request), taskOptionsOf(run, run.retries));
 }

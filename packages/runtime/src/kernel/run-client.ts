@@ -33,8 +33,9 @@ import type {
   WorkerInfo,
 } from './engine.js';
 import { followStream } from './run-stream.js';
-import { SpanStatusCode, trace } from '@opentelemetry/api';
-import { recordRunEnd, startRunSpan } from '../telemetry/tracing.js';
+import { trace } from '@opentelemetry/api';
+import { recordRunEnd } from '../telemetry/tracing.js';
+import { startRun } from './start-run.js';
 import { traceparentOf } from '../telemetry/trace-context.js';
 import { checkStreamId } from '../stream/stream-entry.js';
 import { Inbox } from './inbox.js';
@@ -43,7 +44,9 @@ import type { RunEventSource } from './run-events.js';
 import { TimeTravel } from './time-travel.js';
 import { checkRunInput } from './run-input.js';
 import { newRunId } from './run-id.js';
-import { runInfoOf, runResultOf, runSummaryOf } from './run-info.js';
+import { queueOf, runInfoOf, runResultOf, runSummaryOf } from './run-info.js';
+import { checkPriority } from './run-priority.js';
+import { DEFAULT_QUEUE } from '../core/queue-name.js';
 import { childRunId, isFinal, type NewRun, type RunStore, type StoredRun } from './run-store.js';
 import type { ResultWaiter } from './result-waiter.js';
 import type { Scheduler } from './scheduler.js';
@@ -100,6 +103,7 @@ export function prepareRun(
       { retryable: false },
     );
   }
+  const priority = checkPriority(options.priority);
   const { checkpoint, target } = initialCheckpoint(graph, input.shared, input.params);
   const claim = new ClaimCheck(settings.largeValueBytes ?? DEFAULT_LARGE_VALUE_BYTES);
   const encoded = encodeCheckpoint(checkpoint, settings.maxCheckpointBytes, undefined, claim);
@@ -113,6 +117,7 @@ export function prepareRun(
     now: settings.clock.now(),
     ...(key === undefined ? {} : { idempotencyKey: key }),
     ...(values === undefined ? {} : { values }),
+    ...(priority === undefined ? {} : { priority }),
   };
 }
 
@@ -168,34 +173,8 @@ export class RunClient {
    * handle of that run instead.
    */
   async startPrepared<S extends object>(run: NewRun): Promise<RunHandle<S>> {
-    // The run's trace starts here: its record carries the context every step's span joins.
-    const started = startRunSpan(run.flow, run.id);
-    try {
-      // Stamped on the store's clock now (prepareRun may have run before the clock was synced).
-      const created = await this.store.create({
-        ...run,
-        now: this.options.clock.now(),
-        ...(started.trace === undefined ? {} : { trace: started.trace }),
-      });
-      if (!created.created) {
-        // The idempotency key named a run started before: this start started nothing.
-        started.span.setAttribute('queueflow.run.id', created.runId);
-        return this.handle<S>(created.runId);
-      }
-      try {
-        await this.scheduler.addStep(run.id, 0, run.target);
-      } catch (error) {
-        await this.store.discard(run.id).catch(() => {});
-        throw error;
-      }
-      return this.handle<S>(run.id);
-    } catch (error) {
-      started.span.recordException(error as Error);
-      started.span.setStatus({ code: SpanStatusCode.ERROR, message: (error as Error).message });
-      throw error;
-    } finally {
-      started.span.end();
-    }
+    const { runId } = await startRun(this.store, this.scheduler, run, this.options.clock.now());
+    return this.handle<S>(runId);
   }
 
   /** A handle on run `runId`. */
@@ -255,7 +234,18 @@ export class RunClient {
     const [run] = await this.store.summaries([runId]);
     if (!run || isFinal(run.status) || this.warnedNoWorker.has(run.flow)) return;
     const workers = await this.workers();
-    if (workers.some((worker) => worker.flows.includes(run.flow))) return;
+    const queue = queueOf(run.target);
+    if (workers.some((worker) => worker.flows.includes(run.flow))) {
+      if (run.status === 'waiting') return;
+      const served = new Set(workers.flatMap((worker) => worker.queues));
+      if (served.has(queue)) return;
+      this.warnedNoWorker.add(run.flow);
+      warn(
+        'QF_NO_WORKER',
+        `run '${runId}' of flow '${run.flow}' has waited ${this.options.noWorkerWarningMs} ms: ${noWorkerFor(queue, served)}`,
+      );
+      return;
+    }
     this.warnedNoWorker.add(run.flow);
     warn(
       'QF_NO_WORKER',
@@ -275,12 +265,28 @@ export class RunClient {
     } catch {
       // A child whose parent's snapshot expired: reported without shared.
     }
-    return runInfoOf(record, shared);
+    const [info] = await this.withNoWorker([runInfoOf(record, shared)]);
+    return info;
   }
 
   async list(options: ListRunsOptions = {}): Promise<RunSummary[]> {
     const runs = await this.store.list({ ...options, limit: options.limit ?? 100 });
-    return runs.map(runSummaryOf);
+    return this.withNoWorker(runs.map(runSummaryOf));
+  }
+
+  /**
+   * The runs, each whose next step waits on a queue no live worker serves marked so
+   * (`noWorker`). Only where workers elsewhere run the steps (`noWorkerWarningMs` is set): an
+   * engine that runs its steps itself serves every queue. One read of the workers per call.
+   */
+  private async withNoWorker<T extends RunSummary>(runs: T[]): Promise<T[]> {
+    if (this.options.noWorkerWarningMs === undefined) return runs;
+    if (!runs.some((run) => run.queue !== undefined)) return runs;
+    const workers = await this.workers();
+    const served = new Set(workers.flatMap((worker) => worker.queues));
+    return runs.map((run) =>
+      run.queue === undefined || served.has(run.queue) ? run : { ...run, noWorker: noWorkerFor(run.queue, served) },
+    );
   }
 
   /** @throws QueueflowError RUN_NOT_FOUND for an unknown (or expired) run id. */
@@ -338,7 +344,8 @@ export class RunClient {
   /** The live workers, from their heartbeats. */
   async workers(): Promise<WorkerInfo[]> {
     const workers = await this.store.workers(this.options.workerLapseMs);
-    return workers.map(({ meta: _meta, ...worker }) => worker);
+    // A worker from before queues were named serves the default queue.
+    return workers.map(({ meta: _meta, ...worker }) => ({ ...worker, queues: worker.queues ?? [DEFAULT_QUEUE] }));
   }
 
   /** See {@link Engine.mailboxes}. */
@@ -448,4 +455,14 @@ export class RunClient {
   private notFound(runId: string, why = ''): QueueflowError {
     return new QueueflowError('RUN_NOT_FOUND', `no run '${runId}' ${this.options.where}${why}`);
   }
+}
+
+/** What a run whose next step waits on `queue` says when no live worker serves it. */
+function noWorkerFor(queue: string, served: ReadonlySet<string>): string {
+  return (
+    `no live worker serves queue '${queue}'` +
+    (served.size === 0
+      ? ' (no worker is running)'
+      : ` (live workers serve: ${[...served].join(', ')}); start one with \`queueflow worker --queues ${queue}\``)
+  );
 }

@@ -1,3 +1,5 @@
+import { DEFAULT_QUEUE } from '../core/queue-name.js';
+import type { StepTarget } from '../interpreter/step-types.js';
 import type { JsonObject } from '../json/json.js';
 import type { FinalRunStatus, RunInfo, RunResult, RunSummary } from './engine.js';
 import { isFinal, type RunRecord, type StoredRun } from './run-store.js';
@@ -27,7 +29,14 @@ export function runSummaryOf(run: StoredRun): RunSummary {
     ...(run.forkedFrom ? { forkedFrom: { ...run.forkedFrom } } : {}),
     ...(run.retries ? { retries: run.retries } : {}),
     ...(run.status === 'throttled' && run.throttledBy !== undefined ? { throttledBy: run.throttledBy } : {}),
+    ...(run.priority === undefined ? {} : { priority: run.priority }),
+    ...(run.status === 'queued' || run.status === 'running' ? { queue: queueOf(run.target) } : {}),
   };
+}
+
+/** The queue whose workers run a step with `target`. */
+export function queueOf(target: StepTarget): string {
+  return target.queue ?? DEFAULT_QUEUE;
 }
 
 /** The run as `get` shows it. `shared` is its last committed shared store. */

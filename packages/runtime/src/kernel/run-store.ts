@@ -213,6 +213,8 @@ export interface WorkerBeat {
   concurrency: number;
   active: number;
   flows: string[];
+  /** The queues it serves; absent (a worker from before queues): `['default']`. */
+  queues?: string[];
   startedAt: number;
   /** Scheduler-specific facts (BullMQ: its worker id, which prefixes its jobs' lock tokens). */
   meta?: Record<string, string>;
@@ -244,6 +246,8 @@ export interface NewRun {
   trace?: string;
   /** The values its checkpoint references (see {@link RunStore.values}). */
   values?: ValueClaim;
+  /** The run's priority (BullMQ's: 1 first), inherited by its steps and fan-out children. */
+  priority?: number;
 }
 
 /** A run's record as a store holds it. Times are epoch ms. */
@@ -290,6 +294,8 @@ export interface StoredRun {
   trace?: string;
   /** While `throttled`: the budget key the current step waits for. */
   throttledBy?: string;
+  /** The run's priority (BullMQ's: 1 first); a fan-out child has its parent's. Its tasks carry it. */
+  priority?: number;
 }
 
 /** A fan-out child's place: its parent, the parent's step that fanned out, its index. */

@@ -13,29 +13,29 @@ import type { StepTarget } from '../interpreter/step-types.js';
  */
 export interface Scheduler {
   /**
-   * Adds step `step` of `runId`, with `target.maxAttempts` tries; `retry` for the task of the
-   * run's `retry`th retry (see {@link StepTask.retry}).
+   * Adds step `step` of `runId`, with `target.maxAttempts` tries, on `target.queue`;
+   * `options.retry` for the task of the run's `retry`th retry (see {@link StepTask.retry}).
    */
-  addStep(runId: string, step: number, target: StepTarget, retry?: number): Promise<void>;
+  addStep(runId: string, step: number, target: StepTarget, options?: TaskOptions): Promise<void>;
   /** Adds the first step of each fan-out child run in `runIds`. */
-  addFirstSteps(runIds: readonly string[], target: StepTarget): Promise<void>;
+  addFirstSteps(runIds: readonly string[], target: StepTarget, options?: TaskOptions): Promise<void>;
   /**
-   * Adds the item tasks of a ParallelBatchNode fan-out, each with `maxAttempts` tries; `retry`
-   * for those of the parent's `retry`th retry (see {@link StepTask.retry}).
+   * Adds the item tasks of a ParallelBatchNode fan-out, each with `target.maxAttempts` tries, on
+   * `target.queue` (the node's); `options.retry` for those of the parent's `retry`th retry.
    */
   addItems(
     runId: string,
     step: number,
     items: readonly { index: number; item: Json }[],
-    maxAttempts: number,
-    retry?: number,
+    target: StepTarget,
+    options?: TaskOptions,
   ): Promise<void>;
   /**
    * Adds the wake of a parked run: it runs the parked step again after `delayMs` (its receive
    * deadline, or a periodic re-check), or as soon as {@link Scheduler.promote} names it. Its
    * tries count on from `attemptBase` (the tries the step had used before it parked).
    */
-  addWake(wake: WakeTask, target: StepTarget, delayMs: number): Promise<void>;
+  addWake(wake: WakeTask, target: StepTarget, delayMs: number, options?: TaskOptions): Promise<void>;
   /** Makes the named delayed wakes due now; gone or running ones are skipped. */
   promote(wakeIds: readonly string[]): Promise<void>;
   /**
@@ -43,6 +43,25 @@ export interface Scheduler {
    * under a kept id adds nothing), so that a retried run's tasks can be added again.
    */
   forgetFailed(taskIds: readonly string[]): Promise<void>;
+}
+
+/** How a task is added beside its target. */
+export interface TaskOptions {
+  /** The task of the run's `retry`th retry (see {@link StepTask.retry}). */
+  retry?: number | undefined;
+  /**
+   * The run's priority (BullMQ's meaning: 1 runs first, higher numbers later; a task without one
+   * runs before every task with one). Among tasks of one priority, the first added runs first.
+   */
+  priority?: number | undefined;
+}
+
+/** The options of the tasks of `run`: its priority (and a retry's count, when given). */
+export function taskOptionsOf(run: { priority?: number | undefined }, retry?: number): TaskOptions {
+  return {
+    ...(run.priority === undefined ? {} : { priority: run.priority }),
+    ...(retry ? { retry } : {}),
+  };
 }
 
 /** A task: one step of a run (its wake, after a park, included), or one item of a fan-out. */

@@ -6,7 +6,7 @@ import type { FlowRegistry } from '../interpreter/flow-definition.js';
 import type { CompiledGraph } from '../interpreter/graph.js';
 import { resumeFanOut } from '../interpreter/fan-out.js';
 import { executeStep } from '../interpreter/step-interpreter.js';
-import type { ChildOutcome, ParkRequest, StepContext, StepOutcome, StepTarget } from '../interpreter/step-types.js';
+import type { ChildOutcome, ParkRequest, StepContext, StepOutcome } from '../interpreter/step-types.js';
 import { TrySpan, recordRunEnd } from '../telemetry/tracing.js';
 import type { MergeConflict } from '../json/merge-patches.js';
 import { StepMailbox } from '../mailbox/step-mailbox.js';
@@ -28,7 +28,15 @@ import {
   type Runnable,
   type StoredRun,
 } from './run-store.js';
-import { taskId, type Scheduler, type StepTask, type Task, type TaskResult, type WakeTask } from './scheduler.js';
+import {
+  taskId,
+  taskOptionsOf,
+  type Scheduler,
+  type StepTask,
+  type Task,
+  type TaskResult,
+  type WakeTask,
+} from './scheduler.js';
 
 export interface StepDriverOptions {
   /** Time source for records, deadlines and delays. */
@@ -389,7 +397,7 @@ export class StepDriver {
         });
         const [result] = await Promise.all([
           this.commit(run, 'next', fields),
-          this.scheduler.addStep(run.id, run.step + 1, outcome.target),
+          this.scheduler.addStep(run.id, run.step + 1, outcome.target, taskOptionsOf(run)),
         ]);
         if (result !== 'committed') this.runs.forget(run.id);
         return DONE;
@@ -437,7 +445,11 @@ export class StepDriver {
           graph,
           outcome.checkpoint,
           checkpoint,
-          trace === undefined ? outcome.fanOut : { ...outcome.fanOut, trace },
+          {
+            ...outcome.fanOut,
+            ...(trace === undefined ? {} : { trace }),
+            ...(run.priority === undefined ? {} : { priority: run.priority }),
+          },
           outcome.outbox,
           record,
           claim,
@@ -486,7 +498,7 @@ export class StepDriver {
       park: run.parkCount + 1,
       attemptBase: run.attempt,
     };
-    await this.addWake(wake, run.target, outcome.park);
+    await this.addWake(wake, run, outcome.park);
     const reply = await this.store.park(run, outcome.park, outcome.replay, outcome.outbox);
     await this.scheduler.promote(reply.wakes);
     if (reply.result === 'stale') {
@@ -500,11 +512,11 @@ export class StepDriver {
   }
 
   /** The wake of a park: due at its deadline (or the re-check), now when `park` is undefined. */
-  private addWake(wake: WakeTask, target: StepTarget, park?: ParkRequest): Promise<void> {
+  private addWake(wake: WakeTask, run: StoredRun, park?: ParkRequest): Promise<void> {
     const untilDeadline =
       park?.deadline === null || park === undefined ? Infinity : park.deadline - this.options.clock.now();
     const delayMs = park === undefined ? 0 : Math.min(untilDeadline, this.options.parkRecheckMs);
-    return this.scheduler.addWake(wake, target, delayMs);
+    return this.scheduler.addWake(wake, run.target, delayMs, taskOptionsOf(run));
   }
 
   /**
@@ -532,7 +544,7 @@ export class StepDriver {
    */
   async ensureProgress(run: StoredRun): Promise<void> {
     if (isFinal(run.status)) return this.fanOut.reportEnded(run);
-    if (run.status !== 'waiting') return this.scheduler.addStep(run.id, run.step, run.target);
+    if (run.status !== 'waiting') return this.scheduler.addStep(run.id, run.step, run.target, taskOptionsOf(run));
     if (run.replay.parked) {
       const wake: WakeTask = {
         type: 'wake',
@@ -541,7 +553,7 @@ export class StepDriver {
         park: run.parkCount,
         attemptBase: run.attempt,
       };
-      return this.addWake(wake, run.target, run.replay.parked);
+      return this.addWake(wake, run, run.replay.parked);
     }
     return this.fanOut.ensureChildren(run);
   }

@@ -1,6 +1,7 @@
 import { hostname } from 'node:os';
 import { checkOptionalPositiveInteger } from '../core/validate-options.js';
 import { checkLargeValueBytes } from '../kernel/claim-check.js';
+import { DEFAULT_QUEUE } from '../core/queue-name.js';
 import { QueueflowError } from '../errors/queueflow-error.js';
 import { FlowRegistry, type FlowDefinition, type FlowsOption } from '../interpreter/flow-definition.js';
 import type { Json, JsonObject } from '../json/json.js';
@@ -20,6 +21,9 @@ import type {
   ResultOptions,
   RunResult,
   RunSummary,
+  ScheduleInfo,
+  ScheduleOptions,
+  ScheduleRunOptions,
   StepRecord,
   StreamEntry,
   StreamOptions,
@@ -29,6 +33,10 @@ import { ResultWaiter } from '../kernel/result-waiter.js';
 import { RunClient } from '../kernel/run-client.js';
 import { StepDriver } from '../kernel/step-driver.js';
 import { LocalScheduler } from './local-scheduler.js';
+import { LocalSchedules } from './local-schedules.js';
+import { warn } from '../core/warnings.js';
+import { checkSchedule, checkScheduleName } from '../kernel/schedule-definition.js';
+import { runScheduleTick } from '../kernel/schedule-tick.js';
 import { MemoryRunStore } from './memory-run-store.js';
 import { observeGauges } from '../telemetry/metrics.js';
 
@@ -78,6 +86,9 @@ export class LocalEngine implements Engine {
   /** This engine as the one worker that runs its steps. */
   private readonly self: Omit<WorkerInfo, 'active' | 'lastSeenAt'>;
   private readonly clock: Clock;
+  private readonly registry: FlowRegistry;
+  /** The schedules (their ticks are timers on the clock). */
+  private readonly schedulesHere: LocalSchedules;
   /** Unregisters the observable gauges (queue depth, parked runs). */
   private readonly unobserve: () => void;
   private closed = false;
@@ -102,9 +113,27 @@ export class LocalEngine implements Engine {
       pid: process.pid,
       concurrency,
       flows: registry.names(),
+      queues: queuesOf(registry),
       startedAt: clock.now(),
     };
     this.clock = clock;
+    this.registry = registry;
+    this.schedulesHere = new LocalSchedules(clock, (schedule, at) => {
+      const host = {
+        registry,
+        store: this.store,
+        scheduler: this.scheduler,
+        log: this.schedulesHere,
+        clock,
+        maxCheckpointBytes,
+      };
+      runScheduleTick(schedule, at, host).catch((error: unknown) =>
+        warn(
+          'QF_SCHEDULE_TICK_FAILED',
+          `schedule '${schedule.name}' could not start a run of '${schedule.flow}': ${(error as Error).message}`,
+        ),
+      );
+    });
     // In memory no wake is lost: a parked run sleeps until its message or its deadline.
     this.driver = new StepDriver(this.store, this.scheduler, registry, {
       clock,
@@ -247,10 +276,37 @@ export class LocalEngine implements Engine {
     return this.client.graph(flow);
   }
 
+  /**
+   * Starts runs on a schedule; the ticks are timers of this engine's clock and stop when it closes.
+   * @throws QueueflowError `INVALID_OPTION`, `UNKNOWN_FLOW`, `NOT_JSON`.
+   * @see Engine.schedule
+   */
+  async schedule<S extends object = JsonObject>(
+    name: string,
+    flow: FlowDefinition | string,
+    options: ScheduleOptions,
+    shared: S,
+    runOptions?: ScheduleRunOptions,
+  ): Promise<void> {
+    await this.open();
+    this.schedulesHere.upsert(checkSchedule(this.registry, name, flow, options, shared, runOptions));
+  }
+
+  /** Removes a schedule; whether there was one. @see Engine.unschedule */
+  async unschedule(name: string): Promise<boolean> {
+    return this.schedulesHere.remove(checkScheduleName(name));
+  }
+
+  /** The schedules, by name. @see Engine.schedules */
+  async schedules(): Promise<ScheduleInfo[]> {
+    return this.schedulesHere.list();
+  }
+
   /** Stops: runs stay where they are; the `exec` in flight is aborted; awaited results reject. */
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    this.schedulesHere.close();
     this.unobserve();
     this.scheduler.close();
     this.driver.abortAll(new QueueflowError('ENGINE_CLOSED', 'the engine was closed'));
@@ -261,4 +317,15 @@ export class LocalEngine implements Engine {
     if (this.closed) throw new QueueflowError('ENGINE_CLOSED', 'LocalEngine is closed');
     await this.ready;
   }
+}
+
+/**
+ * The queues the registered flows' nodes name, the default one first: LocalEngine serves them all
+ * in this process (a node's `queue` routes steps between workers on RedisEngine only).
+ */
+function queuesOf(registry: FlowRegistry): string[] {
+  const queues = new Set([DEFAULT_QUEUE]);
+  for (const name of registry.names())
+    for (const node of registry.graph(name).nodes.values()) if (node.queue !== undefined) queues.add(node.queue);
+  return [...queues];
 }

@@ -2,7 +2,15 @@ import { toErrorRecord } from '../errors/error-record.js';
 import type { Json } from '../json/json.js';
 import type { StepTarget } from '../interpreter/step-types.js';
 import type { Clock } from '../kernel/clock.js';
-import { taskId, type Scheduler, type Task, type TaskResult, type WakeTask } from '../kernel/scheduler.js';
+import {
+  taskId,
+  type Scheduler,
+  type Task,
+  type TaskOptions,
+  type TaskResult,
+  type WakeTask,
+} from '../kernel/scheduler.js';
+import { ReadyQueue } from './ready-queue.js';
 
 /** Runs the tasks a scheduler hands out (the step driver). */
 export interface TaskRunner {
@@ -17,6 +25,8 @@ interface Job {
   attemptsMade: number;
   state: 'waiting' | 'delayed' | 'active';
   timer?: unknown;
+  /** The run's priority (BullMQ's: 1 first; none goes before any). */
+  priority: number | undefined;
 }
 
 /** Delay before a task that threw (a bug, not node code) runs again, in ms (as on Redis). */
@@ -25,13 +35,13 @@ const FAILED_TASK_RETRY_MS = 1000;
 /**
  * The LocalEngine's scheduler: BullMQ's job semantics in this process, on the injected clock.
  * Tasks are jobs named by their task id (an add whose id is still held adds nothing), at most
- * `concurrency` run at once in the order they became ready, and a delayed job waits on a timer of
+ * `concurrency` run at once in BullMQ's order (tasks without a priority first, in the order they
+ * became ready; then by priority, 1 first; see {@link ReadyQueue}), a delayed job waits on a timer of
  * the clock without holding a slot; a `retry` uses up one of the job's attempts, a `defer` none.
  */
 export class LocalScheduler implements Scheduler {
   private readonly jobs = new Map<string, Job>();
-  private ready: string[] = [];
-  private head = 0;
+  private readonly ready = new ReadyQueue();
   /** Tasks running now. */
   active = 0;
 
@@ -55,27 +65,35 @@ export class LocalScheduler implements Scheduler {
     this.pump();
   }
 
-  async addStep(runId: string, step: number, target: StepTarget, retry?: number): Promise<void> {
-    this.add({ type: 'step', runId, step, ...(retry ? { retry } : {}) }, target.maxAttempts, 0);
+  // Queues (`target.queue`) are not told apart: this process serves every queue.
+  async addStep(runId: string, step: number, target: StepTarget, options: TaskOptions = {}): Promise<void> {
+    const { retry, priority } = options;
+    this.add({ type: 'step', runId, step, ...(retry ? { retry } : {}) }, target.maxAttempts, 0, priority);
   }
 
-  async addFirstSteps(runIds: readonly string[], target: StepTarget): Promise<void> {
-    for (const runId of runIds) this.add({ type: 'step', runId, step: 0 }, target.maxAttempts, 0);
+  async addFirstSteps(runIds: readonly string[], target: StepTarget, options: TaskOptions = {}): Promise<void> {
+    for (const runId of runIds) this.add({ type: 'step', runId, step: 0 }, target.maxAttempts, 0, options.priority);
   }
 
   async addItems(
     runId: string,
     step: number,
     items: readonly { index: number; item: Json }[],
-    maxAttempts: number,
-    retry?: number,
+    target: StepTarget,
+    options: TaskOptions = {},
   ): Promise<void> {
+    const { retry, priority } = options;
     for (const { index, item } of items)
-      this.add({ type: 'item', runId, step, index, item, ...(retry ? { retry } : {}) }, maxAttempts, 0);
+      this.add(
+        { type: 'item', runId, step, index, item, ...(retry ? { retry } : {}) },
+        target.maxAttempts,
+        0,
+        priority,
+      );
   }
 
-  async addWake(wake: WakeTask, target: StepTarget, delayMs: number): Promise<void> {
-    this.add(wake, Math.max(1, target.maxAttempts - wake.attemptBase), delayMs);
+  async addWake(wake: WakeTask, target: StepTarget, delayMs: number, options: TaskOptions = {}): Promise<void> {
+    this.add(wake, Math.max(1, target.maxAttempts - wake.attemptBase), delayMs, options.priority);
   }
 
   async promote(wakeIds: readonly string[]): Promise<void> {
@@ -94,14 +112,13 @@ export class LocalScheduler implements Scheduler {
     this.closed = true;
     for (const job of this.jobs.values()) if (job.timer !== undefined) this.clock.clearTimeout(job.timer);
     this.jobs.clear();
-    this.ready = [];
-    this.head = 0;
+    this.ready.clear();
   }
 
-  private add(task: Task, attempts: number, delayMs: number): void {
+  private add(task: Task, attempts: number, delayMs: number, priority: number | undefined): void {
     const id = taskId(task);
     if (this.closed || this.jobs.has(id)) return;
-    const job: Job = { task, attempts, attemptsMade: 0, state: 'waiting' };
+    const job: Job = { task, attempts, attemptsMade: 0, state: 'waiting', priority };
     this.jobs.set(id, job);
     this.schedule(id, job, delayMs);
   }
@@ -122,17 +139,13 @@ export class LocalScheduler implements Scheduler {
     if (job.timer !== undefined) this.clock.clearTimeout(job.timer);
     delete job.timer;
     job.state = 'waiting';
-    this.ready.push(id);
+    this.ready.push(id, job.priority);
     this.pump();
   }
 
   private pump(): void {
-    while (this.runner && !this.closed && this.active < this.concurrency && this.head < this.ready.length) {
-      const id = this.ready[this.head++]!;
-      if (this.head > 1024 && this.head * 2 > this.ready.length) {
-        this.ready = this.ready.slice(this.head);
-        this.head = 0;
-      }
+    while (this.runner && !this.closed && this.active < this.concurrency && this.ready.size > 0) {
+      const id = this.ready.shift()!;
       const job = this.jobs.get(id);
       if (job?.state !== 'waiting') continue;
       job.state = 'active';

@@ -159,6 +159,7 @@ function RunDetail({
         </p>
       )}
       {run.refusal && <p class="warn-box">A worker gave this step back: {run.refusal}</p>}
+      {run.noWorker && <p class="warn-box">This step waits: {run.noWorker}</p>}
 
       <section class="panel" aria-labelledby="graph-title">
         <h2 id="graph-title">Graph</h2>

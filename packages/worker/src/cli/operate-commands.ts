@@ -144,7 +144,9 @@ function parsePatch(value: string): PatchOperation[] {
 
 function workersCommand(): Command {
   return new Command('workers')
-    .description('list the live workers (from their heartbeats): host, pid, flows, steps running and concurrency')
+    .description(
+      'list the live workers (from their heartbeats): host, pid, queues, flows, steps running and concurrency',
+    )
     .addOption(jsonOption())
     .addOption(redisOption())
     .addOption(prefixOption())
@@ -158,7 +160,7 @@ function workersCommand(): Command {
         for (const worker of workers) {
           const seen = Math.max(0, Math.round((Date.now() - worker.lastSeenAt) / 100) / 10);
           console.log(
-            `${worker.id}  ${worker.host}  pid ${worker.pid}  running ${worker.active}/${worker.concurrency}  flows ${worker.flows.join(', ')}  seen ${seen} s ago`,
+            `${worker.id}  ${worker.host}  pid ${worker.pid}  running ${worker.active}/${worker.concurrency}  queues ${worker.queues.join(', ')}  flows ${worker.flows.join(', ')}  seen ${seen} s ago`,
           );
         }
       });

@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { InvalidArgumentError, Option } from 'commander';
 import type { FlowDefinition, Json, JsonObject } from '@queueflow/runtime';
+import { checkPriority, checkQueueName } from '@queueflow/runtime/kernel';
 import { RedisEngine } from '../redis-engine.js';
 
 /** The prefix every command uses unless told otherwise (`--prefix`, then `QUEUEFLOW_PREFIX`). */
@@ -56,6 +57,26 @@ export function positiveInteger(value: string): number {
   if (!Number.isInteger(number) || number < 1)
     throw new InvalidArgumentError(`expected an integer from 1 and up, got '${value}'`);
   return number;
+}
+
+/** A comma-separated list of queue names (`default,llm`), each checked. */
+export function queueList(value: string): string[] {
+  const names = value.split(',').map((name) => name.trim());
+  try {
+    return names.map((name) => checkQueueName('--queues', 'each name', name));
+  } catch (error) {
+    throw new InvalidArgumentError((error as Error).message);
+  }
+}
+
+/** A run's priority: an integer from 1 (runs first) to 2,097,151 (BullMQ's range). */
+export function priorityOption(value: string): number {
+  const number = Number(value);
+  try {
+    return checkPriority(number, '--priority')!;
+  } catch (error) {
+    throw new InvalidArgumentError((error as Error).message);
+  }
 }
 
 export function nonNegativeInteger(value: string): number {

@@ -10,6 +10,7 @@ import {
   parseSince,
   positiveInteger,
   prefixHint,
+  priorityOption,
   prefixOption,
   redisOption,
   withEngine,
@@ -38,6 +39,7 @@ function runCommand(): Command {
     .option('--shared <json>', 'initial shared store, JSON', parseJsonObject, {})
     .option('--params <json>', 'params, JSON', parseJsonObject, {})
     .option('--idempotency-key <key>', 'start the run once: a second run with this key returns the first')
+    .option('--priority <n>', 'priority of the run and its steps: 1 runs first (BullMQ priorities)', priorityOption)
     .option('--detach', 'print the run id and exit without waiting')
     .addOption(redisOption())
     .addOption(prefixOption())
@@ -49,6 +51,7 @@ function runCommand(): Command {
           shared: JsonObject;
           params: JsonObject;
           idempotencyKey?: string;
+          priority?: number;
           detach?: boolean;
         },
       ) => {
@@ -59,6 +62,7 @@ function runCommand(): Command {
             const handle = await engine.start(flow, options.shared, {
               params: options.params,
               ...(options.idempotencyKey === undefined ? {} : { idempotencyKey: options.idempotencyKey }),
+              ...(options.priority === undefined ? {} : { priority: options.priority }),
             });
             if (options.detach) {
               console.log(handle.id);
@@ -249,7 +253,9 @@ export async function awaitResult(
         const start = `queueflow worker --flows ${options.flows ?? '<module>'} --prefix '${options.prefix}'`;
         const message = info.refusal
           ? `run ${runId} is still queued: a worker refused its step: ${info.refusal}`
-          : `run ${runId} is still queued: no worker has taken it yet. Is one running? Start one with: ${start}`;
+          : info.noWorker
+            ? `run ${runId} is still queued: ${info.noWorker}`
+            : `run ${runId} is still queued: no worker has taken it yet. Is one running? Start one with: ${start}`;
         if (message !== said) console.error((said = message));
       },
       () => {}, // a failed poll says nothing; the wait itself reports real trouble

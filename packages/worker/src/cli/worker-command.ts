@@ -2,7 +2,8 @@ import { Command } from 'commander';
 import { loadFlows } from '../load-flows.js';
 import { throttledLog } from '../throttled-log.js';
 import { startWorker } from '../worker.js';
-import { positiveInteger, prefixOption, redisOption } from './options.js';
+import { positiveInteger, prefixOption, queueList, redisOption } from './options.js';
+import { DEFAULT_QUEUE } from '@queueflow/runtime';
 
 /**
  * `queueflow worker`: a worker process for the flows a module exports. SIGTERM or SIGINT lets the
@@ -14,7 +15,12 @@ export function workerCommand(): Command {
     .requiredOption('--flows <module>', 'module exporting FlowDefinitions (defineFlow); a .ts file runs through tsx')
     .addOption(redisOption())
     .addOption(prefixOption())
-    .option('--concurrency <n>', 'steps run at once', positiveInteger, 8)
+    .option('--concurrency <n>', 'steps run at once, on each queue served', positiveInteger, 8)
+    .option(
+      '--queues <names>',
+      "queues served, comma-separated: steps of nodes whose `queue` is one of them (default: 'default')",
+      queueList,
+    )
     .option('--lock-duration <ms>', 'step lock duration in ms; a dead worker loses its steps after it', positiveInteger)
     .option(
       '--stalled-interval <ms>',
@@ -27,6 +33,7 @@ export function workerCommand(): Command {
         redis: string;
         prefix: string;
         concurrency: number;
+        queues?: string[];
         lockDuration?: number;
         stalledInterval?: number;
       }) => {
@@ -40,12 +47,18 @@ export function workerCommand(): Command {
           flows,
           prefix: options.prefix,
           concurrency: options.concurrency,
+          ...(options.queues ? { queues: options.queues } : {}),
           ...(options.lockDuration ? { lockDurationMs: options.lockDuration } : {}),
           ...(options.stalledInterval ? { stalledIntervalMs: options.stalledInterval } : {}),
         });
         ready = true;
         const names = flows.map((f) => f.name).join(', ');
-        console.log(`queueflow worker ${process.pid}: ready (flows: ${names}; concurrency ${options.concurrency})`);
+        // The queues are named when not just the default one (the line stays as it was then).
+        const queues =
+          options.queues && options.queues.join() !== DEFAULT_QUEUE ? `; queues: ${options.queues.join(', ')}` : '';
+        console.log(
+          `queueflow worker ${process.pid}: ready (flows: ${names}${queues}; concurrency ${options.concurrency})`,
+        );
         let stopping = false;
         const stop = (signal: string): void => {
           if (stopping) {
