@@ -27,6 +27,7 @@ export {
   NonRetryableError,
   NodeTimeoutError,
   RateLimitedError,
+  MIN_RATE_LIMITED_WAIT_MS,
   type QueueflowErrorCode,
 } from './errors/queueflow-error.js';
 export {

@@ -50,3 +50,22 @@ describe('toErrorRecord', () => {
     await engine.close();
   });
 });
+
+describe('a thrown plain object', () => {
+  it('leaves one error record for its one try', async () => {
+    class Throws extends Node {
+      override exec(): never {
+        // eslint-disable-next-line @typescript-eslint/only-throw-error -- what a careless client library does
+        throw { code: 'E_OBJ', message: 'plain object thrown' };
+      }
+    }
+    const flow = defineFlow('throws-object-once', () => new Throws());
+    const engine = new LocalEngine({ flows: [flow] });
+    const handle = await engine.start(flow, {});
+    await handle.result();
+    const info = await engine.get(handle.id);
+    expect(info!.errors).toHaveLength(1);
+    expect(info!.errors[0]).toMatchObject({ code: 'E_OBJ', message: 'plain object thrown', attempt: 0 });
+    await engine.close();
+  });
+});

@@ -64,7 +64,9 @@ export class NonRetryableError extends QueueflowError {
  * Throw from `exec` when the provider says "too many requests" (HTTP 429 with `Retry-After`): the
  * step waits `retryAfterMs` and runs again **without using up a try**, and every key of the node's
  * `limits` is held back for everyone (all workers) until then. On `flow.run` (no engine) the try
- * sleeps `retryAfterMs` and runs again, also without using up a try.
+ * sleeps `retryAfterMs` and runs again, also without using up a try. The wait is at least
+ * {@link MIN_RATE_LIMITED_WAIT_MS} (100 ms): a provider that answers `Retry-After: 0` to every
+ * request is asked again ten times a second, not in a busy loop.
  *
  * @throws TypeError when `retryAfterMs` is not a finite number of milliseconds ≥ 0.
  * @example
@@ -89,11 +91,17 @@ export class RateLimitedError extends QueueflowError {
   }
 }
 
-/** The wait a {@link RateLimitedError} asks for, in ms, when `error` is one (checked by `code`). */
+/** The shortest wait after a {@link RateLimitedError}, in ms, whatever `retryAfterMs` it asked for. */
+export const MIN_RATE_LIMITED_WAIT_MS = 100;
+
+/**
+ * The wait a {@link RateLimitedError} asks for, in ms, when `error` is one (checked by `code`):
+ * its `retryAfterMs`, at least {@link MIN_RATE_LIMITED_WAIT_MS}.
+ */
 export function retryAfterOf(error: unknown): number | undefined {
   if ((error as { code?: unknown } | null)?.code !== 'RATE_LIMITED') return undefined;
   const ms = (error as { retryAfterMs?: unknown }).retryAfterMs;
-  return typeof ms === 'number' && Number.isFinite(ms) && ms >= 0 ? ms : 0;
+  return Math.max(MIN_RATE_LIMITED_WAIT_MS, typeof ms === 'number' && Number.isFinite(ms) ? ms : 0);
 }
 
 /** `exec` took longer than the node's `timeoutMs`; counts as a failed try. */

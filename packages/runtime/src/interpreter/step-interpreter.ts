@@ -93,7 +93,12 @@ export class Step {
   }
 
   failed(error: unknown, extra: Partial<ErrorRecord> = {}): StepResult {
-    if (error === this.lastTryError && this.failedTries.length > 0) {
+    // The last try's error, rethrown by execFallback as it is, or as the Error `asError` made of
+    // something else thrown: already recorded with that try.
+    const rethrown =
+      error === this.lastTryError ||
+      (!(this.lastTryError instanceof Error) && error instanceof Error && error.cause === this.lastTryError);
+    if (rethrown && this.failedTries.length > 0) {
       return { type: 'failed', checkpoint: this.checkpoint, error: this.failedTries[this.failedTries.length - 1]! };
     }
     const record = toErrorRecord(error, {
