@@ -267,14 +267,14 @@ describe.each(engines)('%s: live views', (name) => {
     expect((await engine.list({ status: 'completed', offset: 5 })).map((run) => run.id)).toEqual([all[5]!.id]);
   });
 
-  it('workers: the live workers with their flows, concurrency and steps running', async () => {
+  it('workers: the live workers with their flows, queues, concurrency and steps running', async () => {
     const { engine, redis } = await setup('views-workers', { flows, concurrency: 3 });
     const flowNames = flows.map((flow) => flow.name).sort();
     const [first] = await engine.workers();
-    expect(first).toMatchObject({ pid: process.pid, concurrency: 3, active: 0 });
+    expect(first).toMatchObject({ pid: process.pid, concurrency: 3, active: 0, queues: ['default'] });
     expect([...first!.flows].sort()).toEqual(flowNames);
     expect(Object.keys(first!).sort()).toEqual(
-      ['id', 'host', 'pid', 'concurrency', 'active', 'flows', 'startedAt', 'lastSeenAt'].sort(),
+      ['id', 'host', 'pid', 'concurrency', 'active', 'flows', 'queues', 'startedAt', 'lastSeenAt'].sort(),
     );
     expect(first!.lastSeenAt).toBeGreaterThanOrEqual(first!.startedAt);
 

@@ -3,6 +3,8 @@
  * only exports FlowDefinitions. Each node records the process that ran it (`process.pid`), which
  * the tests compare with the pids of the workers serving each queue.
  */
+import { existsSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { defineFlow, Flow, Node, ParallelBatchNode } from '@queueflow/runtime';
 
 export interface RoutedShared {
@@ -65,3 +67,23 @@ export const awaitsOnLlm = defineFlow(
   'awaits-on-llm',
   () => new Flow(new AwaitsAnswer({ name: 'await', queue: 'llm' })),
 );
+
+/**
+ * On queue `llm`: the first try anywhere writes `first` (its pid) in `params.markerDir` and hangs
+ * (its worker is killed); the next writes `again` (its pid) and returns.
+ */
+class HangsOnce extends Node<RoutedShared> {
+  override async exec(): Promise<void> {
+    const dir = String(this.params.markerDir);
+    if (!existsSync(join(dir, 'first'))) {
+      writeFileSync(join(dir, 'first'), String(process.pid));
+      await new Promise(() => {});
+    }
+    writeFileSync(join(dir, 'again'), String(process.pid));
+  }
+  override post(shared: RoutedShared): void {
+    shared.ran.push({ node: this.name!, pid: process.pid });
+  }
+}
+
+export const hangsOnLlm = defineFlow('hangs-on-llm', () => new Flow(new HangsOnce({ name: 'hang', queue: 'llm' })));

@@ -1,5 +1,12 @@
 import { Command, Option } from 'commander';
-import type { Json, JsonObject, RunResult, RunStatus, RunSummary } from '@queueflow/runtime';
+import {
+  DEFAULT_QUEUE,
+  type Json,
+  type JsonObject,
+  type RunResult,
+  type RunStatus,
+  type RunSummary,
+} from '@queueflow/runtime';
 import { isFinal } from '@queueflow/runtime/kernel';
 import { loadFlows } from '../load-flows.js';
 import type { RedisEngine } from '../redis-engine.js';
@@ -253,7 +260,7 @@ export async function awaitResult(
         const start = `queueflow worker --flows ${options.flows ?? '<module>'} --prefix '${options.prefix}'`;
         const message = info.refusal
           ? `run ${runId} is still queued: a worker refused its step: ${info.refusal}`
-          : info.noWorker
+          : info.noWorker && info.queue !== DEFAULT_QUEUE
             ? `run ${runId} is still queued: ${info.noWorker}`
             : `run ${runId} is still queued: no worker has taken it yet. Is one running? Start one with: ${start}`;
         if (message !== said) console.error((said = message));
