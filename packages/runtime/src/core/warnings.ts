@@ -13,6 +13,8 @@
  * - `QF_SCHEDULE_TICK_FAILED`: a schedule's tick could not start its run (LocalEngine; on Redis
  *   the worker's `onError` hears of it and BullMQ retries the tick).
  * - `QF_CLOCK_SKEW`: this machine's clock is more than a second off the Redis server's; once.
+ * - `QF_LIMITS_IGNORED`: `flow.run` visits a node with `limits`, which only the engines enforce
+ *   (LocalEngine, RedisEngine); once per node name.
  */
 export type WarningCode =
   | 'QF_SUCCESSOR_OVERWRITTEN'
@@ -22,7 +24,8 @@ export type WarningCode =
   | 'QF_STEP_REFUSED'
   | 'QF_NO_WORKER'
   | 'QF_CLOCK_SKEW'
-  | 'QF_SCHEDULE_TICK_FAILED';
+  | 'QF_SCHEDULE_TICK_FAILED'
+  | 'QF_LIMITS_IGNORED';
 
 /** Receives every warning queueflow emits. */
 export type WarningHandler = (code: WarningCode, message: string) => void;
