@@ -25,6 +25,7 @@ export class RedisBudgets {
       ...(request.priority === undefined ? {} : { priority: request.priority }),
       ...(request.leaseMs === undefined ? {} : { leaseMs: request.leaseMs }),
       recheckMs: request.recheckMs,
+      wakeMax: request.wakeMax ?? 32,
       changes: this.keys.changes(),
       limits: request.limits.map((limit) => ({
         key: limit.key,

@@ -34,6 +34,8 @@ export interface BudgetRequest {
   leaseMs?: number | undefined;
   /** Longest a waiter sleeps before it looks again, in ms (a safety net for a lost wake). */
   recheckMs: number;
+  /** Most waiters an admission wakes (those the budget may now have room for). @defaultValue 32 */
+  wakeMax?: number | undefined;
   limits: readonly BudgetLimit[];
 }
 

@@ -42,6 +42,19 @@ local function wakeHead(b, wakes)
   wakes[#wakes + 1] = head
 end
 
+-- Names the first `count` waiters among `wakes`, marking each woken.
+local function wakeFirst(b, count, wakes)
+  if count <= 0 then return end
+  headWaiter(b)
+  local first = redis.call('ZRANGE', b.waiters, 0, count - 1)
+  for _, waiter in ipairs(first) do
+    redis.call('HSET', b.meta, 'w:' .. waiter, 1)
+    local named = false
+    for _, w in ipairs(wakes) do if w == waiter then named = true end end
+    if not named then wakes[#wakes + 1] = waiter end
+  end
+end
+
 -- Admissions of the sliding window of `perMs` ending now: { {at, units}... } oldest first, and their units.
 local function windowEntries(b, perMs)
   local flat = redis.call('ZRANGEBYSCORE', b.window, '(' .. (now - perMs), '+inf', 'WITHSCORES')
