@@ -147,7 +147,9 @@ describe.each(stores)('%s: budgets', (name) => {
     await store.holdBudget(['model'], 30_000);
     const state = await store.budgetOf('model', 1000);
     expect(state.heldUntil).toEqual(expect.any(Number));
-    const refused = await store.acquireBudget(request('a', [{ key: 'model', rate: { max: 100, perMs: 1000 }, units: 1 }]));
+    const refused = await store.acquireBudget(
+      request('a', [{ key: 'model', rate: { max: 100, perMs: 1000 }, units: 1 }]),
+    );
     if (refused.admitted) throw new Error('admitted during a hold');
     expect(refused.key).toBe('model');
     expect(refused.delayMs).toBeGreaterThan(25_000);

@@ -45,8 +45,7 @@ export interface BudgetRequest {
  * are waiter task ids to promote.
  */
 export type BudgetReply =
-  | { admitted: true; at: number; wakes: string[] }
-  | { admitted: false; key: string; delayMs: number; wakes: string[] };
+  { admitted: true; at: number; wakes: string[] } | { admitted: false; key: string; delayMs: number; wakes: string[] };
 
 /** A lease or window entry: the holder that took it on a key. */
 export interface BudgetHold {

@@ -88,7 +88,8 @@ export class MemoryBudgets {
       // The waiters the budget may now have room for go on (each checks again).
       let room = request.wakeMax ?? DEFAULT_WAKE_MAX;
       if (limit.concurrency !== undefined) room = Math.min(room, limit.concurrency - budget.leases.size);
-      if (limit.rate && limit.units > 0) room = Math.min(room, Math.floor((limit.rate.max - unitsIn(budget, limit.rate.perMs, now)) / limit.units));
+      if (limit.rate && limit.units > 0)
+        room = Math.min(room, Math.floor((limit.rate.max - unitsIn(budget, limit.rate.perMs, now)) / limit.units));
       this.wakeFirst(budget, room, wakes);
     }
     if (request.runId !== undefined) this.onAdmitted(request.runId);
