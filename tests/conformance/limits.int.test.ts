@@ -91,7 +91,29 @@ class Spender extends Node<S> {
   }
 }
 
+/** Waits for a message at `inbox-<token>` inside exec (the run parks), then returns its body. */
+class Parker extends Node<S> {
+  override prep(shared: S): string {
+    return shared.token as string;
+  }
+  override async exec(token: string): Promise<unknown> {
+    const message = await this.receive(`inbox-${token}`);
+    return message?.body;
+  }
+  override post(shared: S, _p: unknown, execRes: unknown): void {
+    shared.result = execRes;
+  }
+}
+
 const twoAtATime: Limit = { key: 'model', concurrency: 2 };
+const parking = defineFlow(
+  'parking',
+  () => new Flow(new Parker({ name: 'parker', limits: [{ key: 'slot', concurrency: 1 }] })),
+);
+const slotted = defineFlow(
+  'slotted',
+  () => new Flow(new Quick({ name: 'slotted', limits: [{ key: 'slot', concurrency: 1 }] })),
+);
 const calling = defineFlow('calling', () => new Flow(new Call({ name: 'call', limits: [twoAtATime] })));
 const rated = defineFlow(
   'rated',
@@ -137,7 +159,7 @@ function fanOut(name: string, limit: number) {
 }
 const fanOutTight = fanOut('fan-out-tight', 2);
 const fanOutLoose = fanOut('fan-out-loose', 5);
-const flows = [calling, rated, limited, sameKey, spending, fanOutTight, fanOutLoose];
+const flows = [calling, rated, limited, sameKey, spending, fanOutTight, fanOutLoose, parking, slotted];
 
 /** Admissions the stores made, by budget key: the store's clock at each (epoch ms). */
 const admissions = new Map<string, number[]>();
@@ -250,6 +272,19 @@ describe.each(engines)('%s: flow control', (name) => {
     expect((await h.engine.result(other.id)).status).toBe('completed');
     expect((await h.engine.result(first.id)).status).toBe('completed');
     expect(calls.count(token)).toBe(1);
+  });
+
+  it('a visit parked on a mailbox holds no budget: another run takes the slot meanwhile', async () => {
+    const h = await setup('limits-parked', options);
+    const token = `parked-${name}`;
+    const parked = await h.engine.start<S>(parking, { token });
+    await h.until(parked.id, 'the run parked', (info) => info.status === 'waiting');
+    const other = await h.engine.run<S>(slotted, { token });
+    expect(other.status).toBe('completed');
+    await h.engine.send(`inbox-${token}`, 'hello');
+    const result = await h.engine.result(parked.id);
+    expect(result.status).toBe('completed');
+    expect(result.shared.result).toBe('hello');
   });
 
   it('this.spend corrects the units of the try: later admissions see the real cost', async () => {
