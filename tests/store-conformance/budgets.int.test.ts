@@ -60,8 +60,9 @@ describe.each(stores)('%s: budgets', (name) => {
     const held = [request('a', [three]), request('b', [three]), request('c', [three])];
     for (const r of held) await store.acquireBudget(r);
     for (const w of ['d', 'e', 'f', 'g']) await store.acquireBudget(request(w, [three]));
-    await store.releaseBudget([{ key: 'three', holder: held[0]!.holder }]);
-    await store.releaseBudget([{ key: 'three', holder: held[1]!.holder }]);
+    expect(await store.releaseBudget([{ key: 'three', holder: held[0]!.holder }])).toEqual({ wakes: ['d'] });
+    // A release wakes as many waiters as there are free slots.
+    expect(await store.releaseBudget([{ key: 'three', holder: held[1]!.holder }])).toEqual({ wakes: ['d', 'e'] });
     // Two slots free, d first: d gets in and wakes e, the one waiter the last slot has room for.
     expect(await store.acquireBudget(request('d', [three]))).toMatchObject({ admitted: true, wakes: ['e'] });
     // f is behind e: the last slot is e's.

@@ -18,6 +18,8 @@ interface MemoryBudget {
   seq: number;
   /** The longest window any limit on this key asked for, in ms (how long entries are kept). */
   perMs: number;
+  /** The last `concurrency` asked on this key (how many waiters a release wakes). */
+  concurrency: number;
 }
 
 /** A waiter counts this long past the moment it said it would look again, in ms. */
@@ -82,6 +84,7 @@ export class MemoryBudgets {
     for (const limit of request.limits) {
       const budget = this.budget(limit.key);
       budget.waiters.delete(request.waiter);
+      if (limit.concurrency !== undefined) budget.concurrency = limit.concurrency;
       if (limit.concurrency !== undefined)
         budget.leases.set(request.holder, request.leaseMs === undefined ? Infinity : now + request.leaseMs);
       if (limit.rate) budget.window.set(request.holder, { at: now, units: limit.units });
@@ -100,7 +103,9 @@ export class MemoryBudgets {
     const wakes: string[] = [];
     for (const { key, holder } of holds) {
       const budget = this.budgets.get(key);
-      if (budget?.leases.delete(holder)) this.wakeHead(budget, wakes);
+      // As many waiters as there are free slots now (at least the first).
+      if (budget?.leases.delete(holder))
+        this.wakeFirst(budget, Math.max(1, budget.concurrency - budget.leases.size), wakes);
     }
     return { wakes };
   }
@@ -150,7 +155,15 @@ export class MemoryBudgets {
   private budget(key: string): MemoryBudget {
     let budget = this.budgets.get(key);
     if (!budget) {
-      budget = { window: new Map(), leases: new Map(), waiters: new Map(), heldUntil: 0, seq: 0, perMs: 0 };
+      budget = {
+        window: new Map(),
+        leases: new Map(),
+        waiters: new Map(),
+        heldUntil: 0,
+        seq: 0,
+        perMs: 0,
+        concurrency: 1,
+      };
       this.budgets.set(key, budget);
     }
     return budget;

@@ -109,6 +109,7 @@ for i, limit in ipairs(limits) do
   redis.call('ZREM', b.waiters, o.waiter)
   redis.call('HDEL', b.meta, 'q:' .. o.waiter, 'w:' .. o.waiter)
   if type(limit.concurrency) == 'number' then
+    redis.call('HSET', b.meta, 'concurrency', limit.concurrency) -- for release: how many to wake
     local expiry = '+inf'
     if type(o.leaseMs) == 'number' then expiry = now + o.leaseMs end
     redis.call('ZADD', b.leases, expiry, o.holder)

@@ -2,7 +2,7 @@
   Helpers of the budget scripts (flow control), loaded after run-lifecycle.lua. A budget key K
   has four Redis keys (RedisKeys.budget): window (zset holder -> admitted at, epoch ms), meta
   (hash: 'u:<holder>' units of an admission, 'q:<waiter>' epoch ms until a waiter counts,
-  'w:<waiter>' woken since its last refusal,
+  'w:<waiter>' woken since its last refusal, 'concurrency' the last concurrency asked,
   'held' epoch ms until which K is held back, 'seq' arrivals, 'perMs' the longest window asked),
   leases (zset holder -> expiry, epoch ms, '+inf' until given back), waiters (zset task id ->
   priority * 2^40 + arrival). Times are the server's (`TIME`).
