@@ -8,14 +8,7 @@
  * both honoured; `this.spend` corrects the window; bad limits are refused naming the value.
  */
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import {
-  defineFlow,
-  Flow,
-  Node,
-  ParallelBatchFlow,
-  RateLimitedError,
-  type Limit,
-} from '@queueflow/runtime';
+import { defineFlow, Flow, Node, ParallelBatchFlow, RateLimitedError, type Limit } from '@queueflow/runtime';
 import { MemoryRunStore, type BudgetReply, type BudgetRequest } from '@queueflow/runtime/kernel';
 import { RedisRunStore } from '@queueflow/worker';
 import { gate, Tally, type Gate } from '../support/node-probes.js';
@@ -98,7 +91,29 @@ class Spender extends Node<S> {
   }
 }
 
+/** Waits for a message at `inbox-<token>` inside exec (the run parks), then returns its body. */
+class Parker extends Node<S> {
+  override prep(shared: S): string {
+    return shared.token as string;
+  }
+  override async exec(token: string): Promise<unknown> {
+    const message = await this.receive(`inbox-${token}`);
+    return message?.body;
+  }
+  override post(shared: S, _p: unknown, execRes: unknown): void {
+    shared.result = execRes;
+  }
+}
+
 const twoAtATime: Limit = { key: 'model', concurrency: 2 };
+const parking = defineFlow(
+  'parking',
+  () => new Flow(new Parker({ name: 'parker', limits: [{ key: 'slot', concurrency: 1 }] })),
+);
+const slotted = defineFlow(
+  'slotted',
+  () => new Flow(new Quick({ name: 'slotted', limits: [{ key: 'slot', concurrency: 1 }] })),
+);
 const calling = defineFlow('calling', () => new Flow(new Call({ name: 'call', limits: [twoAtATime] })));
 const rated = defineFlow(
   'rated',
@@ -106,7 +121,10 @@ const rated = defineFlow(
 );
 const limited = defineFlow(
   'limited',
-  () => new Flow(new Limited({ name: 'limited', maxRetries: 1, limits: [{ key: 'provider', rate: { max: 100, perMs: 1000 } }] })),
+  () =>
+    new Flow(
+      new Limited({ name: 'limited', maxRetries: 1, limits: [{ key: 'provider', rate: { max: 100, perMs: 1000 } }] }),
+    ),
 );
 const sameKey = defineFlow(
   'same-key',
@@ -114,7 +132,10 @@ const sameKey = defineFlow(
 );
 const spending = defineFlow(
   'spending',
-  () => new Flow(new Spender({ name: 'spender', limits: [{ key: 'tokens', rate: { max: 1000, perMs: 60_000 }, cost: () => 10 }] })),
+  () =>
+    new Flow(
+      new Spender({ name: 'spender', limits: [{ key: 'tokens', rate: { max: 1000, perMs: 60_000 }, cost: () => 10 }] }),
+    ),
 );
 /** A fan-out of six children, three at a time; each child's node takes a `concurrency` limit. */
 function fanOut(name: string, limit: number) {
@@ -130,12 +151,15 @@ function fanOut(name: string, limit: number) {
   }
   return defineFlow(
     name,
-    () => new Children(new Flow(new Child({ name: 'child', limits: [{ key: 'model', concurrency: limit }] })), { concurrency: 3 }),
+    () =>
+      new Children(new Flow(new Child({ name: 'child', limits: [{ key: 'model', concurrency: limit }] })), {
+        concurrency: 3,
+      }),
   );
 }
 const fanOutTight = fanOut('fan-out-tight', 2);
 const fanOutLoose = fanOut('fan-out-loose', 5);
-const flows = [calling, rated, limited, sameKey, spending, fanOutTight, fanOutLoose];
+const flows = [calling, rated, limited, sameKey, spending, fanOutTight, fanOutLoose, parking, slotted];
 
 /** Admissions the stores made, by budget key: the store's clock at each (epoch ms). */
 const admissions = new Map<string, number[]>();
@@ -250,13 +274,27 @@ describe.each(engines)('%s: flow control', (name) => {
     expect(calls.count(token)).toBe(1);
   });
 
+  it('a visit parked on a mailbox holds no budget: another run takes the slot meanwhile', async () => {
+    const h = await setup('limits-parked', options);
+    const token = `parked-${name}`;
+    const parked = await h.engine.start<S>(parking, { token });
+    await h.until(parked.id, 'the run parked', (info) => info.status === 'waiting');
+    const other = await h.engine.run<S>(slotted, { token });
+    expect(other.status).toBe('completed');
+    await h.engine.send(`inbox-${token}`, 'hello');
+    const result = await h.engine.result(parked.id);
+    expect(result.status).toBe('completed');
+    expect(result.shared.result).toBe('hello');
+  });
+
   it('this.spend corrects the units of the try: later admissions see the real cost', async () => {
     const h = await setup('limits-spend', options);
     const token = `spend-${name}`;
     const result = await h.engine.run<S>(spending, { token, tokens: 400 });
     expect(result.status).toBe('completed');
-    const store = (h.engine as unknown as { store?: { budgetOf(k: string, p: number): Promise<{ unitsInWindow: number }> } })
-      .store;
+    const store = (
+      h.engine as unknown as { store?: { budgetOf(k: string, p: number): Promise<{ unitsInWindow: number }> } }
+    ).store;
     if (store) expect((await store.budgetOf('tokens', 60_000)).unitsInWindow).toBe(400);
   });
 
@@ -275,11 +313,17 @@ describe.each(engines)('%s: flow control', (name) => {
 
 describe('limits options', () => {
   it.each([
-    [[{ key: '' , concurrency: 1 }], /limits\[0\]\.key/],
+    [[{ key: '', concurrency: 1 }], /limits\[0\]\.key/],
     [[{ key: 'a' }], /limits\[0\].*`concurrency`, `rate` or both/],
     [[{ key: 'a', concurrency: 0 }], /limits\[0\]\.concurrency.*got `0` \(number\)/],
     [[{ key: 'a', rate: { max: 5, perMs: 1.5 } }], /limits\[0\]\.rate\.perMs.*in ms.*got `1\.5`/],
-    [[{ key: 'a', concurrency: 1 }, { key: 'a', rate: { max: 1, perMs: 1 } }], /limits\[1\]\.key.*not named twice/],
+    [
+      [
+        { key: 'a', concurrency: 1 },
+        { key: 'a', rate: { max: 1, perMs: 1 } },
+      ],
+      /limits\[1\]\.key.*not named twice/,
+    ],
     [[{ key: 'a', concurrency: 1, cost: 3 }], /limits\[0\]\.cost.*function/],
     ['model', /expected `limits` to be an array/],
   ])('refuses %j naming the value', (limits, message) => {

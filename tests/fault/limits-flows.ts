@@ -35,7 +35,10 @@ class Paced extends Node<Record<string, unknown>, Params> {
 
 export const PACED_RATE = { max: 5, perMs: 1000 };
 
-export const hog = defineFlow('hog', () => new Flow(new Hog({ name: 'hog', limits: [{ key: 'slot', concurrency: 1 }] })));
+export const hog = defineFlow(
+  'hog',
+  () => new Flow(new Hog({ name: 'hog', limits: [{ key: 'slot', concurrency: 1 }] })),
+);
 export const paced = defineFlow(
   'paced',
   () => new Flow(new Paced({ name: 'paced', limits: [{ key: 'paced', rate: PACED_RATE }] })),

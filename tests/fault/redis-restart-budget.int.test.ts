@@ -27,10 +27,7 @@ describe('fault: restart Redis while runs wait on a rate budget', () => {
   let workers: WorkerProcess[] = [];
   let engine: RedisEngine;
   const execs = (): number[] =>
-    readFileSync(join(markerDir, 'execs'), { encoding: 'utf8', flag: 'a+' })
-      .split('\n')
-      .filter(Boolean)
-      .map(Number);
+    readFileSync(join(markerDir, 'execs'), { encoding: 'utf8', flag: 'a+' }).split('\n').filter(Boolean).map(Number);
 
   beforeAll(async () => {
     server = await startRedisServer({ appendOnly: true });

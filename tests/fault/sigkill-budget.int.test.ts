@@ -30,7 +30,14 @@ describe('fault: SIGKILL the worker holding a concurrency slot', () => {
   });
 
   it('gives the slot back: the throttled run goes on, the killed step is taken over', async () => {
-    const options = { flows: FLOWS, redisUrl: redisUrl(), prefix, concurrency: 2, lockDurationMs: 2000, stalledIntervalMs: 1000 };
+    const options = {
+      flows: FLOWS,
+      redisUrl: redisUrl(),
+      prefix,
+      concurrency: 2,
+      lockDurationMs: 2000,
+      stalledIntervalMs: 1000,
+    };
     workers = await Promise.all([spawnWorker(options), spawnWorker(options)]);
     const holding = await engine.start(hog, {}, { params: { markerDir } });
     await waitFor('a worker to hold the slot', () => existsSync(join(markerDir, 'holder')));

@@ -103,5 +103,12 @@ export {
   type TranscriptEntry,
 } from './taboo/types.js';
 export { MockModelServer, type MockModelQuota, type MockModelStats } from './llm/mock-model-server.js';
-export { llmLimits, llmLimitsFromEnv, quotaFromEnv, DEFAULT_LLM_QUOTA, LLM_BUDGET_KEY, type LlmQuota } from './llm/llm-limits.js';
+export {
+  llmLimits,
+  llmLimitsFromEnv,
+  quotaFromEnv,
+  DEFAULT_LLM_QUOTA,
+  LLM_BUDGET_KEY,
+  type LlmQuota,
+} from './llm/llm-limits.js';
 export { retryAfterMsOf } from './llm/retry-after.js';

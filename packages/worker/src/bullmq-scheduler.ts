@@ -11,6 +11,7 @@ import {
   type WakeTask,
 } from '@queueflow/runtime/kernel';
 import type { RedisKeys } from './redis-keys.js';
+import { withScripts } from './scripts.js';
 
 /** Job names: one per task type. */
 const STEP_JOB = 'step';
@@ -112,12 +113,22 @@ export class BullmqScheduler implements Scheduler {
   }
 
   async promote(wakeIds: readonly string[]): Promise<void> {
-    await Promise.all(
-      wakeIds.map(async (jobId) => {
-        const job = await this.findJob(jobId);
-        if (job && (await job.isDelayed())) await job.promote().catch(() => {});
-      }),
-    );
+    await Promise.all(wakeIds.map((jobId) => this.hurry(jobId)));
+  }
+
+  /**
+   * Makes a delayed job due now and puts it at the front of its queue's wait list (a woken task
+   * runs next, not behind every step queued meanwhile: a parked run's message, a budget's room).
+   * Also called by the worker at the moment a task waiting for a budget is due, for the same
+   * reason (BullMQ puts due delayed jobs at the back).
+   */
+  async hurry(jobId: string): Promise<void> {
+    const job = await this.findJob(jobId);
+    if (!job) return;
+    if (await job.isDelayed()) await job.promote().catch(() => {});
+    await withScripts(this.connection)
+      .hurryJob(`${job.queueQualifiedName}:wait`, jobId)
+      .catch(() => {});
   }
 
   async forgetFailed(taskIds: readonly string[]): Promise<void> {

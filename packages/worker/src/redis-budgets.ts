@@ -25,6 +25,7 @@ export class RedisBudgets {
       ...(request.priority === undefined ? {} : { priority: request.priority }),
       ...(request.leaseMs === undefined ? {} : { leaseMs: request.leaseMs }),
       recheckMs: request.recheckMs,
+      wakeMax: request.wakeMax ?? 32,
       changes: this.keys.changes(),
       limits: request.limits.map((limit) => ({
         key: limit.key,
@@ -34,8 +35,7 @@ export class RedisBudgets {
       })),
     };
     const reply = (await this.redis.acquireBudget(keys.length, ...keys, JSON.stringify(options))) as
-      | [1, string[], number]
-      | [0, string, number, string[]];
+      [1, string[], number] | [0, string, number, string[]];
     if (reply[0] === 1) return { admitted: true, at: Number(reply[2]), wakes: reply[1] };
     return { admitted: false, key: reply[1], delayMs: Number(reply[2]), wakes: reply[3] };
   }
@@ -52,7 +52,11 @@ export class RedisBudgets {
 
   async hold(keys: readonly string[], forMs: number): Promise<void> {
     if (keys.length === 0) return;
-    await this.ops('hold', keys.map((key) => ({ key })), { keys, forMs: Math.ceil(forMs) });
+    await this.ops(
+      'hold',
+      keys.map((key) => ({ key })),
+      { keys, forMs: Math.ceil(forMs) },
+    );
   }
 
   async renew(holds: readonly BudgetHold[], leaseMs: number): Promise<void> {

@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import type { Redis } from 'ioredis';
 
 /** The Lua scripts of the run store; each file starts with its KEYS/ARGV/returns contract. */
-const SCRIPTS: Record<ScriptName, { file: string; keys?: number; budget?: true }> = {
+const SCRIPTS: Record<ScriptName, { file: string; keys?: number; budget?: true; bare?: true }> = {
   // Variable number of keys: the caller passes the count first.
   createRun: { file: 'create-run.lua' },
   commitStep: { file: 'commit-step.lua' },
@@ -23,6 +23,8 @@ const SCRIPTS: Record<ScriptName, { file: string; keys?: number; budget?: true }
   // Flow control: after run-lifecycle.lua, budget-lifecycle.lua.
   acquireBudget: { file: 'acquire-budget.lua', budget: true },
   budgetOps: { file: 'budget-ops.lua', budget: true },
+  // On BullMQ's own keys: no prelude.
+  hurryJob: { file: 'hurry-job.lua', keys: 1, bare: true },
 };
 
 type ScriptName =
@@ -43,7 +45,8 @@ type ScriptName =
   | 'appendStream'
   | 'discardRun'
   | 'acquireBudget'
-  | 'budgetOps';
+  | 'budgetOps'
+  | 'hurryJob';
 
 let sources: Record<ScriptName, string> | undefined;
 
@@ -53,9 +56,9 @@ function loadSources(): Record<ScriptName, string> {
   const prelude = read('run-lifecycle.lua');
   const budgetPrelude = read('budget-lifecycle.lua');
   sources = Object.fromEntries(
-    Object.entries(SCRIPTS).map(([name, { file, budget }]) => [
+    Object.entries(SCRIPTS).map(([name, { file, budget, bare }]) => [
       name,
-      budget ? `${prelude}\n${budgetPrelude}\n${read(file)}` : `${prelude}\n${read(file)}`,
+      bare ? read(file) : budget ? `${prelude}\n${budgetPrelude}\n${read(file)}` : `${prelude}\n${read(file)}`,
     ]),
   ) as Record<ScriptName, string>;
   return sources;

@@ -196,8 +196,15 @@ export async function startWorker(options: WorkerOptions): Promise<QueueflowWork
       if (result.type === 'retry') throw new RetryStep(result.error, result.delayMs);
       if (result.type === 'defer') {
         await job.moveToDelayed(Date.now() + result.delayMs, token);
-        // A wake (promote) that came while the job was active missed it: make it due now.
-        if (result.woken && (await result.woken())) await job.promote().catch(() => {});
+        if (result.woken && job.id !== undefined) {
+          const jobId = job.id;
+          // A wait for a budget: at its due time the task goes to the front of the queue (BullMQ
+          // would put it at the back, behind every step queued meanwhile, while its budget's room
+          // stands idle). Should this worker die, BullMQ's delay still brings it back.
+          setTimeout(() => void scheduler.hurry(jobId).catch(onError), result.delayMs).unref();
+          // A wake (promote) that came while the job was active missed it: make it due now.
+          if (await result.woken()) await scheduler.hurry(jobId);
+        }
         throw new DelayedError(result.reason);
       }
     } finally {

@@ -124,7 +124,9 @@ async function main(): Promise<void> {
   if (options.llm !== undefined && options.llm !== true && options.llm !== 'mock')
     program.error(`error: --llm: expected no value or 'mock', got '${options.llm}'`);
   if (options.llm === 'mock' && distributed)
-    program.error("error: --llm mock runs embedded: start the workers with OPENAI_BASE_URL of a mock (see bench/llm-quota.ts)");
+    program.error(
+      'error: --llm mock runs embedded: start the workers with OPENAI_BASE_URL of a mock (see bench/llm-quota.ts)',
+    );
   const mock = options.llm === 'mock' ? await startMockModel() : undefined;
   if (options.llm && distributed) {
     console.error(
@@ -135,7 +137,10 @@ async function main(): Promise<void> {
       '--llm: OPENAI_BASE_URL, OPENAI_API_KEY and OPENAI_MODEL are not all set; keeping extractive summaries',
     );
   }
-  const params: PipelineParams = { maxBytes: options.maxBytes, llmSummary: options.llm !== undefined && options.llm !== false };
+  const params: PipelineParams = {
+    maxBytes: options.maxBytes,
+    llmSummary: options.llm !== undefined && options.llm !== false,
+  };
   const concurrency = options.concurrency ?? (distributed ? DEFAULT_DISTRIBUTED_CONCURRENCY : DEFAULT_CONCURRENCY);
   const what =
     selection.source === 'files'
@@ -180,7 +185,11 @@ async function main(): Promise<void> {
  */
 async function startMockModel(): Promise<MockModelServer> {
   const quota = quotaFromEnv();
-  const mock = await MockModelServer.start({ requests: quota.requests, perMs: quota.perMs, concurrent: quota.concurrent });
+  const mock = await MockModelServer.start({
+    requests: quota.requests,
+    perMs: quota.perMs,
+    concurrent: quota.concurrent,
+  });
   Object.assign(process.env, { OPENAI_BASE_URL: mock.baseURL, OPENAI_API_KEY: 'mock', OPENAI_MODEL: 'mock' });
   console.error(
     `--llm mock: mock model server at ${mock.baseURL}, ${quota.requests} requests per ${quota.perMs} ms, ${quota.concurrent} at once`,

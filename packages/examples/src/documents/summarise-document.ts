@@ -51,7 +51,8 @@ export class SummariseDocument extends DocumentStage<SummariseInput, SummariseOu
     } catch (error) {
       // A 429: wait as the provider says, using no try, and hold the budget back for everyone.
       const retryAfterMs = retryAfterMsOf(error);
-      if (retryAfterMs !== undefined) throw new RateLimitedError(`model quota: ${(error as Error).message}`, { retryAfterMs, cause: error });
+      if (retryAfterMs !== undefined)
+        throw new RateLimitedError(`model quota: ${(error as Error).message}`, { retryAfterMs, cause: error });
       throw error;
     }
   }

@@ -60,9 +60,9 @@ export class MockModelServer {
 
   /** Starts a server on 127.0.0.1 (`port` 0: any free port). */
   static async start(quota: MockModelQuota = {}, port = 0): Promise<MockModelServer> {
-    let mock: MockModelServer | undefined;
-    const server = createServer((request, response) => void mock!.handle(request, response));
-    mock = new MockModelServer(server, quota);
+    const server = createServer();
+    const mock = new MockModelServer(server, quota);
+    server.on('request', (request: IncomingMessage, response: ServerResponse) => void mock.handle(request, response));
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
       server.listen(port, '127.0.0.1', () => resolve());
@@ -145,7 +145,11 @@ export class MockModelServer {
     const promptTokens = Math.ceil(prompt.length / 4);
     this.counted.promptTokens += promptTokens;
     this.counted.completionTokens += words.length;
-    const usage = { prompt_tokens: promptTokens, completion_tokens: words.length, total_tokens: promptTokens + words.length };
+    const usage = {
+      prompt_tokens: promptTokens,
+      completion_tokens: words.length,
+      total_tokens: promptTokens + words.length,
+    };
     const id = `chatcmpl-mock-${this.counted.ok}`;
     const model = body.model ?? 'mock';
     if (!body.stream) {
@@ -166,16 +170,31 @@ export class MockModelServer {
     const each = this.quota.latencyMs / words.length;
     for (const [i, word] of words.entries()) {
       await delay(each);
-      const chunk = { id, object: 'chat.completion.chunk', model, choices: [{ index: 0, delta: { content: i === 0 ? word : ` ${word}` } }] };
+      const chunk = {
+        id,
+        object: 'chat.completion.chunk',
+        model,
+        choices: [{ index: 0, delta: { content: i === 0 ? word : ` ${word}` } }],
+      };
       response.write(`data: ${JSON.stringify(chunk)}\n\n`);
     }
-    response.write(`data: ${JSON.stringify({ id, object: 'chat.completion.chunk', model, choices: [{ index: 0, delta: {}, finish_reason: 'stop' }], usage })}\n\n`);
+    response.write(
+      `data: ${JSON.stringify({ id, object: 'chat.completion.chunk', model, choices: [{ index: 0, delta: {}, finish_reason: 'stop' }], usage })}\n\n`,
+    );
     response.end('data: [DONE]\n\n');
   }
 }
 
 function emptyStats(): MockModelStats {
-  return { ok: 0, tooManyRequests: 0, overConcurrency: 0, maxConcurrent: 0, promptTokens: 0, completionTokens: 0, okAt: [] };
+  return {
+    ok: 0,
+    tooManyRequests: 0,
+    overConcurrency: 0,
+    maxConcurrent: 0,
+    promptTokens: 0,
+    completionTokens: 0,
+    okAt: [],
+  };
 }
 
 /** A deterministic "summary": the first words of the prompt's last line of text. */

@@ -77,7 +77,8 @@ export function checkLimits(owner: string, value: unknown): Limit[] | undefined 
 export function limitKeyOf(limit: Limit, params: object, node: string): string {
   if (typeof limit.key === 'string') return limit.key;
   const key: unknown = limit.key(params);
-  if (typeof key !== 'string' || key === '') throw invalidOption(node, 'limits[].key(params)', 'a non-empty string', key);
+  if (typeof key !== 'string' || key === '')
+    throw invalidOption(node, 'limits[].key(params)', 'a non-empty string', key);
   return key;
 }
 

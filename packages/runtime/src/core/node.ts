@@ -136,7 +136,9 @@ export class Node<S = unknown, P extends ParamsObject = NonIterableObject> exten
    */
   spend(key: string, units: number): Promise<void> {
     if (typeof units !== 'number' || !Number.isFinite(units) || units < 0) {
-      throw new InvalidArgumentError(`spend: expected \`units\` to be a finite number from 0 and up, got \`${String(units)}\` (${typeof units})`);
+      throw new InvalidArgumentError(
+        `spend: expected \`units\` to be a finite number from 0 and up, got \`${String(units)}\` (${typeof units})`,
+      );
     }
     const attached = budgetOf(this);
     if (!attached) return Promise.resolve();

@@ -372,7 +372,7 @@ function assertResult(value: unknown, path: string): void {
 /** The node's limits for this try: keys from the visit's params, units from exec's input. */
 function resolveLimits(copy: Node<any, any>, node: string, input: unknown): BudgetLimit[] {
   return copy.limits!.map((limit) => ({
-    key: limitKeyOf(limit, copy.params, node),
+    key: limitKeyOf(limit, copy.params as object, node),
     concurrency: limit.concurrency,
     rate: limit.rate,
     units: limitCostOf(limit, input, node),

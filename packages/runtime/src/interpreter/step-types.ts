@@ -46,7 +46,10 @@ export interface StepContext {
  */
 export interface StepBudgetPort {
   /** Takes budget for one try of `exec` of `node`, or says which key refused it and for how long (ms). */
-  admit(node: string, limits: readonly BudgetLimit[]): Promise<{ admitted: true } | { admitted: false; key: string; delayMs: number }>;
+  admit(
+    node: string,
+    limits: readonly BudgetLimit[],
+  ): Promise<{ admitted: true } | { admitted: false; key: string; delayMs: number }>;
   /** Ends the admitted try: its concurrency leases go back (its rate units stay counted). */
   release(): Promise<void>;
   /** `this.spend`: the admitted try really took `units` of `key`'s rate. */

@@ -12,6 +12,9 @@ import type { Scheduler } from './scheduler.js';
  */
 export const BUDGET_RECHECK_MS = 10_000;
 
+/** Most waiters one admission wakes: those its budget may still have room for, so they get in side by side. */
+const BUDGET_WAKE_MAX = 32;
+
 /**
  * The concurrency leases of the tries running in one process (a worker), renewed by its
  * heartbeat: a worker that dies stops renewing, and its leases expire (never a slot lost forever).
@@ -74,6 +77,7 @@ export class BudgetGate implements StepBudgetPort {
       runId: this.options.runId,
       leaseMs: this.options.leaseMs,
       recheckMs: BUDGET_RECHECK_MS,
+      wakeMax: BUDGET_WAKE_MAX,
       limits,
     });
     await this.scheduler.promote(reply.wakes);

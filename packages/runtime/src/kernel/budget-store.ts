@@ -34,6 +34,8 @@ export interface BudgetRequest {
   leaseMs?: number | undefined;
   /** Longest a waiter sleeps before it looks again, in ms (a safety net for a lost wake). */
   recheckMs: number;
+  /** Most waiters an admission wakes (those the budget may now have room for). @defaultValue 32 */
+  wakeMax?: number | undefined;
   limits: readonly BudgetLimit[];
 }
 
@@ -43,8 +45,7 @@ export interface BudgetRequest {
  * are waiter task ids to promote.
  */
 export type BudgetReply =
-  | { admitted: true; at: number; wakes: string[] }
-  | { admitted: false; key: string; delayMs: number; wakes: string[] };
+  { admitted: true; at: number; wakes: string[] } | { admitted: false; key: string; delayMs: number; wakes: string[] };
 
 /** A lease or window entry: the holder that took it on a key. */
 export interface BudgetHold {

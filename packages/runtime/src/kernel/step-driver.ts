@@ -296,7 +296,9 @@ export class StepDriver {
           if (cancelledHere(controller)) return await this.droppedByCancel(run);
         }
         const result = await this.apply(start, graph, ended, conflicts, trace);
-        return result.type === 'defer' && ended.type === 'throttled' ? { ...result, woken: () => gate.woken() } : result;
+        return result.type === 'defer' && ended.type === 'throttled'
+          ? { ...result, woken: () => gate.woken() }
+          : result;
       } finally {
         span.end(
           ended?.type ?? 'failed',

@@ -18,10 +18,14 @@ interface MemoryBudget {
   seq: number;
   /** The longest window any limit on this key asked for, in ms (how long entries are kept). */
   perMs: number;
+  /** The last `concurrency` asked on this key (how many waiters a release wakes). */
+  concurrency: number;
 }
 
 /** A waiter counts this long past the moment it said it would look again, in ms. */
 const WAITER_GRACE_MS = 30_000;
+/** Most waiters an admission wakes unless the request says (BudgetRequest.wakeMax). */
+const DEFAULT_WAKE_MAX = 32;
 /** Arrivals a priority step spans in a waiter's score (BullMQ-like: priority first, then FIFO). */
 const PRIORITY_SPAN = 2 ** 40;
 
@@ -45,13 +49,22 @@ export class MemoryBudgets {
       const budget = this.budget(limit.key);
       if (limit.rate) budget.perMs = Math.max(budget.perMs, limit.rate.perMs);
       this.expire(budget, now);
+      // A waiter gets in when the budget has room for it and for every waiter before it (FIFO).
+      const ahead = this.aheadOf(budget, request.waiter);
       let delayMs: number | undefined;
-      const head = this.head(budget);
-      if (head !== undefined && head !== request.waiter) delayMs = request.recheckMs; // FIFO: others first
-      else if (budget.heldUntil > now) delayMs = budget.heldUntil - now;
-      else if (limit.concurrency !== undefined && budget.leases.size >= limit.concurrency) {
-        delayMs = Math.min(...budget.leases.values()) - now;
-      } else if (limit.rate) delayMs = rateDelay(budget, limit.rate, limit.units, now);
+      if (budget.heldUntil > now) delayMs = budget.heldUntil - now;
+      else {
+        if (limit.concurrency !== undefined && budget.leases.size + ahead >= limit.concurrency) {
+          const expiry = Math.min(...budget.leases.values());
+          delayMs = expiry < now + request.recheckMs ? Math.max(1, expiry - now) : request.recheckMs;
+        }
+        if (limit.rate) {
+          // This try's units after those of the waiters before it (a try over max needs an empty window).
+          const need = Math.min(limit.rate.max, limit.units * (ahead + 1));
+          const wait = rateDelay(budget, limit.rate, need, now);
+          if (wait !== undefined && (delayMs === undefined || wait > delayMs)) delayMs = wait;
+        }
+      }
       if (delayMs === undefined) continue;
       // Refused by this key: wait in its queue (keeping an earlier place), and in no other.
       for (const other of request.limits) {
@@ -71,10 +84,16 @@ export class MemoryBudgets {
     for (const limit of request.limits) {
       const budget = this.budget(limit.key);
       budget.waiters.delete(request.waiter);
+      if (limit.concurrency !== undefined) budget.concurrency = limit.concurrency;
       if (limit.concurrency !== undefined)
         budget.leases.set(request.holder, request.leaseMs === undefined ? Infinity : now + request.leaseMs);
       if (limit.rate) budget.window.set(request.holder, { at: now, units: limit.units });
-      this.wakeHead(budget, wakes); // the next waiter may fit too
+      // The waiters the budget may now have room for go on (each checks again).
+      let room = request.wakeMax ?? DEFAULT_WAKE_MAX;
+      if (limit.concurrency !== undefined) room = Math.min(room, limit.concurrency - budget.leases.size);
+      if (limit.rate && limit.units > 0)
+        room = Math.min(room, Math.floor((limit.rate.max - unitsIn(budget, limit.rate.perMs, now)) / limit.units));
+      this.wakeFirst(budget, room, wakes);
     }
     if (request.runId !== undefined) this.onAdmitted(request.runId);
     return { admitted: true, at: now, wakes };
@@ -84,7 +103,9 @@ export class MemoryBudgets {
     const wakes: string[] = [];
     for (const { key, holder } of holds) {
       const budget = this.budgets.get(key);
-      if (budget?.leases.delete(holder)) this.wakeHead(budget, wakes);
+      // As many waiters as there are free slots now (at least the first).
+      if (budget?.leases.delete(holder))
+        this.wakeFirst(budget, Math.max(1, budget.concurrency - budget.leases.size), wakes);
     }
     return { wakes };
   }
@@ -123,12 +144,10 @@ export class MemoryBudgets {
     const budget = this.budgets.get(key);
     if (!budget) return { leases: 0, unitsInWindow: 0, waiters: [] };
     this.expire(budget, now);
-    let units = 0;
-    for (const entry of budget.window.values()) if (entry.at > now - perMs) units += entry.units;
     return {
       leases: budget.leases.size,
-      unitsInWindow: units,
-      waiters: [...budget.waiters.entries()].sort((a, b) => a[1].score - b[1].score).map(([id]) => id),
+      unitsInWindow: unitsIn(budget, perMs, now),
+      waiters: this.ordered(budget),
       ...(budget.heldUntil > now ? { heldUntil: budget.heldUntil } : {}),
     };
   }
@@ -136,7 +155,15 @@ export class MemoryBudgets {
   private budget(key: string): MemoryBudget {
     let budget = this.budgets.get(key);
     if (!budget) {
-      budget = { window: new Map(), leases: new Map(), waiters: new Map(), heldUntil: 0, seq: 0, perMs: 0 };
+      budget = {
+        window: new Map(),
+        leases: new Map(),
+        waiters: new Map(),
+        heldUntil: 0,
+        seq: 0,
+        perMs: 0,
+        concurrency: 1,
+      };
       this.budgets.set(key, budget);
     }
     return budget;
@@ -149,34 +176,50 @@ export class MemoryBudgets {
     for (const [waiter, place] of budget.waiters) if (place.until <= now) budget.waiters.delete(waiter);
   }
 
-  /** The first waiter (lowest score). */
-  private head(budget: MemoryBudget): string | undefined {
-    let first: [string, number] | undefined;
-    for (const [waiter, { score }] of budget.waiters) if (!first || score < first[1]) first = [waiter, score];
-    return first?.[0];
+  /** Waiters, first first (lowest score). */
+  private ordered(budget: MemoryBudget): string[] {
+    return [...budget.waiters.entries()].sort((a, b) => a[1].score - b[1].score).map(([waiter]) => waiter);
+  }
+
+  /** How many waiters are before `waiter` (all of them when it is not queued). */
+  private aheadOf(budget: MemoryBudget, waiter: string): number {
+    const place = budget.waiters.get(waiter);
+    if (!place) return budget.waiters.size;
+    let ahead = 0;
+    for (const other of budget.waiters.values()) if (other.score < place.score) ahead++;
+    return ahead;
+  }
+
+  /** Names the first `count` waiters among `wakes`, marking each woken. */
+  private wakeFirst(budget: MemoryBudget, count: number, wakes: string[]): void {
+    for (const waiter of this.ordered(budget).slice(0, Math.max(0, count))) {
+      budget.waiters.get(waiter)!.woken = true;
+      if (!wakes.includes(waiter)) wakes.push(waiter);
+    }
   }
 
   private wakeHead(budget: MemoryBudget, wakes: string[]): void {
-    const head = this.head(budget);
-    if (head === undefined) return;
-    budget.waiters.get(head)!.woken = true;
-    if (!wakes.includes(head)) wakes.push(head);
+    this.wakeFirst(budget, 1, wakes);
   }
 }
 
-/**
- * How long until `units` more fit in a window of `rate.max` per `rate.perMs`, or `undefined`
- * when they fit now. A try costing more than `max` fits only in an empty window.
- */
+/** Units admitted in the sliding window of `perMs` ending at `now`. */
+function unitsIn(budget: MemoryBudget, perMs: number, now: number): number {
+  let units = 0;
+  for (const entry of budget.window.values()) if (entry.at > now - perMs) units += entry.units;
+  return units;
+}
+
+/** How long until `need` more units fit in a window of `rate.max` per `rate.perMs`, or `undefined` when they fit now. */
 function rateDelay(
   budget: MemoryBudget,
   rate: { max: number; perMs: number },
-  units: number,
+  need: number,
   now: number,
 ): number | undefined {
   const entries = [...budget.window.values()].filter((e) => e.at > now - rate.perMs).sort((a, b) => a.at - b.at);
   let used = entries.reduce((sum, e) => sum + e.units, 0);
-  const allowed = Math.max(0, rate.max - Math.min(units, rate.max));
+  const allowed = rate.max - need;
   if (used <= allowed) return undefined;
   for (const entry of entries) {
     used -= entry.units;

@@ -36,7 +36,15 @@ export type {
   WorkerInfo,
 };
 
-export const RUN_STATUSES: readonly RunStatus[] = ['queued', 'running', 'waiting', 'throttled', 'completed', 'failed', 'cancelled'];
+export const RUN_STATUSES: readonly RunStatus[] = [
+  'queued',
+  'running',
+  'waiting',
+  'throttled',
+  'completed',
+  'failed',
+  'cancelled',
+];
 export const FINAL_STATUSES: readonly RunStatus[] = ['completed', 'failed', 'cancelled'];
 
 type StatusCounts = Record<RunStatus, number>;

@@ -12,20 +12,23 @@
     priority   lower first among waiters (0 or absent: before every priority)
     leaseMs    lease length in ms (absent: until given back)
     recheckMs  longest a refused waiter sleeps, in ms
+    wakeMax    most waiters an admission wakes
     changes    the changes channel
     limits     { key, concurrency?, rate? { max, perMs }, units } each
 
-  A key refuses when: another waiter is before this one in its queue (FIFO); it is held back
-  (RateLimitedError); every lease is taken; its window has no room for `units` (a try costing
-  more than `max` needs an empty window).
+  A key refuses when it is held back (RateLimitedError), or has no room for this try after the
+  waiters before it in its queue (FIFO: a later visit never overtakes): leases + waiters ahead
+  reach `concurrency`, or the window has no room for `units` × (waiters ahead + 1) (a try
+  costing more than `max` needs an empty window).
 
   Returns { 1, wakes, now } admitted at now (epoch ms): a lease per concurrency limit, units in each rate window, the
             waiter off every queue;
           { 0, key, delayMs, wakes } refused by `key`: the waiter queued there (keeping an
             earlier place) and in no other queue; delayMs until its budget allows it (window:
-            when enough units leave it; hold: its end; leases: the first expiry), at most
-            recheckMs.
-    wakes: waiter task ids to promote (the head of a queue whose budget may now admit it).
+            when enough units leave it for it and those before it; hold: its end; leases: the
+            first expiry), at most recheckMs.
+    wakes: waiter task ids to promote (the first waiters of a queue, as many as its budget may
+           now have room for).
   Emits: PUBLISH <changes> when a throttled run goes back to running.
 ]]
 local o = cjson.decode(ARGV[1])
@@ -34,34 +37,49 @@ local GRACE_MS = 30000     -- a waiter counts this long past the moment it looks
 local wakes = {}
 local limits = o.limits
 
+-- How many waiters are before this one (all of them when it is not queued); lapsed heads dropped.
+local function aheadOf(b, waiter)
+  headWaiter(b)
+  local rank = redis.call('ZRANK', b.waiters, waiter)
+  if rank then return rank end
+  return redis.call('ZCARD', b.waiters)
+end
+
+-- How long until `need` more units fit in the window, or nil when they fit now.
+local function rateDelay(b, rate, need)
+  local entries, used = windowEntries(b, rate.perMs)
+  local allowed = rate.max - need
+  if used <= allowed then return nil end
+  for _, e in ipairs(entries) do
+    used = used - e[2]
+    if used <= allowed then return e[1] + rate.perMs - now end
+  end
+  return rate.perMs
+end
+
 for i, limit in ipairs(limits) do
   local b = budgetKeys(i, 1)
   local rate = limit.rate
   if type(rate) ~= 'table' then rate = nil end
   expireBudget(b, rate and rate.perMs)
+  -- A waiter gets in when the budget has room for it and for every waiter before it (FIFO).
+  local ahead = aheadOf(b, o.waiter)
   local delay = nil
-  local head = headWaiter(b)
   local held = tonumber(redis.call('HGET', b.meta, 'held') or '0')
-  if head and head ~= o.waiter then
-    delay = o.recheckMs
-  elseif held > now then
+  if held > now then
     delay = held - now
-  elseif type(limit.concurrency) == 'number' and redis.call('ZCARD', b.leases) >= limit.concurrency then
-    local first = redis.call('ZRANGE', b.leases, 0, 0, 'WITHSCORES')
-    local expiry = tonumber(first[2])
-    if expiry and expiry < now + o.recheckMs then delay = expiry - now else delay = o.recheckMs end
-  elseif rate then
-    local entries, used = windowEntries(b, rate.perMs)
-    local allowed = rate.max - math.min(limit.units, rate.max)
-    if used > allowed then
-      delay = rate.perMs
-      for _, e in ipairs(entries) do
-        used = used - e[2]
-        if used <= allowed then
-          delay = e[1] + rate.perMs - now
-          break
-        end
-      end
+  else
+    if type(limit.concurrency) == 'number' and redis.call('ZCARD', b.leases) + ahead >= limit.concurrency then
+      local first = redis.call('ZRANGE', b.leases, 0, 0, 'WITHSCORES')
+      local expiry = tonumber(first[2])
+      if expiry and expiry < now + o.recheckMs then delay = math.max(1, expiry - now) else delay = o.recheckMs end
+    end
+    if rate then
+      -- This try's units after those of the waiters before it (a try over max needs an empty window).
+      local need = math.min(rate.max, limit.units * (ahead + 1))
+      if limit.units > rate.max then need = rate.max end
+      local wait = rateDelay(b, rate, need)
+      if wait and (not delay or wait > delay) then delay = wait end
     end
   end
   if delay then
@@ -91,6 +109,7 @@ for i, limit in ipairs(limits) do
   redis.call('ZREM', b.waiters, o.waiter)
   redis.call('HDEL', b.meta, 'q:' .. o.waiter, 'w:' .. o.waiter)
   if type(limit.concurrency) == 'number' then
+    redis.call('HSET', b.meta, 'concurrency', limit.concurrency) -- for release: how many to wake
     local expiry = '+inf'
     if type(o.leaseMs) == 'number' then expiry = now + o.leaseMs end
     redis.call('ZADD', b.leases, expiry, o.holder)
@@ -99,7 +118,14 @@ for i, limit in ipairs(limits) do
     redis.call('ZADD', b.window, now, o.holder)
     redis.call('HSET', b.meta, 'u:' .. o.holder, limit.units)
   end
-  wakeHead(b, wakes) -- the next waiter may fit too
+  -- The waiters the budget may now have room for go on (each checks again, atomically).
+  local room = o.wakeMax
+  if type(limit.concurrency) == 'number' then room = math.min(room, limit.concurrency - redis.call('ZCARD', b.leases)) end
+  if type(limit.rate) == 'table' and limit.units > 0 then
+    local _, used = windowEntries(b, limit.rate.perMs)
+    room = math.min(room, math.floor((limit.rate.max - used) / limit.units))
+  end
+  wakeFirst(b, room, wakes)
   touchBudget(b)
 end
 

@@ -2,7 +2,7 @@
   Helpers of the budget scripts (flow control), loaded after run-lifecycle.lua. A budget key K
   has four Redis keys (RedisKeys.budget): window (zset holder -> admitted at, epoch ms), meta
   (hash: 'u:<holder>' units of an admission, 'q:<waiter>' epoch ms until a waiter counts,
-  'w:<waiter>' woken since its last refusal,
+  'w:<waiter>' woken since its last refusal, 'concurrency' the last concurrency asked,
   'held' epoch ms until which K is held back, 'seq' arrivals, 'perMs' the longest window asked),
   leases (zset holder -> expiry, epoch ms, '+inf' until given back), waiters (zset task id ->
   priority * 2^40 + arrival). Times are the server's (`TIME`).
@@ -40,6 +40,19 @@ local function wakeHead(b, wakes)
   redis.call('HSET', b.meta, 'w:' .. head, 1)
   for _, w in ipairs(wakes) do if w == head then return end end
   wakes[#wakes + 1] = head
+end
+
+-- Names the first `count` waiters among `wakes`, marking each woken.
+local function wakeFirst(b, count, wakes)
+  if count <= 0 then return end
+  headWaiter(b)
+  local first = redis.call('ZRANGE', b.waiters, 0, count - 1)
+  for _, waiter in ipairs(first) do
+    redis.call('HSET', b.meta, 'w:' .. waiter, 1)
+    local named = false
+    for _, w in ipairs(wakes) do if w == waiter then named = true end end
+    if not named then wakes[#wakes + 1] = waiter end
+  end
 end
 
 -- Admissions of the sliding window of `perMs` ending now: { {at, units}... } oldest first, and their units.

@@ -13,7 +13,8 @@
              refused it (clears the mark)
     state    { keys: [key], perMs }          reads a key's budget
 
-  Returns: release: wakes (the first waiter of each key a lease went back to);
+  Returns: release: wakes (the first waiters of each key a lease went back to, as many as it has
+             free slots, at least one);
            spend, hold, renew: the server's time (epoch ms); woken: 1 or 0;
            state: { leases, unitsInWindow, heldUntil (0: none), waiters... }
 ]]
@@ -24,7 +25,11 @@ if op == 'release' then
   local wakes = {}
   for i, hold in ipairs(o.holds) do
     local b = budgetKeys(i, 0)
-    if redis.call('ZREM', b.leases, hold.holder) == 1 then wakeHead(b, wakes) end
+    if redis.call('ZREM', b.leases, hold.holder) == 1 then
+      -- As many waiters as there are free slots now (at least the first).
+      local concurrency = tonumber(redis.call('HGET', b.meta, 'concurrency') or '1')
+      wakeFirst(b, math.max(1, concurrency - redis.call('ZCARD', b.leases)), wakes)
+    end
   end
   return wakes
 end

@@ -7,7 +7,15 @@ import getRawBody from 'raw-body';
 import type { RunStatus } from './studio-engine.js';
 import { StudioHttpError } from './studio-http-error.js';
 
-export const RUN_STATUSES: readonly RunStatus[] = ['queued', 'running', 'waiting', 'throttled', 'completed', 'failed', 'cancelled'];
+export const RUN_STATUSES: readonly RunStatus[] = [
+  'queued',
+  'running',
+  'waiting',
+  'throttled',
+  'completed',
+  'failed',
+  'cancelled',
+];
 
 /** Run ids: letters and digits; a fan-out child's adds `.<step>.<index>`. */
 const RUN_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$/;
