@@ -1,5 +1,5 @@
 import { Queue, type Job, type JobsOptions } from 'bullmq';
-import type { Redis } from 'ioredis';
+import type { RedisConnection } from './connection.js';
 import type { Json } from '@queueflow/runtime';
 import { taskId, type Scheduler, type StepTarget, type Task, type WakeTask } from '@queueflow/runtime/kernel';
 import type { RedisKeys } from './redis-keys.js';
@@ -37,7 +37,7 @@ export class BullmqScheduler implements Scheduler {
    *   version check runs (BullMQ then assumes its minimum version).
    */
   constructor(
-    connection: Redis,
+    connection: RedisConnection,
     keys: RedisKeys,
     onError: (error: Error) => void,
     options: { client?: boolean; skipVersionCheck?: boolean } = {},

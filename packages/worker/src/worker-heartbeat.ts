@@ -1,5 +1,5 @@
 import type { Job, Queue } from 'bullmq';
-import type { Redis } from 'ioredis';
+import type { RedisConnection } from './connection.js';
 import type { RunStore, StoredWorker, WorkerBeat } from '@queueflow/runtime/kernel';
 
 /** How often a worker tells the store it is alive, in ms. */
@@ -41,7 +41,7 @@ export class WorkerHeartbeat {
   constructor(
     private readonly store: RunStore,
     private readonly queue: Queue,
-    private readonly redis: Redis,
+    private readonly redis: RedisConnection,
     private readonly options: HeartbeatOptions,
   ) {}
 

@@ -4,14 +4,8 @@ import { nanoid } from 'nanoid';
 import type { Clock, FlowsOption } from '@queueflow/runtime';
 import { FlowRegistry, StepDriver, invalidOption, observeGauges, systemClock } from '@queueflow/runtime/kernel';
 import { BullmqScheduler, taskOfJob } from './bullmq-scheduler.js';
-import {
-  checkRedisConfig,
-  connectAll,
-  createRedis,
-  probeServer,
-  serverOf,
-  type ConnectionOption,
-} from './connection.js';
+import { connectAll, createRedis, serverOf, type ConnectionOption } from './connection.js';
+import { checkRedisConfig, probeServer } from './probe-server.js';
 import { RedisLiveness } from './redis-liveness.js';
 import { RedisKeys, normalizePrefix } from './redis-keys.js';
 import { RetryStep, stepBackoff } from './retry-step.js';

@@ -2,7 +2,14 @@ import { Command } from 'commander';
 import { loadFlows } from '../load-flows.js';
 import { throttledLog } from '../throttled-log.js';
 import { startWorker } from '../worker.js';
-import { positiveInteger, prefixOption, redisOption } from './options.js';
+import {
+  clusterOption,
+  connectionOf,
+  positiveInteger,
+  prefixOption,
+  redisOption,
+  type ConnectionFlags,
+} from './options.js';
 
 /**
  * `queueflow worker`: a worker process for the flows a module exports. SIGTERM or SIGINT lets the
@@ -13,6 +20,7 @@ export function workerCommand(): Command {
     .description('start a worker that takes steps of the flows a module exports')
     .requiredOption('--flows <module>', 'module exporting FlowDefinitions (defineFlow); a .ts file runs through tsx')
     .addOption(redisOption())
+    .addOption(clusterOption())
     .addOption(prefixOption())
     .option('--concurrency <n>', 'steps run at once', positiveInteger, 8)
     .option('--lock-duration <ms>', 'step lock duration in ms; a dead worker loses its steps after it', positiveInteger)
@@ -22,20 +30,20 @@ export function workerCommand(): Command {
       positiveInteger,
     )
     .action(
-      async (options: {
-        flows: string;
-        redis: string;
-        prefix: string;
-        concurrency: number;
-        lockDuration?: number;
-        stalledInterval?: number;
-      }) => {
+      async (
+        options: ConnectionFlags & {
+          flows: string;
+          concurrency: number;
+          lockDuration?: number;
+          stalledInterval?: number;
+        },
+      ) => {
         const flows = await loadFlows(options.flows);
         // Before it is ready, a failed start is reported once, by the error startWorker throws.
         let ready = false;
         const logError = throttledLog((line) => console.error(`queueflow worker ${process.pid}: ${line}`), 10_000);
         const worker = await startWorker({
-          connection: options.redis,
+          connection: connectionOf(options),
           onError: (error) => ready && logError(error.message),
           flows,
           prefix: options.prefix,
