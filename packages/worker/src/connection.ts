@@ -78,11 +78,26 @@ function redisOptionsOf(
 }
 
 /**
+ * How a worker's, a subscriber's and a reader's cluster connections wait out a failover: a
+ * command answered `CLUSTERDOWN`, `TRYAGAIN` or `MOVED` while a replica takes over from a dead
+ * master is sent again every half second for up to a minute (ioredis's default gives up after
+ * 16 tries 100 ms apart, and a step's commit would fail the run). A failover takes about the
+ * cluster's `cluster-node-timeout` and an election.
+ */
+const WAIT_OUT_FAILOVER = {
+  retryDelayOnClusterDown: 500,
+  retryDelayOnFailover: 500,
+  retryDelayOnTryAgain: 500,
+  maxRedirections: 120,
+} as const;
+
+/**
  * A new ioredis Cluster for `role`. Per node, the role's options (BullMQ's workers need
  * `maxRetriesPerRequest: null` there, in `redisOptions`); on the cluster, a client fails fast
- * while the cluster is not ready (`enableOfflineQueue: false`), other roles queue and wait.
+ * while the cluster is not ready (`enableOfflineQueue: false`), other roles queue and wait, and
+ * wait out a failover ({@link WAIT_OUT_FAILOVER}).
  */
-function createCluster(connection: ClusterConnection, roleOptions: RedisOptions): Cluster {
+function createCluster(connection: ClusterConnection, role: ConnectionRole, roleOptions: RedisOptions): Cluster {
   const { nodes, redisOptions, names } = clusterNodesOf(connection.cluster, 'connection.cluster');
   const { lazyConnect, enableReadyCheck, enableOfflineQueue, ...perNode } = roleOptions;
   const user = connection.options ?? {};
@@ -91,6 +106,7 @@ function createCluster(connection: ClusterConnection, roleOptions: RedisOptions)
     lazyConnect: lazyConnect ?? true,
     enableReadyCheck: enableReadyCheck ?? true,
     enableOfflineQueue: enableOfflineQueue ?? true,
+    ...(role === 'client' ? {} : WAIT_OUT_FAILOVER),
     redisOptions: { ...user.redisOptions, ...redisOptions, ...perNode },
   });
   clusterNames.set(cluster, names.join(','));
@@ -114,7 +130,7 @@ export function createRedis(
 ): RedisConnection {
   const roleOptions = roleOptionsOf(role, settings);
   if (isClusterConnection(connection)) {
-    const cluster = createCluster(connection, roleOptions);
+    const cluster = createCluster(connection, role, roleOptions);
     cluster.on('error', onError);
     return cluster;
   }
