@@ -45,7 +45,8 @@ export interface RedisClusterOptions {
 
 /**
  * Starts `masters × (1 + replicas)` nodes (no persistence, `noeviction`), creates the cluster
- * (slots spread evenly over the masters) and waits until every node says `cluster_state:ok`.
+ * (slots spread evenly over the masters; `redis-cli --cluster create` from 3 masters, by hand
+ * below that, without replicas) and waits until every node says `cluster_state:ok`.
  *
  * @throws Error with redis-cli's output when the cluster cannot be created.
  */
@@ -80,6 +81,9 @@ export async function startRedisCluster(options: RedisClusterOptions = {}): Prom
           '127.0.0.1',
           '--cluster-enabled',
           'yes',
+          // A lone node learns its own address only from another node: say it (1-master clusters).
+          '--cluster-announce-ip',
+          '127.0.0.1',
           '--cluster-config-file',
           `nodes-${port}.conf`,
           '--cluster-node-timeout',
@@ -101,6 +105,13 @@ export async function startRedisCluster(options: RedisClusterOptions = {}): Prom
     }
     await Promise.all(nodes.map(({ port }) => untilAnswers(port)));
     const addresses = nodes.map(({ port }) => `127.0.0.1:${port}`);
+    if (masters < 3) {
+      // redis-cli --cluster create wants 3 masters at least: fewer are joined by hand.
+      if (replicas > 0) throw new Error('a cluster of fewer than 3 masters is made without replicas here');
+      await joinByHand(nodes.map(({ port }) => port));
+      await Promise.all(nodes.map(({ port }) => untilClusterOk(port, masters)));
+      return { urls: nodes.map(({ url }) => url), nodes, stop };
+    }
     try {
       // Masters are the first `masters` addresses given; each later one replicates one of them.
       await run('redis-cli', [
@@ -122,6 +133,20 @@ export async function startRedisCluster(options: RedisClusterOptions = {}): Prom
   } catch (error) {
     await stop();
     throw error;
+  }
+}
+
+/** Gives each master an even share of the 16384 slots and has them meet. */
+async function joinByHand(ports: number[]): Promise<void> {
+  const share = Math.ceil(16384 / ports.length);
+  for (const [i, port] of ports.entries()) {
+    const redis = new Redis(port, '127.0.0.1');
+    try {
+      await redis.cluster('ADDSLOTSRANGE', i * share, Math.min(16383, (i + 1) * share - 1));
+      for (const other of ports.slice(i + 1)) await redis.cluster('MEET', '127.0.0.1', other);
+    } finally {
+      redis.disconnect();
+    }
   }
 }
 

@@ -34,6 +34,7 @@ async function* scanPrefix(redis: Redis | Cluster, prefix: string): AsyncGenerat
 /** A cluster's masters (connecting it first, if it is not yet). */
 export async function masters(cluster: Cluster): Promise<Redis[]> {
   if (cluster.status === 'wait') await cluster.connect();
+  else if (cluster.status !== 'ready') await new Promise((resolve) => cluster.once('ready', resolve));
   return cluster.nodes('master');
 }
 
