@@ -67,8 +67,14 @@ describe('fault: a cluster master with a replica is killed in the middle of runs
 
   afterAll(async () => {
     held.open();
-    await engine?.close();
-    for (const worker of workers) await worker.close().catch(() => {});
+    // Known issue: now and then, after a failover, closing a worker or the engine
+    // does not settle (seen twice in about ten runs, only on a loaded machine; not found yet). The
+    // test's claim is about the runs, so the clean-up waits 20 s at most for each, then stops the
+    // cluster anyway (its nodes killed, nothing can hang on them).
+    const bounded = (closing: Promise<unknown> | undefined): Promise<unknown> =>
+      Promise.race([closing?.catch(() => {}), new Promise((resolve) => setTimeout(resolve, 20_000).unref())]);
+    await bounded(engine?.close());
+    for (const worker of workers) await bounded(worker.close());
     await cluster?.stop();
   });
 
