@@ -184,6 +184,9 @@ describe.each(engines)('%s: cancellation', (name) => {
     await engine.cancel(handle.id);
     const result = await within(handle.result(), 30_000, 'the cancelled run did not end');
     expect(result.status).toBe('cancelled');
+    // The cancel request reaches the worker by pub/sub, which on a cluster may come after the
+    // run's end reached the client (another node, the cluster bus between).
+    await waitFor("exec's signal to abort", () => abortCodes.count(token) === 1);
     expect(abortCodes.of(token)).toEqual(['RUN_CANCELLED']);
     expect(execs.of(token)).toEqual([0]);
     expect(after.count(token)).toBe(0);
@@ -244,6 +247,7 @@ describe.each(engines)('%s: cancellation', (name) => {
     for (const id of children)
       expect((await within(engine.result(id), 30_000, `child ${id} did not end`)).status).toBe('cancelled');
     for (const id of children) await until(id, `child ${id} to be cancelled`, (info) => info.status === 'cancelled');
+    await waitFor("the children's exec signals to abort", () => abortCodes.count(token) === 3);
     expect(abortCodes.of(token)).toEqual(['RUN_CANCELLED', 'RUN_CANCELLED', 'RUN_CANCELLED']);
     expect(after.count(token)).toBe(0);
   });

@@ -17,7 +17,8 @@ import { useRedisHarness, type RedisHarness } from '../support/redis-harness.js'
 import { untilRun, waitFor } from '../support/wait-for.js';
 import { FakeClock } from './fake-clock.js';
 
-export const engines = ['LocalEngine', 'RedisEngine'] as const;
+/** `RedisCluster` is RedisEngine on the suite's 3-master Redis Cluster. */
+export const engines = ['LocalEngine', 'RedisEngine', 'RedisCluster'] as const;
 export type EngineName = (typeof engines)[number];
 
 export interface EngineSetup {
@@ -58,6 +59,7 @@ export interface EngineSetup {
 }
 
 export interface EngineHarness {
+  /** The engine's name; `RedisCluster` is a RedisEngine (on a Redis Cluster). */
   name: EngineName;
   engine: Engine;
   /** Polls `engine.get(runId)` until `condition` holds; returns that info. */
@@ -97,7 +99,7 @@ export interface LocalHarness extends EngineHarness {
 
 /** Call inside `describe.each(engines)`: returns `setup`, which opens `name` for one test. */
 export function useEngine(name: EngineName): (test: string, options: EngineSetup) => Promise<EngineHarness> {
-  return name === 'LocalEngine' ? useLocalEngine() : useRedisEngine();
+  return name === 'LocalEngine' ? useLocalEngine() : useRedisEngine(name === 'RedisCluster');
 }
 
 /** LocalEngine on a {@link FakeClock}, closed after the test. */
@@ -132,8 +134,11 @@ export function useLocalEngine(): (test: string, options: EngineSetup) => Promis
   };
 }
 
-/** RedisEngine with in-process workers under a key prefix of the test's own. */
-function useRedisEngine(): (test: string, options: EngineSetup) => Promise<EngineHarness> {
+/**
+ * RedisEngine with in-process workers under a key prefix of the test's own, on the suite's Redis
+ * or (`cluster`) its Redis Cluster.
+ */
+function useRedisEngine(cluster: boolean): (test: string, options: EngineSetup) => Promise<EngineHarness> {
   const setup = useRedisHarness();
   return async (test, options) => {
     const store = {
@@ -147,9 +152,10 @@ function useRedisEngine(): (test: string, options: EngineSetup) => Promise<Engin
       ...(options.concurrency === undefined ? {} : { concurrency: options.concurrency }),
       workerOptions: store,
       engineOptions: store,
+      cluster,
     });
     return {
-      name: 'RedisEngine',
+      name: cluster ? 'RedisCluster' : 'RedisEngine',
       engine: redis.engine,
       redis,
       until: redis.until,

@@ -79,11 +79,13 @@ describe('fan-out memory', () => {
   const setup = useRedisHarness();
 
   it(`${CHILDREN} children of a 10 MiB shared add under 15 MiB to Redis, while they run and after`, async () => {
-    const { engine, connection, prefix } = await setup('fan-out-memory', {
+    const harness = await setup('fan-out-memory', {
       flows: [fan, warmUp],
       workers: 1,
       concurrency: CHILDREN,
     });
+    const { engine, prefix } = harness;
+    const connection = harness.connection as Redis; // the suite's single Redis: INFO and CLIENT LIST are its own
     const shared = { blob: 'x'.repeat(SHARED_BYTES) };
     expect((await engine.run(warmUp, {})).status).toBe('completed');
     const before = { used: await usedMemory(connection), keys: await prefixBytes(connection, prefix) };

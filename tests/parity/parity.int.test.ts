@@ -3,12 +3,14 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LocalEngine, setWarningHandler, type JsonObject } from '@queueflow/runtime';
 import { RedisEngine } from '@queueflow/worker';
 import { scenarios, type Scenario } from '../scenarios/flows.js';
-import { deletePrefix, redisUrl, testPrefix } from '../support/test-redis.js';
+import type { RedisWhere } from '../support/redis-prefix.js';
+import { deletePrefix, redisClusterUrls, redisUrl, testPrefix } from '../support/test-redis.js';
 import { spawnWorker, stopWorkers, type WorkerProcess } from '../support/worker-process.js';
 
 /**
  * DESIGN "Parity": every scenario on `flow.run`, LocalEngine and RedisEngine with 1 and 3 worker
- * processes gives the same final `shared` and the same last action.
+ * processes, and with 2 on a 3-master Redis Cluster (workers started with `--cluster`), gives the
+ * same final `shared` and the same last action.
  */
 const FLOWS = fileURLToPath(new URL('../scenarios/flows.ts', import.meta.url));
 const flows = [...new Set(scenarios.map((s) => s.flow))];
@@ -26,27 +28,40 @@ async function viaFlowRun(scenario: Scenario): Promise<Outcome> {
   return { shared: JSON.parse(JSON.stringify(shared)) as JsonObject, lastAction };
 }
 
-describe('parity: flow.run = LocalEngine = RedisEngine (1 and 3 worker processes)', () => {
+describe('parity: flow.run = LocalEngine = RedisEngine (1 and 3 worker processes, 2 on a cluster)', () => {
   const local = new LocalEngine({ flows });
-  const clusters: { name: string; prefix: string; workers: WorkerProcess[]; engine?: RedisEngine }[] = [
-    { name: '1 worker', prefix: testPrefix('parity1'), workers: [] },
-    { name: '3 workers', prefix: testPrefix('parity3'), workers: [] },
+  const clusters: {
+    name: string;
+    prefix: string;
+    size: number;
+    onCluster?: boolean;
+    workers: WorkerProcess[];
+    engine?: RedisEngine;
+  }[] = [
+    { name: '1 worker', prefix: testPrefix('parity1'), size: 1, workers: [] },
+    { name: '3 workers', prefix: testPrefix('parity3'), size: 3, workers: [] },
+    { name: '2 workers on a Redis Cluster', prefix: testPrefix('parityc'), size: 2, onCluster: true, workers: [] },
   ];
+  const where = (cluster: (typeof clusters)[number]): RedisWhere =>
+    cluster.onCluster ? { cluster: redisClusterUrls() } : redisUrl();
 
   beforeAll(async () => {
     setWarningHandler(() => {});
-    const start = (prefix: string): Promise<WorkerProcess> =>
-      spawnWorker({ flows: FLOWS, redisUrl: redisUrl(), prefix, concurrency: 4 });
-    const [one, ...three] = await Promise.all([
-      start(clusters[0]!.prefix),
-      start(clusters[1]!.prefix),
-      start(clusters[1]!.prefix),
-      start(clusters[1]!.prefix),
-    ]);
-    clusters[0]!.workers = [one!];
-    clusters[1]!.workers = three;
+    await Promise.all(
+      clusters.map(async (cluster) => {
+        const start = (): Promise<WorkerProcess> =>
+          spawnWorker({
+            flows: FLOWS,
+            redisUrl: redisUrl(),
+            ...(cluster.onCluster ? { cluster: redisClusterUrls() } : {}),
+            prefix: cluster.prefix,
+            concurrency: 4,
+          });
+        cluster.workers = await Promise.all(Array.from({ length: cluster.size }, start));
+      }),
+    );
     for (const cluster of clusters)
-      cluster.engine = new RedisEngine({ connection: redisUrl(), flows, prefix: cluster.prefix });
+      cluster.engine = new RedisEngine({ connection: where(cluster), flows, prefix: cluster.prefix });
   }, 120_000);
 
   afterAll(async () => {
@@ -55,7 +70,7 @@ describe('parity: flow.run = LocalEngine = RedisEngine (1 and 3 worker processes
     for (const cluster of clusters) {
       await cluster.engine?.close();
       await stopWorkers(cluster.workers);
-      await deletePrefix(redisUrl(), cluster.prefix);
+      await deletePrefix(where(cluster), cluster.prefix);
     }
   });
 

@@ -5,7 +5,7 @@
  * them and never outlives them (see claimValues/releaseValues in run-lifecycle.lua).
  */
 import { describe, expect, it } from 'vitest';
-import type { Redis } from 'ioredis';
+import type { Cluster, Redis } from 'ioredis';
 import { defineFlow, Flow, Node } from '@queueflow/runtime';
 import { Tally, gate, type Gate } from '../support/node-probes.js';
 import { useRedisHarness } from '../support/redis-harness.js';
@@ -34,7 +34,7 @@ const hold = defineFlow('value-lifetime-hold', () => new Flow(new Hold({ name: '
 
 const big = 'large '.repeat(2000);
 
-async function valueKeys(redis: Redis, prefix: string): Promise<{ value: string; refs: string }> {
+async function valueKeys(redis: Redis | Cluster, prefix: string): Promise<{ value: string; refs: string }> {
   const keys = await redis.keys(`${prefix}:value:*`);
   const value = keys.filter((key) => /:value:[0-9a-f]{64}$/.test(key));
   expect(value).toHaveLength(1);

@@ -14,7 +14,7 @@
  * only checked to be there.
  */
 import { afterEach } from 'vitest';
-import { Redis } from 'ioredis';
+import type { Cluster, Redis } from 'ioredis';
 import type { ErrorRecord, Json, JsonObject, Message, RunError } from '@queueflow/runtime';
 import {
   MemoryRunStore,
@@ -38,9 +38,11 @@ import {
 } from '@queueflow/runtime/kernel';
 import { RedisKeys, RedisRunEvents, RedisRunStore, StreamReader, withScripts } from '@queueflow/worker';
 import { FakeClock } from '../conformance/fake-clock.js';
-import { deletePrefix, redisUrl, testPrefix } from '../support/test-redis.js';
+import { inspectingConnection, type RedisWhere } from '../support/redis-prefix.js';
+import { deletePrefix, redisClusterUrls, redisUrl, testPrefix } from '../support/test-redis.js';
 
-export const stores = ['MemoryRunStore', 'RedisRunStore'] as const;
+/** `RedisRunStore on a cluster` is RedisRunStore on the suite's 3-master Redis Cluster. */
+export const stores = ['MemoryRunStore', 'RedisRunStore', 'RedisRunStore on a cluster'] as const;
 export type StoreName = (typeof stores)[number];
 
 /** Error records a store keeps per run (RunInfo: "the last 50"). */
@@ -87,7 +89,10 @@ export function useStore(name: StoreName): (settings?: StoreSettings) => Promise
     for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
   });
   return async (settings = {}) => {
-    const opened = name === 'MemoryRunStore' ? openMemory(settings) : await openRedis(cleanups, settings);
+    const opened =
+      name === 'MemoryRunStore'
+        ? openMemory(settings)
+        : await openRedis(cleanups, settings, name === 'RedisRunStore' ? redisUrl() : { cluster: redisClusterUrls() });
     return withBuilders(name, opened.store, opened.events, opened.elapse);
   };
 }
@@ -105,19 +110,14 @@ function openMemory(settings: StoreSettings): {
 async function openRedis(
   cleanups: (() => Promise<void>)[],
   settings: StoreSettings,
+  url: RedisWhere,
 ): Promise<{ store: RunStore; events: () => RunEventSource; elapse: (ms: number) => Promise<void> }> {
-  const url = redisUrl();
   const keys = new RedisKeys(testPrefix('store'));
-  const redis = new Redis(url, { maxRetriesPerRequest: 1 });
-  redis.on('error', () => {});
-  let subscriber: Redis | undefined;
+  const redis = inspectingConnection(url);
+  let subscriber: Redis | Cluster | undefined;
   let events: RedisRunEvents | undefined;
   // Blocking stream reads wait on one connection of their own, as on RedisEngine.
-  const reader = new StreamReader(() => {
-    const blocking = new Redis(url, { maxRetriesPerRequest: null });
-    blocking.on('error', () => {});
-    return blocking;
-  }, redis);
+  const reader = new StreamReader(() => inspectingConnection(url), redis);
   cleanups.push(async () => {
     await reader.close();
     await subscriber?.quit().catch(() => {});
@@ -143,8 +143,7 @@ async function openRedis(
     elapse: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
     events: () => {
       if (!events) {
-        subscriber = new Redis(url, { maxRetriesPerRequest: 1 });
-        subscriber.on('error', () => {});
+        subscriber = inspectingConnection(url);
         events = new RedisRunEvents(subscriber, keys.events());
       }
       return events;

@@ -5,7 +5,7 @@
  * (node-probes.ts). The conformance suite's engine factory builds on it (tests/conformance).
  */
 import { afterEach } from 'vitest';
-import { Redis } from 'ioredis';
+import type { Cluster, Redis } from 'ioredis';
 import type { FlowDefinition, RunInfo } from '@queueflow/runtime';
 import {
   RedisEngine,
@@ -15,17 +15,18 @@ import {
   type RedisEngineOptions,
   type WorkerOptions,
 } from '@queueflow/worker';
-import { keysUnder } from './redis-prefix.js';
-import { deletePrefix, redisUrl, testPrefix } from './test-redis.js';
+import { inspectingConnection, keysUnder, type RedisWhere } from './redis-prefix.js';
+import { deletePrefix, redisClusterUrls, redisUrl, testPrefix } from './test-redis.js';
 import { untilRun } from './wait-for.js';
 
 export interface RedisHarness {
-  url: string;
+  /** The suite's Redis URL, or its cluster's node URLs (`{ cluster }`): the engine's `connection`. */
+  url: RedisWhere;
   prefix: string;
   keys: RedisKeys;
   engine: RedisEngine;
-  /** A plain connection for inspecting keys (TTL, SCAN, HGET). */
-  connection: Redis;
+  /** A plain connection for inspecting keys (TTL, SCAN, HGET); a Cluster on the cluster. */
+  connection: Redis | Cluster;
   /** Starts an in-process worker on this prefix (closed after the test unless closed before). */
   worker(options?: Partial<WorkerOptions>): Promise<QueueflowWorker>;
   /** Another engine client on this prefix (closed after the test). */
@@ -45,6 +46,8 @@ export interface RedisHarnessOptions {
   concurrency?: number;
   /** Redis URL (e.g. with another db). @defaultValue the suite's Redis */
   url?: string;
+  /** Run on the suite's Redis Cluster (3 masters) instead of its Redis. @defaultValue false */
+  cluster?: boolean;
   /** Extra options for the workers started now. */
   workerOptions?: Partial<WorkerOptions>;
   /** Extra options for the engine. */
@@ -62,11 +65,10 @@ export function useRedisHarness(): (name: string, options: RedisHarnessOptions) 
   });
 
   return async (name, options) => {
-    const url = options.url ?? redisUrl();
+    const url: RedisWhere = options.cluster ? { cluster: redisClusterUrls() } : (options.url ?? redisUrl());
     const prefix = testPrefix(name);
     const keys = new RedisKeys(prefix);
-    const connection = new Redis(url, { maxRetriesPerRequest: 1 });
-    connection.on('error', () => {});
+    const connection = inspectingConnection(url);
     cleanups.push(async () => {
       await deletePrefix(url, prefix);
       connection.disconnect();

@@ -7,6 +7,8 @@ export interface WorkerProcessOptions {
   /** Path of a module exporting FlowDefinitions (TypeScript is loaded through tsx). */
   flows: string;
   redisUrl: string;
+  /** Node URLs of a Redis Cluster: passed as `--cluster` instead of `--redis <redisUrl>`. */
+  cluster?: string[];
   prefix: string;
   concurrency?: number;
   /** Queues served (`--queues`). @defaultValue the worker's: `['default']` */
@@ -45,8 +47,7 @@ export async function spawnWorker(options: WorkerProcessOptions): Promise<Worker
     'worker',
     '--flows',
     options.flows,
-    '--redis',
-    options.redisUrl,
+    ...(options.cluster ? ['--cluster', options.cluster.join(',')] : ['--redis', options.redisUrl]),
     '--prefix',
     options.prefix,
   ];

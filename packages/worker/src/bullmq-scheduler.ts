@@ -1,5 +1,5 @@
 import { Queue, type Job, type JobsOptions } from 'bullmq';
-import type { Redis } from 'ioredis';
+import type { RedisConnection } from './connection.js';
 import { DEFAULT_QUEUE, type Json } from '@queueflow/runtime';
 import {
   queueOf,
@@ -53,7 +53,7 @@ export class BullmqScheduler implements Scheduler {
    *   version check runs (BullMQ then assumes its minimum version).
    */
   constructor(
-    private readonly connection: Redis,
+    private readonly connection: RedisConnection,
     private readonly keys: RedisKeys,
     private readonly onError: (error: Error) => void,
     private readonly options: { client?: boolean; skipVersionCheck?: boolean } = {},

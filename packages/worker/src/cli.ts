@@ -4,7 +4,7 @@ import { setWarningHandler } from '@queueflow/runtime';
 import { graphCommand } from './cli/graph-command.js';
 import { initCommand } from './cli/init.js';
 import { operateCommands } from './cli/operate-commands.js';
-import { QUEUEFLOW_VERSION } from './cli/options.js';
+import { QUEUEFLOW_VERSION, checkConnectionFlags } from './cli/options.js';
 import { runCommands } from './cli/run-commands.js';
 import { scheduleCommand } from './cli/schedule-commands.js';
 import { studioCommand } from './cli/studio-command.js';
@@ -13,14 +13,16 @@ import { workerCommand } from './cli/worker-command.js';
 
 /**
  * The `queueflow` command: start workers; start, inspect, list, retry, fork and cancel runs; follow
- * a run's stream; send messages; list workers; manage schedules; print a flow's graph; serve the studio; write a starter project. `REDIS_URL` and
- * `QUEUEFLOW_PREFIX` are the defaults of `--redis` and `--prefix` everywhere.
+ * a run's stream; send messages; list workers; manage schedules; print a flow's graph; serve the studio; write a starter project. `REDIS_URL`,
+ * `QUEUEFLOW_CLUSTER` and `QUEUEFLOW_PREFIX` are the defaults of `--redis`, `--cluster` and
+ * `--prefix` everywhere.
  */
 const program = new Command()
   .name('queueflow')
   .description('Run queueflow flows over Redis: workers and runs')
   .version(QUEUEFLOW_VERSION)
-  .showHelpAfterError();
+  .showHelpAfterError()
+  .hook('preAction', (_program, command) => checkConnectionFlags(command));
 
 const commands = [
   workerCommand(),

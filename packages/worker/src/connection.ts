@@ -1,12 +1,16 @@
-import { Redis, type RedisOptions } from 'ioredis';
+import { Cluster, Redis, type RedisOptions } from 'ioredis';
 import { QueueflowError } from '@queueflow/runtime';
-import { warn } from '@queueflow/runtime/kernel';
+import { clusterNodesOf, isClusterConnection, type ClusterConnection } from './cluster-connection.js';
 
 /**
  * Where Redis is: a URL (`redis://`, `rediss://` for TLS, `redis://user:password@host:port/db`
- * for ACL users) or ioredis options. Unset means `REDIS_URL`, else `redis://127.0.0.1:6379`.
+ * for ACL users), ioredis options, or a Redis Cluster (`{ cluster: [url, ...] }`, see
+ * {@link ClusterConnection}). Unset means `REDIS_URL`, else `redis://127.0.0.1:6379`.
  */
-export type ConnectionOption = string | RedisOptions;
+export type ConnectionOption = string | RedisOptions | ClusterConnection;
+
+/** A connection to one Redis server, or to a Redis Cluster (ioredis `Cluster`). */
+export type RedisConnection = Redis | Cluster;
 
 /**
  * - `client`: a producer's connection (engine clients). Fails fast while Redis is unreachable
@@ -35,23 +39,24 @@ export interface ConnectionSettings {
   commandTimeoutMs?: number;
 }
 
-function redisOptionsOf(
-  connection: ConnectionOption | undefined,
-  role: ConnectionRole,
-  settings: ConnectionSettings,
-): RedisOptions & { url?: string } {
-  // Named, so `CLIENT LIST` shows which connections are queueflow's and what for.
-  const connectionName = `queueflow:${role}`;
+/** ioredis options for a connection of `role` (per node, on a cluster). */
+function roleOptionsOf(role: ConnectionRole, settings: ConnectionSettings): RedisOptions {
   const common: RedisOptions = {
     lazyConnect: true,
-    connectionName,
+    // Named, so `CLIENT LIST` shows which connections are queueflow's and what for.
+    connectionName: `queueflow:${role}`,
     enableReadyCheck: settings.readyCheck ?? true,
     ...(settings.commandTimeoutMs === undefined ? {} : { commandTimeout: settings.commandTimeoutMs }),
   };
-  const roleOptions: RedisOptions =
-    role === 'client'
-      ? { ...common, maxRetriesPerRequest: 3, enableOfflineQueue: false }
-      : { ...common, maxRetriesPerRequest: null };
+  return role === 'client'
+    ? { ...common, maxRetriesPerRequest: 3, enableOfflineQueue: false }
+    : { ...common, maxRetriesPerRequest: null };
+}
+
+function redisOptionsOf(
+  connection: string | RedisOptions | undefined,
+  roleOptions: RedisOptions,
+): RedisOptions & { url?: string } {
   const source = connection ?? process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
   if (typeof source === 'string') {
     let url: URL;
@@ -69,17 +74,67 @@ function redisOptionsOf(
     }
     return { ...roleOptions, url: source };
   }
-  return { ...(source as RedisOptions), ...roleOptions };
+  return { ...source, ...roleOptions };
 }
 
-/** A new ioredis connection for `role`; connects on first use. Always has an `error` listener. */
+/**
+ * How a worker's, a subscriber's and a reader's cluster connections wait out a failover: a
+ * command answered `CLUSTERDOWN`, `TRYAGAIN` or `MOVED` while a replica takes over from a dead
+ * master is sent again every half second for up to a minute (ioredis's default gives up after
+ * 16 tries 100 ms apart, and a step's commit would fail the run). A failover takes about the
+ * cluster's `cluster-node-timeout` and an election.
+ */
+const WAIT_OUT_FAILOVER = {
+  retryDelayOnClusterDown: 500,
+  retryDelayOnFailover: 500,
+  retryDelayOnTryAgain: 500,
+  maxRedirections: 120,
+} as const;
+
+/**
+ * A new ioredis Cluster for `role`. Per node, the role's options (BullMQ's workers need
+ * `maxRetriesPerRequest: null` there, in `redisOptions`); on the cluster, a client fails fast
+ * while the cluster is not ready (`enableOfflineQueue: false`), other roles queue and wait, and
+ * wait out a failover ({@link WAIT_OUT_FAILOVER}).
+ */
+function createCluster(connection: ClusterConnection, role: ConnectionRole, roleOptions: RedisOptions): Cluster {
+  const { nodes, redisOptions, names } = clusterNodesOf(connection.cluster, 'connection.cluster');
+  const { lazyConnect, enableReadyCheck, enableOfflineQueue, ...perNode } = roleOptions;
+  const user = connection.options ?? {};
+  const cluster = new Cluster(nodes, {
+    ...user,
+    lazyConnect: lazyConnect ?? true,
+    enableReadyCheck: enableReadyCheck ?? true,
+    enableOfflineQueue: enableOfflineQueue ?? true,
+    ...(role === 'client' ? {} : WAIT_OUT_FAILOVER),
+    redisOptions: { ...user.redisOptions, ...redisOptions, ...perNode },
+  });
+  clusterNames.set(cluster, names.join(','));
+  return cluster;
+}
+
+/** The startup nodes of each cluster {@link createRedis} made, as {@link serverOf} names them. */
+const clusterNames = new WeakMap<Cluster, string>();
+
+/**
+ * A new ioredis connection for `role` (a Cluster for a cluster connection); connects on first
+ * use. Always has an `error` listener.
+ *
+ * @throws TypeError for an invalid connection option, naming it and what is wrong.
+ */
 export function createRedis(
   connection: ConnectionOption | undefined,
   role: ConnectionRole,
   onError: (error: Error) => void = () => {},
   settings: ConnectionSettings = {},
-): Redis {
-  const { url, ...options } = redisOptionsOf(connection, role, settings);
+): RedisConnection {
+  const roleOptions = roleOptionsOf(role, settings);
+  if (isClusterConnection(connection)) {
+    const cluster = createCluster(connection, role, roleOptions);
+    cluster.on('error', onError);
+    return cluster;
+  }
+  const { url, ...options } = redisOptionsOf(connection, roleOptions);
   const redis = url ? new Redis(url, options) : new Redis(options);
   redis.on('error', onError);
   return redis;
@@ -91,7 +146,7 @@ export function createRedis(
  * @throws QueueflowError `REDIS_UNAVAILABLE` naming the server (never its password) and the last
  *   error ioredis reported, e.g. `connect ECONNREFUSED 127.0.0.1:6379` or `WRONGPASS ...`.
  */
-async function connect(redis: Redis): Promise<void> {
+async function connect(redis: RedisConnection): Promise<void> {
   let lastError: Error | undefined;
   const remember = (error: Error): void => {
     lastError = error;
@@ -125,16 +180,24 @@ async function connect(redis: Redis): Promise<void> {
  * `cause`; `REDIS_TIMEOUT` when the cause is a command that timed out (a server that accepts
  * connections but does not answer).
  */
-function unavailable(redis: Redis, cause: Error): QueueflowError {
-  const timeout = redisTimeoutOf(cause, serverOf(redis), redis.options.commandTimeout);
+export function unavailable(redis: RedisConnection, cause: Error): QueueflowError {
+  const timeout = redisTimeoutOf(cause, serverOf(redis), commandTimeoutOf(redis));
   if (timeout !== cause) return timeout as QueueflowError;
-  return new QueueflowError('REDIS_UNAVAILABLE', `cannot connect to Redis at ${serverOf(redis)}: ${cause.message}`, {
+  // A cluster that could not be reached says why its last node failed in `lastNodeError`.
+  const { lastNodeError } = cause as Error & { lastNodeError?: Error };
+  const reason = lastNodeError ? `${cause.message} (${lastNodeError.message})` : cause.message;
+  return new QueueflowError('REDIS_UNAVAILABLE', `cannot connect to Redis at ${serverOf(redis)}: ${reason}`, {
     cause,
   });
 }
 
+/** The `commandTimeout` of `redis`'s commands (its nodes' on a cluster), in ms. */
+function commandTimeoutOf(redis: RedisConnection): number | undefined {
+  return redis instanceof Cluster ? redis.options.redisOptions?.commandTimeout : redis.options.commandTimeout;
+}
+
 /** The message of ioredis's error for a command unanswered after its `commandTimeout`. */
-const COMMAND_TIMED_OUT = 'Command timed out';
+export const COMMAND_TIMED_OUT = 'Command timed out';
 
 /**
  * The one place where ioredis's command timeout becomes QueueflowError `REDIS_TIMEOUT`, naming
@@ -156,7 +219,7 @@ export function redisTimeoutOf(error: unknown, server: string, timeoutMs: number
  * Connects every one of `connections`; should one fail, disconnects them all (so none keeps
  * retrying behind the caller) and throws as {@link connect} does.
  */
-export async function connectAll(connections: Redis[]): Promise<void> {
+export async function connectAll(connections: RedisConnection[]): Promise<void> {
   try {
     await Promise.all(connections.map(connect));
   } catch (error) {
@@ -165,78 +228,14 @@ export async function connectAll(connections: Redis[]): Promise<void> {
   }
 }
 
-/** Where `redis` connects, as a URL without the password. */
-export function serverOf(redis: Redis): string {
+/**
+ * Where `redis` connects, as a URL without the password; for a cluster, `cluster ` and its
+ * startup nodes' URLs, comma-separated.
+ */
+export function serverOf(redis: RedisConnection): string {
+  if (redis instanceof Cluster) return `cluster ${clusterNames.get(redis) ?? '(startup nodes unknown)'}`;
   const { host, port, path, username, db, tls } = redis.options;
   if (path) return `unix://${path}`;
   const user = username ? `${encodeURIComponent(username)}@` : '';
   return `${tls ? 'rediss' : 'redis'}://${user}${host}:${port}${db ? `/${db}` : ''}`;
-}
-
-/**
- * What a client or worker learns of the server before it opens its connections: whether this
- * user may run INFO (ioredis's ready check, BullMQ's version check and the `maxmemory-policy`
- * check need it; a least-privilege user, e.g. `+@all -@dangerous`, may not), and if so the
- * `maxmemory-policy`.
- */
-export type ServerInfo =
-  | { info: true; maxmemoryPolicy: string | undefined }
-  | {
-      info: false;
-      /** Why INFO failed, e.g. `NOPERM this user has no permissions to run the 'info' command`. */ reason: string;
-    };
-
-/**
- * Asks the server `INFO memory` over a short-lived connection of its own (without the ready
- * check, which would run INFO first), closed before it returns. A server that refuses (NOPERM, a
- * renamed command) is a server whose INFO is forbidden, not an error.
- *
- * @param commandTimeoutMs - longest wait for the answer, in ms. @defaultValue no limit
- * @throws QueueflowError `REDIS_UNAVAILABLE` as {@link connectAll} does; `REDIS_TIMEOUT` when the
- *   server does not answer within `commandTimeoutMs`.
- */
-export async function probeServer(
-  connection: ConnectionOption | undefined,
-  commandTimeoutMs?: number,
-): Promise<ServerInfo> {
-  let lastError: Error | undefined;
-  const redis = createRedis(connection, 'client', (error) => (lastError = error), {
-    readyCheck: false,
-    ...(commandTimeoutMs === undefined ? {} : { commandTimeoutMs }),
-  });
-  await connectAll([redis]);
-  try {
-    const info = await redis.info('memory');
-    return { info: true, maxmemoryPolicy: /^maxmemory_policy:(\S+)/m.exec(info)?.[1] };
-  } catch (error) {
-    const { message } = error as Error;
-    // INFO forbidden to this user, or renamed away: not a connection that failed.
-    if (message.startsWith('NOPERM') || /unknown command/i.test(message)) return { info: false, reason: message };
-    // Without the ready check, a refused AUTH (WRONGPASS, NOAUTH) shows here, not in connect.
-    throw unavailable(redis, message === COMMAND_TIMED_OUT ? (error as Error) : (lastError ?? (error as Error)));
-  } finally {
-    redis.disconnect();
-  }
-}
-
-/**
- * Warns (code `QF_REDIS_CONFIG`) when Redis may evict keys: under any `maxmemory-policy` but
- * `noeviction`, Redis can drop locks and jobs (BullMQ's production guide); and, when this user
- * may not read the policy (INFO is forbidden), that it could not be checked.
- */
-export function checkRedisConfig(server: ServerInfo): void {
-  if (!server.info) {
-    warn(
-      'QF_REDIS_CONFIG',
-      `could not read maxmemory-policy: ${server.reason}; make sure it is 'noeviction' (see infra/redis.conf): an evicting Redis loses run records and jobs.`,
-    );
-    return;
-  }
-  const policy = server.maxmemoryPolicy;
-  if (policy && policy !== 'noeviction') {
-    warn(
-      'QF_REDIS_CONFIG',
-      `Redis maxmemory-policy is '${policy}': Redis may evict run records and jobs. Set it to 'noeviction' (see infra/redis.conf).`,
-    );
-  }
 }

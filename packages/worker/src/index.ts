@@ -1,6 +1,7 @@
 export { RedisEngine, type RedisEngineOptions } from './redis-engine.js';
 export { startWorker, type WorkerOptions, type QueueflowWorker } from './worker.js';
-export type { ConnectionOption } from './connection.js';
+export type { ConnectionOption, RedisConnection } from './connection.js';
+export type { ClusterConnection } from './cluster-connection.js';
 export type { StoreSettings } from './store-settings.js';
 export { RedisKeys } from './redis-keys.js';
 export { RedisRunStore } from './redis-run-store.js';

@@ -1,4 +1,6 @@
-import type { Redis } from 'ioredis';
+import type { RedisConnection } from './connection.js';
+import { keySlot } from './key-slot.js';
+import { scanKeys } from './scan-keys.js';
 
 /**
  * Deletes every key under `prefix` (`<prefix>:…`: runs, jobs, mailboxes, workers of one
@@ -7,11 +9,13 @@ import type { Redis } from 'ioredis';
  *
  * @returns the number of keys deleted.
  */
-export async function purgePrefix(redis: Redis, prefix: string): Promise<number> {
+export async function purgePrefix(redis: RedisConnection, prefix: string): Promise<number> {
   let deleted = 0;
-  const stream = redis.scanStream({ match: `${escapeGlob(prefix)}:*`, count: 1000 });
-  for await (const keys of stream as AsyncIterable<string[]>) {
-    if (keys.length > 0) deleted += await redis.unlink(...keys);
+  for await (const keys of scanKeys(redis, `${escapeGlob(prefix)}:*`, 1000)) {
+    // One UNLINK per hash slot: a cluster refuses one whose keys lie in several (CROSSSLOT).
+    const bySlot = new Map<number, string[]>();
+    for (const key of keys) bySlot.set(keySlot(key), [...(bySlot.get(keySlot(key)) ?? []), key]);
+    for (const group of bySlot.values()) deleted += await redis.unlink(...group);
   }
   return deleted;
 }

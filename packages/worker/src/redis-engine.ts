@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisConnection } from './connection.js';
 import {
   QueueflowError,
   type Engine,
@@ -39,7 +39,8 @@ import {
   systemClock,
 } from '@queueflow/runtime/kernel';
 import { BullmqScheduler } from './bullmq-scheduler.js';
-import { connectAll, createRedis, probeServer, redisTimeoutOf, serverOf, type ConnectionOption } from './connection.js';
+import { connectAll, createRedis, redisTimeoutOf, serverOf, type ConnectionOption } from './connection.js';
+import { probeServer } from './probe-server.js';
 import { RedisKeys, normalizePrefix } from './redis-keys.js';
 import { RedisRunEvents } from './redis-run-events.js';
 import { RedisRunStore } from './redis-run-store.js';
@@ -81,8 +82,8 @@ export interface RedisEngineOptions extends StoreSettings {
 }
 
 interface Connected {
-  redis: Redis;
-  subscriber: Redis;
+  redis: RedisConnection;
+  subscriber: RedisConnection;
   reader: StreamReader;
   scheduler: BullmqScheduler;
   waiter: ResultWaiter;

@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisConnection } from './connection.js';
 import { QueueflowError } from '@queueflow/runtime';
 
 /** How often a worker PINGs Redis, in ms. */
@@ -29,7 +29,7 @@ export class RedisLiveness {
   private silentSince: number | undefined;
 
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisConnection,
     private readonly options: RedisLivenessOptions,
   ) {}
 

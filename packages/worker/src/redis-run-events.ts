@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisConnection } from './connection.js';
 import type { RunChange } from '@queueflow/runtime';
 import type { RunEventListener, RunEventSource } from '@queueflow/runtime/kernel';
 
@@ -16,7 +16,7 @@ export class RedisRunEvents implements RunEventSource {
   private changes: Promise<void> | undefined;
 
   constructor(
-    private readonly subscriber: Redis,
+    private readonly subscriber: RedisConnection,
     private readonly channel: string,
     /** The changes channel, subscribed only once a listener wants changes (live views). */
     private readonly changesChannel?: string,

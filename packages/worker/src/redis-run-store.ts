@@ -58,6 +58,7 @@ import { RedisBudgets } from './redis-budgets.js';
 import type { RedisKeys } from './redis-keys.js';
 import { hashOfList, positionOf, runOfHash } from './run-hash.js';
 import { escapeGlob } from './purge-prefix.js';
+import { scanKeys } from './scan-keys.js';
 import type { ScriptedRedis } from './scripts.js';
 import type { RawStreamEntry, StreamReader } from './stream-reader.js';
 
@@ -432,9 +433,7 @@ export class RedisRunStore implements RunStore {
   async mailboxes(messages: number): Promise<StoredMailbox[]> {
     const addresses = new Set<string>();
     for (const prefix of [this.keys.mailboxPrefix(), this.keys.waitersPrefix()]) {
-      for await (const keys of this.redis.scanStream({ match: `${escapeGlob(prefix)}*`, count: 500 }) as AsyncIterable<
-        string[]
-      >) {
+      for await (const keys of scanKeys(this.redis, `${escapeGlob(prefix)}*`, 500)) {
         for (const key of keys) addresses.add(key.slice(prefix.length));
       }
     }
@@ -587,11 +586,7 @@ export class RedisRunStore implements RunStore {
   /** Runs parked on a mailbox now: the members of every waiter set (a SCAN; for the parked-runs gauge). */
   async parkedRuns(): Promise<number> {
     let parked = 0;
-    for await (const keys of this.redis.scanStream({
-      match: `${escapeGlob(this.keys.waitersPrefix())}*`,
-      count: 500,
-    }) as AsyncIterable<string[]>) {
-      if (keys.length === 0) continue;
+    for await (const keys of scanKeys(this.redis, `${escapeGlob(this.keys.waitersPrefix())}*`, 500)) {
       const pipeline = this.redis.pipeline();
       for (const key of keys) pipeline.scard(key);
       for (const [, size] of (await pipeline.exec()) ?? []) parked += Number(size ?? 0);

@@ -1,5 +1,5 @@
 import type { Job, JobsOptions } from 'bullmq';
-import type { Redis } from 'ioredis';
+import type { RedisConnection } from './connection.js';
 import { scheduleInfoOf, type ScheduleDefinition, type ScheduleRunLog } from '@queueflow/runtime/kernel';
 import type { ScheduleInfo } from '@queueflow/runtime';
 import type { BullmqScheduler } from './bullmq-scheduler.js';
@@ -29,7 +29,7 @@ const TICK_OPTIONS: JobsOptions = {
  */
 export class RedisSchedules implements ScheduleRunLog {
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisConnection,
     private readonly keys: RedisKeys,
     private readonly scheduler: BullmqScheduler,
   ) {}

@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import type { Redis } from 'ioredis';
+import type { RedisConnection } from './connection.js';
 
 /** The Lua scripts of the run store; each file starts with its KEYS/ARGV/returns contract. */
 const SCRIPTS: Record<ScriptName, { file: string; keys?: number; budget?: true; bare?: true }> = {
@@ -65,12 +65,12 @@ function loadSources(): Record<ScriptName, string> {
 }
 
 /** Redis with the run store's scripts defined as commands (EVALSHA, falling back to EVAL). */
-export type ScriptedRedis = Redis & {
+export type ScriptedRedis = RedisConnection & {
   [K in ScriptName]: (...args: (string | number)[]) => Promise<unknown>;
 };
 
 /** Defines the scripts on `redis` once. */
-export function withScripts(redis: Redis): ScriptedRedis {
+export function withScripts(redis: RedisConnection): ScriptedRedis {
   const scripted = redis as ScriptedRedis;
   if (typeof (scripted as Partial<ScriptedRedis>).commitStep === 'function') return scripted;
   const lua = loadSources();

@@ -1,9 +1,11 @@
-import type { Redis } from 'ioredis';
+import type { RedisConnection } from './connection.js';
 import { warn } from '@queueflow/runtime/kernel';
 import type { Clock } from '@queueflow/runtime';
 
 /** A clock offset from the Redis server's by more than this, in ms, is warned about. */
 const SKEW_WARNING_MS = 1000;
+/** Measures of the offset per sync. */
+const SAMPLES = 3;
 
 /**
  * A `TIME` whose round trip took longer than this, in ms, says nothing about the offset (the
@@ -28,22 +30,30 @@ export class ServerClock implements Clock {
   private warned = false;
 
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisConnection,
     /** This machine's clock (tests inject a skewed one). */
     private readonly local: Clock,
   ) {}
 
   /**
-   * Measures the offset to the server's clock again; returns it, in ms. A sample whose round trip
-   * took over half a second (a server restarting, a reconnect) is dropped: the offset stays.
+   * Measures the offset to the server's clock again; returns it, in ms. Of a few measures, the
+   * one with the shortest round trip is kept: the first command may wait for a connection to be
+   * made (on a cluster, each node's is made on first use), which would skew the measure by as
+   * much.
    */
   async sync(): Promise<number> {
-    const before = this.local.now();
-    const [seconds, micros] = await this.redis.time();
-    const after = this.local.now();
-    if (after - before > MAX_SAMPLE_RTT_MS) return this.offsetMs;
-    const server = Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
-    this.offsetMs = Math.round(server - (before + after) / 2);
+    let best: { roundTripMs: number; offsetMs: number } | undefined;
+    for (let i = 0; i < SAMPLES; i++) {
+      const before = this.local.now();
+      const [seconds, micros] = await this.redis.time();
+      const after = this.local.now();
+      const server = Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
+      const measure = { roundTripMs: after - before, offsetMs: Math.round(server - (before + after) / 2) };
+      if (!best || measure.roundTripMs < best.roundTripMs) best = measure;
+    }
+    // A sample whose round trip was slow (a server restarting, a reconnect) says nothing of the offset.
+    if (best!.roundTripMs > MAX_SAMPLE_RTT_MS) return this.offsetMs;
+    this.offsetMs = best!.offsetMs;
     if (Math.abs(this.offsetMs) > SKEW_WARNING_MS && !this.warned) {
       this.warned = true;
       warn(

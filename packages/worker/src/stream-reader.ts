@@ -1,4 +1,6 @@
 import type { Redis } from 'ioredis';
+import type { RedisConnection } from './connection.js';
+import { serverOfKey } from './server-of-key.js';
 import { compareStreamIds as compareIds } from '@queueflow/runtime/kernel';
 
 /** A stream entry as XRANGE and XREAD give it: its id and its flat field list. */
@@ -28,10 +30,16 @@ const COUNT = 100;
  */
 export class StreamReader {
   private readonly waiters = new Map<string, Set<Waiter>>();
-  private blocking: Redis | undefined;
+  private blocking: RedisConnection | undefined;
   private loop: Promise<void> | undefined;
-  /** CLIENT ID of the blocking connection (it changes when the connection is re-established). */
-  private clientId: number | undefined;
+  /**
+   * The connection the XREAD in flight blocks (on a cluster, the cluster's connection to the
+   * master of the streams' slot), and its CLIENT ID (it changes when that connection is
+   * re-established).
+   */
+  private blocked: { server: Redis; clientId: number } | undefined;
+  /** The servers whose reconnections are watched (to forget their CLIENT ID). */
+  private readonly watched = new WeakSet<Redis>();
   /** Counts the XREADs issued: an interrupt is for the read it was asked for. */
   private generation = 0;
   /** The keys and ids the XREAD in flight reads, while one is. */
@@ -41,9 +49,9 @@ export class StreamReader {
 
   constructor(
     /** Opens the blocking connection (not connected yet). */
-    private readonly open: () => Redis,
+    private readonly open: () => RedisConnection,
     /** The command connection, which sends `CLIENT UNBLOCK`. */
-    private readonly control: Redis,
+    private readonly control: RedisConnection,
   ) {}
 
   /**
@@ -91,8 +99,8 @@ export class StreamReader {
     try {
       while (this.waiters.size > 0 && !this.closed) {
         const blocking = this.connection();
-        this.clientId ??= (await blocking.client('ID')) as number;
         const keys = [...this.waiters.keys()];
+        await this.identify(blocking, keys[0]!);
         const ids = keys.map((key) => smallestAfter(this.waiters.get(key)!));
         this.generation++;
         this.inFlight = new Map(keys.map((key, i) => [key, ids[i]!]));
@@ -118,12 +126,30 @@ export class StreamReader {
     }
   }
 
-  private connection(): Redis {
-    if (!this.blocking) {
-      this.blocking = this.open();
-      this.blocking.on('ready', () => (this.clientId = undefined));
-    }
+  private connection(): RedisConnection {
+    this.blocking ??= this.open();
     return this.blocking;
+  }
+
+  /**
+   * Learns the CLIENT ID of the connection an XREAD of `key` blocks, so that `CLIENT UNBLOCK`
+   * can end it: asked once per connection, again after it reconnects. Without one (a cluster
+   * failing over), interrupts do nothing and the read ends by itself within BLOCK_MS.
+   */
+  private async identify(blocking: RedisConnection, key: string): Promise<void> {
+    const server = await serverOfKey(blocking, key).catch(() => undefined);
+    if (!server) {
+      this.blocked = undefined;
+      return;
+    }
+    if (this.blocked?.server === server) return;
+    if (!this.watched.has(server)) {
+      this.watched.add(server);
+      server.on('ready', () => {
+        if (this.blocked?.server === server) this.blocked = undefined;
+      });
+    }
+    this.blocked = { server, clientId: (await server.client('ID')) as number };
   }
 
   /** Whether a follower waits on a stream (or from an id) that the XREAD in flight does not read. */
@@ -149,7 +175,11 @@ export class StreamReader {
       await new Promise((resolve) => setImmediate(resolve));
       const generation = this.generation;
       for (let tries = 0; tries < 200 && this.inFlight && this.generation === generation; tries++) {
-        if (this.clientId !== undefined && (await this.control.client('UNBLOCK', this.clientId)) === 1) break;
+        const blocked = this.blocked;
+        const key = this.inFlight.keys().next().value;
+        // The unblock must reach the server the read blocks on (on a cluster, the streams' master).
+        const control = blocked && key !== undefined ? await serverOfKey(this.control, key) : undefined;
+        if (control && blocked && (await control.client('UNBLOCK', blocked.clientId)) === 1) break;
         await new Promise((resolve) => setTimeout(resolve, Math.min(1 + tries, 20)));
       }
     } catch {

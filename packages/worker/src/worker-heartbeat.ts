@@ -1,6 +1,6 @@
 import type { Job } from 'bullmq';
 import { DEFAULT_QUEUE } from '@queueflow/runtime';
-import type { Redis } from 'ioredis';
+import type { RedisConnection } from './connection.js';
 import type { RunStore, StoredWorker, WorkerBeat } from '@queueflow/runtime/kernel';
 import type { BullmqScheduler } from './bullmq-scheduler.js';
 
@@ -43,7 +43,7 @@ export class WorkerHeartbeat {
   constructor(
     private readonly store: RunStore,
     private readonly scheduler: BullmqScheduler,
-    private readonly redis: Redis,
+    private readonly redis: RedisConnection,
     private readonly options: HeartbeatOptions,
   ) {}
 

@@ -12,14 +12,8 @@ import {
   systemClock,
 } from '@queueflow/runtime/kernel';
 import { BullmqScheduler, taskOfJob } from './bullmq-scheduler.js';
-import {
-  checkRedisConfig,
-  connectAll,
-  createRedis,
-  probeServer,
-  serverOf,
-  type ConnectionOption,
-} from './connection.js';
+import { connectAll, createRedis, serverOf, type ConnectionOption } from './connection.js';
+import { checkRedisConfig, probeServer } from './probe-server.js';
 import { RedisLiveness } from './redis-liveness.js';
 import { RedisKeys, normalizePrefix } from './redis-keys.js';
 import { RetryStep, stepBackoff } from './retry-step.js';

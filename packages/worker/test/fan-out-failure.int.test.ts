@@ -14,7 +14,7 @@
  * try, `quota` throws an error with a code, any other key succeeds.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import type { Redis } from 'ioredis';
+import type { Cluster, Redis } from 'ioredis';
 import {
   defineFlow,
   Flow,
@@ -231,7 +231,7 @@ const subjects: [string, () => Promise<Subject>][] = [
 ];
 
 async function subscribe(
-  redis: Redis,
+  redis: Redis | Cluster,
   channel: string,
 ): Promise<{ endedCount(runId: string): number; close(): Promise<void> }> {
   const subscriber = redis.duplicate();

@@ -8,6 +8,8 @@ import { normalizePrefix } from '../redis-keys.js';
 import { purgePrefix } from '../purge-prefix.js';
 import { awaitResult } from './run-commands.js';
 import {
+  clusterOption,
+  connectionOf,
   jsonOption,
   nonNegativeInteger,
   parseJson,
@@ -31,6 +33,7 @@ function historyCommand(): Command {
     )
     .addOption(jsonOption())
     .addOption(redisOption())
+    .addOption(clusterOption())
     .addOption(prefixOption())
     .action(async (runId: string, options: ConnectionFlags & { json?: boolean }) => {
       await withEngine(options, async (engine) => {
@@ -74,6 +77,7 @@ function retryCommand(): Command {
     )
     .option('--detach', 'do not wait for the run to end')
     .addOption(redisOption())
+    .addOption(clusterOption())
     .addOption(prefixOption())
     .action(async (runId: string, options: ConnectionFlags & { detach?: boolean }) => {
       await withEngine(options, async (engine) => {
@@ -103,6 +107,7 @@ function forkCommand(): Command {
     .requiredOption('--flows <module>', 'module exporting FlowDefinitions (defineFlow): the fork needs the flow')
     .option('--wait', 'wait for the fork to end and print its result')
     .addOption(redisOption())
+    .addOption(clusterOption())
     .addOption(prefixOption())
     .action(
       async (
@@ -149,6 +154,7 @@ function workersCommand(): Command {
     )
     .addOption(jsonOption())
     .addOption(redisOption())
+    .addOption(clusterOption())
     .addOption(prefixOption())
     .action(async (options: ConnectionFlags & { json?: boolean }) => {
       await withEngine(options, async (engine) => {
@@ -172,6 +178,7 @@ function purgeCommand(): Command {
     .description('delete every key under the prefix: all runs, jobs, mailboxes and workers of this deployment')
     .option('--yes', 'do not ask for confirmation')
     .addOption(redisOption())
+    .addOption(clusterOption())
     .addOption(prefixOption())
     .action(async (options: ConnectionFlags & { yes?: boolean }) => {
       const prefix = normalizePrefix(options.prefix, '--prefix');
@@ -186,7 +193,7 @@ function purgeCommand(): Command {
           return;
         }
       }
-      const redis = createRedis(options.redis, 'client');
+      const redis = createRedis(connectionOf(options), 'client');
       try {
         await connectAll([redis]);
         const deleted = await purgePrefix(redis, prefix);

@@ -1,7 +1,9 @@
 import { readFileSync } from 'node:fs';
-import { InvalidArgumentError, Option } from 'commander';
+import { InvalidArgumentError, Option, type Command } from 'commander';
 import type { FlowDefinition, Json, JsonObject } from '@queueflow/runtime';
 import { checkPriority, checkQueueName } from '@queueflow/runtime/kernel';
+import { clusterNodesOf } from '../cluster-connection.js';
+import type { ConnectionOption } from '../connection.js';
 import { RedisEngine } from '../redis-engine.js';
 
 /** The prefix every command uses unless told otherwise (`--prefix`, then `QUEUEFLOW_PREFIX`). */
@@ -15,11 +17,50 @@ export const QUEUEFLOW_VERSION = (
 /** What every command that talks to Redis is given. */
 export interface ConnectionFlags {
   redis: string;
+  /** Startup node URLs of a Redis Cluster (`--cluster`), which `--redis` then does not name. */
+  cluster?: string[];
   prefix: string;
 }
 
 export const redisOption = (): Option =>
   new Option('--redis <url>', 'Redis URL (redis:// or rediss://)').env('REDIS_URL').default('redis://127.0.0.1:6379');
+
+/** `--cluster URL,URL`: a Redis Cluster instead of `--redis` (checked in {@link checkConnectionFlags}). */
+export const clusterOption = (): Option =>
+  new Option('--cluster <urls>', 'Redis Cluster instead of --redis: startup node URLs, comma-separated')
+    .env('QUEUEFLOW_CLUSTER')
+    .argParser(parseCluster);
+
+/** The URLs of `--cluster URL,URL`; throws InvalidArgumentError naming the entry that is wrong. */
+function parseCluster(value: string): string[] {
+  const urls = value
+    .split(',')
+    .map((url) => url.trim())
+    .filter((url) => url !== '');
+  try {
+    clusterNodesOf(urls, '--cluster');
+  } catch (error) {
+    throw new InvalidArgumentError((error as Error).message);
+  }
+  return urls;
+}
+
+/**
+ * Refuses `--redis` and `--cluster` given together on the command line (two answers to where
+ * Redis is); `REDIS_URL` in the environment gives way to `--cluster`.
+ *
+ * @throws Error naming both options.
+ */
+export function checkConnectionFlags(command: Command): void {
+  if (command.getOptionValue('cluster') !== undefined && command.getOptionValueSource('redis') === 'cli') {
+    throw new Error('--redis and --cluster both say where Redis is: pass one of them');
+  }
+}
+
+/** Where Redis is, from `--cluster` when given, else `--redis`. */
+export function connectionOf(options: ConnectionFlags): ConnectionOption {
+  return options.cluster ? { cluster: options.cluster } : options.redis;
+}
 
 export const prefixOption = (): Option =>
   new Option('--prefix <prefix>', 'key prefix shared by clients and workers')
@@ -35,7 +76,7 @@ export function prefixHint(prefix: string): string {
 
 /** A client engine for a command that needs no flows, or the given ones. */
 function openEngine(options: ConnectionFlags, flows: FlowDefinition[] = []): RedisEngine {
-  return new RedisEngine({ connection: options.redis, flows, prefix: options.prefix });
+  return new RedisEngine({ connection: connectionOf(options), flows, prefix: options.prefix });
 }
 
 /** Runs `body` with an engine client, closing it afterwards whatever happens. */

@@ -11,6 +11,7 @@ import { isFinal } from '@queueflow/runtime/kernel';
 import { loadFlows } from '../load-flows.js';
 import type { RedisEngine } from '../redis-engine.js';
 import {
+  clusterOption,
   jsonOption,
   parseJson,
   parseJsonObject,
@@ -49,6 +50,7 @@ function runCommand(): Command {
     .option('--priority <n>', 'priority of the run and its steps: 1 runs first (BullMQ priorities)', priorityOption)
     .option('--detach', 'print the run id and exit without waiting')
     .addOption(redisOption())
+    .addOption(clusterOption())
     .addOption(prefixOption())
     .action(
       async (
@@ -100,6 +102,7 @@ function statusCommand(): Command {
     .option('--shared', 'print shared whole, however large')
     .addOption(jsonOption())
     .addOption(redisOption())
+    .addOption(clusterOption())
     .addOption(prefixOption())
     .action(async (runId: string, options: ConnectionFlags & { shared?: boolean }) => {
       await withEngine(options, async (engine) => {
@@ -125,6 +128,7 @@ function waitCommand(): Command {
     )
     .option('--timeout <ms>', 'give up waiting after this many milliseconds (the run goes on)', positiveInteger)
     .addOption(redisOption())
+    .addOption(clusterOption())
     .addOption(prefixOption())
     .action(async (runId: string, options: ConnectionFlags & { timeout?: number }) => {
       await withEngine(options, async (engine) => {
@@ -152,6 +156,7 @@ function sendCommand(): Command {
     .argument('<address>', 'mailbox address')
     .argument('<json>', 'message body, JSON', parseJson)
     .addOption(redisOption())
+    .addOption(clusterOption())
     .addOption(prefixOption())
     .action(async (address: string, body: Json, options: ConnectionFlags) => {
       // The message id: the receiver's message.id.
@@ -172,6 +177,7 @@ function listCommand(): Command {
     .option('--limit <n>', 'most runs listed', positiveInteger, 20)
     .addOption(jsonOption())
     .addOption(redisOption())
+    .addOption(clusterOption())
     .addOption(prefixOption())
     .action(
       async (
@@ -224,6 +230,7 @@ function cancelCommand(): Command {
     .argument('<runId>', 'run id')
     .description('cancel a run at its next step boundary')
     .addOption(redisOption())
+    .addOption(clusterOption())
     .addOption(prefixOption())
     .action(async (runId: string, options: ConnectionFlags) => {
       await withEngine(options, async (engine) => {

@@ -4,11 +4,9 @@ import { Command, InvalidArgumentError, Option } from 'commander';
 import type { FlowDefinition } from '@queueflow/runtime';
 import { loadFlows } from '../load-flows.js';
 import { RedisEngine } from '../redis-engine.js';
-import { prefixOption, redisOption } from './options.js';
+import { clusterOption, connectionOf, prefixOption, redisOption, type ConnectionFlags } from './options.js';
 
-interface StudioCommandOptions {
-  redis: string;
-  prefix: string;
+interface StudioCommandOptions extends ConnectionFlags {
   port: number;
   host: string;
   flows?: string;
@@ -27,6 +25,7 @@ export function studioCommand(): Command {
   return new Command('studio')
     .description('serve queueflow studio: watch and steer runs in a browser')
     .addOption(redisOption())
+    .addOption(clusterOption())
     .addOption(prefixOption())
     .option('--port <n>', 'port to listen on (0: any free port)', portNumber, 4000)
     .option(
@@ -46,7 +45,7 @@ async function serveStudio(options: StudioCommandOptions): Promise<void> {
   // Loaded here, not with the CLI: every other command starts without the studio's modules.
   const { createStudioHandler } = await import('../studio/create-studio-handler.js');
   const flows: FlowDefinition[] = options.flows ? await loadFlows(options.flows) : [];
-  const engine = new RedisEngine({ connection: options.redis, flows, prefix: options.prefix });
+  const engine = new RedisEngine({ connection: connectionOf(options), flows, prefix: options.prefix });
   try {
     await engine.list({ limit: 1 }); // fail now, with the reason, when Redis is not there
   } catch (error) {

@@ -1,6 +1,6 @@
 import { Command } from 'commander';
 import type { StreamEntry } from '@queueflow/runtime';
-import { prefixOption, redisOption, withEngine, type ConnectionFlags } from './options.js';
+import { clusterOption, prefixOption, redisOption, withEngine, type ConnectionFlags } from './options.js';
 
 /**
  * `queueflow tail <run> [--from ID] [--json]`: prints a run's stream (what its nodes emit) from
@@ -16,6 +16,7 @@ export function tailCommand(): Command {
     .option('--from <id>', 'start after this entry id (the last one seen) instead of the first entry')
     .option('--json', 'one JSON object per entry and line')
     .addOption(redisOption())
+    .addOption(clusterOption())
     .addOption(prefixOption())
     .action(async (runId: string, options: ConnectionFlags & { from?: string; json?: boolean }) => {
       await withEngine(options, async (engine) => {

@@ -2,7 +2,15 @@ import { Command } from 'commander';
 import { loadFlows } from '../load-flows.js';
 import { throttledLog } from '../throttled-log.js';
 import { startWorker } from '../worker.js';
-import { positiveInteger, prefixOption, queueList, redisOption } from './options.js';
+import {
+  clusterOption,
+  connectionOf,
+  positiveInteger,
+  prefixOption,
+  queueList,
+  redisOption,
+  type ConnectionFlags,
+} from './options.js';
 import { DEFAULT_QUEUE } from '@queueflow/runtime';
 
 /**
@@ -14,6 +22,7 @@ export function workerCommand(): Command {
     .description('start a worker that takes steps of the flows a module exports')
     .requiredOption('--flows <module>', 'module exporting FlowDefinitions (defineFlow); a .ts file runs through tsx')
     .addOption(redisOption())
+    .addOption(clusterOption())
     .addOption(prefixOption())
     .option('--concurrency <n>', 'steps run at once, on each queue served', positiveInteger, 8)
     .option(
@@ -28,21 +37,21 @@ export function workerCommand(): Command {
       positiveInteger,
     )
     .action(
-      async (options: {
-        flows: string;
-        redis: string;
-        prefix: string;
-        concurrency: number;
-        queues?: string[];
-        lockDuration?: number;
-        stalledInterval?: number;
-      }) => {
+      async (
+        options: ConnectionFlags & {
+          flows: string;
+          concurrency: number;
+          queues?: string[];
+          lockDuration?: number;
+          stalledInterval?: number;
+        },
+      ) => {
         const flows = await loadFlows(options.flows);
         // Before it is ready, a failed start is reported once, by the error startWorker throws.
         let ready = false;
         const logError = throttledLog((line) => console.error(`queueflow worker ${process.pid}: ${line}`), 10_000);
         const worker = await startWorker({
-          connection: options.redis,
+          connection: connectionOf(options),
           onError: (error) => ready && logError(error.message),
           flows,
           prefix: options.prefix,
