@@ -450,7 +450,7 @@ describe('queueflow list', () => {
     expect(badStatus.code).toBe(1);
     expect(badStatus.stdout).toBe('');
     expect(firstLine(badStatus.stderr)).toBe(
-      "error: option '--status <status>' argument 'done' is invalid. Allowed choices are queued, running, waiting, completed, failed, cancelled.",
+      "error: option '--status <status>' argument 'done' is invalid. Allowed choices are queued, running, waiting, throttled, completed, failed, cancelled.",
     );
     expect(badLimit.code).toBe(1);
     expect(badLimit.stdout).toBe('');
