@@ -64,6 +64,7 @@ interface MemoryFanOut {
   childTarget?: StepTarget;
   /** When the fan-out began (the children's createdAt). */
   at: number;
+  kind: 'runs' | 'items';
 }
 
 /** One run in memory: the record and the lists and hashes Redis keeps beside it, encoded alike. */
@@ -301,6 +302,7 @@ export class MemoryRunStore implements RunStore, RunEventSource {
       step,
       ...(fields.childTarget ? { childTarget: { ...fields.childTarget } } : {}),
       at: fields.now,
+      kind: fields.request.kind,
     };
     this.changed(run.id);
     return { result: 'committed', wakes };
@@ -685,6 +687,11 @@ export class MemoryRunStore implements RunStore, RunEventSource {
     const outcome: ChildOutcome = report.outcome ?? { status: 'cancelled' };
     entry.outcomes.set(index, encodeOutcome(outcome));
     if (report.values?.length) this.claim(parentId, { refs: report.values, texts: {} });
+    if (outcome.status === 'completed' && fanOut.kind === 'items') {
+      // A completed item's input is read no more (see recordChildEnd in run-lifecycle.lua).
+      const inputs = this.inputs.get(inputsKey(parentId, parentStep));
+      if (inputs) delete inputs[index];
+    }
     if (outcome.status === 'failed') this.pushErrors(entry, [outcome.error]);
     fanOut.ended++;
     entry.run.updatedAt = report.now;
