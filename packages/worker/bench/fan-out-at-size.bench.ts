@@ -112,7 +112,10 @@ try {
   const progress = setInterval(() => {
     void engine.get(handle.id).then((info) => {
       ended = info?.children?.ended ?? ended;
-      console.error(`  … ${Math.round((performance.now() - started) / 1000)} s: ${ended} items ended, load ${load()}`);
+      const last = samples.at(-1);
+      console.error(
+        `  … ${Math.round((performance.now() - started) / 1000)} s: ${ended} items ended; used_memory ${mib(last?.used ?? 0)} (peak ${mib(peak)}); RSS ${last?.rss.map(mib).join(', ')}; load ${load()}`,
+      );
     });
   }, 30_000);
   const items = await handle.result();
