@@ -110,7 +110,7 @@ export class MemoryRunStore implements RunStore, RunEventSource {
   /** Blocked `readStream` calls, by run id: called when the run's stream grows (or it goes). */
   private readonly streamWaiters = new Map<string, Set<() => void>>();
   /** Staged inputs of fan-outs, by `<run id>:<step>` (see stageInputs). */
-  private readonly inputs = new Map<string, string[]>();
+  private readonly inputs = new Map<string, (string | undefined)[]>();
   /**
    * Values stored apart (the claim check), by hash: the text and the runs that claimed it, a
    * reference count by name; a value goes with the last of them (see RunStore.values).
@@ -690,7 +690,7 @@ export class MemoryRunStore implements RunStore, RunEventSource {
     if (outcome.status === 'completed' && fanOut.kind === 'items') {
       // A completed item's input is read no more (see recordChildEnd in run-lifecycle.lua).
       const inputs = this.inputs.get(inputsKey(parentId, parentStep));
-      if (inputs) delete inputs[index];
+      if (inputs) inputs[index] = undefined;
     }
     if (outcome.status === 'failed') this.pushErrors(entry, [outcome.error]);
     fanOut.ended++;
