@@ -100,6 +100,9 @@ const SUMMARY_FIELDS = [
   'priority',
 ] as const;
 
+/** Outcomes read per HSCAN call (see outcomesOf). */
+const OUTCOMES_PAGE = 5000;
+
 const COMMIT_CODES: Record<number, CommitResult> = { 1: 'committed', 0: 'stale', [-1]: 'missing' };
 const CANCEL_CODES: Record<number, CancelResult> = {
   [-1]: 'missing',
@@ -517,10 +520,19 @@ export class RedisRunStore implements RunStore {
     return item === null ? undefined : decodeJson(item);
   }
 
+  /**
+   * Read with HSCAN, a bounded page at a time: one HGETALL of a 1,000,000-item fan-out's outcomes
+   * would hold Redis for a second and build a reply of tens of MiB in its memory.
+   */
   async outcomesOf(parentId: string, total: number): Promise<(ChildOutcome | undefined)[]> {
-    const hash = await this.redis.hgetall(this.keys.outcomes(parentId));
+    const key = this.keys.outcomes(parentId);
     const outcomes = new Array<ChildOutcome | undefined>(total);
-    for (const [index, json] of Object.entries(hash)) outcomes[Number(index)] = decodeOutcome(json);
+    let cursor = '0';
+    do {
+      const [next, flat] = await this.redis.hscan(key, cursor, 'COUNT', OUTCOMES_PAGE);
+      for (let i = 0; i < flat.length; i += 2) outcomes[Number(flat[i])] = decodeOutcome(flat[i + 1]!);
+      cursor = next;
+    } while (cursor !== '0');
     return outcomes;
   }
 

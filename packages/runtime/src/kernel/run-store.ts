@@ -59,7 +59,11 @@ export interface RunStore {
    * that exists is left as it is.
    */
   createChildren(parentId: string, parentStep: number, indices: readonly number[]): Promise<void>;
-  /** Records how child `index` of the parent's fan-out at `parentStep` ended (once per index). */
+  /**
+   * Records how child `index` of the parent's fan-out at `parentStep` ended (once per index). A
+   * completed item's staged input goes with it (nothing reads it again: a retry runs only the
+   * items that did not complete).
+   */
   childEnded(parentId: string, parentStep: number, index: number, report: ChildEndReport): Promise<ChildEndedResult>;
   /** Cancels the run now (see {@link CancelResult}); messages its step reserved go back. */
   cancel(runId: string): Promise<{ result: CancelResult; wakes: string[] }>;

@@ -66,6 +66,7 @@ interface MemoryFanOut {
   childTarget?: StepTarget;
   /** When the fan-out began (the children's createdAt). */
   at: number;
+  kind: 'runs' | 'items';
 }
 
 /** One run in memory: the record and the lists and hashes Redis keeps beside it, encoded alike. */
@@ -111,7 +112,7 @@ export class MemoryRunStore implements RunStore, RunEventSource {
   /** Blocked `readStream` calls, by run id: called when the run's stream grows (or it goes). */
   private readonly streamWaiters = new Map<string, Set<() => void>>();
   /** Staged inputs of fan-outs, by `<run id>:<step>` (see stageInputs). */
-  private readonly inputs = new Map<string, string[]>();
+  private readonly inputs = new Map<string, (string | undefined)[]>();
   /**
    * Values stored apart (the claim check), by hash: the text and the runs that claimed it, a
    * reference count by name; a value goes with the last of them (see RunStore.values).
@@ -325,6 +326,7 @@ export class MemoryRunStore implements RunStore, RunEventSource {
       step,
       ...(fields.childTarget ? { childTarget: { ...fields.childTarget } } : {}),
       at: fields.now,
+      kind: fields.request.kind,
     };
     this.changed(run.id);
     return { result: 'committed', wakes };
@@ -739,6 +741,11 @@ export class MemoryRunStore implements RunStore, RunEventSource {
     const outcome: ChildOutcome = report.outcome ?? { status: 'cancelled' };
     entry.outcomes.set(index, encodeOutcome(outcome));
     if (report.values?.length) this.claim(parentId, { refs: report.values, texts: {} });
+    if (outcome.status === 'completed' && fanOut.kind === 'items') {
+      // A completed item's input is read no more (see recordChildEnd in run-lifecycle.lua).
+      const inputs = this.inputs.get(inputsKey(parentId, parentStep));
+      if (inputs) inputs[index] = undefined;
+    }
     if (outcome.status === 'failed') this.pushErrors(entry, [outcome.error]);
     fanOut.ended++;
     entry.run.updatedAt = report.now;

@@ -165,6 +165,12 @@ local function recordChildEnd(keys, c)
     return { 4, -1 }
   end
   claimValues(runKey, c.parentId, c.values, {}, c) -- the values the outcome's patch references
+  if c.ok == '1' then
+    -- A completed item's input is read no more (a retry runs again only what did not complete):
+    -- it goes now, so a large fan-out holds the inputs of the items still to do, not of all.
+    local fanOut = redis.call('HMGET', fanOutKey, 'kind', 'inputs')
+    if fanOut[1] == 'items' and fanOut[2] then redis.call('HDEL', fanOut[2], c.index) end
+  end
   if c.errorRecord ~= '' then
     redis.call('RPUSH', keys[2], c.errorRecord)
     redis.call('LTRIM', keys[2], -tonumber(c.maxErrors), -1)
