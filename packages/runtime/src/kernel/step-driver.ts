@@ -362,7 +362,8 @@ export class StepDriver {
     try {
       const snapshot = run.parent ? await this.fanOut.snapshotOf(run.parent.id, run.parent.step) : undefined;
       checkpoint = encodeCheckpoint(outcome.checkpoint, this.options.maxCheckpointBytes, snapshot, claim);
-      if (outcome.type !== 'retry' && outcome.type !== 'throttled') record = await this.recordOf(start, outcome, now, claim);
+      if (outcome.type !== 'retry' && outcome.type !== 'throttled')
+        record = await this.recordOf(start, outcome, now, claim);
     } catch (error) {
       const record = toErrorRecord(error, { retryable: false, node: outcome.checkpoint.frames.at(-1)?.node, at: now });
       await this.commit(run, 'failed', {
