@@ -146,7 +146,11 @@ export class FanOutDriver {
     await this.startChildren(run.id, run.step + 1, basics, first, request.kind === 'items' ? request.items : undefined);
   }
 
-  /** A waiting parent's children: re-add those started and not ended, or its fan-in. */
+  /**
+   * A waiting parent's children: re-add those started and not ended, or its fan-in. A child
+   * counted as started whose record was never made (its starter died between recording the
+   * end that started it and creating it) is started now.
+   */
   async ensureChildren(run: StoredRun): Promise<void> {
     const fanOut = await this.store.fanOutOf(run.id);
     if (!fanOut || fanOut.step !== run.step) return;
@@ -157,10 +161,13 @@ export class FanOutDriver {
     const outcomes = await this.store.outcomesOf(run.id, fanOut.total);
     const pending = Array.from({ length: fanOut.started }, (_, i) => i).filter((i) => !outcomes[i]);
     if (fanOut.request.kind === 'items') return this.startChildren(run.id, run.step, basics, pending);
+    const unmade: number[] = [];
     for (const index of pending) {
       const child = await this.store.load(childRunId(run.id, run.step, index));
       if (child) await this.host.ensureProgress(child);
+      else unmade.push(index);
     }
+    await this.startChildren(run.id, run.step, basics, unmade);
   }
 
   /** How a child's end is reported to its parent, should this commit end it. */
