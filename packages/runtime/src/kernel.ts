@@ -35,7 +35,16 @@ export {
   MAX_ERRORS_KEPT,
   DEFAULT_MAX_STREAM_ENTRIES,
 } from './kernel/run-store.js';
-export type { Scheduler, Task, StepTask, WakeTask, ItemTask, TaskResult, TaskOptions } from './kernel/scheduler.js';
+export type {
+  Scheduler,
+  Task,
+  StepTask,
+  WakeTask,
+  ItemTask,
+  TaskResult,
+  TaskOptions,
+  StepTaskOptions,
+} from './kernel/scheduler.js';
 export { taskId, taskOptionsOf } from './kernel/scheduler.js';
 export { queueOf } from './kernel/run-info.js';
 export { checkPriority } from './kernel/run-priority.js';

@@ -6,6 +6,7 @@ import {
   taskId,
   type Scheduler,
   type StepTarget,
+  type StepTaskOptions,
   type Task,
   type TaskOptions,
   type WakeTask,
@@ -77,9 +78,16 @@ export class BullmqScheduler implements Scheduler {
     return queue;
   }
 
-  async addStep(runId: string, step: number, target: StepTarget, options: TaskOptions = {}): Promise<void> {
-    const { retry, priority } = options;
-    await this.add({ type: 'step', runId, step, ...(retry ? { retry } : {}) }, target, 0, priority);
+  async addStep(runId: string, step: number, target: StepTarget, options: StepTaskOptions = {}): Promise<void> {
+    const { retry, priority, attemptBase = 0, delayMs = 0 } = options;
+    const task = {
+      type: 'step',
+      runId,
+      step,
+      ...(retry ? { retry } : {}),
+      ...(attemptBase ? { attemptBase } : {}),
+    } as const;
+    await this.add(task, { ...target, maxAttempts: Math.max(1, target.maxAttempts - attemptBase) }, delayMs, priority);
   }
 
   async addFirstSteps(runIds: readonly string[], target: StepTarget, options: TaskOptions = {}): Promise<void> {
@@ -199,6 +207,7 @@ export function taskOfJob(job: Job): Task {
     runId: data.runId,
     step: data.step,
     ...('retry' in data && data.retry ? { retry: data.retry } : {}),
+    ...('attemptBase' in data && data.attemptBase ? { attemptBase: data.attemptBase } : {}),
   };
 }
 

@@ -2,7 +2,7 @@ import type { Job } from 'bullmq';
 import { DEFAULT_QUEUE } from '@queueflow/runtime';
 import type { RedisConnection } from './connection.js';
 import type { RunStore, StoredWorker, WorkerBeat } from '@queueflow/runtime/kernel';
-import type { BullmqScheduler } from './bullmq-scheduler.js';
+import { taskOfJob, type BullmqScheduler } from './bullmq-scheduler.js';
 
 /** How often a worker tells the store it is alive, in ms. */
 const HEARTBEAT_INTERVAL_MS = 2000;
@@ -100,12 +100,24 @@ export class WorkerHeartbeat {
         if (!token || !bullmqIds.some((id) => token.startsWith(`${id}:`))) continue;
         try {
           await job.moveToWait(token);
-          taken.push(job.id);
+          taken.push(await this.stepOf(job, job.id));
         } catch {
           // It finished or was taken meanwhile.
         }
       }
     }
     return taken;
+  }
+
+  /**
+   * Names the step a taken-over job was running: its task's id, or, when the dead worker had run
+   * its run's steps on past the job's own (WorkerOptions.continueSteps), the step the run
+   * stands at, then the job's id.
+   */
+  private async stepOf(job: Job, jobId: string): Promise<string> {
+    const task = taskOfJob(job);
+    if (task.type === 'item') return jobId;
+    const at = await this.store.position(task.runId).catch(() => undefined);
+    return at && at.step !== task.step ? `${task.runId}-${at.step} (job ${jobId})` : jobId;
   }
 }

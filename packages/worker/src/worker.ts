@@ -28,6 +28,9 @@ import { WORKER_LAPSE_MS, WorkerHeartbeat } from './worker-heartbeat.js';
 /** How long a step or tick this worker cannot run (other code, no such flow) waits before another try, in ms. */
 const REFUSAL_DELAY_MS = 5000;
 
+/** Steps a job may run of its run after its own (WorkerOptions.continueSteps). */
+const DEFAULT_CONTINUE_STEPS = 50;
+
 export interface WorkerOptions extends StoreSettings {
   /** Redis to use: a URL or ioredis options. @defaultValue `REDIS_URL`, else `redis://127.0.0.1:6379` */
   connection?: ConnectionOption;
@@ -54,6 +57,16 @@ export interface WorkerOptions extends StoreSettings {
    *   letters, digits, `_`, `-` or `.` starting with a letter or digit.
    */
   queues?: string[];
+  /**
+   * Steps of a run this worker may run straight after the step a job brought, in the same job,
+   * when the next step is on the same queue: a run's steps then cost no BullMQ job each (add,
+   * fetch, finish), only their commits. A chain also ends after one second, so that waiting
+   * tasks (of a higher priority, say) get the slot; should the worker die mid-chain, the job's
+   * lock lapses as for any step and the run goes on from its last commit elsewhere. `0`: every
+   * step is a job of its own. @defaultValue 50
+   * @throws TypeError (from `startWorker`) for a value that is not an integer from 0 and up.
+   */
+  continueSteps?: number;
   /**
    * How long a step's lock lasts without renewal, in ms; a worker that dies loses its steps to
    * others after about this long (BullMQ `lockDuration`). @defaultValue 30000
@@ -154,6 +167,7 @@ export async function startWorker(options: WorkerOptions): Promise<QueueflowWork
     refusalDelayMs: REFUSAL_DELAY_MS,
     parkRecheckMs: positiveInteger('parkRecheckMs', options.parkRecheckMs, 60_000),
     workerId,
+    continueSteps: nonNegativeInteger('continueSteps', options.continueSteps, DEFAULT_CONTINUE_STEPS),
     // A concurrency lease of a node's `limits` lives as long as this worker's heartbeat: a
     // worker killed while holding one stops renewing it, and it expires (never a slot lost).
     budgetLeaseMs: WORKER_LAPSE_MS,
@@ -278,6 +292,7 @@ export async function startWorker(options: WorkerOptions): Promise<QueueflowWork
     close: () =>
       (closing ??= (async () => {
         unobserve();
+        driver.stopContinuing();
         await Promise.all(workers.map((worker) => worker.close()));
         liveness.stop();
         await heartbeat.stop();
@@ -295,6 +310,13 @@ function queuesOption(queues: unknown): string[] {
   if (!Array.isArray(queues) || queues.length === 0)
     throw invalidOption('startWorker', 'queues', 'a non-empty array of queue names', queues);
   return [...new Set(queues.map((queue, i) => checkQueueName('startWorker', `queues[${i}]`, queue)))];
+}
+
+function nonNegativeInteger(option: string, value: number | undefined, fallback: number): number {
+  if (value === undefined) return fallback;
+  if (!Number.isInteger(value) || value < 0)
+    throw invalidOption('startWorker', option, 'an integer from 0 and up', value);
+  return value;
 }
 
 function positiveInteger(option: string, value: number | undefined, fallback: number): number {

@@ -15,8 +15,10 @@ export interface Scheduler {
   /**
    * Adds step `step` of `runId`, with `target.maxAttempts` tries, on `target.queue`;
    * `options.retry` for the task of the run's `retry`th retry (see {@link StepTask.retry}).
+   * With `options.attemptBase`, the step has used that many tries already (the task gets the rest);
+   * with `options.delayMs`, it is due that many ms from now.
    */
-  addStep(runId: string, step: number, target: StepTarget, options?: TaskOptions): Promise<void>;
+  addStep(runId: string, step: number, target: StepTarget, options?: StepTaskOptions): Promise<void>;
   /** Adds the first step of each fan-out child run in `runIds`. */
   addFirstSteps(runIds: readonly string[], target: StepTarget, options?: TaskOptions): Promise<void>;
   /**
@@ -56,6 +58,14 @@ export interface TaskOptions {
   priority?: number | undefined;
 }
 
+/** How a step's task is added beside {@link TaskOptions}. */
+export interface StepTaskOptions extends TaskOptions {
+  /** Tries of the step used before this task (see {@link StepTask.attemptBase}). @defaultValue 0 */
+  attemptBase?: number | undefined;
+  /** How long the task waits before it is due, in ms. @defaultValue 0 (due now) */
+  delayMs?: number | undefined;
+}
+
 /** The options of the tasks of `run`: its priority (and a retry's count, when given). */
 export function taskOptionsOf(run: { priority?: number | undefined }, retry?: number): TaskOptions {
   return {
@@ -77,6 +87,12 @@ export interface StepTask {
    * cancelled step winding down) cannot swallow the add.
    */
   retry?: number;
+  /**
+   * Tries of the step used before this task: a step a worker ran straight after the previous
+   * one in the same task (the step driver's continuation), handed to the scheduler after a
+   * failed try, counts its tries on from there.
+   */
+  attemptBase?: number;
 }
 
 export interface WakeTask {

@@ -6,7 +6,7 @@ import type { FlowRegistry } from '../interpreter/flow-definition.js';
 import type { CompiledGraph } from '../interpreter/graph.js';
 import { resumeFanOut } from '../interpreter/fan-out.js';
 import { executeStep } from '../interpreter/step-interpreter.js';
-import type { ChildOutcome, ParkRequest, StepContext, StepOutcome } from '../interpreter/step-types.js';
+import type { ChildOutcome, ParkRequest, StepContext, StepOutcome, StepTarget } from '../interpreter/step-types.js';
 import { TrySpan, recordRunEnd } from '../telemetry/tracing.js';
 import type { MergeConflict } from '../json/merge-patches.js';
 import { StepMailbox } from '../mailbox/step-mailbox.js';
@@ -37,6 +37,7 @@ import {
   type TaskResult,
   type WakeTask,
 } from './scheduler.js';
+import { queueOf } from './run-info.js';
 
 export interface StepDriverOptions {
   /** Time source for records, deadlines and delays. */
@@ -58,6 +59,16 @@ export interface StepDriverOptions {
    */
   largeValueBytes?: number;
   /**
+   * Steps of a run this driver may run straight after a task's own step, in the same task,
+   * before it hands the run back to the scheduler: a run's next step on the same queue starts
+   * here at once, with no task of its own (no BullMQ job per step; Temporal's sticky execution
+   * does the same for a workflow's next workflow task). A chain also ends after
+   * {@link CONTINUE_SLICE_MS}, so that other runs' tasks (a higher priority among them) get the
+   * slot. `0` or `undefined`: every step is a task of its own (LocalEngine: its in-process queue
+   * costs nothing).
+   */
+  continueSteps?: number;
+  /**
    * How long a concurrency lease of a node's `limits` lasts unless renewed ({@link
    * StepDriver.renewBudget}), in ms; `undefined`: until given back (one process).
    */
@@ -72,9 +83,34 @@ interface StepStart {
   startedAt: number;
   /** A fan-in: the children merged and the conflicts. */
   merged?: { children: number; conflicts: MergeConflict[] };
+  /** The chain of steps the task runs, when the driver continues runs (see StepDriverOptions.continueSteps). */
+  chain?: StepChain;
+}
+
+/** Steps a task has run after its own, and until when (epoch ms) it may run more. */
+interface StepChain {
+  steps: number;
+  endsAt: number;
+}
+
+/** What a step ended with: a task result, or its run's next step to run at once in the same task. */
+type StepResult = TaskResult | Continue;
+
+interface Continue {
+  type: 'continue';
+  /** The step counter after the commit: the step to run next. */
+  step: number;
+  target: StepTarget;
+  priority?: number | undefined;
 }
 
 const DONE: TaskResult = { type: 'done' };
+
+/**
+ * Longest a task runs a chain of steps of its run (ms; see StepDriverOptions.continueSteps): the
+ * slot then goes back to the scheduler, which may have a task of higher priority waiting.
+ */
+const CONTINUE_SLICE_MS = 1000;
 
 /**
  * A try that comes this early or less before its retry wait ends runs (ms): clocks measured
@@ -106,6 +142,8 @@ export class StepDriver {
   private readonly refusalsWarned = new Set<string>();
   /** Concurrency leases of the tries running here (flow control). */
   private readonly budgetLeases = new BudgetLeases();
+  /** Set when the worker stops: chains end at their next step (the steps in flight finish). */
+  private draining = false;
 
   constructor(
     private readonly store: RunStore,
@@ -125,7 +163,70 @@ export class StepDriver {
    */
   async run(task: Task, attemptsMade: number): Promise<TaskResult> {
     if (task.type === 'item') return this.fanOut.runItem(task, attemptsMade);
-    return this.runStep(task, attemptsMade);
+    const chain = this.options.continueSteps
+      ? { steps: 0, endsAt: this.options.clock.now() + CONTINUE_SLICE_MS }
+      : undefined;
+    let result = await this.runStep(task, attemptsMade, chain);
+    while (result.type === 'continue') {
+      // The run's next step, here and now. Should this worker die during it, the task's job
+      // comes back, finds the run past its step and adds the step's own task (ensureProgress).
+      const next: StepTask = { type: 'step', runId: task.runId, step: result.step };
+      chain!.steps++;
+      let ended: StepResult;
+      try {
+        ended = await this.runStep(next, 0, chain);
+      } catch (error) {
+        // A store or scheduler error (Redis failing over, say): the step gets a task of its own,
+        // whose tries and failure are the step's (this task's would not name it). Should that
+        // add fail too, the error goes to this task's scheduler, and taskFailed still finds the run.
+        await this.scheduler.addStep(next.runId, next.step, result.target, taskOptionsOf(result)).catch(() => {
+          throw error;
+        });
+        return DONE;
+      }
+      if (ended.type === 'retry' || ended.type === 'defer') return this.handOff(next, result, ended);
+      result = ended;
+    }
+    return result;
+  }
+
+  /**
+   * Stops continuing runs (see StepDriverOptions.continueSteps): a worker that closes finishes
+   * the steps in flight and hands each run's next step to the scheduler.
+   */
+  stopContinuing(): void {
+    this.draining = true;
+  }
+
+  /**
+   * A step run straight after the previous one in the same task wants another try, or to wait
+   * (a budget): its task's tries and delay belong to the task that began the chain, so the step
+   * gets a task of its own, with the tries it used and the delay.
+   */
+  private async handOff(
+    task: StepTask,
+    at: Continue,
+    result: Extract<TaskResult, { type: 'retry' | 'defer' }>,
+  ): Promise<TaskResult> {
+    await this.scheduler.addStep(task.runId, task.step, at.target, {
+      ...taskOptionsOf(at),
+      delayMs: result.delayMs,
+      attemptBase: result.type === 'retry' ? 1 : 0,
+    });
+    // A wake of a budget's waiter that came while the step ran missed the task: due now.
+    if (result.type === 'defer' && result.woken && (await result.woken())) await this.scheduler.promote([taskId(task)]);
+    return DONE;
+  }
+
+  /** Whether the step of `run` that now commits goes on to `next` in the same task. */
+  private continues(chain: StepChain | undefined, run: StoredRun, next: StepTarget): boolean {
+    return (
+      chain !== undefined &&
+      !this.draining &&
+      chain.steps < (this.options.continueSteps ?? 0) &&
+      this.options.clock.now() < chain.endsAt &&
+      queueOf(next) === queueOf(run.target)
+    );
   }
 
   /**
@@ -165,13 +266,17 @@ export class StepDriver {
   async taskFailed(task: Task, error: Error, attemptsMade: number): Promise<void> {
     const record = recordOfFailedTask(task, error, attemptsMade, this.options.clock.now());
     const run = await this.store.load(task.runId);
-    if (!run || isFinal(run.status) || run.step !== task.step) return;
+    if (!run || isFinal(run.status)) return;
+    // Past the task's step: the task ran its run's steps on (continueSteps) and failed in a later
+    // one, or another task moved the run on. Whatever the run needs next is added again.
+    if (task.type !== 'item' && run.step > task.step) return this.ensureProgress(run);
+    if (run.step !== task.step) return;
     if (task.type === 'item')
       return this.fanOut.itemEnded(run.id, run.step, task.index, { status: 'failed', error: record });
     await this.commit(run, 'failed', { errorRecords: [record], runError: runErrorOf(record), now: record.at! });
   }
 
-  private async runStep(task: StepTask | WakeTask, attemptsMade: number): Promise<TaskResult> {
+  private async runStep(task: StepTask | WakeTask, attemptsMade: number, chain?: StepChain): Promise<StepResult> {
     // A wake always reads the run: it follows a park, which no cache of this driver saw.
     const cached = task.type === 'step' ? this.runs.take(task.runId, task.step) : undefined;
     const run = cached ?? (await this.store.loadForStep(task.runId, this.runnable));
@@ -246,7 +351,7 @@ export class StepDriver {
         const outcomes = await this.store.outcomesOf(run.id, fanOut.total);
         fanIn = { total: fanOut.total, outcomes: await this.values.inflateOutcomes(outcomes) };
       }
-      const attempt = (task.type === 'wake' ? task.attemptBase : 0) + attemptsMade;
+      const attempt = (task.attemptBase ?? 0) + attemptsMade;
       const now = (): number => this.options.clock.now();
       const span = new TrySpan({
         runId: run.id,
@@ -278,7 +383,7 @@ export class StepDriver {
         budget: gate,
       };
       // A step retried after a failed try began with its first try (StepRecord.startedAt).
-      const start: StepStart = { run, attempt, startedAt: run.stepStartedAt ?? now() };
+      const start: StepStart = { run, attempt, startedAt: run.stepStartedAt ?? now(), ...(chain ? { chain } : {}) };
       let ended: StepOutcome | undefined;
       try {
         let conflicts: MergeConflict[] = [];
@@ -344,7 +449,7 @@ export class StepDriver {
     outcome: StepOutcome,
     conflicts: CommitFields['conflicts'] = [],
     trace?: string,
-  ): Promise<TaskResult> {
+  ): Promise<StepResult> {
     const { run } = start;
     const now = this.options.clock.now();
     if (outcome.type === 'failed') {
@@ -388,6 +493,7 @@ export class StepDriver {
           ...(record === undefined ? {} : { record }),
           ...optional('values', await this.values.claimOf(claim, run.checkpoint)),
         };
+        const continues = this.continues(start.chain, run, outcome.target);
         // Remembered before the next task exists, so that task finds it; forgotten if refused.
         this.runs.remember({
           ...run,
@@ -400,9 +506,11 @@ export class StepDriver {
         });
         const [result] = await Promise.all([
           this.commit(run, 'next', fields),
-          this.scheduler.addStep(run.id, run.step + 1, outcome.target, taskOptionsOf(run)),
+          continues ? undefined : this.scheduler.addStep(run.id, run.step + 1, outcome.target, taskOptionsOf(run)),
         ]);
         if (result !== 'committed') this.runs.forget(run.id);
+        else if (continues)
+          return { type: 'continue', step: run.step + 1, target: outcome.target, priority: run.priority };
         return DONE;
       }
       case 'retry': {

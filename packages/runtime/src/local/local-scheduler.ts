@@ -5,6 +5,8 @@ import type { Clock } from '../kernel/clock.js';
 import {
   taskId,
   type Scheduler,
+  type StepTask,
+  type StepTaskOptions,
   type Task,
   type TaskOptions,
   type TaskResult,
@@ -66,9 +68,16 @@ export class LocalScheduler implements Scheduler {
   }
 
   // Queues (`target.queue`) are not told apart: this process serves every queue.
-  async addStep(runId: string, step: number, target: StepTarget, options: TaskOptions = {}): Promise<void> {
-    const { retry, priority } = options;
-    this.add({ type: 'step', runId, step, ...(retry ? { retry } : {}) }, target.maxAttempts, 0, priority);
+  async addStep(runId: string, step: number, target: StepTarget, options: StepTaskOptions = {}): Promise<void> {
+    const { retry, priority, attemptBase = 0, delayMs = 0 } = options;
+    const task: StepTask = {
+      type: 'step',
+      runId,
+      step,
+      ...(retry ? { retry } : {}),
+      ...(attemptBase ? { attemptBase } : {}),
+    };
+    this.add(task, Math.max(1, target.maxAttempts - attemptBase), delayMs, priority);
   }
 
   async addFirstSteps(runIds: readonly string[], target: StepTarget, options: TaskOptions = {}): Promise<void> {

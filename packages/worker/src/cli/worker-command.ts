@@ -5,6 +5,7 @@ import { startWorker } from '../worker.js';
 import {
   clusterOption,
   connectionOf,
+  nonNegativeInteger,
   positiveInteger,
   prefixOption,
   queueList,
@@ -32,6 +33,11 @@ export function workerCommand(): Command {
     )
     .option('--lock-duration <ms>', 'step lock duration in ms; a dead worker loses its steps after it', positiveInteger)
     .option(
+      '--continue-steps <n>',
+      'steps of a run a worker may run one after another without a job each (0: a job per step; default 50)',
+      nonNegativeInteger,
+    )
+    .option(
       '--stalled-interval <ms>',
       'how often to look for stalled steps, in ms (default: half the lock duration)',
       positiveInteger,
@@ -44,6 +50,7 @@ export function workerCommand(): Command {
           queues?: string[];
           lockDuration?: number;
           stalledInterval?: number;
+          continueSteps?: number;
         },
       ) => {
         const flows = await loadFlows(options.flows);
@@ -59,6 +66,7 @@ export function workerCommand(): Command {
           ...(options.queues ? { queues: options.queues } : {}),
           ...(options.lockDuration ? { lockDurationMs: options.lockDuration } : {}),
           ...(options.stalledInterval ? { stalledIntervalMs: options.stalledInterval } : {}),
+          ...(options.continueSteps === undefined ? {} : { continueSteps: options.continueSteps }),
         });
         ready = true;
         const names = flows.map((f) => f.name).join(', ');
