@@ -1,4 +1,4 @@
-import { Queue, type Job, type JobsOptions } from 'bullmq';
+import { Job, Queue, type JobsOptions } from 'bullmq';
 import type { RedisConnection } from './connection.js';
 import { DEFAULT_QUEUE, type Json } from '@queueflow/runtime';
 import {
@@ -129,14 +129,32 @@ export class BullmqScheduler implements Scheduler {
    * runs next, not behind every step queued meanwhile: a parked run's message, a budget's room).
    * Also called by the worker at the moment a task waiting for a budget is due, for the same
    * reason (BullMQ puts due delayed jobs at the back).
+   *
+   * A wake is nearly always a delayed job of the default queue: it is promoted there by id (no
+   * read of the job first), then moved to the front. Only a job found in neither the default
+   * queue's delayed set nor its wait list is looked for in the deployment's other queues.
    */
   async hurry(jobId: string): Promise<void> {
-    const job = await this.findJob(jobId);
-    if (!job) return;
-    if (await job.isDelayed()) await job.promote().catch(() => {});
-    await withScripts(this.connection)
-      .hurryJob(`${job.queueQualifiedName}:wait`, jobId)
-      .catch(() => {});
+    if (await this.hurryIn(this.queue, jobId)) return;
+    for (const name of await this.queueNames()) {
+      if (name !== DEFAULT_QUEUE && (await this.hurryIn(this.queueOf(name), jobId))) return;
+    }
+  }
+
+  /** Promote and move to the front in `queue`; false when the job is neither delayed nor waiting there. */
+  private async hurryIn(queue: Queue, jobId: string): Promise<boolean> {
+    const promoted = await new Job(queue, STEP_JOB, {}, {}, jobId).promote().then(
+      () => true,
+      () => false, // not in the delayed set: waiting, running, or gone
+    );
+    // After the promote (BullMQ puts it at the back of the wait list), or a due job waiting there.
+    const moved = await withScripts(this.connection)
+      .hurryJob(`${queue.qualifiedName}:wait`, jobId)
+      .then(
+        (code) => code === 1,
+        () => false,
+      );
+    return promoted || moved;
   }
 
   async forgetFailed(taskIds: readonly string[]): Promise<void> {
