@@ -9,7 +9,7 @@
  * every run is in `exec` (held on a gate, no commit in flight) once its replica has caught up,
  * and the gates open at once: the steps then commit while the cluster fails over.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { Redis } from 'ioredis';
 import { defineFlow, Flow, Node } from '@queueflow/runtime';
 import { RedisEngine, startWorker, type QueueflowWorker } from '@queueflow/worker';
@@ -28,7 +28,8 @@ interface Shared {
   seen: number[];
 }
 
-const held = gate();
+/** The gate every run waits at in exec, and how many wait there: one of each per attempt of the test. */
+let held = gate();
 let waiting = 0;
 
 class Tick extends Node<Shared> {
@@ -56,49 +57,48 @@ const ticks = defineFlow('failover-ticks', () => {
 });
 
 describe('fault: a cluster master with a replica is killed in the middle of runs', () => {
-  const prefix = testPrefix('failover');
-  let cluster: LocalRedisCluster;
-  let engine: RedisEngine;
-  const workers: QueueflowWorker[] = [];
-
-  beforeAll(async () => {
-    cluster = await startRedisCluster({ masters: 3, replicas: 1, nodeTimeoutMs: 1000 });
-  });
-
-  afterAll(async () => {
-    held.open();
-    // Known issue: now and then, after a failover, closing a worker or the engine
-    // does not settle (seen twice in about ten runs, only on a loaded machine; not found yet). The
-    // test's claim is about the runs, so the clean-up waits 20 s at most for each, then stops the
-    // cluster anyway (its nodes killed, nothing can hang on them).
-    const bounded = (closing: Promise<unknown> | undefined): Promise<unknown> =>
-      Promise.race([closing?.catch(() => {}), new Promise((resolve) => setTimeout(resolve, 20_000).unref())]);
-    await bounded(engine?.close());
-    for (const worker of workers) await bounded(worker.close());
-    await cluster?.stop();
-  });
-
   // Retried: under a CPU burner the failover's timing (node timeout, election) can outlast the
-  // test's deadlines; the flakiness is known and noted (closing note, issue 18).
+  // test's deadlines. Each attempt has a cluster, a prefix, a gate and a counter of its own (a
+  // master killed by an earlier attempt has left its slots on a replica-less node).
   it('completes every run on the promoted replica, each step committed once', { retry: 2 }, async () => {
+    held = gate();
+    waiting = 0;
+    const cluster = await startRedisCluster({ masters: 3, replicas: 1, nodeTimeoutMs: 1000 });
     const connection = { cluster: cluster.urls };
-    engine = new RedisEngine({ connection, flows: [ticks], prefix });
-    for (let i = 0; i < 2; i++)
-      workers.push(await startWorker({ connection, flows: [ticks], prefix, concurrency: RUNS, onError: () => {} }));
-    const handles = await Promise.all(Array.from({ length: RUNS }, () => engine.start(ticks, { count: 0, seen: [] })));
-    const results = handles.map((handle) => handle.result({ timeoutMs: 90_000 }));
-    await waitFor('every run to wait in exec', () => waiting === RUNS, { timeoutMs: 60_000 });
+    const prefix = testPrefix('failover');
+    const engine = new RedisEngine({ connection, flows: [ticks], prefix });
+    const workers: QueueflowWorker[] = [];
+    try {
+      for (let i = 0; i < 2; i++)
+        workers.push(await startWorker({ connection, flows: [ticks], prefix, concurrency: RUNS, onError: () => {} }));
+      const handles = await Promise.all(
+        Array.from({ length: RUNS }, () => engine.start(ticks, { count: 0, seen: [] })),
+      );
+      const results = handles.map((handle) => handle.result({ timeoutMs: 90_000 }));
+      await waitFor('every run to wait in exec', () => waiting === RUNS, { timeoutMs: 60_000 });
 
-    const master = await masterOf(cluster, `${prefix}:run:x`);
-    await untilReplicated(master.port);
-    await master.kill();
-    held.open();
+      const master = await masterOf(cluster, `${prefix}:run:x`);
+      await untilReplicated(master.port);
+      await master.kill();
+      held.open();
 
-    for (const [i, result] of (await Promise.all(results)).entries()) {
-      expect(result.status, JSON.stringify(result.error)).toBe('completed');
-      expect(result.shared.seen).toEqual(Array.from({ length: STEPS }, (_, step) => step + 1));
-      const history = await engine.history(handles[i]!.id);
-      expect(history.map((record) => record.step)).toEqual(Array.from({ length: STEPS }, (_, step) => step));
+      for (const [i, result] of (await Promise.all(results)).entries()) {
+        expect(result.status, JSON.stringify(result.error)).toBe('completed');
+        expect(result.shared.seen).toEqual(Array.from({ length: STEPS }, (_, step) => step + 1));
+        const history = await engine.history(handles[i]!.id);
+        expect(history.map((record) => record.step)).toEqual(Array.from({ length: STEPS }, (_, step) => step));
+      }
+    } finally {
+      held.open();
+      // Known issue: now and then, after a failover, closing a worker or the engine does not
+      // settle (seen twice in about ten runs, only on a loaded machine; not found yet). The test's
+      // claim is about the runs, so the clean-up waits 20 s at most for each, then stops the
+      // cluster anyway (its nodes killed, nothing can hang on them).
+      const bounded = (closing: Promise<unknown>): Promise<unknown> =>
+        Promise.race([closing.catch(() => {}), new Promise((resolve) => setTimeout(resolve, 20_000).unref())]);
+      await bounded(engine.close());
+      for (const worker of workers) await bounded(worker.close());
+      await cluster.stop();
     }
   });
 });
