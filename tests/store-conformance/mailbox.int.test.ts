@@ -16,6 +16,7 @@ import {
   message,
   parkOn,
   runsFanOut,
+  RUNNABLE,
   stores,
   useStore,
   commitFanOut,
@@ -156,6 +157,49 @@ describe.each(stores)('%s: reserveMessage', (name) => {
 
     expect(await h.store.reserveMessage(parked.run, 0, 'inbox')).toEqual(message('m1'));
     expect(await h.store.mailboxSize('inbox')).toBe(1);
+  });
+});
+
+describe.each(stores)('%s: loadForStep of a wake', (name) => {
+  const open = useStore(name);
+
+  it("reserves the parked receive's message and returns it with those reserved before", async () => {
+    const h = await open();
+    for (const id of ['m1', 'm2']) await h.store.send('inbox', message(id));
+    const run = await h.started();
+    await h.store.reserveMessage(run, 0, 'inbox');
+    const park = { ordinal: 1, address: 'replies', deadline: null };
+    const reply = await h.store.park(run, park, { sent: 0, parked: park }, []);
+    await h.store.send('replies', message('r1'));
+    await h.store.send('replies', message('r2'));
+
+    const woken = await h.store.loadForStep(run.id, RUNNABLE, reply.parkCount);
+    expect(woken?.reserved).toEqual(
+      new Map([
+        [0, message('m1')],
+        [1, message('r1')],
+      ]),
+    );
+    const { reserved: _reserved, ...record } = woken!;
+    // The step, run again, meets the same messages (reserved once: r2 still waits).
+    expect(await h.store.reserveMessage(record, 1, 'replies')).toEqual(message('r1'));
+    expect(await h.store.loadForStep(run.id, RUNNABLE, reply.parkCount)).toMatchObject({ reserved: woken!.reserved });
+    expect(await drain(h, 'replies')).toEqual(['r2']);
+  });
+
+  it('reserves nothing for a stale wake, a run not parked, or without a wake', async () => {
+    const h = await open();
+    await h.store.send('replies', message('r1'));
+    const run = await h.started();
+    const park = { ordinal: 0, address: 'replies', deadline: null };
+    const reply = await h.store.park(run, park, { sent: 0, parked: park }, []);
+
+    expect((await h.store.loadForStep(run.id, RUNNABLE, reply.parkCount + 1))?.reserved).toBeUndefined();
+    expect((await h.store.loadForStep(run.id, RUNNABLE))?.reserved).toBeUndefined();
+    expect(await h.store.mailboxSize('replies')).toBe(1);
+    const other = await h.started();
+    expect((await h.store.loadForStep(other.id, RUNNABLE, 1))?.reserved).toBeUndefined();
+    expect(await h.store.mailboxSize('replies')).toBe(1);
   });
 });
 

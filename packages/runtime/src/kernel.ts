@@ -9,6 +9,7 @@ export type {
   Runnable,
   NewRun,
   StoredRun,
+  LoadedRun,
   ChildOf,
   RunRecord,
   CommitMode,

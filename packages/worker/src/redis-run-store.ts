@@ -25,6 +25,7 @@ import {
   type CommitReply,
   type CommitResult,
   type FanOutCommit,
+  type LoadedRun,
   type NewRun,
   childOutcomeOf,
   type OutgoingMessage,
@@ -194,10 +195,23 @@ export class RedisRunStore implements RunStore {
     return status ? { status: status as RunStatus, step: Number(step ?? 0) } : undefined;
   }
 
-  async loadForStep(runId: string, runnable: readonly Runnable[]): Promise<StoredRun | undefined> {
-    const flat = (await this.redis.loadRun(this.keys.run(runId), this.clock.now(), ...runnable.flat())) as string[];
+  async loadForStep(runId: string, runnable: readonly Runnable[], wake?: number): Promise<LoadedRun | undefined> {
+    const [flat, flatReserved] = (await this.redis.loadRun(
+      this.keys.run(runId),
+      this.keys.reserved(runId),
+      this.clock.now(),
+      wake === undefined ? '' : wake,
+      this.keys.mailboxPrefix(),
+      ...runnable.flat(),
+    )) as [string[], string[]];
     const hash = hashOfList(flat);
-    return hash.status ? runOfHash(runId, hash) : undefined;
+    if (!hash.status) return undefined;
+    const run = runOfHash(runId, hash);
+    if (wake === undefined || flatReserved.length === 0) return run;
+    const reserved = new Map<number, Message>();
+    for (const [field, value] of Object.entries(hashOfList(flatReserved)))
+      if (field.startsWith('m')) reserved.set(Number(field.slice(1)), decodeMessage(value));
+    return { ...run, reserved };
   }
 
   async commit(at: StoredRun, mode: CommitMode, fields: CommitFields, report?: ChildReport): Promise<CommitReply> {

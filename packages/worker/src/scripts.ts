@@ -11,7 +11,7 @@ const SCRIPTS: Record<ScriptName, { file: string; keys?: number; budget?: true; 
   childEnded: { file: 'child-ended.lua', keys: 8 },
   cancelRun: { file: 'cancel-run.lua', keys: 8 },
   reopenRun: { file: 'reopen-run.lua', keys: 8 },
-  loadRun: { file: 'load-run.lua', keys: 1 },
+  loadRun: { file: 'load-run.lua', keys: 2 },
   reserveMessage: { file: 'reserve-message.lua', keys: 3 },
   parkRun: { file: 'park-run.lua', keys: 8 },
   sendMessage: { file: 'send-message.lua', keys: 2 },

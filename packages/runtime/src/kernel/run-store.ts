@@ -34,8 +34,13 @@ export interface RunStore {
    * The run's record for the step a worker is about to take; a `queued` run whose flow and graph
    * fingerprint are among `runnable` becomes `running` (its first step starts now) in the same
    * transition.
+   *
+   * With `wake` (the park count of the wake being run), for a run parked at that park count, the
+   * messages reserved for its current step's receives come back too (`reserved`), the parked
+   * receive's own reserved now when its mailbox has one (as {@link RunStore.reserveMessage} would
+   * when the step runs again): a woken step's receives then cost no transition of their own.
    */
-  loadForStep(runId: string, runnable: readonly Runnable[]): Promise<StoredRun | undefined>;
+  loadForStep(runId: string, runnable: readonly Runnable[], wake?: number): Promise<LoadedRun | undefined>;
 
   /**
    * Commits the outcome of the step the run stood at (`at`), only if it still stands there.
@@ -300,6 +305,12 @@ export interface StoredRun {
   throttledBy?: string;
   /** The run's priority (BullMQ's: 1 first); a fan-out child has its parent's. Its tasks carry it. */
   priority?: number;
+}
+
+/** A run as {@link RunStore.loadForStep} reads it for a step. */
+export interface LoadedRun extends StoredRun {
+  /** Woken from a park: the messages reserved for the step's receives, by receive ordinal. */
+  reserved?: ReadonlyMap<number, Message>;
 }
 
 /** A fan-out child's place: its parent, the parent's step that fanned out, its index. */

@@ -24,6 +24,7 @@ import {
   type CommitFields,
   type CommitMode,
   type CommitResult,
+  type LoadedRun,
   type RunStore,
   type Runnable,
   type StoredRun,
@@ -279,8 +280,11 @@ export class StepDriver {
   private async runStep(task: StepTask | WakeTask, attemptsMade: number, chain?: StepChain): Promise<StepResult> {
     // A wake always reads the run: it follows a park, which no cache of this driver saw.
     const cached = task.type === 'step' ? this.runs.take(task.runId, task.step) : undefined;
-    const run = cached ?? (await this.store.loadForStep(task.runId, this.runnable));
-    if (!run) return DONE; // expired or never started
+    const loaded: LoadedRun | undefined =
+      cached ?? (await this.store.loadForStep(task.runId, this.runnable, task.type === 'wake' ? task.park : undefined));
+    if (!loaded) return DONE; // expired or never started
+    // A woken step's reserved messages came with its run; they belong to this step alone.
+    const { reserved, ...run } = loaded;
     const parked = run.status === 'waiting' && run.replay.parked !== undefined;
     if (task.type === 'wake' && task.park > run.parkCount && task.step === run.step && !isFinal(run.status)) {
       // The wake is added before its park commits (see park): one due at once (its deadline has
@@ -364,11 +368,11 @@ export class StepDriver {
       const trace = span.trace;
       const reservations = {
         reserve: async (ordinal: number, address: string) => {
-          const reserved = await this.store.reserveMessage(run, ordinal, address);
-          if (reserved === 'stale')
+          const message = reserved?.get(ordinal) ?? (await this.store.reserveMessage(run, ordinal, address));
+          if (message === 'stale')
             throw new Error(`run '${run.id}' is no longer at step ${run.step}: this run of the step is stale`);
-          span.linkTo(reserved?.trace); // from the step that sent it
-          return reserved;
+          span.linkTo(message?.trace); // from the step that sent it
+          return message;
         },
       };
       const stream = new StepStream(this.store, run.id, { step: run.step, attempt }, now);

@@ -29,6 +29,7 @@ import {
   childRunId,
   isFinal,
   wakeId,
+  type LoadedRun,
   type ReopenReply,
   type StoredMailbox,
   type StoredWorker,
@@ -196,10 +197,17 @@ export class MemoryRunStore implements RunStore, RunEventSource {
     return run && { status: run.status, step: run.step };
   }
 
-  async loadForStep(runId: string, runnable: readonly Runnable[]): Promise<StoredRun | undefined> {
+  async loadForStep(runId: string, runnable: readonly Runnable[], wake?: number): Promise<LoadedRun | undefined> {
     const entry = this.runs.get(runId);
     if (!entry) return undefined;
     const { run } = entry;
+    const parked = run.replay.parked;
+    if (wake !== undefined && run.status === 'waiting' && parked && run.parkCount === wake) {
+      if (!entry.reserved.has(parked.ordinal)) await this.reserveMessage(run, parked.ordinal, parked.address);
+      const reserved = new Map<number, Message>();
+      for (const [ordinal, held] of entry.reserved) reserved.set(ordinal, decodeMessage(held.message));
+      return { ...copyOf(run), reserved };
+    }
     if (
       run.status === 'queued' &&
       runnable.some(([flow, fingerprint]) => flow === run.flow && fingerprint === run.fingerprint)

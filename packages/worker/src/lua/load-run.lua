@@ -3,20 +3,40 @@
   step starts now, before any commit) if this worker can run it, so `get` tells a run a worker
   has taken from one still waiting for a worker. One round trip for both.
 
-  KEYS[1] run hash
+  For a wake (ARGV[2], the park count it ends) of a run still parked at that park count, the
+  messages its current step holds reserved come back too, the parked receive's reserved now
+  when its mailbox has one (as reserve-message.lua would when the step runs again): a woken step
+  needs no round trip for its receives.
+
+  KEYS[1] run hash   KEYS[2] run reserved-messages hash
   ARGV[1] now (epoch ms)
-  ARGV[2..] pairs of flow name and graph fingerprint this worker runs
-  Returns: the hash as a flat list of fields and values (empty when there is no such run)
+  ARGV[2] the park count of the wake being run, or '' (not a wake)
+  ARGV[3] key prefix of mailboxes
+  ARGV[4..] pairs of flow name and graph fingerprint this worker runs
+  Returns: { the hash as a flat list of fields and values (empty when there is no such run),
+             the reserved hash as a flat list (`a<n>` address, `m<n>` message of receive n) }
 ]]
-local run = redis.call('HMGET', KEYS[1], 'status', 'flow', 'fingerprint', 'createdAt')
+local run = redis.call('HMGET', KEYS[1], 'status', 'flow', 'fingerprint', 'createdAt', 'parkCount', 'replay')
 if run[1] == 'queued' then
   -- Never before its creation, which another process stamped on its own reading of the clock.
   local now = string.format('%d', math.max(tonumber(ARGV[1]), tonumber(run[4]) or 0))
-  for i = 2, #ARGV, 2 do
+  for i = 4, #ARGV, 2 do
     if ARGV[i] == run[2] and ARGV[i + 1] == run[3] then
       redis.call('HSET', KEYS[1], 'status', 'running', 'startedAt', now, 'updatedAt', now)
       break
     end
   end
 end
-return redis.call('HGETALL', KEYS[1])
+local reserved = {}
+if ARGV[2] ~= '' and run[1] == 'waiting' and (run[5] or '0') == ARGV[2] and run[6] then
+  local parked = cjson.decode(run[6]).parked
+  if type(parked) == 'table' then
+    local ordinal = string.format('%d', parked.ordinal)
+    if redis.call('HEXISTS', KEYS[2], 'm' .. ordinal) == 0 then
+      local message = redis.call('LPOP', ARGV[3] .. parked.address)
+      if message then redis.call('HSET', KEYS[2], 'a' .. ordinal, parked.address, 'm' .. ordinal, message) end
+    end
+  end
+  reserved = redis.call('HGETALL', KEYS[2])
+end
+return { redis.call('HGETALL', KEYS[1]), reserved }
