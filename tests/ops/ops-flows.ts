@@ -10,10 +10,13 @@
  *   step committed twice shows as a duplicate). Visit `slowVisit` hangs on its first execution,
  *   after writing `<markerDir>/slow-first` (pid); a later execution writes `slow-again`
  *   (pid and epoch ms) and goes on.
+ * - `ops-asker` / `ops-answerer`: the asker `ask`s `params.address` once; the answerer receives
+ *   there and replies. The answerer's exec hangs on its first execution, after writing
+ *   `<markerDir>/answer-first` (pid); a later execution writes `answer-again` (pid) and goes on.
  */
 import { appendFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { defineFlow, Flow, Node } from '@queueflow/runtime';
+import { defineFlow, Flow, Node, type Message } from '@queueflow/runtime';
 
 interface MarkerParams {
   markerDir: string;
@@ -75,3 +78,39 @@ export const opsTakeover = defineFlow('ops-takeover', () => {
   tick.on('again', tick);
   return new Flow(tick);
 });
+
+interface AskShared {
+  answer?: unknown;
+}
+
+class Ask extends Node<AskShared, MarkerParams & { address: string }> {
+  override prep(): Promise<Message | undefined> {
+    return this.ask(this.params.address, { question: 'ready?' });
+  }
+  override post(shared: AskShared, answer: Message): void {
+    shared.answer = answer.body;
+  }
+}
+
+class Answer extends Node<AskShared, MarkerParams & { address: string }> {
+  override prep(): Promise<Message | undefined> {
+    return this.receive(this.params.address);
+  }
+  override async exec(question: Message): Promise<Message> {
+    try {
+      writeFileSync(join(this.params.markerDir, 'answer-first'), String(process.pid), { flag: 'wx' });
+      await new Promise((resolve) => setTimeout(resolve, 120_000)); // until this process is killed
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+      writeFileSync(join(this.params.markerDir, 'answer-again'), String(process.pid));
+    }
+    return question;
+  }
+  override async post(shared: AskShared, _prep: Message, question: Message): Promise<void> {
+    await this.reply(question, { yes: true });
+    shared.answer = question.id;
+  }
+}
+
+export const opsAsker = defineFlow('ops-asker', () => new Flow(new Ask({ name: 'ask' })));
+export const opsAnswerer = defineFlow('ops-answerer', () => new Flow(new Answer({ name: 'answer' })));

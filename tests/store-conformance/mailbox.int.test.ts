@@ -203,6 +203,63 @@ describe.each(stores)('%s: loadForStep of a wake', (name) => {
   });
 });
 
+describe.each(stores)('%s: a worker takes a run it wakes (takenBy)', (name) => {
+  const open = useStore(name);
+
+  it('a commit takes the first run it wakes: in `taken`, not in `wakes`, kept until released', async () => {
+    const h = await open();
+    const a = await parkOn(h, await h.started(), 'inbox');
+    const b = await parkOn(h, await h.started(), 'inbox');
+    const sender = await h.started();
+    const reply = await h.store.commit(sender, 'next', {
+      outbox: [
+        { address: 'inbox', message: message('m1') },
+        { address: 'inbox', message: message('m2') },
+      ],
+      takenBy: 'worker-1',
+      now: h.now(),
+    });
+    expect(reply.taken).toEqual(expect.any(String));
+    expect([reply.taken, ...reply.wakes].sort()).toEqual([a.wake, b.wake].sort());
+    expect(reply.wakes).toHaveLength(1);
+    expect(await h.store.claimTaken('worker-2')).toEqual([]);
+    await h.store.releaseTaken('worker-1', ['not-taken']);
+    expect(await h.store.claimTaken('worker-1')).toEqual([reply.taken]);
+    expect(await h.store.claimTaken('worker-1')).toEqual([]);
+  });
+
+  it('a park takes the first run its sends wake; a released wake is not claimed', async () => {
+    const h = await open();
+    const waiting = await parkOn(h, await h.started(), 'questions');
+    const asker = await h.started();
+    const park = { ordinal: 0, address: 'answers', deadline: null };
+    const reply = await h.store.park(
+      asker,
+      park,
+      { sent: 1, parked: park },
+      [{ address: 'questions', message: message('q1') }],
+      'worker-1',
+    );
+    expect(reply).toMatchObject({ result: 'committed', wakes: [], taken: waiting.wake });
+    await h.store.releaseTaken('worker-1', [waiting.wake]);
+    expect(await h.store.claimTaken('worker-1')).toEqual([]);
+  });
+
+  it('takes nothing without takenBy, or when nothing wakes', async () => {
+    const h = await open();
+    const parked = await parkOn(h, await h.started(), 'inbox');
+    const quiet = await h.store.commit(await h.started(), 'next', { takenBy: 'worker-1', now: h.now() });
+    expect(quiet.taken).toBeUndefined();
+    const reply = await h.store.commit(await h.started(), 'next', {
+      outbox: [{ address: 'inbox', message: message('m1') }],
+      now: h.now(),
+    });
+    expect(reply).toMatchObject({ wakes: [parked.wake] });
+    expect(reply.taken).toBeUndefined();
+    expect(await h.store.claimTaken('worker-1')).toEqual([]);
+  });
+});
+
 describe.each(stores)('%s: park', (name) => {
   const open = useStore(name);
 

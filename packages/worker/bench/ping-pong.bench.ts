@@ -14,28 +14,21 @@
  * The worker processes count every Redis command they send (ioredis `sendCommand`, Lua scripts
  * by name), so the report also says what one round trip costs in Redis commands.
  *
- * Where the extra time goes (from a MONITOR trace of this benchmark and the counts it prints).
- * Each agent waits as a parked run, and every wake-up and every next step is a BullMQ job, so one
- * round trip is four steps, four jobs and about 36 to 47 Redis commands from the workers (raw: 4):
- *   1. pinger, step k: `ask` → reserve-message (empty) → park-run (delivers the question and
- *      returns the ponger's wake job id) → promote that job (HGETALL of the job, ZSCORE in the
- *      delayed set, the promote script) ‖ add its own wake job (delayed) + LLEN of its mailbox.
- *   2. ponger, woken: BZPOPMIN on BullMQ's marker returns → moveToActive → HGETALL of the run
- *      (a wake always reloads it) → reserve-message (the question) → commit-step (consumes it,
- *      delivers the answer, returns the pinger's wake job) ‖ add its next step's job → promote
- *      the pinger's wake job (3 commands) → moveToFinished.
- *   3. pinger, woken: BZPOPMIN → moveToActive → HGETALL → reserve-message (the answer) →
- *      commit-step ‖ add step k+1's job → moveToFinished.
- *   4. ponger, next step: moveToActive → reserve-message (empty) → park-run → add its wake job,
- *      LLEN (when the next question is already there, it promotes its own wake job at once).
- * The critical path of one round trip is about 19 sequential Redis round trips (park, 3 for the
- * promote, the marker wake-up, moveToActive, HGETALL, reserve, commit, 3 for the promote, the
- * wake-up, moveToActive, HGETALL, reserve, commit, then the pinger's next step: moveToActive,
- * reserve) against 2 for the raw ping-pong (LPUSH, BRPOP wakes; LPUSH, BRPOP wakes), plus each
- * step's own CPU time (checkpoint JSON, the interpreter). Idle worker slots add BZPOPMIN
- * wake-ups and empty moveToActive calls off the critical path: about 4 per round trip at
- * concurrency 1, about 10 at concurrency 8. A wake job is sometimes promoted twice (by the
- * sender and by the parking step that found the message already there): 3 wasted commands.
+ * Where the time goes (from the counts this benchmark prints). Each agent waits as a parked run.
+ * A step that wakes a parked run takes it and runs its step in the same job (direct hand-off,
+ * `continueSteps`), and a run's next step runs on in the same job too, so once the exchange is
+ * going, both agents' steps run one after the other in one worker slot, with no BullMQ job per
+ * step or per wake. One round trip is four steps and about 15 Redis commands (raw: 4):
+ *   1. pinger, step k: `ask` → reserve-message (empty) → add its wake job (delayed: its deadline
+ *      and the safety net of a crash) → park-run (delivers the question; takes the ponger).
+ *   2. ponger, taken: load-run (reserves the question with the run) → commit-step (consumes it,
+ *      delivers the answer; takes the pinger) ‖ the ponger's wake job removed, its taken mark
+ *      released (neither awaited).
+ *   3. ponger, next step: reserve-message (empty) → add its wake job → park-run.
+ *   4. pinger, taken: load-run (the answer) → commit-step ‖ removal and release; then step k + 1.
+ * So about 10 sequential Redis round trips against 2 for the raw ping-pong, plus each step's CPU
+ * (checkpoint JSON, the interpreter). Idle slots' BZPOPMIN wake-ups and the chain's hand-back to
+ * BullMQ every 50 steps or second (a new job) make the rest.
  *
  * Usage: npm run bench -w @queueflow/worker   or   tsx bench/ping-pong.bench.ts [--exchanges 500 --rounds 3 --concurrency 8]
  */

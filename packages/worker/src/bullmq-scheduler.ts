@@ -157,6 +157,12 @@ export class BullmqScheduler implements Scheduler {
     return promoted || moved;
   }
 
+  async dropWakes(wakeIds: readonly string[], name: string): Promise<void> {
+    const queue = this.queueOf(name);
+    // BullMQ removes a job that no worker holds (a delayed wake), and leaves a running one alone.
+    await Promise.all(wakeIds.map((jobId) => queue.remove(jobId)));
+  }
+
   async forgetFailed(taskIds: readonly string[]): Promise<void> {
     await Promise.all(
       taskIds.map(async (jobId) => {

@@ -136,6 +136,14 @@ export class RedisKeys {
     return `${this.prefix}:workers`;
   }
 
+  /**
+   * Set: the wakes worker `workerId` took to run itself (direct hand-off, CommitFields.takenBy)
+   * and has not released; a survivor that takes the worker over makes them due.
+   */
+  taken(workerId: string): string {
+    return `${this.prefix}:workers:taken:${workerId}`;
+  }
+
   /** Sorted set: worker id → when its last heartbeat came (epoch ms, Redis server time). */
   workersSeen(): string {
     return `${this.prefix}:workers:seen`;

@@ -251,18 +251,20 @@ export class RedisRunStore implements RunStore {
           }
         : {}),
       ...this.valueOptions(fields.values),
+      ...(fields.takenBy === undefined ? {} : { takenKey: this.keys.taken(fields.takenBy) }),
     };
-    const [code, parentCode, next, wakes] = (await this.redis.commitStep(
+    const [code, parentCode, next, wakes, taken] = (await this.redis.commitStep(
       keys.length,
       ...keys,
       JSON.stringify(options),
       fields.checkpoint ?? '',
       ...textsOf(fields.values),
-    )) as [number, number, number, string[]];
+    )) as [number, number, number, string[], string | null | undefined];
     return {
       result: COMMIT_CODES[code] ?? 'stale',
       wakes,
       ...(report && parentCode !== -1 ? { parent: childEndedResult(parentCode, next) } : {}),
+      ...(taken ? { taken } : {}),
     };
   }
 
@@ -412,19 +414,26 @@ export class RedisRunStore implements RunStore {
     return code === 1 ? decodeMessage(message!) : undefined;
   }
 
-  async park(at: StoredRun, park: ParkRequest, replay: StepReplay, outbox: OutgoingMessage[]): Promise<ParkReply> {
+  async park(
+    at: StoredRun,
+    park: ParkRequest,
+    replay: StepReplay,
+    outbox: OutgoingMessage[],
+    takenBy?: string,
+  ): Promise<ParkReply> {
     const options = {
       ...this.common(at.id, this.clock.now()),
       at: positionOf(at),
       replay: encodeReplay(replay),
       address: park.address,
       outbox: outboxOf(outbox),
+      ...(takenBy === undefined ? {} : { takenKey: this.keys.taken(takenBy) }),
     };
-    const [code, parkCount, ready, wakes] = (await this.redis.parkRun(
+    const [code, parkCount, ready, wakes, taken] = (await this.redis.parkRun(
       ...this.keys.runKeys(at.id),
       JSON.stringify(options),
-    )) as [number, number, number, string[]];
-    return { result: COMMIT_CODES[code] ?? 'stale', parkCount, ready: ready === 1, wakes };
+    )) as [number, number, number, string[], string | null | undefined];
+    return { result: COMMIT_CODES[code] ?? 'stale', parkCount, ready: ready === 1, wakes, ...(taken ? { taken } : {}) };
   }
 
   async send(address: string, message: Message): Promise<{ wakes: string[] }> {
@@ -484,6 +493,16 @@ export class RedisRunStore implements RunStore {
 
   async removeWorker(id: string): Promise<void> {
     await this.redis.workerRegistry(this.keys.workers(), this.keys.workersSeen(), 'remove', id);
+  }
+
+  async releaseTaken(worker: string, wakeIds: readonly string[]): Promise<void> {
+    if (wakeIds.length > 0) await this.redis.srem(this.keys.taken(worker), ...wakeIds);
+  }
+
+  async claimTaken(worker: string): Promise<string[]> {
+    const key = this.keys.taken(worker);
+    const [[, taken]] = (await this.redis.multi().smembers(key).del(key).exec()) as [[unknown, string[]]];
+    return taken;
   }
 
   private async registry(op: 'live' | 'claim', lapseMs: number): Promise<StoredWorker[]> {

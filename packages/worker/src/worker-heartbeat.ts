@@ -59,10 +59,17 @@ export class WorkerHeartbeat {
     this.timer.unref();
   }
 
-  /** Stops beating and leaves the registry (a clean stop: nothing to take over). */
+  /**
+   * Stops beating and leaves the registry (a clean stop: nothing to take over). Wakes it took
+   * and did not run (direct hand-off, CommitFields.takenBy) are made due.
+   */
   async stop(): Promise<void> {
     clearInterval(this.timer);
     await this.beating?.catch(() => {});
+    await this.store
+      .claimTaken(this.options.worker.id)
+      .then((wakes) => this.scheduler.promote(wakes))
+      .catch(() => {});
     await this.store.removeWorker(this.options.worker.id).catch(() => {});
   }
 
@@ -76,10 +83,14 @@ export class WorkerHeartbeat {
     const lapsed = await this.store.claimLapsed(this.options.lapseMs);
     for (const dead of lapsed) {
       const taken = await this.handBack(dead);
+      // Parked runs it had woken to run itself (direct hand-off): due now.
+      const woken = await this.store.claimTaken(dead.id);
+      await this.scheduler.promote(woken);
       const ago = Math.round((Date.now() - dead.lastSeenAt) / 100) / 10;
       this.options.log(
         `worker ${dead.id} (${dead.host} pid ${dead.pid}) stopped heartbeating ${ago} s ago; ` +
-          (taken.length === 0 ? 'it held no steps' : `took over ${taken.length} step(s): ${taken.join(', ')}`),
+          (taken.length === 0 ? 'it held no steps' : `took over ${taken.length} step(s): ${taken.join(', ')}`) +
+          (woken.length === 0 ? '' : `; woke ${woken.length} run(s) it had woken: ${woken.join(', ')}`),
       );
     }
   }

@@ -92,8 +92,17 @@ export interface RunStore {
    * moved on (a stale delivery reserves nothing).
    */
   reserveMessage(at: StoredRun, ordinal: number, address: string): Promise<Message | undefined | 'stale'>;
-  /** Parks the run on `park.address` and delivers the step's sends so far. */
-  park(at: StoredRun, park: ParkRequest, replay: StepReplay, outbox: OutgoingMessage[]): Promise<ParkReply>;
+  /**
+   * Parks the run on `park.address` and delivers the step's sends so far. With `takenBy`, that
+   * worker takes the first run the sends wake (see {@link CommitFields.takenBy}).
+   */
+  park(
+    at: StoredRun,
+    park: ParkRequest,
+    replay: StepReplay,
+    outbox: OutgoingMessage[],
+    takenBy?: string,
+  ): Promise<ParkReply>;
   /** Appends a message from outside any run; returns the wake ids of runs parked on the address. */
   send(address: string, message: Message): Promise<{ wakes: string[] }>;
   /** Messages waiting at `address`. */
@@ -117,6 +126,10 @@ export interface RunStore {
   claimLapsed(lapseMs: number): Promise<StoredWorker[]>;
   /** Takes a worker out of the registry (it stopped cleanly). */
   removeWorker(id: string): Promise<void>;
+  /** Drops wakes from the wakes `worker` took (see {@link CommitFields.takenBy}): it ran them, or gave them back. */
+  releaseTaken(worker: string, wakeIds: readonly string[]): Promise<void>;
+  /** Takes every wake `worker` took and had not released (a dead worker's, to make them due now). */
+  claimTaken(worker: string): Promise<string[]>;
 
   /** The fan-out a waiting parent made, with its counters (not its snapshot: see snapshotOf). */
   fanOutOf(parentId: string): Promise<StoredFanOut | undefined>;
@@ -368,6 +381,13 @@ export interface CommitFields {
   values?: ValueClaim;
   /** Epoch ms. */
   now: number;
+  /**
+   * Direct hand-off: the worker that takes the first run this commit wakes, and runs its step
+   * itself instead of making its wake due (see StepDriverOptions.continueSteps). The wake is kept
+   * among that worker's taken wakes until released, so a survivor that takes over a dead worker
+   * makes it due; it is not among the reply's `wakes` but its `taken`.
+   */
+  takenBy?: string;
 }
 
 /** What a commit did. */
@@ -379,6 +399,8 @@ export interface CommitReply {
   parent?: ChildEndedResult;
   /** Wake ids of runs parked on mailboxes that got a message here. */
   wakes: string[];
+  /** The wake id the worker named by `takenBy` took (see {@link CommitFields.takenBy}). */
+  taken?: string;
 }
 
 /** How a fan-out child's end is reported to its parent by the commit that ends it. */
@@ -442,6 +464,8 @@ export interface ParkReply {
   /** A message is already at the address: wake at once. */
   ready: boolean;
   wakes: string[];
+  /** The wake id the worker named by `takenBy` took (see {@link CommitFields.takenBy}). */
+  taken?: string;
 }
 
 /** What one try of a step appends to its run's stream. Times are epoch ms. */

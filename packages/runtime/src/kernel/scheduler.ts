@@ -41,6 +41,12 @@ export interface Scheduler {
   /** Makes the named delayed wakes due now; gone or running ones are skipped. */
   promote(wakeIds: readonly string[]): Promise<void>;
   /**
+   * Removes delayed wakes no run needs any more (their park ended without them: a worker took the
+   * woken run and ran its step itself), from queue `queue` (a node's `queue`); gone or running
+   * ones are skipped. A wake left would only find its run moved on when due, at the cost of a task.
+   */
+  dropWakes(wakeIds: readonly string[], queue: string): Promise<void>;
+  /**
    * Forgets the tasks with these ids that failed for good (BullMQ keeps failed jobs, and an add
    * under a kept id adds nothing), so that a retried run's tasks can be added again.
    */

@@ -39,6 +39,7 @@ import {
   type WakeTask,
 } from './scheduler.js';
 import { queueOf } from './run-info.js';
+import { StepChain, stepTaskOf, wakeTaskOf } from './step-chain.js';
 
 export interface StepDriverOptions {
   /** Time source for records, deadlines and delays. */
@@ -88,14 +89,11 @@ interface StepStart {
   chain?: StepChain;
 }
 
-/** Steps a task has run after its own, and until when (epoch ms) it may run more. */
-interface StepChain {
-  steps: number;
-  endsAt: number;
-}
-
-/** What a step ended with: a task result, or its run's next step to run at once in the same task. */
-type StepResult = TaskResult | Continue;
+/**
+ * What a step ended with: a task result, its run's next step to run at once in the same task,
+ * or (a taken wake) a run this worker cannot run, to give back to the scheduler.
+ */
+type StepResult = TaskResult | Continue | { type: 'not-here' };
 
 interface Continue {
   type: 'continue';
@@ -165,30 +163,11 @@ export class StepDriver {
   async run(task: Task, attemptsMade: number): Promise<TaskResult> {
     if (task.type === 'item') return this.fanOut.runItem(task, attemptsMade);
     const chain = this.options.continueSteps
-      ? { steps: 0, endsAt: this.options.clock.now() + CONTINUE_SLICE_MS }
+      ? new StepChain(this.options.continueSteps, this.options.clock.now() + CONTINUE_SLICE_MS)
       : undefined;
-    let result = await this.runStep(task, attemptsMade, chain);
-    while (result.type === 'continue') {
-      // The run's next step, here and now. Should this worker die during it, the task's job
-      // comes back, finds the run past its step and adds the step's own task (ensureProgress).
-      const next: StepTask = { type: 'step', runId: task.runId, step: result.step };
-      chain!.steps++;
-      let ended: StepResult;
-      try {
-        ended = await this.runStep(next, 0, chain);
-      } catch (error) {
-        // A store or scheduler error (Redis failing over, say): the step gets a task of its own,
-        // whose tries and failure are the step's (this task's would not name it). Should that
-        // add fail too, the error goes to this task's scheduler, and taskFailed still finds the run.
-        await this.scheduler.addStep(next.runId, next.step, result.target, taskOptionsOf(result)).catch(() => {
-          throw error;
-        });
-        return DONE;
-      }
-      if (ended.type === 'retry' || ended.type === 'defer') return this.handOff(next, result, ended);
-      result = ended;
-    }
-    return result;
+    const result = await this.runChain(task, attemptsMade, chain);
+    if (chain) await this.runTaken(chain);
+    return result.type === 'not-here' || result.type === 'continue' ? DONE : result;
   }
 
   /**
@@ -200,23 +179,112 @@ export class StepDriver {
   }
 
   /**
-   * A step run straight after the previous one in the same task wants another try, or to wait
-   * (a budget): its task's tries and delay belong to the task that began the chain, so the step
-   * gets a task of its own, with the tries it used and the delay.
+   * Runs a task's step, then its run's next steps while the chain goes on. `taken`: the task is a
+   * wake this chain took (direct hand-off): it has no task of its own in the scheduler.
    */
-  private async handOff(
+  private async runChain(
+    task: StepTask | WakeTask,
+    attemptsMade: number,
+    chain: StepChain | undefined,
+    taken = false,
+  ): Promise<StepResult> {
+    let result = await this.runStep(task, attemptsMade, chain, taken);
+    if (taken && (result.type === 'retry' || result.type === 'defer'))
+      return this.handBack(stepTaskOf(task.runId, task.step), chain!, result);
+    while (result.type === 'continue') {
+      // The run's next step, here and now. Should this worker die during it, the task's job
+      // comes back, finds the run past its step and adds the step's own task (ensureProgress).
+      const at: Continue = result;
+      const current = stepTaskOf(task.runId, at.step);
+      chain!.steps++;
+      try {
+        result = await this.runStep(current, 0, chain);
+      } catch (error) {
+        // A store or scheduler error (Redis failing over, say): the step gets a task of its own,
+        // whose tries and failure are the step's (this task's would not name it). Should that
+        // add fail too, the error goes to this task's scheduler, and taskFailed still finds the run.
+        await this.scheduler.addStep(current.runId, current.step, at.target, taskOptionsOf(at)).catch(() => {
+          throw error;
+        });
+        return DONE;
+      }
+      if (result.type === 'retry' || result.type === 'defer') return this.handBack(current, chain!, result);
+    }
+    return result;
+  }
+
+  /**
+   * Runs the parked runs this chain's steps woke and took (direct hand-off: no promote, no
+   * scheduler round, the woken step's messages loaded with its run), while the chain goes on; the
+   * others are given back to the scheduler. A taken wake stays among this worker's taken wakes
+   * until it has run, so that a survivor makes it due should this worker die meanwhile.
+   */
+  private async runTaken(chain: StepChain): Promise<void> {
+    for (let wake = chain.taken.shift(); wake !== undefined; wake = chain.taken.shift()) {
+      const task = wakeTaskOf(wake);
+      if (!task || this.draining || !chain.mayGoOn(this.options.clock.now())) {
+        await this.giveBack([wake, ...chain.taken.splice(0)]);
+        return;
+      }
+      chain.steps++;
+      let result: StepResult;
+      try {
+        result = await this.runChain(task, 0, chain, true);
+      } catch (error) {
+        await this.giveBack([wake, ...chain.taken.splice(0)]);
+        throw error;
+      }
+      if (result.type === 'not-here') {
+        await this.giveBack([wake]);
+        continue;
+      }
+      // Its wake task (delayed to the park's deadline) is not needed any more. Neither call is
+      // awaited: should either be lost, the wake finds its run moved on, and a takeover too.
+      void this.store.releaseTaken(this.options.workerId!, [wake]).catch(() => {});
+      void this.scheduler.dropWakes([wake], chain.queue!).catch(() => {});
+    }
+  }
+
+  /** Makes taken wakes due in the scheduler after all, and releases them. */
+  private async giveBack(wakeIds: string[]): Promise<void> {
+    await this.scheduler.promote(wakeIds);
+    await this.store.releaseTaken(this.options.workerId!, wakeIds);
+  }
+
+  /**
+   * A step run in a chain (after the previous one, or a taken wake) wants another try, or to wait
+   * (a budget): its tries and delay cannot be those of the task that began the chain, so the step
+   * gets a task of its own, with the tries it has used and the delay.
+   */
+  private async handBack(
     task: StepTask,
-    at: Continue,
+    chain: StepChain,
     result: Extract<TaskResult, { type: 'retry' | 'defer' }>,
   ): Promise<TaskResult> {
-    await this.scheduler.addStep(task.runId, task.step, at.target, {
-      ...taskOptionsOf(at),
+    const { target, priority, attempt } = chain.last!;
+    await this.scheduler.addStep(task.runId, task.step, target, {
+      ...taskOptionsOf({ priority }),
       delayMs: result.delayMs,
-      attemptBase: result.type === 'retry' ? 1 : 0,
+      attemptBase: attempt + (result.type === 'retry' ? 1 : 0),
     });
     // A wake of a budget's waiter that came while the step ran missed the task: due now.
     if (result.type === 'defer' && result.woken && (await result.woken())) await this.scheduler.promote([taskId(task)]);
     return DONE;
+  }
+
+  /** Whether this driver runs `run`'s flow with the run's graph (fingerprint). */
+  private runsHere(run: StoredRun): boolean {
+    return this.runnable.some(([flow, fingerprint]) => flow === run.flow && fingerprint === run.fingerprint);
+  }
+
+  /** Whether steps that commit in `chain` take a run they wake (direct hand-off). */
+  private takes(chain: StepChain | undefined): chain is StepChain {
+    return (
+      chain !== undefined &&
+      this.options.workerId !== undefined &&
+      !this.draining &&
+      chain.mayGoOn(this.options.clock.now())
+    );
   }
 
   /** Whether the step of `run` that now commits goes on to `next` in the same task. */
@@ -224,8 +292,7 @@ export class StepDriver {
     return (
       chain !== undefined &&
       !this.draining &&
-      chain.steps < (this.options.continueSteps ?? 0) &&
-      this.options.clock.now() < chain.endsAt &&
+      chain.mayGoOn(this.options.clock.now()) &&
       queueOf(next) === queueOf(run.target)
     );
   }
@@ -277,7 +344,12 @@ export class StepDriver {
     await this.commit(run, 'failed', { errorRecords: [record], runError: runErrorOf(record), now: record.at! });
   }
 
-  private async runStep(task: StepTask | WakeTask, attemptsMade: number, chain?: StepChain): Promise<StepResult> {
+  private async runStep(
+    task: StepTask | WakeTask,
+    attemptsMade: number,
+    chain?: StepChain,
+    taken = false,
+  ): Promise<StepResult> {
     // A wake always reads the run: it follows a park, which no cache of this driver saw.
     const cached = task.type === 'step' ? this.runs.take(task.runId, task.step) : undefined;
     const loaded: LoadedRun | undefined =
@@ -285,6 +357,11 @@ export class StepDriver {
     if (!loaded) return DONE; // expired or never started
     // A woken step's reserved messages came with its run; they belong to this step alone.
     const { reserved, ...run } = loaded;
+    if (chain) {
+      chain.queue ??= queueOf(run.target);
+      // A taken wake of a run this worker does not run (another queue, other code): given back.
+      if (taken && (queueOf(run.target) !== chain.queue || !this.runsHere(run))) return { type: 'not-here' };
+    }
     const parked = run.status === 'waiting' && run.replay.parked !== undefined;
     if (task.type === 'wake' && task.park > run.parkCount && task.step === run.step && !isFinal(run.status)) {
       // The wake is added before its park commits (see park): one due at once (its deadline has
@@ -355,7 +432,9 @@ export class StepDriver {
         const outcomes = await this.store.outcomesOf(run.id, fanOut.total);
         fanIn = { total: fanOut.total, outcomes: await this.values.inflateOutcomes(outcomes) };
       }
-      const attempt = (task.attemptBase ?? 0) + attemptsMade;
+      // A taken wake has no task: its tries before the park are the run's.
+      const attempt = (taken ? run.attempt : (task.attemptBase ?? 0)) + attemptsMade;
+      if (chain) chain.last = { target: run.target, priority: run.priority, attempt };
       const now = (): number => this.options.clock.now();
       const span = new TrySpan({
         runId: run.id,
@@ -458,11 +537,11 @@ export class StepDriver {
     const now = this.options.clock.now();
     if (outcome.type === 'failed') {
       const errorRecords = outcome.errors.includes(outcome.error) ? outcome.errors : [...outcome.errors, outcome.error];
-      await this.commit(run, 'failed', { errorRecords, runError: runErrorOf(outcome.error), now });
+      await this.commit(run, 'failed', { errorRecords, runError: runErrorOf(outcome.error), now }, start.chain);
       return DONE;
     }
     if (outcome.type === 'park') {
-      await this.park(run, outcome);
+      await this.park(run, outcome, start.chain);
       return DONE;
     }
     let checkpoint: string;
@@ -475,11 +554,16 @@ export class StepDriver {
         record = await this.recordOf(start, outcome, now, claim);
     } catch (error) {
       const record = toErrorRecord(error, { retryable: false, node: outcome.checkpoint.frames.at(-1)?.node, at: now });
-      await this.commit(run, 'failed', {
-        errorRecords: [...outcome.errors, record],
-        runError: runErrorOf(record),
-        now,
-      });
+      await this.commit(
+        run,
+        'failed',
+        {
+          errorRecords: [...outcome.errors, record],
+          runError: runErrorOf(record),
+          now,
+        },
+        start.chain,
+      );
       return DONE;
     }
     switch (outcome.type) {
@@ -509,7 +593,7 @@ export class StepDriver {
           replay: { sent: 0 },
         });
         const [result] = await Promise.all([
-          this.commit(run, 'next', fields),
+          this.commit(run, 'next', fields, start.chain),
           continues ? undefined : this.scheduler.addStep(run.id, run.step + 1, outcome.target, taskOptionsOf(run)),
         ]);
         if (result !== 'committed') this.runs.forget(run.id);
@@ -518,41 +602,56 @@ export class StepDriver {
         return DONE;
       }
       case 'retry': {
-        const result = await this.commit(run, 'retry', {
-          checkpoint,
-          errorRecords: outcome.errors,
-          stepStartedAt: start.startedAt,
-          retryAt: now + outcome.delayMs,
-          now,
-          ...optional('values', await this.values.claimOf(claim, run.checkpoint)),
-        });
+        const result = await this.commit(
+          run,
+          'retry',
+          {
+            checkpoint,
+            errorRecords: outcome.errors,
+            stepStartedAt: start.startedAt,
+            retryAt: now + outcome.delayMs,
+            now,
+            ...optional('values', await this.values.claimOf(claim, run.checkpoint)),
+          },
+          start.chain,
+        );
         return result === 'committed' ? { type: 'retry', delayMs: outcome.delayMs, error: outcome.error } : DONE;
       }
       case 'throttled': {
         // No budget (or a RateLimitedError): the visit keeps its prep result and waits in the
         // scheduler's delayed set, holding no slot and using no try, until its budget allows it.
-        const result = await this.commit(run, 'throttled', {
-          checkpoint,
-          throttledBy: outcome.key,
-          errorRecords: outcome.errors,
-          stepStartedAt: start.startedAt,
-          now,
-        });
+        const result = await this.commit(
+          run,
+          'throttled',
+          {
+            checkpoint,
+            throttledBy: outcome.key,
+            errorRecords: outcome.errors,
+            stepStartedAt: start.startedAt,
+            now,
+          },
+          start.chain,
+        );
         if (result !== 'committed') return DONE;
         const reason = `run '${run.id}' waits ${Math.round(outcome.delayMs)} ms for budget '${outcome.key}'`;
         return { type: 'defer', delayMs: outcome.delayMs, reason };
       }
       case 'completed':
-        await this.commit(run, 'completed', {
-          checkpoint,
-          conflicts,
-          errorRecords: outcome.errors,
-          outbox: outcome.outbox,
-          now,
-          ...(record === undefined ? {} : { record }),
-          ...(outcome.lastAction === undefined ? {} : { lastAction: outcome.lastAction }),
-          ...optional('values', await this.values.claimOf(claim, run.checkpoint)),
-        });
+        await this.commit(
+          run,
+          'completed',
+          {
+            checkpoint,
+            conflicts,
+            errorRecords: outcome.errors,
+            outbox: outcome.outbox,
+            now,
+            ...(record === undefined ? {} : { record }),
+            ...(outcome.lastAction === undefined ? {} : { lastAction: outcome.lastAction }),
+            ...optional('values', await this.values.claimOf(claim, run.checkpoint)),
+          },
+          start.chain,
+        );
         return DONE;
       case 'fan-out':
         await this.fanOut.start(
@@ -602,7 +701,11 @@ export class StepDriver {
   }
 
   /** Parks the run on a mailbox and adds its wake. */
-  private async park(run: StoredRun, outcome: Extract<StepOutcome, { type: 'park' }>): Promise<void> {
+  private async park(
+    run: StoredRun,
+    outcome: Extract<StepOutcome, { type: 'park' }>,
+    chain: StepChain | undefined,
+  ): Promise<void> {
     // The wake exists before the park commits, delayed to the receive's deadline (or the
     // re-check): a message that comes at any moment after the park finds a wake to promote. Should
     // the park be refused, the wake finds the run elsewhere and does nothing.
@@ -614,7 +717,15 @@ export class StepDriver {
       attemptBase: run.attempt,
     };
     await this.addWake(wake, run, outcome.park);
-    const reply = await this.store.park(run, outcome.park, outcome.replay, outcome.outbox);
+    const takes = this.takes(chain);
+    const reply = await this.store.park(
+      run,
+      outcome.park,
+      outcome.replay,
+      outcome.outbox,
+      takes ? this.options.workerId : undefined,
+    );
+    if (takes && reply.taken !== undefined) chain.taken.push(reply.taken);
     await this.scheduler.promote(reply.wakes);
     if (reply.result === 'stale') {
       const current = await this.store.load(run.id);
@@ -638,9 +749,21 @@ export class StepDriver {
    * Commits, and does what follows a refused or cancelling commit. A fan-out child that ends
    * here reports to its parent in the same commit.
    */
-  private async commit(run: StoredRun, mode: CommitMode, fields: CommitFields): Promise<CommitResult> {
+  private async commit(
+    run: StoredRun,
+    mode: CommitMode,
+    fields: CommitFields,
+    chain?: StepChain,
+  ): Promise<CommitResult> {
     const report = run.parent ? await this.fanOut.childReport(run, mode, fields) : undefined;
-    const reply = await this.store.commit(run, mode, fields, report);
+    const takes = this.takes(chain);
+    const reply = await this.store.commit(
+      run,
+      mode,
+      takes ? { ...fields, takenBy: this.options.workerId! } : fields,
+      report,
+    );
+    if (takes && reply.taken !== undefined) chain.taken.push(reply.taken);
     if (reply.result === 'committed' && (mode === 'completed' || mode === 'failed')) {
       recordRunEnd({ ...run, trace: await this.traceOf(run) }, mode, fields.now, fields.runError);
     }

@@ -112,6 +112,15 @@ export class LocalScheduler implements Scheduler {
     }
   }
 
+  async dropWakes(wakeIds: readonly string[], _queue: string): Promise<void> {
+    for (const id of wakeIds) {
+      const job = this.jobs.get(id);
+      if (job?.state !== 'delayed') continue;
+      if (job.timer !== undefined) this.clock.clearTimeout(job.timer);
+      this.jobs.delete(id);
+    }
+  }
+
   async forgetFailed(_taskIds: readonly string[]): Promise<void> {
     // A task that fails for good is dropped at once here: nothing to forget.
   }

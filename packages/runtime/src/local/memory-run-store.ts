@@ -108,6 +108,8 @@ export class MemoryRunStore implements RunStore, RunEventSource {
   /** Idempotency key → the run that holds it. */
   private readonly idempotency = new Map<string, string>();
   private readonly registry = new Map<string, StoredWorker>();
+  /** Wakes each worker took (direct hand-off), by worker id. */
+  private readonly taken = new Map<string, Set<string>>();
   /** The last stream id handed out (`<ms>-<seq>`), so ids only grow, as Redis' do. */
   private lastStreamId = { ms: 0, seq: 0 };
   /** Blocked `readStream` calls, by run id: called when the run's stream grows (or it goes). */
@@ -268,6 +270,7 @@ export class MemoryRunStore implements RunStore, RunEventSource {
         result: 'committed',
         wakes,
         ...optional('parent', toParent(report?.outcome ?? childOutcomeOf(mode, fields))),
+        ...this.take(fields.takenBy, wakes),
       };
     }
     // The step commits: what it received is consumed, what it sent leaves.
@@ -293,11 +296,12 @@ export class MemoryRunStore implements RunStore, RunEventSource {
         result: 'committed',
         wakes,
         ...optional('parent', toParent(report?.outcome ?? childOutcomeOf(mode, fields))),
+        ...this.take(fields.takenBy, wakes),
       };
     }
     run.status = 'running';
     this.changed(run.id);
-    return { result: 'committed', wakes };
+    return { result: 'committed', wakes, ...this.take(fields.takenBy, wakes) };
   }
 
   async fanOut(at: StoredRun, fields: FanOutCommit): Promise<{ result: CommitReply['result']; wakes: string[] }> {
@@ -430,7 +434,13 @@ export class MemoryRunStore implements RunStore, RunEventSource {
     return decodeMessage(message);
   }
 
-  async park(at: StoredRun, park: ParkRequest, replay: StepReplay, outbox: OutgoingMessage[]): Promise<ParkReply> {
+  async park(
+    at: StoredRun,
+    park: ParkRequest,
+    replay: StepReplay,
+    outbox: OutgoingMessage[],
+    takenBy?: string,
+  ): Promise<ParkReply> {
     const wakes: string[] = [];
     const entry = this.runs.get(at.id);
     if (!entry) return { result: 'missing', parkCount: 0, ready: false, wakes };
@@ -449,7 +459,7 @@ export class MemoryRunStore implements RunStore, RunEventSource {
     this.waiters.set(park.address, waiting);
     const ready = (this.queues.get(park.address)?.length ?? 0) > 0;
     this.changed(run.id);
-    return { result: 'committed', parkCount, ready, wakes };
+    return { result: 'committed', parkCount, ready, wakes, ...this.take(takenBy, wakes) };
   }
 
   async send(address: string, message: Message): Promise<{ wakes: string[] }> {
@@ -542,6 +552,28 @@ export class MemoryRunStore implements RunStore, RunEventSource {
 
   async removeWorker(id: string): Promise<void> {
     this.registry.delete(id);
+  }
+
+  async releaseTaken(worker: string, wakeIds: readonly string[]): Promise<void> {
+    const taken = this.taken.get(worker);
+    for (const id of wakeIds) taken?.delete(id);
+    if (taken?.size === 0) this.taken.delete(worker);
+  }
+
+  async claimTaken(worker: string): Promise<string[]> {
+    const taken = [...(this.taken.get(worker) ?? [])];
+    this.taken.delete(worker);
+    return taken;
+  }
+
+  /** Direct hand-off: `worker` takes the first of `wakes` (see CommitFields.takenBy). */
+  private take(worker: string | undefined, wakes: string[]): { taken?: string } {
+    const wake = worker === undefined ? undefined : wakes.shift();
+    if (wake === undefined) return {};
+    const taken = this.taken.get(worker!) ?? new Set<string>();
+    taken.add(wake);
+    this.taken.set(worker!, taken);
+    return { taken: wake };
   }
 
   async acquireBudget(request: BudgetRequest): Promise<BudgetReply> {

@@ -38,13 +38,14 @@
     values        hashes of the values stored apart the checkpoint and record reference, claimed
                   for the run (claimValues in run-lifecycle.lua)
     valuePrefix, valuesSuffix   where values and a run's claims live (redis-keys.ts)
+    takenKey      (a worker that takes a run it wakes) its set of taken wakes: see takeWake
   ARGV[2] the new checkpoint ('' keeps the stored one)
   ARGV[3..] hash, JSON text pairs: the values of `values` that may not be stored yet
 
   Messages the step reserved are consumed by modes next and completed, kept for a retry, and
   given back to their mailboxes when the run fails or is cancelled here.
 
-  Returns { code, parentCode, next, wakes }:
+  Returns { code, parentCode, next, wakes, taken }:
     code  1 committed
           0 stale: the run has ended (a cancel ends it at once) or moved past this step;
             nothing written
@@ -52,6 +53,7 @@
     parentCode, next: when a child ended here, recordChildEnd's answer (see run-lifecycle.lua);
           else -1, -1
     wakes: wake ids of runs parked on mailboxes that got a message here
+    taken: the wake id the worker took (takeWake), not among `wakes`; absent when none
   Emits: PUBLISH <channel> {type:'ended', runId, status} when the run (or its parent) ends.
 ]]
 local o = cjson.decode(ARGV[1])
@@ -122,7 +124,8 @@ if mode == 'failed' then
   releaseReserved(KEYS[6], o, wakes)
   finish(runKeys, runId, 'failed', now, o)
   local parent = toParent('failed', (type(o.parent) == 'table' and o.parent.outcome) or '')
-  return { 1, parent[1], parent[2], wakes }
+  local taken = takeWake(o, wakes)
+  return { 1, parent[1], parent[2], wakes, taken }
 end
 
 -- The step commits: what it received is consumed, what it sent leaves.
@@ -144,9 +147,11 @@ if mode == 'completed' then
   if type(o.lastAction) == 'string' then redis.call('HSET', runKey, 'lastAction', o.lastAction) end
   finish(runKeys, runId, 'completed', now, o)
   local parent = toParent('completed', (type(o.parent) == 'table' and o.parent.outcome) or '')
-  return { 1, parent[1], parent[2], wakes }
+  local taken = takeWake(o, wakes)
+  return { 1, parent[1], parent[2], wakes, taken }
 end
 
 redis.call('HSET', runKey, 'status', 'running')
 changed(runKey, runId, o)
-return { 1, -1, -1, wakes }
+local taken = takeWake(o, wakes)
+return { 1, -1, -1, wakes, taken }

@@ -15,12 +15,14 @@
     now        epoch ms       runId      retention (seconds)      channel      changes
     mailboxPrefix, waitersPrefix   key prefixes of mailboxes and their waiter sets
     outbox     the step's sends so far, { address, message JSON } pairs
+    takenKey   (a worker that takes a run it wakes) its set of taken wakes: see takeWake
 
-  Returns { code, parkCount, ready, wakes }:
+  Returns { code, parkCount, ready, wakes, taken }:
     code 1 parked; its wake id is `<run id>-<step>-p<parkCount>` (the caller adds the wake,
            delayed to the deadline, at once when `ready` is 1: a message is already there)
          0 stale (ended, or moved on); -1 no such run
     wakes: wake ids of runs parked on addresses this park delivered to
+    taken: the wake id the worker took (takeWake), not among `wakes`; absent when none
 ]]
 local o = cjson.decode(ARGV[1])
 local keys = { KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8] }
@@ -38,4 +40,5 @@ redis.call('SADD', waitersKey(o, o.address), o.runId .. '-' .. expectedStep .. '
 local ready = 0
 if redis.call('LLEN', mailboxKey(o, o.address)) > 0 then ready = 1 end
 changed(KEYS[1], o.runId, o)
-return { 1, parkCount, ready, wakes }
+local taken = takeWake(o, wakes)
+return { 1, parkCount, ready, wakes, taken }

@@ -236,6 +236,17 @@ local function leaveWaiters(runKey, m, runId)
   redis.call('SREM', waitersKey(m, parked.address), runId .. '-' .. fields[2] .. '-p' .. (fields[3] or '0'))
 end
 
+-- Direct hand-off (StepDriverOptions.continueSteps): the first run this transition woke is
+-- taken by the worker whose step woke it, and recorded in that worker's set of taken wakes
+-- (`o.takenKey`; a survivor that takes over a dead worker makes them due); the caller promotes
+-- the others. Returns the wake id taken, or false.
+local function takeWake(o, wakes)
+  if type(o.takenKey) ~= 'string' or #wakes == 0 then return false end
+  local wake = table.remove(wakes, 1)
+  redis.call('SADD', o.takenKey, wake)
+  return wake
+end
+
 -- A step that will not commit gives its reserved messages back, at the head of their mailboxes
 -- and in their order. The reserved hash holds a<ordinal> = address, m<ordinal> = message.
 local function releaseReserved(reservedKey, m, wakes)

@@ -1,0 +1,41 @@
+import type { StepTarget } from '../interpreter/step-types.js';
+import type { StepTask, WakeTask } from './scheduler.js';
+
+/**
+ * The steps one task runs beyond its own (StepDriverOptions.continueSteps): its run's next steps
+ * on the same queue, and the parked runs its steps woke and took (direct hand-off), for at most
+ * `maxSteps` steps and until `endsAt`.
+ */
+export class StepChain {
+  /** Steps run so far beyond the task's own. */
+  steps = 0;
+  /** The queue of the task's step: runs on another queue go back to the scheduler. */
+  queue: string | undefined;
+  /** Wake ids of parked runs this chain's steps woke and took, to run next (oldest first). */
+  readonly taken: string[] = [];
+  /** The step run last: its target, priority and the attempt of its try (for a hand-back). */
+  last: { target: StepTarget; priority?: number | undefined; attempt: number } | undefined;
+
+  constructor(
+    private readonly maxSteps: number,
+    /** Epoch ms after which the chain ends. */
+    private readonly endsAt: number,
+  ) {}
+
+  /** Whether the chain may run one more step at `now` (epoch ms). */
+  mayGoOn(now: number): boolean {
+    return this.steps < this.maxSteps && now < this.endsAt;
+  }
+}
+
+/** The wake task a wake id names (`<run id>-<step>-p<park count>`, taskId of a wake). */
+export function wakeTaskOf(wakeId: string): WakeTask | undefined {
+  const match = /^(.+)-(\d+)-p(\d+)$/.exec(wakeId);
+  if (!match) return undefined;
+  return { type: 'wake', runId: match[1]!, step: Number(match[2]), park: Number(match[3]), attemptBase: 0 };
+}
+
+/** The step task of a run's step `step`. */
+export function stepTaskOf(runId: string, step: number): StepTask {
+  return { type: 'step', runId, step };
+}
