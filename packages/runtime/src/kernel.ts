@@ -18,6 +18,7 @@ export type {
   ChildReport,
   ChildEndReport,
   ChildEndedResult,
+  ChildRange,
   CancelResult,
   FanOutCommit,
   ParkReply,

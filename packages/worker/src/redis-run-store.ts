@@ -238,17 +238,17 @@ export class RedisRunStore implements RunStore {
         : {}),
       ...this.valueOptions(fields.values),
     };
-    const [code, parentCode, next, wakes] = (await this.redis.commitStep(
+    const [code, parentCode, first, count, wakes] = (await this.redis.commitStep(
       keys.length,
       ...keys,
       JSON.stringify(options),
       fields.checkpoint ?? '',
       ...textsOf(fields.values),
-    )) as [number, number, number, string[]];
+    )) as [number, number, number, number, string[]];
     return {
       result: COMMIT_CODES[code] ?? 'stale',
       wakes,
-      ...(report && parentCode !== -1 ? { parent: childEndedResult(parentCode, next) } : {}),
+      ...(report && parentCode !== -1 ? { parent: childEndedResult(parentCode, first, count) } : {}),
     };
   }
 
@@ -272,6 +272,8 @@ export class RedisRunStore implements RunStore {
       at: positionOf(at),
       total: fields.total,
       startNow: fields.startNow,
+      window: fields.window,
+      refill: fields.refill,
       kind: fields.request.kind,
       flow: at.flow,
       fingerprint: at.fingerprint,
@@ -328,11 +330,11 @@ export class RedisRunStore implements RunStore {
       errorRecord: outcome.status === 'failed' ? encodeErrorRecord(outcome.error) : '',
       ...(report.values?.length ? { values: report.values } : {}),
     };
-    const [code, next] = (await this.redis.childEnded(...this.keys.runKeys(parentId), JSON.stringify(options))) as [
-      number,
-      number,
-    ];
-    return childEndedResult(code, next);
+    const [code, first, count] = (await this.redis.childEnded(
+      ...this.keys.runKeys(parentId),
+      JSON.stringify(options),
+    )) as [number, number, number];
+    return childEndedResult(code, first, count);
   }
 
   async cancel(runId: string): Promise<{ result: CancelResult; wakes: string[] }> {
@@ -750,10 +752,10 @@ function streamEntryOf([id, flat]: RawStreamEntry): StoredStreamEntry {
   };
 }
 
-function childEndedResult(code: number, next: number): ChildEndedResult {
+function childEndedResult(code: number, first: number, count: number): ChildEndedResult {
   switch (code) {
     case 1:
-      return { type: 'recorded', startIndex: next >= 0 ? next : undefined };
+      return { type: 'recorded', start: count > 0 ? { first, count } : undefined };
     case 2:
       return { type: 'parent-ended' };
     case 3:

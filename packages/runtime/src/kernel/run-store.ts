@@ -391,10 +391,17 @@ export interface ChildEndReport {
   now: number;
 }
 
+/** The children of a fan-out at indices `first` to `first + count - 1`. */
+export interface ChildRange {
+  first: number;
+  /** At least 1. */
+  count: number;
+}
+
 /** What recording a child's end asks the caller to do. */
 export type ChildEndedResult =
   | { type: 'ignored' } // the parent no longer waits on this fan-out
-  | { type: 'recorded'; startIndex: number | undefined } // start child `startIndex` now, if any
+  | { type: 'recorded'; start: ChildRange | undefined } // start these children now, if any
   | { type: 'parent-ended' } // the parent ended here (it failed fast)
   | { type: 'fan-in' } // it was the last child: enqueue the parent's fan-in step
   | { type: 'duplicate' }; // recorded before (a redelivery)
@@ -411,8 +418,19 @@ export interface FanOutCommit {
   /** The parent's `shared` when it fanned out, encoded. */
   snapshot: string;
   total: number;
-  /** Children started now (the concurrency limit, or all). */
+  /** Children started now (the window, or all). */
   startNow: number;
+  /**
+   * Most children in flight (started, not ended) at a time: the fan-out's concurrency limit,
+   * else a window of the driver's choosing. Each recorded end may start more, never past it.
+   */
+  window: number;
+  /**
+   * Children started together: an end starts more only once at least this many (or all those
+   * left) fit in the window, so a large fan-out starts its children in batches rather than one
+   * by one. 1: each end starts the next child at once.
+   */
+  refill: number;
   /** Runs: the children's first target. */
   childTarget?: StepTarget;
   outbox: OutgoingMessage[];

@@ -35,6 +35,7 @@ import {
   type WorkerBeat,
   type CancelResult,
   type ChildEndReport,
+  type ChildRange,
   type ChildEndedResult,
   type ChildReport,
   type CommitFields,
@@ -62,6 +63,9 @@ interface MemoryFanOut {
   ended: number;
   failed: number;
   step: number;
+  /** See FanOutCommit. */
+  window: number;
+  refill: number;
   /** Runs: the children's first target. */
   childTarget?: StepTarget;
   /** When the fan-out began (the children's createdAt). */
@@ -324,6 +328,8 @@ export class MemoryRunStore implements RunStore, RunEventSource {
       ended: 0,
       failed: 0,
       step,
+      window: fields.window,
+      refill: fields.refill,
       ...(fields.childTarget ? { childTarget: { ...fields.childTarget } } : {}),
       at: fields.now,
       kind: fields.request.kind,
@@ -759,8 +765,9 @@ export class MemoryRunStore implements RunStore, RunEventSource {
       }
     }
     if (fanOut.ended >= fanOut.total) return { type: 'fan-in' };
-    if (fanOut.started < fanOut.total) return { type: 'recorded', startIndex: fanOut.started++ };
-    return { type: 'recorded', startIndex: undefined };
+    const start = nextChildren(fanOut);
+    fanOut.started += start?.count ?? 0;
+    return { type: 'recorded', start };
   }
 
   /** Ends a run; a fan-out child's end is not announced (its parent hears of it). */
@@ -899,6 +906,13 @@ export class MemoryRunStore implements RunStore, RunEventSource {
 
 function inputsKey(runId: string, step: number): string {
   return `${runId}:${step}`;
+}
+
+/** The children an end starts (see FanOutCommit.refill; recordChildEnd in run-lifecycle.lua). */
+function nextChildren(fanOut: MemoryFanOut): ChildRange | undefined {
+  const left = fanOut.total - fanOut.started;
+  const room = Math.min(left, fanOut.window - (fanOut.started - fanOut.ended));
+  return left > 0 && room >= Math.min(fanOut.refill, left) ? { first: fanOut.started, count: room } : undefined;
 }
 
 /** Whether the run still stands where a step started: same step counter and same park count. */
