@@ -27,6 +27,7 @@ import {
   type FanOutCommit,
   type NewRun,
   childOutcomeOf,
+  childRunId,
   type OutgoingMessage,
   type ReopenReply,
   type StoredMailbox,
@@ -295,8 +296,8 @@ export class RedisRunStore implements RunStore {
     return { result: COMMIT_CODES[code] ?? 'stale', wakes };
   }
 
-  async createChildren(parentId: string, parentStep: number, indices: readonly number[]): Promise<void> {
-    if (indices.length === 0) return;
+  async createChildren(parentId: string, parentStep: number, indices: readonly number[]): Promise<StoredRun[]> {
+    if (indices.length === 0) return [];
     const options = {
       runPrefix: this.keys.runPrefix(),
       parentId,
@@ -304,10 +305,13 @@ export class RedisRunStore implements RunStore {
       now: String(this.clock.now()),
       indices,
     };
-    await this.redis.createChildren(
+    const made = (await this.redis.createChildren(
       this.keys.fanOut(parentId),
       this.keys.inputs(parentId, parentStep),
       JSON.stringify(options),
+    )) as [number, (string | number)[]][];
+    return made.map(([index, fields]) =>
+      runOfHash(childRunId(parentId, parentStep, index), hashOfList(fields.map(String))),
     );
   }
 

@@ -55,6 +55,8 @@ export interface FanOutHost {
   checkpointOf(run: StoredRun): Promise<Checkpoint>;
   /** The flow control of one task (an item's try against its node's `limits`). */
   budgetGate(task: Task): StepBudgetPort & { woken(): Promise<boolean> };
+  /** Child runs just made here: their first step may start from these records, not a read. */
+  made(runs: StoredRun[]): void;
 }
 
 const DONE: TaskResult = { type: 'done' };
@@ -269,7 +271,7 @@ export class FanOutDriver {
     }
     const target = fanOut.childTarget;
     if (!target || indices.length === 0) return;
-    await this.store.createChildren(parentId, parentStep, indices);
+    this.host.made(await this.store.createChildren(parentId, parentStep, indices));
     await this.scheduler.addFirstSteps(
       indices.map((index) => childRunId(parentId, parentStep, index)),
       target,

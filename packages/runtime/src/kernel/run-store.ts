@@ -55,10 +55,11 @@ export interface RunStore {
   fanOut(at: StoredRun, fields: FanOutCommit): Promise<{ result: CommitResult; wakes: string[] }>;
   /**
    * Creates the records of the child runs at `indices` of the fan-out `parentId` made at
-   * `parentStep`, from their staged inputs, as they start (a window of them at a time); a record
-   * that exists is left as it is.
+   * `parentStep`, from their staged inputs, as they start (a window of them at a time): `running`
+   * (the parent has started them; its window is what runs at once), with `startedAt`. A record
+   * that exists is left as it is. Returns the records made, as {@link RunStore.load} would.
    */
-  createChildren(parentId: string, parentStep: number, indices: readonly number[]): Promise<void>;
+  createChildren(parentId: string, parentStep: number, indices: readonly number[]): Promise<StoredRun[]>;
   /**
    * Records how child `index` of the parent's fan-out at `parentStep` ended (once per index). A
    * completed item's staged input goes with it (nothing reads it again: a retry runs only the

@@ -345,11 +345,12 @@ export class MemoryRunStore implements RunStore, RunEventSource {
     this.inputs.set(key, staged);
   }
 
-  async createChildren(parentId: string, parentStep: number, indices: readonly number[]): Promise<void> {
+  async createChildren(parentId: string, parentStep: number, indices: readonly number[]): Promise<StoredRun[]> {
     const parent = this.runs.get(parentId);
     const fanOut = parent?.fanOut;
     const inputs = this.inputs.get(inputsKey(parentId, parentStep));
-    if (!parent || !fanOut || fanOut.step !== parentStep || !inputs || !fanOut.childTarget) return;
+    const made: StoredRun[] = [];
+    if (!parent || !fanOut || fanOut.step !== parentStep || !inputs || !fanOut.childTarget) return made;
     for (const index of indices) {
       const id = childRunId(parentId, parentStep, index);
       const checkpoint = inputs[index];
@@ -359,12 +360,13 @@ export class MemoryRunStore implements RunStore, RunEventSource {
           id,
           flow: parent.run.flow,
           fingerprint: parent.run.fingerprint,
-          status: 'queued',
+          status: 'running',
           step: 0,
           attempt: 0,
           checkpoint,
           target: { ...fanOut.childTarget },
           createdAt: this.clock.now(),
+          startedAt: this.clock.now(),
           updatedAt: this.clock.now(),
           parent: { id: parentId, step: parentStep, index },
           parkCount: 0,
@@ -378,7 +380,9 @@ export class MemoryRunStore implements RunStore, RunEventSource {
         history: [],
         stream: [],
       });
+      made.push(copyOf(this.runs.get(id)!.run));
     }
+    return made;
   }
 
   async childEnded(
