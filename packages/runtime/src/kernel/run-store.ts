@@ -394,8 +394,9 @@ export interface ChildEndReport {
 
 /** The children of a fan-out at indices `first` to `first + count - 1`. */
 export interface ChildRange {
+  /** The index of the first child. */
   first: number;
-  /** At least 1. */
+  /** How many children, at least 1. */
   count: number;
 }
 
