@@ -47,7 +47,7 @@ describe.each(stores)('%s: cancel', (name) => {
 
     expect(await h.store.cancel(parent.id)).toEqual({ result: 'cancelled-waiting', wakes: [] });
     expect((await h.load(parent.id)).status).toBe('cancelled');
-    for (const id of children) expect((await h.load(id)).status).toBe('queued');
+    for (const id of children) expect((await h.load(id)).status).toBe('running');
   });
 
   it('a run parked on a mailbox is cancelled (not cancelled-waiting) and leaves its waiters', async () => {

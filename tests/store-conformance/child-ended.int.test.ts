@@ -2,7 +2,8 @@
  * Store conformance: a child's end recorded on its waiting parent, by `childEnded` (items, and
  * redelivered reports) and by the commit that ends a child run (`commit` with a ChildReport), in
  * the same transition. Once per child index; the answer says what the parent does next
- * (ChildEndedResult): start child `startIndex` (a concurrency cap), `fan-in` on the last child,
+ * (ChildEndedResult): start the children of a range (as ends make room in the window, `refill` at
+ * a time), `fan-in` on the last child,
  * `parent-ended` when a failure fails it fast, `duplicate` for a redelivery, `ignored` when the
  * parent no longer waits on that fan-out.
  */
@@ -32,12 +33,37 @@ describe.each(stores)('%s: childEnded', (name) => {
     const { parent, step } = await fannedOut(h, { total: 4, startNow: 2 });
 
     const ended = (index: number) => h.store.childEnded(parent.id, step, index, endReport(h, completedOutcome()));
-    expect(await ended(1)).toEqual({ type: 'recorded', startIndex: 2 });
+    expect(await ended(1)).toEqual({ type: 'recorded', start: { first: 2, count: 1 } });
     expect(await h.store.fanOutOf(parent.id)).toMatchObject({ started: 3, ended: 1 });
-    expect(await ended(0)).toEqual({ type: 'recorded', startIndex: 3 });
-    expect(await ended(2)).toEqual({ type: 'recorded', startIndex: undefined });
+    expect(await ended(0)).toEqual({ type: 'recorded', start: { first: 3, count: 1 } });
+    expect(await ended(2)).toEqual({ type: 'recorded', start: undefined });
     expect(await ended(3)).toEqual({ type: 'fan-in' });
     expect(await h.store.fanOutOf(parent.id)).toMatchObject({ total: 4, started: 4, ended: 4, failed: 0 });
+  });
+
+  it('with a refill, ends start children in batches as they make room, never past the window', async () => {
+    const h = await open();
+    const { parent, step } = await fannedOut(h, { total: 10, startNow: 4, refill: 3 });
+
+    const ended = (index: number) => h.store.childEnded(parent.id, step, index, endReport(h, completedOutcome()));
+    expect(await ended(0)).toEqual({ type: 'recorded', start: undefined }); // room for 1 of 3
+    expect(await ended(1)).toEqual({ type: 'recorded', start: undefined }); // 2
+    expect(await ended(2)).toEqual({ type: 'recorded', start: { first: 4, count: 3 } });
+    expect(await h.store.fanOutOf(parent.id)).toMatchObject({ started: 7, ended: 3 });
+    for (const index of [3, 4]) expect(await ended(index)).toEqual({ type: 'recorded', start: undefined });
+    expect(await ended(5)).toEqual({ type: 'recorded', start: { first: 7, count: 3 } });
+    expect(await h.store.fanOutOf(parent.id)).toMatchObject({ started: 10, ended: 6 });
+    for (const index of [6, 7, 8]) expect(await ended(index)).toEqual({ type: 'recorded', start: undefined });
+    expect(await ended(9)).toEqual({ type: 'fan-in' });
+  });
+
+  it('with a refill, the last children start together once they all fit', async () => {
+    const h = await open();
+    const { parent, step } = await fannedOut(h, { total: 5, startNow: 3, refill: 3 });
+
+    const ended = (index: number) => h.store.childEnded(parent.id, step, index, endReport(h, completedOutcome()));
+    expect(await ended(0)).toEqual({ type: 'recorded', start: undefined });
+    expect(await ended(1)).toEqual({ type: 'recorded', start: { first: 3, count: 2 } });
   });
 
   it('with every child started, ends are recorded and the last asks for the fan-in', async () => {
@@ -46,7 +72,7 @@ describe.each(stores)('%s: childEnded', (name) => {
     for (const index of [2, 0]) {
       expect(await h.store.childEnded(parent.id, step, index, endReport(h, completedOutcome(index)))).toEqual({
         type: 'recorded',
-        startIndex: undefined,
+        start: undefined,
       });
     }
     expect(await h.store.childEnded(parent.id, step, 1, endReport(h, completedOutcome(1)))).toEqual({
@@ -74,7 +100,7 @@ describe.each(stores)('%s: childEnded', (name) => {
     const { parent, step } = await fannedOut(h, { total: 3, startNow: 1 });
     expect(await h.store.childEnded(parent.id, step, 0, endReport(h, completedOutcome('first')))).toEqual({
       type: 'recorded',
-      startIndex: 1,
+      start: { first: 1, count: 1 },
     });
     const counters = await h.store.fanOutOf(parent.id);
 
@@ -131,7 +157,7 @@ describe.each(stores)('%s: childEnded', (name) => {
     const { parent, step } = await fannedOut(h, { total: 2, onItemError: 'fail-fast' });
     expect(await h.store.childEnded(parent.id, step, 0, endReport(h, completedOutcome(), true))).toEqual({
       type: 'recorded',
-      startIndex: undefined,
+      start: undefined,
     });
     expect((await h.load(parent.id)).status).toBe('waiting');
   });
@@ -141,7 +167,7 @@ describe.each(stores)('%s: childEnded', (name) => {
     const { parent, step } = await fannedOut(h, { total: 2 });
     expect(await h.store.childEnded(parent.id, step, 0, endReport(h, failedOutcome('collected')))).toEqual({
       type: 'recorded',
-      startIndex: undefined,
+      start: undefined,
     });
     expect(await h.store.childEnded(parent.id, step, 1, endReport(h, completedOutcome()))).toEqual({ type: 'fan-in' });
 
@@ -158,7 +184,7 @@ describe.each(stores)('%s: childEnded', (name) => {
     const { parent, step } = await fannedOut(h, { total: 2 });
     expect(await h.store.childEnded(parent.id, step, 1, endReport(h, undefined))).toEqual({
       type: 'recorded',
-      startIndex: undefined,
+      start: undefined,
     });
     expect(await h.store.outcomesOf(parent.id, 2)).toEqual([undefined, { status: 'cancelled' }]);
     expect(await h.store.fanOutOf(parent.id)).toMatchObject({ ended: 1, failed: 1 });
@@ -187,8 +213,14 @@ describe.each(stores)('%s: childEnded', (name) => {
     const run = await h.started();
     await commitFanOut(h, run, itemsFanOut(h, ['a', 'b', 'c'], { startNow: 1 }));
     const item = { status: 'completed', value: 'A' } as const;
-    expect(await h.store.childEnded(run.id, 1, 0, endReport(h, item))).toEqual({ type: 'recorded', startIndex: 1 });
-    expect(await h.store.childEnded(run.id, 1, 1, endReport(h, item))).toEqual({ type: 'recorded', startIndex: 2 });
+    expect(await h.store.childEnded(run.id, 1, 0, endReport(h, item))).toEqual({
+      type: 'recorded',
+      start: { first: 1, count: 1 },
+    });
+    expect(await h.store.childEnded(run.id, 1, 1, endReport(h, item))).toEqual({
+      type: 'recorded',
+      start: { first: 2, count: 1 },
+    });
     expect(await h.store.childEnded(run.id, 1, 2, endReport(h, item))).toEqual({ type: 'fan-in' });
     expect(await h.store.outcomesOf(run.id, 3)).toEqual([item, item, item]);
   });
@@ -246,7 +278,11 @@ describe.each(stores)('%s: commit of a fan-out child', (name) => {
       { checkpoint: checkpoint({}), lastAction: 'default', now: h.now() },
       report(completedOutcome()),
     );
-    expect(reply).toEqual({ result: 'committed', wakes: [], parent: { type: 'recorded', startIndex: 1 } });
+    expect(reply).toEqual({
+      result: 'committed',
+      wakes: [],
+      parent: { type: 'recorded', start: { first: 1, count: 1 } },
+    });
     expect((await h.load(run.id)).status).toBe('completed');
     expect(await h.store.outcomesOf(parent.id, 2)).toEqual([completedOutcome(), undefined]);
   });
@@ -286,7 +322,7 @@ describe.each(stores)('%s: commit of a fan-out child', (name) => {
       { errorRecords: [error], runError: { message: 'child broke' }, now: h.now() },
       report({ status: 'failed', error }),
     );
-    expect(reply.parent).toEqual({ type: 'recorded', startIndex: undefined });
+    expect(reply.parent).toEqual({ type: 'recorded', start: undefined });
     expect(await h.store.fanOutOf(parent.id)).toMatchObject({ ended: 1, failed: 1 });
     expect((await h.load(parent.id)).status).toBe('waiting');
   });
@@ -339,7 +375,7 @@ describe.each(stores)('%s: commit of a fan-out child', (name) => {
       { errorRecords: [error], runError: { message: 'child broke', attempts: 1 }, now: h.now() },
       report(undefined),
     );
-    expect(reply.parent).toEqual({ type: 'recorded', startIndex: undefined });
+    expect(reply.parent).toEqual({ type: 'recorded', start: undefined });
     expect(await h.store.outcomesOf(parent.id, 2)).toEqual([{ status: 'failed', error }, undefined]);
     expect(await h.store.fanOutOf(parent.id)).toMatchObject({ ended: 1, failed: 1 });
     expect((await h.store.record(parent.id))?.errors).toEqual([error]);

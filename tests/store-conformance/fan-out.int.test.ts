@@ -44,33 +44,38 @@ describe.each(stores)('%s: fanOut', (name) => {
     });
   });
 
-  it('makes no child run at the commit: createChildren makes those that start, queued, with their delta checkpoint', async () => {
+  it('makes no child run at the commit: createChildren makes those that start, running, with their delta checkpoint', async () => {
     const h = await open();
     const run = await h.started();
     const fields = runsFanOut(h, { total: 3, startNow: 2 });
     await commitFanOut(h, run, fields, false);
     for (let index = 0; index < 3; index++) expect(await h.store.load(childRunId(run.id, 1, index))).toBeUndefined();
 
-    await h.store.createChildren(run.id, 1, [0, 1]);
+    const made = await h.store.createChildren(run.id, 1, [0, 1]);
     for (let index = 0; index < 2; index++) {
       const id = childRunId(run.id, 1, index);
-      expect(await h.store.load(id)).toEqual({
+      const loaded = await h.store.load(id);
+      expect(loaded).toEqual({
         id,
         flow: FLOW,
         fingerprint: FINGERPRINT,
-        status: 'queued',
+        status: 'running',
         step: 0,
         attempt: 0,
         checkpoint: encodeChildStart([{ kind: 'child', flow: FLOW, params: { i: index }, node: 'child-start' }]),
         target: target('child-start'),
         createdAt: expect.any(Number), // when it started (the store's own clock)
+        startedAt: loaded?.createdAt,
         updatedAt: expect.any(Number),
         parent: { id: run.id, step: 1, index },
         parkCount: 0,
         replay: { sent: 0 },
       });
     }
+    // It returns the records it made, as load gives them (a first step needs no read).
+    expect(made).toEqual([await h.store.load(childRunId(run.id, 1, 0)), await h.store.load(childRunId(run.id, 1, 1))]);
     expect(await h.store.load(childRunId(run.id, 1, 2))).toBeUndefined();
+    expect(await h.store.createChildren(run.id, 1, [1, 2])).toEqual([await h.store.load(childRunId(run.id, 1, 2))]);
   });
 
   it('createChildren leaves a record that exists as it is, and makes nothing for another step', async () => {
@@ -98,10 +103,12 @@ describe.each(stores)('%s: fanOut', (name) => {
     });
   });
 
-  it('a child run starts like any run: loadForStep marks it running', async () => {
+  it('a child run is running from its making: loadForStep finds it so, at step 0', async () => {
     const h = await open();
     const { children } = await fannedOut(h, { total: 1 });
-    expect(await h.store.loadForStep(children[0]!, RUNNABLE)).toMatchObject({ status: 'running', step: 0 });
+    const made = await h.load(children[0]!);
+    expect(await h.store.loadForStep(children[0]!, RUNNABLE)).toEqual(made);
+    expect(made).toMatchObject({ status: 'running', step: 0 });
   });
 
   it('fanOutOf gives the request and counters: started is the children started now', async () => {

@@ -220,8 +220,10 @@ export function errorRecord(message: string, extra: Partial<ErrorRecord> = {}): 
 /** Fan-out shapes the specs make: how many children, how many start now, the failure policy. */
 export interface FanOutShape {
   total: number;
-  /** Children started now (a concurrency cap below `total`). @defaultValue total */
+  /** Children started now (a concurrency cap below `total`): the window. @defaultValue total */
   startNow?: number;
+  /** Children started together as ends make room (FanOutCommit.refill). @defaultValue 1 */
+  refill?: number;
   /** @defaultValue 'collect' */
   onItemError?: FanOutRequest['onItemError'];
   /** The parent's `shared` when it fans out. @defaultValue `{ base: 1 }` */
@@ -234,7 +236,7 @@ export interface FanOutShape {
  * checkpoint is a delta (encodeChildStart) against the snapshot of the parent's `shared`.
  */
 export function runsFanOut(h: StoreHarness, shape: FanOutShape): StagedFanOut {
-  const { total, startNow = total, onItemError = 'collect', shared = { base: 1 }, outbox = [] } = shape;
+  const { total, startNow = total, refill = 1, onItemError = 'collect', shared = { base: 1 }, outbox = [] } = shape;
   return {
     checkpoint: checkpoint({ ...shared, waiting: true }),
     target: { node: FLOW, maxAttempts: 1 },
@@ -249,6 +251,8 @@ export function runsFanOut(h: StoreHarness, shape: FanOutShape): StagedFanOut {
     snapshot: encodeShared(shared),
     total,
     startNow,
+    window: startNow,
+    refill,
     childTarget: target('child-start'),
     inputs: Array.from({ length: total }, (_, i) =>
       encodeChildStart([{ kind: 'child', flow: FLOW, params: { i }, node: 'child-start' }]),
@@ -261,7 +265,7 @@ export function runsFanOut(h: StoreHarness, shape: FanOutShape): StagedFanOut {
 /** A ParallelBatchNode fan-out commit (`items`): one item task per item. */
 export function itemsFanOut(h: StoreHarness, items: Json[], shape: Omit<FanOutShape, 'total'> = {}): StagedFanOut {
   const total = items.length;
-  const { startNow = total, onItemError = 'collect', shared = { base: 1 }, outbox = [] } = shape;
+  const { startNow = total, refill = 1, onItemError = 'collect', shared = { base: 1 }, outbox = [] } = shape;
   return {
     checkpoint: checkpoint({ ...shared, waiting: true }),
     target: { node: 'batch', maxAttempts: 1 },
@@ -277,6 +281,8 @@ export function itemsFanOut(h: StoreHarness, items: Json[], shape: Omit<FanOutSh
     snapshot: encodeShared(shared),
     total,
     startNow,
+    window: startNow,
+    refill,
     inputs: items.map((item) => JSON.stringify(item ?? null)),
     outbox,
     now: h.now(),

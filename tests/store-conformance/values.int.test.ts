@@ -90,7 +90,7 @@ describe.each(stores)('%s: values stored apart', (name) => {
       { checkpoint: checkpoint({ n: 1 }), values: claimOf({ [A]: TEXT_A }), now: h.now() },
       { parent: { id: parent.id, step, index: 0 }, ...endReport(h, completedOutcome()), values: [A] },
     );
-    expect(commit.parent).toEqual({ type: 'recorded', startIndex: undefined });
+    expect(commit.parent).toEqual({ type: 'recorded', start: undefined });
 
     await h.store.discard(children[0]!);
     expect(await h.store.values([A])).toEqual([TEXT_A]);

@@ -19,6 +19,7 @@ export type {
   ChildReport,
   ChildEndReport,
   ChildEndedResult,
+  ChildRange,
   CancelResult,
   FanOutCommit,
   ParkReply,

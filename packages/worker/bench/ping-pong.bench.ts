@@ -40,6 +40,7 @@ import { nanoid } from 'nanoid';
 import { defineFlow, Flow, Node, setWarningHandler, type Message } from '@queueflow/runtime';
 import { RedisEngine, startWorker } from '../src/index.js';
 import { deleteKeys, redisUrl } from './bench-support.js';
+import { countRedisCommands, perUnit, type CommandCounts as Counts } from './redis-command-counter.js';
 
 const { values } = parseArgs({
   options: {
@@ -96,40 +97,6 @@ const pinger = defineFlow('bench-pinger', () => looping(new Ping({ name: 'ping' 
 const ponger = defineFlow('bench-ponger', () => looping(new Pong({ name: 'pong' })));
 
 // --- worker process: a queueflow worker that counts the Redis commands it sends ------------------
-
-type Counts = Record<string, number>;
-
-function countRedisCommands(): { counts: Counts; reset(): void } {
-  let counts: Counts = {};
-  const pipelines = new WeakSet<object>();
-  const proto = Redis.prototype as unknown as {
-    sendCommand(command: { name: string; args: unknown[] }, stream?: object): unknown;
-    scriptsSet?: Record<string, { sha: string }>;
-  };
-  const original = proto.sendCommand;
-  proto.sendCommand = function (this: typeof proto, command, stream) {
-    let name = command.name.toLowerCase();
-    if (name === 'evalsha' || name === 'eval') {
-      const sha = String(command.args[0]);
-      const script = Object.entries(this.scriptsSet ?? {}).find(([, s]) => s.sha === sha)?.[0];
-      name = `lua:${script ?? '?'}`;
-    }
-    counts[name] = (counts[name] ?? 0) + 1;
-    if (stream && !pipelines.has(stream)) {
-      pipelines.add(stream);
-      counts['(pipelines)'] = (counts['(pipelines)'] ?? 0) + 1;
-    }
-    return original.call(this, command, stream);
-  };
-  return {
-    get counts() {
-      return counts;
-    },
-    reset: () => {
-      counts = {};
-    },
-  };
-}
 
 async function workerRole(): Promise<void> {
   setWarningHandler(() => {});
@@ -258,14 +225,7 @@ async function main(): Promise<void> {
   }
 
   const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
-  const perExchange = (n: number): string => (n / exchanges).toFixed(1);
-  const total = Object.entries(counts)
-    .filter(([name]) => name !== '(pipelines)')
-    .reduce((sum, [, n]) => sum + n, 0);
-  const byCount = Object.entries(counts)
-    .filter(([name, n]) => name !== '(pipelines)' && n / exchanges >= 0.05)
-    .sort((a, b) => b[1] - a[1])
-    .map(([name, n]) => `${name} ${perExchange(n)}`);
+  const cost = perUnit(counts, exchanges, 1);
   console.log(
     `mailbox ping-pong, ${exchanges} round trips, median of ${rounds} rounds, same Redis (${redisUrl().replace(/\/\/.*@/, '//***@')})`,
   );
@@ -276,12 +236,11 @@ async function main(): Promise<void> {
   );
   line('raw LPUSH/BRPOP, 2 processes', `${median(raw).toFixed(3)} ms per round trip`);
   line('ratio', `${(median(ours) / median(raw)).toFixed(1)} (queueflow / raw; the bar is ≤ 6)`);
-  const pipelines = counts['(pipelines)'] ?? 0;
   line(
     'Redis commands per round trip, both workers',
-    `${perExchange(total)} (raw: 4)${pipelines > 0 ? `, in ${perExchange(pipelines)} pipelines` : ''}`,
+    `${cost.total.toFixed(1)} (raw: 4)${cost.pipelines > 0 ? `, in ${cost.pipelines.toFixed(1)} pipelines` : ''}`,
   );
-  console.log(`    ${byCount.join(', ')}`);
+  console.log(`    ${cost.byKind}`);
 }
 
 if (values.role === 'worker') await workerRole();

@@ -28,6 +28,7 @@ import {
   type LoadedRun,
   type NewRun,
   childOutcomeOf,
+  childRunId,
   type OutgoingMessage,
   type ReopenReply,
   type StoredMailbox,
@@ -253,17 +254,17 @@ export class RedisRunStore implements RunStore {
       ...this.valueOptions(fields.values),
       ...(fields.takenBy === undefined ? {} : { takenKey: this.keys.taken(fields.takenBy) }),
     };
-    const [code, parentCode, next, wakes, taken] = (await this.redis.commitStep(
+    const [code, parentCode, first, count, wakes, taken] = (await this.redis.commitStep(
       keys.length,
       ...keys,
       JSON.stringify(options),
       fields.checkpoint ?? '',
       ...textsOf(fields.values),
-    )) as [number, number, number, string[], string | null | undefined];
+    )) as [number, number, number, number, string[], string | null | undefined];
     return {
       result: COMMIT_CODES[code] ?? 'stale',
       wakes,
-      ...(report && parentCode !== -1 ? { parent: childEndedResult(parentCode, next) } : {}),
+      ...(report && parentCode !== -1 ? { parent: childEndedResult(parentCode, first, count) } : {}),
       ...(taken ? { taken } : {}),
     };
   }
@@ -288,6 +289,8 @@ export class RedisRunStore implements RunStore {
       at: positionOf(at),
       total: fields.total,
       startNow: fields.startNow,
+      window: fields.window,
+      refill: fields.refill,
       kind: fields.request.kind,
       flow: at.flow,
       fingerprint: at.fingerprint,
@@ -309,8 +312,8 @@ export class RedisRunStore implements RunStore {
     return { result: COMMIT_CODES[code] ?? 'stale', wakes };
   }
 
-  async createChildren(parentId: string, parentStep: number, indices: readonly number[]): Promise<void> {
-    if (indices.length === 0) return;
+  async createChildren(parentId: string, parentStep: number, indices: readonly number[]): Promise<StoredRun[]> {
+    if (indices.length === 0) return [];
     const options = {
       runPrefix: this.keys.runPrefix(),
       parentId,
@@ -318,10 +321,13 @@ export class RedisRunStore implements RunStore {
       now: String(this.clock.now()),
       indices,
     };
-    await this.redis.createChildren(
+    const made = (await this.redis.createChildren(
       this.keys.fanOut(parentId),
       this.keys.inputs(parentId, parentStep),
       JSON.stringify(options),
+    )) as [number, (string | number)[]][];
+    return made.map(([index, fields]) =>
+      runOfHash(childRunId(parentId, parentStep, index), hashOfList(fields.map(String))),
     );
   }
 
@@ -344,11 +350,11 @@ export class RedisRunStore implements RunStore {
       errorRecord: outcome.status === 'failed' ? encodeErrorRecord(outcome.error) : '',
       ...(report.values?.length ? { values: report.values } : {}),
     };
-    const [code, next] = (await this.redis.childEnded(...this.keys.runKeys(parentId), JSON.stringify(options))) as [
-      number,
-      number,
-    ];
-    return childEndedResult(code, next);
+    const [code, first, count] = (await this.redis.childEnded(
+      ...this.keys.runKeys(parentId),
+      JSON.stringify(options),
+    )) as [number, number, number];
+    return childEndedResult(code, first, count);
   }
 
   async cancel(runId: string): Promise<{ result: CancelResult; wakes: string[] }> {
@@ -783,10 +789,10 @@ function streamEntryOf([id, flat]: RawStreamEntry): StoredStreamEntry {
   };
 }
 
-function childEndedResult(code: number, next: number): ChildEndedResult {
+function childEndedResult(code: number, first: number, count: number): ChildEndedResult {
   switch (code) {
     case 1:
-      return { type: 'recorded', startIndex: next >= 0 ? next : undefined };
+      return { type: 'recorded', start: count > 0 ? { first, count } : undefined };
     case 2:
       return { type: 'parent-ended' };
     case 3:

@@ -41,6 +41,13 @@ const STAGE_CHUNK = 1000;
  */
 const DEFAULT_WINDOW = 1000;
 
+/**
+ * Children started together in the default window (FanOutCommit.refill): one record-making
+ * transition and one bulk add per this many children, rather than one each. A set `concurrency`
+ * starts the next child as each ends (its cap is what the user asked to run at once).
+ */
+const DEFAULT_REFILL = 100;
+
 /** What the fan-out driver needs from the step driver it works for. */
 export interface FanOutHost {
   ensureProgress(run: StoredRun): Promise<void>;
@@ -48,6 +55,8 @@ export interface FanOutHost {
   checkpointOf(run: StoredRun): Promise<Checkpoint>;
   /** The flow control of one task (an item's try against its node's `limits`). */
   budgetGate(task: Task): StepBudgetPort & { woken(): Promise<boolean> };
+  /** Child runs just made here: their first step may start from these records, not a read. */
+  made(runs: StoredRun[]): void;
 }
 
 const DONE: TaskResult = { type: 'done' };
@@ -96,7 +105,8 @@ export class FanOutDriver {
     claim: ClaimCheck,
   ): Promise<void> {
     const total = request.kind === 'runs' ? request.params.length : request.items.length;
-    const startNow = Math.min(request.concurrency ?? DEFAULT_WINDOW, total);
+    const window = request.concurrency ?? DEFAULT_WINDOW;
+    const startNow = Math.min(window, total);
     const snapshot = encodeShared(checkpoint.shared, Infinity, claim);
     const values = await this.values.claimOf(claim, run.checkpoint);
     let childTarget: StepTarget | undefined;
@@ -122,6 +132,8 @@ export class FanOutDriver {
       snapshot,
       total,
       startNow,
+      window,
+      refill: request.concurrency === undefined ? DEFAULT_REFILL : 1,
       ...(childTarget ? { childTarget } : {}),
       outbox,
       now: this.options.clock.now(),
@@ -196,13 +208,15 @@ export class FanOutDriver {
     };
   }
 
-  /** Does what recording a child's end asked for: start the next child, resume, or cancel. */
+  /** Does what recording a child's end asked for: start the next children, resume, or cancel. */
   async followChildEnded(parentId: string, parentStep: number, result: ChildEndedResult): Promise<void> {
     switch (result.type) {
       case 'recorded': {
-        if (result.startIndex === undefined) return;
+        const { start } = result;
+        if (start === undefined) return;
         const fanOut = await this.cache.get(parentId, parentStep);
-        if (fanOut) await this.startChildren(parentId, parentStep, fanOut, [result.startIndex]);
+        const indices = Array.from({ length: start.count }, (_, i) => start.first + i);
+        if (fanOut) await this.startChildren(parentId, parentStep, fanOut, indices);
         return;
       }
       case 'fan-in': {
@@ -257,7 +271,7 @@ export class FanOutDriver {
     }
     const target = fanOut.childTarget;
     if (!target || indices.length === 0) return;
-    await this.store.createChildren(parentId, parentStep, indices);
+    this.host.made(await this.store.createChildren(parentId, parentStep, indices));
     await this.scheduler.addFirstSteps(
       indices.map((index) => childRunId(parentId, parentStep, index)),
       target,

@@ -60,10 +60,11 @@ export interface RunStore {
   fanOut(at: StoredRun, fields: FanOutCommit): Promise<{ result: CommitResult; wakes: string[] }>;
   /**
    * Creates the records of the child runs at `indices` of the fan-out `parentId` made at
-   * `parentStep`, from their staged inputs, as they start (a window of them at a time); a record
-   * that exists is left as it is.
+   * `parentStep`, from their staged inputs, as they start (a window of them at a time): `running`
+   * (the parent has started them; its window is what runs at once), with `startedAt`. A record
+   * that exists is left as it is. Returns the records made, as {@link RunStore.load} would.
    */
-  createChildren(parentId: string, parentStep: number, indices: readonly number[]): Promise<void>;
+  createChildren(parentId: string, parentStep: number, indices: readonly number[]): Promise<StoredRun[]>;
   /**
    * Records how child `index` of the parent's fan-out at `parentStep` ended (once per index). A
    * completed item's staged input goes with it (nothing reads it again: a retry runs only the
@@ -424,10 +425,18 @@ export interface ChildEndReport {
   now: number;
 }
 
+/** The children of a fan-out at indices `first` to `first + count - 1`. */
+export interface ChildRange {
+  /** The index of the first child. */
+  first: number;
+  /** How many children, at least 1. */
+  count: number;
+}
+
 /** What recording a child's end asks the caller to do. */
 export type ChildEndedResult =
   | { type: 'ignored' } // the parent no longer waits on this fan-out
-  | { type: 'recorded'; startIndex: number | undefined } // start child `startIndex` now, if any
+  | { type: 'recorded'; start: ChildRange | undefined } // start these children now, if any
   | { type: 'parent-ended' } // the parent ended here (it failed fast)
   | { type: 'fan-in' } // it was the last child: enqueue the parent's fan-in step
   | { type: 'duplicate' }; // recorded before (a redelivery)
@@ -444,8 +453,19 @@ export interface FanOutCommit {
   /** The parent's `shared` when it fanned out, encoded. */
   snapshot: string;
   total: number;
-  /** Children started now (the concurrency limit, or all). */
+  /** Children started now (the window, or all). */
   startNow: number;
+  /**
+   * Most children in flight (started, not ended) at a time: the fan-out's concurrency limit,
+   * else a window of the driver's choosing. Each recorded end may start more, never past it.
+   */
+  window: number;
+  /**
+   * Children started together: an end starts more only once at least this many (or all those
+   * left) fit in the window, so a large fan-out starts its children in batches rather than one
+   * by one. 1: each end starts the next child at once.
+   */
+  refill: number;
   /** Runs: the children's first target. */
   childTarget?: StepTarget;
   outbox: OutgoingMessage[];

@@ -319,7 +319,17 @@ export class StepDriver {
 
   /** Aborts the `exec` of a run's step running here (its run was cancelled). */
   abort(runId: string): void {
+    // A step not begun yet reads the run again, and finds it cancelled: it runs nothing.
+    this.runs.forget(runId);
     this.running.get(runId)?.abort(new QueueflowError('RUN_CANCELLED', `run '${runId}' was cancelled`));
+  }
+
+  /**
+   * Fan-out children this driver just made: their first step starts from the record, as the
+   * next step of a run this driver committed does (no read; the commit's step check guards it).
+   */
+  made(runs: StoredRun[]): void {
+    for (const run of runs) this.runs.remember(run);
   }
 
   /** Aborts every step running here (the engine closes). */

@@ -36,6 +36,7 @@ import {
   type WorkerBeat,
   type CancelResult,
   type ChildEndReport,
+  type ChildRange,
   type ChildEndedResult,
   type ChildReport,
   type CommitFields,
@@ -63,6 +64,9 @@ interface MemoryFanOut {
   ended: number;
   failed: number;
   step: number;
+  /** See FanOutCommit. */
+  window: number;
+  refill: number;
   /** Runs: the children's first target. */
   childTarget?: StepTarget;
   /** When the fan-out began (the children's createdAt). */
@@ -336,6 +340,8 @@ export class MemoryRunStore implements RunStore, RunEventSource {
       ended: 0,
       failed: 0,
       step,
+      window: fields.window,
+      refill: fields.refill,
       ...(fields.childTarget ? { childTarget: { ...fields.childTarget } } : {}),
       at: fields.now,
       kind: fields.request.kind,
@@ -351,11 +357,12 @@ export class MemoryRunStore implements RunStore, RunEventSource {
     this.inputs.set(key, staged);
   }
 
-  async createChildren(parentId: string, parentStep: number, indices: readonly number[]): Promise<void> {
+  async createChildren(parentId: string, parentStep: number, indices: readonly number[]): Promise<StoredRun[]> {
     const parent = this.runs.get(parentId);
     const fanOut = parent?.fanOut;
     const inputs = this.inputs.get(inputsKey(parentId, parentStep));
-    if (!parent || !fanOut || fanOut.step !== parentStep || !inputs || !fanOut.childTarget) return;
+    const made: StoredRun[] = [];
+    if (!parent || !fanOut || fanOut.step !== parentStep || !inputs || !fanOut.childTarget) return made;
     for (const index of indices) {
       const id = childRunId(parentId, parentStep, index);
       const checkpoint = inputs[index];
@@ -365,12 +372,13 @@ export class MemoryRunStore implements RunStore, RunEventSource {
           id,
           flow: parent.run.flow,
           fingerprint: parent.run.fingerprint,
-          status: 'queued',
+          status: 'running',
           step: 0,
           attempt: 0,
           checkpoint,
           target: { ...fanOut.childTarget },
           createdAt: this.clock.now(),
+          startedAt: this.clock.now(),
           updatedAt: this.clock.now(),
           parent: { id: parentId, step: parentStep, index },
           parkCount: 0,
@@ -384,7 +392,9 @@ export class MemoryRunStore implements RunStore, RunEventSource {
         history: [],
         stream: [],
       });
+      made.push(copyOf(this.runs.get(id)!.run));
     }
+    return made;
   }
 
   async childEnded(
@@ -799,8 +809,9 @@ export class MemoryRunStore implements RunStore, RunEventSource {
       }
     }
     if (fanOut.ended >= fanOut.total) return { type: 'fan-in' };
-    if (fanOut.started < fanOut.total) return { type: 'recorded', startIndex: fanOut.started++ };
-    return { type: 'recorded', startIndex: undefined };
+    const start = nextChildren(fanOut);
+    fanOut.started += start?.count ?? 0;
+    return { type: 'recorded', start };
   }
 
   /** Ends a run; a fan-out child's end is not announced (its parent hears of it). */
@@ -939,6 +950,13 @@ export class MemoryRunStore implements RunStore, RunEventSource {
 
 function inputsKey(runId: string, step: number): string {
   return `${runId}:${step}`;
+}
+
+/** The children an end starts (see FanOutCommit.refill; recordChildEnd in run-lifecycle.lua). */
+function nextChildren(fanOut: MemoryFanOut): ChildRange | undefined {
+  const left = fanOut.total - fanOut.started;
+  const room = Math.min(left, fanOut.window - (fanOut.started - fanOut.ended));
+  return left > 0 && room >= Math.min(fanOut.refill, left) ? { first: fanOut.started, count: room } : undefined;
 }
 
 /** Whether the run still stands where a step started: same step counter and same park count. */

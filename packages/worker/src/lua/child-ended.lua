@@ -12,7 +12,7 @@
           parentError (JSON, used when the parent fails fast), errorRecord (JSON or '', appended
           to the parent's errors), now (epoch ms), channel, changes, retention (seconds), maxErrors
 
-  Returns { code, next } as recordChildEnd says.
+  Returns { code, first, count } as recordChildEnd says.
   Emits: PUBLISH <channel> {type:'ended', ...} when the parent ends here.
 ]]
 return recordChildEnd({ KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8] }, cjson.decode(ARGV[1]))

@@ -45,13 +45,13 @@
   Messages the step reserved are consumed by modes next and completed, kept for a retry, and
   given back to their mailboxes when the run fails or is cancelled here.
 
-  Returns { code, parentCode, next, wakes, taken }:
+  Returns { code, parentCode, first, count, wakes, taken }:
     code  1 committed
           0 stale: the run has ended (a cancel ends it at once) or moved past this step;
             nothing written
          -1 no such run
-    parentCode, next: when a child ended here, recordChildEnd's answer (see run-lifecycle.lua);
-          else -1, -1
+    parentCode, first, count: when a child ended here, recordChildEnd's answer (see
+          run-lifecycle.lua); else -1, -1, 0
     wakes: wake ids of runs parked on mailboxes that got a message here
     taken: the wake id the worker took (takeWake), not among `wakes`; absent when none
   Emits: PUBLISH <channel> {type:'ended', runId, status} when the run (or its parent) ends.
@@ -65,7 +65,7 @@ local wakes = {}
 
 local function toParent(status, outcome)
   local p = o.parent
-  if type(p) ~= 'table' then return { -1, -1 } end
+  if type(p) ~= 'table' then return { -1, -1, 0 } end
   local ok, errorRecord = '0', ''
   if status == 'completed' then ok = '1' end
   if status == 'failed' and type(p.errorRecord) == 'string' then errorRecord = p.errorRecord end
@@ -82,9 +82,9 @@ end
 
 local expectedStep, expectedParks = string.match(o.at, '^(%d+):(%d+)$')
 local status = redis.call('HGET', runKey, 'status')
-if not status then return { -1, -1, -1, wakes } end
-if isFinal(status) then return { 0, -1, -1, wakes } end
-if not atStep(runKey, expectedStep, expectedParks) then return { 0, -1, -1, wakes } end
+if not status then return { -1, -1, -1, 0, wakes } end
+if isFinal(status) then return { 0, -1, -1, 0, wakes } end
+if not atStep(runKey, expectedStep, expectedParks) then return { 0, -1, -1, 0, wakes } end
 
 leaveWaiters(runKey, o, runId)
 claimValues(runKey, runId, o.values, valueTexts(3), o)
@@ -106,7 +106,7 @@ if mode == 'retry' then
   redis.call('HINCRBY', runKey, 'attempt', 1)
   redis.call('HSET', runKey, 'status', 'running')
   changed(runKey, runId, o)
-  return { 1, -1, -1, wakes }
+  return { 1, -1, -1, 0, wakes }
 end
 
 if mode == 'throttled' then
@@ -114,7 +114,7 @@ if mode == 'throttled' then
   if o.stepStartedAt then redis.call('HSETNX', runKey, 'stepStartedAt', o.stepStartedAt) end
   redis.call('HSET', runKey, 'status', 'throttled', 'throttledBy', o.throttledBy or '')
   changed(runKey, runId, o)
-  return { 1, -1, -1, wakes }
+  return { 1, -1, -1, 0, wakes }
 end
 
 if mode == 'failed' then
@@ -125,7 +125,7 @@ if mode == 'failed' then
   finish(runKeys, runId, 'failed', now, o)
   local parent = toParent('failed', (type(o.parent) == 'table' and o.parent.outcome) or '')
   local taken = takeWake(o, wakes)
-  return { 1, parent[1], parent[2], wakes, taken }
+  return { 1, parent[1], parent[2], parent[3], wakes, taken }
 end
 
 -- The step commits: what it received is consumed, what it sent leaves.
@@ -148,10 +148,10 @@ if mode == 'completed' then
   finish(runKeys, runId, 'completed', now, o)
   local parent = toParent('completed', (type(o.parent) == 'table' and o.parent.outcome) or '')
   local taken = takeWake(o, wakes)
-  return { 1, parent[1], parent[2], wakes, taken }
+  return { 1, parent[1], parent[2], parent[3], wakes, taken }
 end
 
 redis.call('HSET', runKey, 'status', 'running')
 changed(runKey, runId, o)
 local taken = takeWake(o, wakes)
-return { 1, -1, -1, wakes, taken }
+return { 1, -1, -1, 0, wakes, taken }

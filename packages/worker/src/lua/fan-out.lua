@@ -12,7 +12,9 @@
   ARGV[1] options, JSON:
     at         expected step counter, ':' and the expected park count (see atStep)
     now        epoch ms            runId        the parent's id
-    total      number of children  startNow     children started now (the concurrency cap, or all)
+    total      number of children  startNow     children started now (the window, or all)
+    window     most children in flight at a time     refill  children started together (see
+               recordChildEnd in run-lifecycle.lua)
     kind       runs | items        channel      events channel      changes  changes channel
     record     the step's history record JSON        maxRecords  history records kept
     retention  seconds a finished run is kept
@@ -58,7 +60,7 @@ redis.call('DEL', KEYS[4], KEYS[5])
 redis.call('PERSIST', KEYS[9])
 redis.call('HSET', KEYS[4], 'request', ARGV[4], 'snapshot', ARGV[5], 'total', o.total, 'started', o.startNow,
   'ended', 0, 'failed', 0, 'step', step, 'kind', o.kind, 'inputs', KEYS[9], 'flow', o.flow,
-  'fingerprint', o.fingerprint, 'at', now)
+  'fingerprint', o.fingerprint, 'at', now, 'window', o.window, 'refill', o.refill)
 if type(o.childTarget) == 'string' then redis.call('HSET', KEYS[4], 'childTarget', o.childTarget) end
 changed(runKey, runId, o)
 return { 1, wakes }

@@ -146,23 +146,25 @@ end
        parentError (JSON, used when the parent fails fast), errorRecord (JSON or ''),
        values (hashes the outcome references, claimed for the parent; stored already),
        now, channel, changes, retention, maxErrors, valuePrefix, valuesSuffix }
-  Returns { code, next }:
+  Returns { code, first, count }:
     0 ignored: the parent no longer waits on this fan-out
-    1 recorded; `next` is the index of a child to start now, or -1
+    1 recorded; start the `count` children from index `first` now (count 0: none)
     2 the parent ended here (it failed fast): cancel the siblings
     3 recorded, and it was the last child: enqueue the parent's fan-in step
     4 recorded before (a redelivery): nothing new
+  Children start as ends make room in the fan-out's `window` (children in flight), `refill` of
+  them at a time (or all those left); a fan-out stored without them starts one per end.
 ]]
 local function recordChildEnd(keys, c)
   local runKey, fanOutKey = keys[1], keys[4]
   if redis.call('HGET', runKey, 'status') ~= 'waiting' or redis.call('HGET', fanOutKey, 'step') ~= c.parentStep then
-    return { 0, -1 }
+    return { 0, -1, 0 }
   end
   if redis.call('HSETNX', keys[5], c.index, c.outcome) == 0 then
     local total = tonumber(redis.call('HGET', fanOutKey, 'total'))
     local ended = tonumber(redis.call('HGET', fanOutKey, 'ended'))
-    if ended >= total then return { 3, -1 } end
-    return { 4, -1 }
+    if ended >= total then return { 3, -1, 0 } end
+    return { 4, -1, 0 }
   end
   claimValues(runKey, c.parentId, c.values, {}, c) -- the values the outcome's patch references
   if c.ok == '1' then
@@ -182,18 +184,21 @@ local function recordChildEnd(keys, c)
     if c.failFast == '1' then
       redis.call('HSET', runKey, 'error', c.parentError)
       finish(keys, c.parentId, 'failed', c.now, c)
-      return { 2, -1 }
+      return { 2, -1, 0 }
     end
   end
   changed(runKey, c.parentId, c)
-  local total = tonumber(redis.call('HGET', fanOutKey, 'total'))
-  if ended >= total then return { 3, -1 } end
-  local started = tonumber(redis.call('HGET', fanOutKey, 'started'))
-  if started < total then
-    redis.call('HINCRBY', fanOutKey, 'started', 1)
-    return { 1, started }
+  local fanOut = redis.call('HMGET', fanOutKey, 'total', 'started', 'window', 'refill')
+  local total, started = tonumber(fanOut[1]), tonumber(fanOut[2])
+  if ended >= total then return { 3, -1, 0 } end
+  local left = total - started
+  local room, refill = math.min(left, 1), 1
+  if fanOut[3] then room, refill = math.min(left, tonumber(fanOut[3]) - (started - ended)), tonumber(fanOut[4]) end
+  if left > 0 and room >= math.min(refill, left) then
+    redis.call('HINCRBY', fanOutKey, 'started', room)
+    return { 1, started, room }
   end
-  return { 1, -1 }
+  return { 1, -1, 0 }
 end
 
 -- Mailboxes: `m` holds the key prefixes redis-keys.ts builds ({ mailboxPrefix, waitersPrefix }),
