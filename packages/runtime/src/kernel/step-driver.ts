@@ -192,6 +192,12 @@ export class StepDriver {
     if (taken && (result.type === 'retry' || result.type === 'defer'))
       return this.handBack(stepTaskOf(task.runId, task.step), chain!, result);
     while (result.type === 'continue') {
+      // A run the step woke and took goes first: it was waiting for this step's message (an
+      // answer), and its own next message often comes back here, to be found by this run's next
+      // step without a park. Should this worker die meanwhile, this run's next step is recovered
+      // as below: by the task's job, or (a taken run) by its wake, made due by the takeover, which
+      // finds the run past its step.
+      if (chain!.taken.length > 0) await this.runTaken(chain!);
       // The run's next step, here and now. Should this worker die during it, the task's job
       // comes back, finds the run past its step and adds the step's own task (ensureProgress).
       const at: Continue = result;
