@@ -37,6 +37,13 @@ export class StepMailbox implements Mailbox, StepMailboxPort {
   readonly outbox: OutgoingMessage[] = [];
   parkRequest: ParkRequest | undefined;
   private readonly timedOut = new Set<number>();
+  /** This step's own reply addresses (`replyAddress`). */
+  private readonly ownReplies = new Set<string>();
+  /**
+   * Own reply addresses whose question has not left yet (it leaves with the step's commit or
+   * park): nothing can be waiting there, so a receive on one parks without asking the store.
+   */
+  private readonly unanswered = new Set<string>();
   private sends = 0;
   private receives = 0;
   private replies = 0;
@@ -65,6 +72,7 @@ export class StepMailbox implements Mailbox, StepMailboxPort {
     if (this.parkRequest) return;
     const ordinal = this.sends++;
     if (ordinal < this.replay.sent) return; // delivered when this step parked before
+    if (options.replyTo !== undefined && this.ownReplies.has(options.replyTo)) this.unanswered.add(options.replyTo);
     this.outbox.push({
       address,
       message: {
@@ -83,7 +91,7 @@ export class StepMailbox implements Mailbox, StepMailboxPort {
     if (this.parkRequest) throw new ParkSignal(this.parkRequest); // parking already: go no further
     const ordinal = this.receives++;
     if (this.replay.timedOut?.includes(ordinal)) return this.timeOut(ordinal);
-    const message = await this.reservations.reserve(ordinal, address);
+    const message = this.unanswered.has(address) ? undefined : await this.reservations.reserve(ordinal, address);
     if (message) return message;
     const parked = this.replay.parked;
     const sameWait = parked?.ordinal === ordinal && parked.address === address;
@@ -94,7 +102,9 @@ export class StepMailbox implements Mailbox, StepMailboxPort {
   }
 
   replyAddress(): string {
-    return `${this.ids.runId}.${this.ids.step}.reply${this.replies++}`;
+    const address = `${this.ids.runId}.${this.ids.step}.reply${this.replies++}`;
+    this.ownReplies.add(address);
+    return address;
   }
 
   private timeOut(ordinal: number): undefined {
