@@ -15,20 +15,22 @@
  * by name), so the report also says what one round trip costs in Redis commands.
  *
  * Where the time goes (from the counts this benchmark prints). Each agent waits as a parked run.
- * A step that wakes a parked run takes it and runs its step in the same job (direct hand-off,
- * `continueSteps`), and a run's next step runs on in the same job too, so once the exchange is
- * going, both agents' steps run one after the other in one worker slot, with no BullMQ job per
- * step or per wake. One round trip is four steps and about 15 Redis commands (raw: 4):
- *   1. pinger, step k: `ask` → reserve-message (empty) → add its wake job (delayed: its deadline
- *      and the safety net of a crash) → park-run (delivers the question; takes the ponger).
- *   2. ponger, taken: load-run (reserves the question with the run) → commit-step (consumes it,
- *      delivers the answer; takes the pinger) ‖ the ponger's wake job removed, its taken mark
- *      released (neither awaited).
- *   3. ponger, next step: reserve-message (empty) → add its wake job → park-run.
- *   4. pinger, taken: load-run (the answer) → commit-step ‖ removal and release; then step k + 1.
- * So about 10 sequential Redis round trips against 2 for the raw ping-pong, plus each step's CPU
- * (checkpoint JSON, the interpreter). Idle slots' BZPOPMIN wake-ups and the chain's hand-back to
- * BullMQ every 50 steps or second (a new job) make the rest.
+ * A step that wakes a parked run takes it and runs its step next, in the same job, before its
+ * own run's next step (direct hand-off, `continueSteps`); a run's next step runs on in the same
+ * job too. So once the exchange is going, both agents' steps run one after the other in one
+ * worker slot, with no BullMQ job per step or per wake. One round trip is four steps and about
+ * 10 Redis commands (raw: 4):
+ *   1. pinger, step k + 1 (after its commit of step k): `ask` → its question leaves with the park
+ *      (no reserve: nothing can wait on its fresh reply address) → add its wake job (delayed: its
+ *      deadline, and the safety net of a crash) → park-run (delivers the question).
+ *   2. ponger, its next step (it was not parked: it was waiting in the chain behind the pinger):
+ *      reserve-message (the question is there) → commit-step (consumes it, delivers the answer;
+ *      takes the parked pinger).
+ *   3. pinger, taken: load-run (reserves the answer with the run) → commit-step; its delayed
+ *      wake job removed and its taken mark released (SREM), neither awaited.
+ * That is about 6 sequential Redis round trips against 2 for the raw ping-pong, plus each step's
+ * CPU (checkpoint JSON, the interpreter). Idle slots' BZPOPMIN wake-ups and the chain's hand-back
+ * to BullMQ every 50 steps or second (a new job) make the rest.
  *
  * Usage: npm run bench -w @queueflow/worker   or   tsx bench/ping-pong.bench.ts [--exchanges 500 --rounds 3 --concurrency 8]
  */
