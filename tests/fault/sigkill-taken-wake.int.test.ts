@@ -61,7 +61,7 @@ describe('fault: SIGKILL the worker running a parked run it woke and took', () =
     const [asked, answered] = await Promise.all([asker.result(), answerer.result()]);
     expect(answered.status, JSON.stringify(answered.error)).toBe('completed');
     expect(asked.status, JSON.stringify(asked.error)).toBe('completed');
-    expect(asked.shared.answer).toEqual({ yes: true });
+    expect((asked.shared as { answer?: unknown }).answer).toEqual({ yes: true });
     expect((await engine.mailboxes()).filter((mailbox) => mailbox.address === 'answers-please')).toEqual([]);
     expect(survivor.output()).toContain(`woke 1 run(s) it had woken: ${answerer.id}-0-p1`);
   }, 120_000);
