@@ -5,42 +5,19 @@
  * makes it due at once, from the dead worker's set of taken wakes. Both runs complete, the
  * question is answered once, and the survivor's log line names the run it woke.
  */
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { afterAll, describe, expect, it } from 'vitest';
-import { RedisEngine } from '@queueflow/worker';
-import { deletePrefix, redisUrl, testPrefix } from '../support/test-redis.js';
+import { describe, expect, it } from 'vitest';
+import { useKillHarness } from '../support/kill-harness.js';
 import { waitFor } from '../support/wait-for.js';
-import { spawnWorker, type WorkerProcess } from '../support/worker-process.js';
 import { opsAnswerer, opsAsker } from '../ops/ops-flows.js';
 
 const FLOWS = fileURLToPath(new URL('../ops/ops-flows.ts', import.meta.url));
 
 describe('fault: SIGKILL the worker running a parked run it woke and took', () => {
-  const prefix = testPrefix('taken-wake');
-  const markerDir = mkdtempSync(join(tmpdir(), 'queueflow-taken-wake-'));
-  const engine = new RedisEngine({ connection: redisUrl(), flows: [opsAsker, opsAnswerer], prefix });
-  let workers: WorkerProcess[] = [];
-
-  afterAll(async () => {
-    await engine.close();
-    for (const worker of workers)
-      if (worker.child.exitCode === null && worker.child.signalCode === null) worker.kill('SIGKILL');
-    await Promise.all(workers.map((worker) => worker.exited));
-    await deletePrefix(redisUrl(), prefix);
-    rmSync(markerDir, { recursive: true, force: true });
-  });
-
-  const marker = (name: string): string | undefined => {
-    const file = join(markerDir, name);
-    return existsSync(file) ? readFileSync(file, 'utf8') : undefined;
-  };
+  const { engine, markerDir, marker, spawn } = useKillHarness('taken-wake', [opsAsker, opsAnswerer]);
 
   it('the survivor makes the taken wake due; both runs complete, the question answered once', async () => {
-    const options = { flows: FLOWS, redisUrl: redisUrl(), prefix, concurrency: 2 };
-    workers = await Promise.all([spawnWorker(options), spawnWorker(options)]);
+    const workers = await spawn(2, { flows: FLOWS, concurrency: 2 });
     const params = { markerDir, address: 'answers-please' };
     const answerer = await engine.start(opsAnswerer, {}, { params });
     await waitFor('the answerer to park', async () => (await engine.get(answerer.id))?.status === 'waiting');

@@ -7,15 +7,10 @@
  * bound is asserted. The run completes with every step committed once, and exactly one survivor
  * logs one line naming the dead worker and the step it took over.
  */
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { afterAll, describe, expect, it } from 'vitest';
-import { RedisEngine } from '@queueflow/worker';
-import { deletePrefix, redisUrl, testPrefix } from '../support/test-redis.js';
+import { describe, expect, it } from 'vitest';
+import { useKillHarness } from '../support/kill-harness.js';
 import { waitFor } from '../support/wait-for.js';
-import { spawnWorker, type WorkerProcess } from '../support/worker-process.js';
 import { opsTakeover } from './ops-flows.js';
 
 const FLOWS = fileURLToPath(new URL('./ops-flows.ts', import.meta.url));
@@ -23,29 +18,10 @@ const LIMIT = 10;
 const SLOW_VISIT = 5;
 
 describe('fault: SIGKILL a worker; another takes its step over with default settings', () => {
-  const prefix = testPrefix('ops-takeover');
-  const markerDir = mkdtempSync(join(tmpdir(), 'queueflow-ops-takeover-'));
-  const engine = new RedisEngine({ connection: redisUrl(), flows: [opsTakeover], prefix });
-  let workers: WorkerProcess[] = [];
-
-  afterAll(async () => {
-    await engine.close();
-    // SIGKILL: a worker still in the hanging step would wait for it on a graceful stop.
-    for (const worker of workers)
-      if (worker.child.exitCode === null && worker.child.signalCode === null) worker.kill('SIGKILL');
-    await Promise.all(workers.map((worker) => worker.exited));
-    await deletePrefix(redisUrl(), prefix);
-    rmSync(markerDir, { recursive: true, force: true });
-  });
-
-  const marker = (name: string): string | undefined => {
-    const file = join(markerDir, name);
-    return existsSync(file) ? readFileSync(file, 'utf8') : undefined;
-  };
+  const { engine, markerDir, marker, spawn } = useKillHarness('ops-takeover', [opsTakeover]);
 
   it('takes the step over within seconds of the kill; the run completes with every step committed once', async () => {
-    const options = { flows: FLOWS, redisUrl: redisUrl(), prefix, concurrency: 2 }; // default lock and stall settings
-    workers = await Promise.all([spawnWorker(options), spawnWorker(options), spawnWorker(options)]);
+    const workers = await spawn(3, { flows: FLOWS, concurrency: 2 }); // default lock and stall settings
     const handle = await engine.start(
       opsTakeover,
       { limit: LIMIT, count: 0, seen: [] },
