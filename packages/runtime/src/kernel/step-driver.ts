@@ -465,7 +465,9 @@ export class StepDriver {
         },
       };
       const stream = new StepStream(this.store, run.id, { step: run.step, attempt }, now);
-      const gate = this.budgetGate(task, run.id);
+      // A taken wake that finds no budget is handed back as its step's task (handBack), and its
+      // wake is dropped: the budget's waiter is that task, so that a release promotes it.
+      const gate = this.budgetGate(taken ? stepTaskOf(task.runId, task.step) : task, run.id);
       const ctx: StepContext = {
         attempt,
         signal: controller.signal,
