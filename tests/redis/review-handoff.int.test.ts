@@ -159,9 +159,23 @@ const slottedReceiving = defineFlow(
   () => new Flow(new SlottedReceiver({ name: 'receive', limits: [{ key: 'slot', concurrency: 1 }] })),
 );
 
+/** A node that fails its first try (wait 0.2 s), then a plain node run continued after it. */
+class FailsOnce extends Node<Box> {
+  override exec(): string {
+    if (this.currentRetry === 0) throw new Error('first try');
+    return 'ok';
+  }
+}
+const failsOnceThenOn = defineFlow('review-fails-once', () => {
+  const first = new FailsOnce({ name: 'first', maxRetries: 2, wait: 0.2 });
+  first.next(new Node({ name: 'second' }));
+  return new Flow(first);
+});
+
 describe('review: hand-off and continuation', () => {
   const setup = useRedisHarness();
   const flows = [
+    failsOnceThenOn,
     sending,
     failsAlways,
     thirdTry,
@@ -210,6 +224,17 @@ describe('review: hand-off and continuation', () => {
       expect(result).toMatchObject({ status: 'completed', shared: { got: { hello: token } } });
     },
   );
+
+  it("a step continued after a retried step records its own start, not the retried step's", async () => {
+    const redis = await setup('review-started-at', { flows, workers: 0 });
+    await redis.worker({ concurrency: 1 });
+    const result = await redis.engine.run(failsOnceThenOn, { token: 'x' });
+    expect(result.status).toBe('completed');
+    const [first, second] = await redis.engine.history(result.id);
+    expect(first).toMatchObject({ node: 'first', tries: 2 });
+    expect(second).toMatchObject({ node: 'second', tries: 1 });
+    expect(second!.startedAt).toBeGreaterThanOrEqual(first!.endedAt);
+  });
 
   it('a run whose wake was taken still times out on its next receive', async () => {
     const redis = await setup('review-taken-timeout', { flows, workers: 0 });
