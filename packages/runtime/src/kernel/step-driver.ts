@@ -595,8 +595,11 @@ export class StepDriver {
         };
         const continues = this.continues(start.chain, run, outcome.target);
         // Remembered before the next task exists, so that task finds it; forgotten if refused.
+        // As the commit does, it drops what belonged to this step's tries (its first try's start,
+        // its retry wait, a refusal): the next step would otherwise take them for its own.
+        const { stepStartedAt: _started, retryAt: _retryAt, refusal: _refusal, ...committed } = run;
         this.runs.remember({
-          ...run,
+          ...committed,
           status: 'running',
           step: run.step + 1,
           attempt: 0,
