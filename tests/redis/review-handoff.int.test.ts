@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { defineFlow, Flow, Node, type Message } from '@queueflow/runtime';
-import { useRedisHarness } from '../support/redis-harness.js';
+import { useRedisHarness, type RedisHarness } from '../support/redis-harness.js';
 import { gate, Tally, type Gate } from '../support/node-probes.js';
 
 type Box = { token: string; got?: unknown };
@@ -172,9 +172,75 @@ const failsOnceThenOn = defineFlow('review-fails-once', () => {
   return new Flow(first);
 });
 
+const receiveGates = new Map<string, { reached: Gate; go: Gate }>();
+/** Receives on `box-<token>`; its exec waits for the test's gate when there is one. */
+class GatedReceiver extends Node<Box> {
+  override async prep(shared: Box): Promise<[string, Message | undefined]> {
+    return [shared.token, await this.receive(`box-${shared.token}`)];
+  }
+  override async exec([token, message]: [string, Message | undefined]): Promise<unknown> {
+    const g = receiveGates.get(token);
+    if (g) {
+      g.reached.open();
+      await g.go.promise;
+    }
+    return message?.body;
+  }
+  override post(shared: Box, _prep: unknown, body: unknown): undefined {
+    shared.got = body;
+    return undefined;
+  }
+}
+const gatedReceiving = defineFlow('review-gated-receiving', () => new Flow(new GatedReceiver({ name: 'receive' })));
+type Pair = { first: string; second: string };
+/** Sends to `box-<first>` in one step, then to `box-<second>` in the next. */
+class SendTo extends Node<Pair> {
+  constructor(private readonly which: 'first' | 'second') {
+    super({ name: `send-${which}` });
+  }
+  override async post(shared: Pair): Promise<undefined> {
+    await this.send(`box-${shared[this.which]}`, { to: shared[this.which] });
+    return undefined;
+  }
+}
+const sendingTwo = defineFlow('review-sending-two', () => {
+  const first = new SendTo('first');
+  first.next(new SendTo('second'));
+  return new Flow(first);
+});
+
+const paced = new Tally<number>();
+/** A loop whose exec takes one unit of budget `paced` (3 per second). */
+class PacedTick extends Node<Loop> {
+  override prep(shared: Loop): [string, number] {
+    return [shared.token, shared.n];
+  }
+  override exec([token, n]: [string, number]): void {
+    paced.add(token, n);
+  }
+  override post(shared: Loop): string | undefined {
+    shared.n += 1;
+    return shared.n < shared.until ? 'again' : undefined;
+  }
+}
+const pacedLoop = defineFlow('review-paced-loop', () => {
+  const node = new PacedTick({ name: 'paced', limits: [{ key: 'paced', rate: { max: 3, perMs: 1000 } }] });
+  node.on('again', node);
+  return new Flow(node);
+});
+
+/** Jobs workers took from the default step queue so far (BullMQ's `active` events). */
+async function jobsActivated(redis: RedisHarness): Promise<number> {
+  const entries = await redis.connection.xrange(`${redis.prefix}:${redis.keys.stepQueue}:events`, '-', '+');
+  return entries.filter(([, fields]) => fields[fields.indexOf('event') + 1] === 'active').length;
+}
+
 describe('review: hand-off and continuation', () => {
   const setup = useRedisHarness();
   const flows = [
+    pacedLoop,
+    gatedReceiving,
+    sendingTwo,
     failsOnceThenOn,
     sending,
     failsAlways,
@@ -234,6 +300,60 @@ describe('review: hand-off and continuation', () => {
     expect(first).toMatchObject({ node: 'first', tries: 2 });
     expect(second).toMatchObject({ node: 'second', tries: 1 });
     expect(second!.startedAt).toBeGreaterThanOrEqual(first!.endedAt);
+  });
+
+  it('a run cancelled while its taken wake runs is cancelled, its message back in the mailbox', async () => {
+    const redis = await setup('review-cancel-taken', { flows, workers: 0 });
+    await redis.worker({ concurrency: 1 });
+    const token = `cancel-taken-${redis.prefix}`;
+    const g = { reached: gate(), go: gate() };
+    receiveGates.set(token, g);
+    const receiver = await redis.engine.start(gatedReceiving, { token });
+    await redis.until(receiver.id, 'the receiver to park', (info) => info.status === 'waiting');
+    await redis.engine.run(sending, { token });
+    await g.reached.promise;
+    await redis.engine.cancel(receiver.id);
+    g.go.open();
+    expect((await receiver.result()).status).toBe('cancelled');
+    receiveGates.delete(token);
+    const again = await redis.engine.run(gatedReceiving, { token });
+    expect(again).toMatchObject({ status: 'completed', shared: { got: { hello: token } } });
+  });
+
+  it('a worker closed while it runs one taken wake gives the next one back', async () => {
+    const redis = await setup('review-close-taken', { flows, workers: 0 });
+    const first = await redis.worker({ concurrency: 1 });
+    const a = `close-a-${redis.prefix}`;
+    const b = `close-b-${redis.prefix}`;
+    const g = { reached: gate(), go: gate() };
+    receiveGates.set(a, g);
+    const runA = await redis.engine.start(gatedReceiving, { token: a });
+    const runB = await redis.engine.start(gatedReceiving, { token: b });
+    await redis.until(runA.id, 'A to park', (info) => info.status === 'waiting');
+    await redis.until(runB.id, 'B to park', (info) => info.status === 'waiting');
+    const sender = await redis.engine.start(sendingTwo, { first: a, second: b });
+    await g.reached.promise;
+    const closing = first.close();
+    g.go.open();
+    await closing;
+    receiveGates.delete(a);
+    expect((await sender.result()).status).toBe('completed');
+    expect((await runA.result()).status).toBe('completed');
+    await redis.worker({ concurrency: 1 });
+    expect(await runB.result()).toMatchObject({ status: 'completed', shared: { got: { to: b } } });
+    const keys = await redis.scanKeys();
+    expect(keys.filter((key) => key.includes(':workers:taken:'))).toEqual([]);
+  });
+
+  it('a rate budget holds across continued steps without a busy loop', async () => {
+    const redis = await setup('review-rate-chain', { flows, workers: 0 });
+    await redis.worker({ concurrency: 1 });
+    const token = `rate-${redis.prefix}`;
+    const result = await redis.engine.run(pacedLoop, { n: 0, until: 7, token });
+    expect(result).toMatchObject({ status: 'completed', shared: { n: 7 } });
+    expect(paced.of(token)).toEqual([0, 1, 2, 3, 4, 5, 6]);
+    // 7 units at 3 a second: two waits for the window, each one job (or a few, never a spin).
+    expect(await jobsActivated(redis)).toBeLessThanOrEqual(8);
   });
 
   it('a run whose wake was taken still times out on its next receive', async () => {
