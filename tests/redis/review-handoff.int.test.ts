@@ -235,9 +235,41 @@ async function jobsActivated(redis: RedisHarness): Promise<number> {
   return entries.filter(([, fields]) => fields[fields.indexOf('event') + 1] === 'active').length;
 }
 
+const hung = new Tally<number>();
+/** Receives on `box-<token>` when `receives`; its exec hangs until its signal aborts (its timeout). */
+class Hangs extends Node<Box> {
+  constructor(
+    options: ConstructorParameters<typeof Node>[0],
+    private readonly receives: boolean,
+  ) {
+    super(options);
+  }
+  override async prep(shared: Box): Promise<string> {
+    if (this.receives) await this.receive(`box-${shared.token}`);
+    return shared.token;
+  }
+  override async exec(token: string): Promise<void> {
+    hung.add(token, this.currentRetry);
+    const signal = this.signal;
+    await new Promise<void>((resolve) => signal?.addEventListener('abort', () => resolve(), { once: true }));
+    throw signal?.reason ?? new Error('aborted');
+  }
+}
+const hangsWhenWoken = defineFlow(
+  'review-hangs-woken',
+  () => new Flow(new Hangs({ name: 'hang', maxRetries: 2, timeoutMs: 100 }, true)),
+);
+const hangsContinued = defineFlow('review-hangs-continued', () => {
+  const first = new Node({ name: 'first' });
+  first.next(new Hangs({ name: 'hang', maxRetries: 2, timeoutMs: 100 }, false));
+  return new Flow(first);
+});
+
 describe('review: hand-off and continuation', () => {
   const setup = useRedisHarness();
   const flows = [
+    hangsWhenWoken,
+    hangsContinued,
     pacedLoop,
     gatedReceiving,
     sendingTwo,
@@ -354,6 +386,25 @@ describe('review: hand-off and continuation', () => {
     expect(paced.of(token)).toEqual([0, 1, 2, 3, 4, 5, 6]);
     // 7 units at 3 a second: two waits for the window, each one job (or a few, never a spin).
     expect(await jobsActivated(redis)).toBeLessThanOrEqual(8);
+  });
+
+  it('a node timeout counts its tries on a continued step and on a woken step run by hand-off', async () => {
+    const redis = await setup('review-node-timeout', { flows, workers: 0 });
+    await redis.worker({ concurrency: 1 });
+    const continued = `timeout-continued-${redis.prefix}`;
+    const chained = await redis.engine.run(hangsContinued, { token: continued });
+    expect(chained.status).toBe('failed');
+    expect(chained.error?.code).toBe('NODE_TIMEOUT');
+    expect(hung.of(continued)).toEqual([0, 1]);
+
+    const woken = `timeout-woken-${redis.prefix}`;
+    const receiver = await redis.engine.start(hangsWhenWoken, { token: woken });
+    await redis.until(receiver.id, 'the receiver to park', (info) => info.status === 'waiting');
+    await redis.engine.run(sending, { token: woken });
+    const result = await receiver.result();
+    expect(result.status).toBe('failed');
+    expect(result.error?.code).toBe('NODE_TIMEOUT');
+    expect(hung.of(woken)).toEqual([0, 1]);
   });
 
   it('a run whose wake was taken still times out on its next receive', async () => {
