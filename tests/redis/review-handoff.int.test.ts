@@ -265,9 +265,26 @@ const hangsContinued = defineFlow('review-hangs-continued', () => {
   return new Flow(first);
 });
 
+/** A loop whose every step takes a few ms of I/O. */
+class SlowTick extends Node<Loop> {
+  override async exec(): Promise<void> {
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+  override post(shared: Loop): string | undefined {
+    shared.n += 1;
+    return shared.n < shared.until ? 'again' : undefined;
+  }
+}
+const slowLoop = defineFlow('review-slow-loop', () => {
+  const node = new SlowTick({ name: 'slow' });
+  node.on('again', node);
+  return new Flow(node);
+});
+
 describe('review: hand-off and continuation', () => {
   const setup = useRedisHarness();
   const flows = [
+    slowLoop,
     hangsWhenWoken,
     hangsContinued,
     pacedLoop,
@@ -405,6 +422,18 @@ describe('review: hand-off and continuation', () => {
     expect(result.status).toBe('failed');
     expect(result.error?.code).toBe('NODE_TIMEOUT');
     expect(hung.of(woken)).toEqual([0, 1]);
+  });
+
+  it('a long chain of a low-priority run lets a higher-priority run in', async () => {
+    const redis = await setup('review-priority', { flows, workers: 0 });
+    await redis.worker({ concurrency: 1 });
+    // 400 steps of >= 10 ms: several one-second slices.
+    const low = await redis.engine.start(slowLoop, { n: 0, until: 400, token: 'low' }, { priority: 10 });
+    await redis.until(low.id, 'the low-priority run to begin its chain', (info) => (info.steps ?? 0) >= 3);
+    const high = await redis.engine.start(slowLoop, { n: 0, until: 3, token: 'high' }, { priority: 1 });
+    expect((await high.result()).status).toBe('completed');
+    expect((await redis.engine.get(low.id))?.status).toBe('running');
+    expect((await low.result()).status).toBe('completed');
   });
 
   it('a run whose wake was taken still times out on its next receive', async () => {
