@@ -471,7 +471,9 @@ export class StepDriver {
         },
       };
       const stream = new StepStream(this.store, run.id, { step: run.step, attempt }, now);
-      const gate = this.budgetGate(task, run.id);
+      // A taken wake that finds no budget is handed back as its step's task (handBack), and its
+      // wake is dropped: the budget's waiter is that task, so that a release promotes it.
+      const gate = this.budgetGate(taken ? stepTaskOf(task.runId, task.step) : task, run.id);
       const ctx: StepContext = {
         attempt,
         signal: controller.signal,
@@ -599,8 +601,11 @@ export class StepDriver {
         };
         const continues = this.continues(start.chain, run, outcome.target);
         // Remembered before the next task exists, so that task finds it; forgotten if refused.
+        // As the commit does, it drops what belonged to this step's tries (its first try's start,
+        // its retry wait, a refusal): the next step would otherwise take them for its own.
+        const { stepStartedAt: _started, retryAt: _retryAt, refusal: _refusal, ...committed } = run;
         this.runs.remember({
-          ...run,
+          ...committed,
           status: 'running',
           step: run.step + 1,
           attempt: 0,
