@@ -1,5 +1,6 @@
 /**
- * Review probes of step continuation and direct hand-off (continueSteps, CommitFields.takenBy):
+ * The semantics a job per step had, held by step continuation and direct hand-off (continueSteps,
+ * CommitFields.takenBy; a newcomer's probes, kept as regression tests):
  * tries of a woken step run by hand-off, a taken wake of a run on a queue this worker does not
  * serve (the `not-here` path), and a graceful stop in the middle of a chain.
  */

@@ -1,5 +1,5 @@
 /**
- * Review probe of fan-out children made `running` and started from the driver's cache, in
+ * Fan-out children made `running` and started from the driver's cache, in
  * batches: a parent cancelled while its children are being made and started leaves no child
  * that runs on and completes after the cancel.
  */
