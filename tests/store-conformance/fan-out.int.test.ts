@@ -89,6 +89,17 @@ describe.each(stores)('%s: fanOut', (name) => {
     expect(await h.store.load(childRunId(parent.id, step + 1, 5))).toBeUndefined();
   });
 
+  it('createChildren makes nothing for a parent that no longer waits on its fan-out (cancelled)', async () => {
+    const h = await open();
+    const started = await h.started();
+    expect((await commitFanOut(h, started, runsFanOut(h, { total: 3 }), false)).result).toBe('committed');
+    const parent = await h.load(started.id);
+    const step = parent.step;
+    expect((await h.store.cancel(parent.id)).result).toBe('cancelled-waiting');
+    expect(await h.store.createChildren(parent.id, step, [1, 2])).toEqual([]);
+    expect(await h.store.load(childRunId(parent.id, step, 1))).toBeUndefined();
+  });
+
   it("a child's delta checkpoint decodes against the parent's snapshot to the parent's shared", async () => {
     const h = await open();
     const shared = { base: 1, nested: { list: [1, 2] } };

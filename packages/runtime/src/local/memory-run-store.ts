@@ -363,6 +363,7 @@ export class MemoryRunStore implements RunStore, RunEventSource {
     const inputs = this.inputs.get(inputsKey(parentId, parentStep));
     const made: StoredRun[] = [];
     if (!parent || !fanOut || fanOut.step !== parentStep || !inputs || !fanOut.childTarget) return made;
+    if (parent.run.status !== 'waiting') return made; // cancelled or failed fast meanwhile
     for (const index of indices) {
       const id = childRunId(parentId, parentStep, index);
       const checkpoint = inputs[index];

@@ -3,7 +3,8 @@
   inputs staged before the fan-out committed: `<parent id>.<parent step>.<index>`, running (its
   parent started it: the fan-out's window is what runs at once), with its first checkpoint (a
   delta against the parent's snapshot) and the parent's priority. A record that exists (a
-  redelivery) is left as it is; a fan-out that is not the parent's current one creates nothing.
+  redelivery) is left as it is; a fan-out that is not the parent's current one, or a parent that
+  no longer waits on it (cancelled, failed fast), creates nothing.
 
   KEYS[1] the parent's fan-out hash   KEYS[2] the fan-out's staged inputs (hash: index -> checkpoint)
   ARGV[1] options, JSON: runPrefix (key prefix of run hashes), parentId, parentStep, now (epoch ms),
@@ -15,7 +16,9 @@
 local o = cjson.decode(ARGV[1])
 local fanOut = redis.call('HMGET', KEYS[1], 'step', 'flow', 'fingerprint', 'childTarget')
 if fanOut[1] ~= tostring(o.parentStep) or not fanOut[4] then return {} end
-local priority = redis.call('HGET', o.runPrefix .. o.parentId, 'priority')
+local parent = redis.call('HMGET', o.runPrefix .. o.parentId, 'status', 'priority')
+if parent[1] ~= 'waiting' then return {} end
+local priority = parent[2]
 local created = {}
 for _, index in ipairs(o.indices) do
   local childKey = o.runPrefix .. o.parentId .. '.' .. o.parentStep .. '.' .. index
