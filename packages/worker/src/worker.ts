@@ -58,12 +58,14 @@ export interface WorkerOptions extends StoreSettings {
    */
   queues?: string[];
   /**
-   * Steps of a run this worker may run straight after the step a job brought, in the same job,
-   * when the next step is on the same queue: a run's steps then cost no BullMQ job each (add,
-   * fetch, finish), only their commits. A chain also ends after one second, so that waiting
-   * tasks (of a higher priority, say) get the slot; should the worker die mid-chain, the job's
-   * lock lapses as for any step and the run goes on from its last commit elsewhere. `0`: every
-   * step is a job of its own. @defaultValue 50
+   * Steps this worker may run straight after the step a job brought, in the same job: the run's
+   * next steps on the same queue, and the steps of parked runs those steps wake (a message for
+   * them: the worker takes the woken run instead of making its wake due). A run's steps and an
+   * agent's answers then cost no BullMQ job each (add, fetch, finish), only their commits. A chain
+   * also ends after one second, so that waiting tasks (of a higher priority, say) get the slot.
+   * Should the worker die mid-chain, the job is taken over as any step is, and a survivor makes
+   * the runs it had taken due; each goes on from its last commit. `0`: every step and every wake
+   * is a job of its own. @defaultValue 50
    * @throws TypeError (from `startWorker`) for a value that is not an integer from 0 and up.
    */
   continueSteps?: number;
