@@ -228,7 +228,7 @@ export class StepDriver {
   private async runTaken(chain: StepChain): Promise<void> {
     for (let wake = chain.taken.shift(); wake !== undefined; wake = chain.taken.shift()) {
       const task = wakeTaskOf(wake);
-      if (!task || this.draining || !chain.mayGoOn(this.options.clock.now())) {
+      if (!task || !this.goesOn(chain)) {
         await this.giveBack([wake, ...chain.taken.splice(0)]);
         return;
       }
@@ -283,24 +283,19 @@ export class StepDriver {
     return this.runnable.some(([flow, fingerprint]) => flow === run.flow && fingerprint === run.fingerprint);
   }
 
+  /** Whether `chain` may run one more step: within its limits, and the worker not stopping. */
+  private goesOn(chain: StepChain | undefined): chain is StepChain {
+    return chain !== undefined && !this.draining && chain.mayGoOn(this.options.clock.now());
+  }
+
   /** Whether steps that commit in `chain` take a run they wake (direct hand-off). */
   private takes(chain: StepChain | undefined): chain is StepChain {
-    return (
-      chain !== undefined &&
-      this.options.workerId !== undefined &&
-      !this.draining &&
-      chain.mayGoOn(this.options.clock.now())
-    );
+    return this.options.workerId !== undefined && this.goesOn(chain);
   }
 
   /** Whether the step of `run` that now commits goes on to `next` in the same task. */
   private continues(chain: StepChain | undefined, run: StoredRun, next: StepTarget): boolean {
-    return (
-      chain !== undefined &&
-      !this.draining &&
-      chain.mayGoOn(this.options.clock.now()) &&
-      queueOf(next) === queueOf(run.target)
-    );
+    return this.goesOn(chain) && queueOf(next) === queueOf(run.target);
   }
 
   /**
