@@ -40,6 +40,6 @@ describe('fault: SIGKILL the worker running a parked run it woke and took', () =
     expect(asked.status, JSON.stringify(asked.error)).toBe('completed');
     expect((asked.shared as { answer?: unknown }).answer).toEqual({ yes: true });
     expect((await engine.mailboxes()).filter((mailbox) => mailbox.address === 'answers-please')).toEqual([]);
-    expect(survivor.output()).toContain(`woke 1 run(s) it had woken: ${answerer.id}-0-p1`);
+    expect(survivor.output()).toContain(`made due 1 task(s) it had taken: ${answerer.id}-0-p1`);
   }, 120_000);
 });

@@ -13,10 +13,13 @@
  * - `ops-asker` / `ops-answerer`: the asker `ask`s `params.address` once; the answerer receives
  *   there and replies. The answerer's exec hangs on its first execution, after writing
  *   `<markerDir>/answer-first` (pid); a later execution writes `answer-again` (pid) and goes on.
+ * - `ops-lanes`: a ParallelBatchFlow of three children, one at a time (`concurrency: 1`), each
+ *   appending its index to `shared.done`. Child 1 hangs on its first execution, after writing
+ *   `<markerDir>/lane-first` (pid); a later execution writes `lane-again` (pid) and goes on.
  */
 import { appendFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { defineFlow, Flow, Node, type Message } from '@queueflow/runtime';
+import { defineFlow, Flow, Node, ParallelBatchFlow, type JsonObject, type Message } from '@queueflow/runtime';
 
 interface MarkerParams {
   markerDir: string;
@@ -114,3 +117,36 @@ class Answer extends Node<AskShared, MarkerParams & { address: string }> {
 
 export const opsAsker = defineFlow('ops-asker', () => new Flow(new Ask({ name: 'ask' })));
 export const opsAnswerer = defineFlow('ops-answerer', () => new Flow(new Answer({ name: 'answer' })));
+
+interface LaneShared {
+  done?: number[];
+}
+
+class Lane extends Node<LaneShared, MarkerParams & { index: number }> {
+  override async exec(): Promise<number> {
+    if (this.params.index === 1) {
+      try {
+        writeFileSync(join(this.params.markerDir, 'lane-first'), String(process.pid), { flag: 'wx' });
+        await new Promise((resolve) => setTimeout(resolve, 120_000)); // until this process is killed
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+        writeFileSync(join(this.params.markerDir, 'lane-again'), String(process.pid));
+      }
+    }
+    return this.params.index;
+  }
+  override post(shared: LaneShared, _prep: unknown, index: number): void {
+    shared.done = [...(shared.done ?? []), index];
+  }
+}
+
+class Lanes extends ParallelBatchFlow<LaneShared, MarkerParams> {
+  override prep(): JsonObject[] {
+    return [0, 1, 2].map((index) => ({ index }));
+  }
+}
+
+export const opsLanes = defineFlow(
+  'ops-lanes',
+  () => new Lanes(new Lane({ name: 'lane' }), { name: 'lanes', concurrency: 1 }),
+);

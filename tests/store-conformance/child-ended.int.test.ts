@@ -57,6 +57,19 @@ describe.each(stores)('%s: childEnded', (name) => {
     expect(await ended(9)).toEqual({ type: 'fan-in' });
   });
 
+  it('an end whose caller takes the next child starts one as soon as there is room, refill or not', async () => {
+    const h = await open();
+    const { parent, step } = await fannedOut(h, { total: 10, startNow: 4, refill: 3 });
+
+    const ended = (index: number, take: boolean) =>
+      h.store.childEnded(parent.id, step, index, { ...endReport(h, completedOutcome()), ...(take ? { take } : {}) });
+    expect(await ended(0, true)).toEqual({ type: 'recorded', start: { first: 4, count: 1 } });
+    expect(await ended(1, false)).toEqual({ type: 'recorded', start: undefined }); // room for 1 of 3
+    // The room the untaking end left comes along with the taken child: never past the window.
+    expect(await ended(2, true)).toEqual({ type: 'recorded', start: { first: 5, count: 2 } });
+    expect(await h.store.fanOutOf(parent.id)).toMatchObject({ started: 7, ended: 3 });
+  });
+
   it('with a refill, the last children start together once they all fit', async () => {
     const h = await open();
     const { parent, step } = await fannedOut(h, { total: 5, startNow: 3, refill: 3 });

@@ -137,8 +137,9 @@ export class RedisKeys {
   }
 
   /**
-   * Set: the wakes worker `workerId` took to run itself (direct hand-off, CommitFields.takenBy)
-   * and has not released; a survivor that takes the worker over makes them due.
+   * Set: the tasks worker `workerId` took to run itself and has not released: wake ids (direct
+   * hand-off, CommitFields.takenBy) and first step task ids of fan-out children it started
+   * (RunStore.createChildren); a survivor that takes the worker over makes them due.
    */
   taken(workerId: string): string {
     return `${this.prefix}:workers:taken:${workerId}`;

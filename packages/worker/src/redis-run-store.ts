@@ -248,6 +248,7 @@ export class RedisRunStore implements RunStore {
               failFast: report.failFast,
               parentError: encodeRunError(report.parentError),
               ...(report.values?.length ? { values: report.values } : {}),
+              ...(report.take ? { take: true } : {}),
             },
           }
         : {}),
@@ -312,7 +313,12 @@ export class RedisRunStore implements RunStore {
     return { result: COMMIT_CODES[code] ?? 'stale', wakes };
   }
 
-  async createChildren(parentId: string, parentStep: number, indices: readonly number[]): Promise<StoredRun[]> {
+  async createChildren(
+    parentId: string,
+    parentStep: number,
+    indices: readonly number[],
+    takenBy?: string,
+  ): Promise<StoredRun[]> {
     if (indices.length === 0) return [];
     const options = {
       runPrefix: this.keys.runPrefix(),
@@ -320,6 +326,7 @@ export class RedisRunStore implements RunStore {
       parentStep,
       now: String(this.clock.now()),
       indices,
+      ...(takenBy === undefined ? {} : { takenKey: this.keys.taken(takenBy) }),
     };
     const made = (await this.redis.createChildren(
       this.keys.fanOut(parentId),
@@ -349,6 +356,7 @@ export class RedisRunStore implements RunStore {
       parentError: encodeRunError(report.parentError),
       errorRecord: outcome.status === 'failed' ? encodeErrorRecord(outcome.error) : '',
       ...(report.values?.length ? { values: report.values } : {}),
+      ...(report.take ? { take: true } : {}),
     };
     const [code, first, count] = (await this.redis.childEnded(
       ...this.keys.runKeys(parentId),

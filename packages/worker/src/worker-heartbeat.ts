@@ -25,6 +25,8 @@ export interface HeartbeatOptions {
   onError: (error: Error) => void;
   /** Also done at every beat (the worker measures its clock's offset to the server's). */
   onBeat?: () => Promise<unknown>;
+  /** Makes due the tasks a worker took to run itself and did not run (StepDriver.recoverTaken). */
+  recoverTaken: (taskIds: readonly string[]) => Promise<void>;
 }
 
 /**
@@ -60,15 +62,15 @@ export class WorkerHeartbeat {
   }
 
   /**
-   * Stops beating and leaves the registry (a clean stop: nothing to take over). Wakes it took
-   * and did not run (direct hand-off, CommitFields.takenBy) are made due.
+   * Stops beating and leaves the registry (a clean stop: nothing to take over). Tasks it took
+   * and did not run (wakes, CommitFields.takenBy; children, RunStore.createChildren) are made due.
    */
   async stop(): Promise<void> {
     clearInterval(this.timer);
     await this.beating?.catch(() => {});
     await this.store
       .claimTaken(this.options.worker.id)
-      .then((wakes) => this.scheduler.promote(wakes))
+      .then((taken) => this.options.recoverTaken(taken))
       .catch(() => {});
     await this.store.removeWorker(this.options.worker.id).catch(() => {});
   }
@@ -83,14 +85,14 @@ export class WorkerHeartbeat {
     const lapsed = await this.store.claimLapsed(this.options.lapseMs);
     for (const dead of lapsed) {
       const taken = await this.handBack(dead);
-      // Parked runs it had woken to run itself (direct hand-off): due now.
+      // Parked runs it had woken and children it had started, to run itself: due now.
       const woken = await this.store.claimTaken(dead.id);
-      await this.scheduler.promote(woken);
+      await this.options.recoverTaken(woken);
       const ago = Math.round((Date.now() - dead.lastSeenAt) / 100) / 10;
       this.options.log(
         `worker ${dead.id} (${dead.host} pid ${dead.pid}) stopped heartbeating ${ago} s ago; ` +
           (taken.length === 0 ? 'it held no steps' : `took over ${taken.length} step(s): ${taken.join(', ')}`) +
-          (woken.length === 0 ? '' : `; woke ${woken.length} run(s) it had woken: ${woken.join(', ')}`),
+          (woken.length === 0 ? '' : `; made due ${woken.length} task(s) it had taken: ${woken.join(', ')}`),
       );
     }
   }

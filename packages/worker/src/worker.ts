@@ -272,6 +272,7 @@ export async function startWorker(options: WorkerOptions): Promise<QueueflowWork
     active: () => active,
     lapseMs: WORKER_LAPSE_MS,
     onBeat: () => Promise.all([clock.sync(), driver.renewBudget()]),
+    recoverTaken: (taskIds) => driver.recoverTaken(taskIds),
     log,
     onError,
   });

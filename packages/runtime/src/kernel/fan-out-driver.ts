@@ -61,6 +61,26 @@ export interface FanOutHost {
 
 const DONE: TaskResult = { type: 'done' };
 
+/** The first step of a child run just made, as a caller that may run it itself sees it. */
+export interface ChildStart {
+  runId: string;
+  target: StepTarget;
+  priority?: number | undefined;
+}
+
+/**
+ * A caller that runs the first child an end starts itself (a chain, StepDriverOptions.continueSteps),
+ * in the slot of the child that ended, rather than adding its task.
+ */
+export interface ChildTaker {
+  /** The worker whose taken set records the child (RunStore.createChildren). */
+  worker: string;
+  /** Whether it runs children with this first step (its queue). */
+  runs(target: StepTarget): boolean;
+  /** Takes the child, made and recorded as taken. */
+  take(child: ChildStart): void;
+}
+
 /**
  * The fan-out side of the step driver (DESIGN "Fan-out"): starting children, running the items
  * of a ParallelBatchNode, reporting each child's end to its parent, and doing what that report
@@ -182,8 +202,16 @@ export class FanOutDriver {
     await this.startChildren(run.id, run.step, basics, unmade);
   }
 
-  /** How a child's end is reported to its parent, should this commit end it. */
-  async childReport(run: StoredRun, mode: CommitMode, fields: CommitFields): Promise<ChildReport | undefined> {
+  /**
+   * How a child's end is reported to its parent, should this commit end it. `take`: the caller
+   * runs the next child itself (ChildEndReport.take).
+   */
+  async childReport(
+    run: StoredRun,
+    mode: CommitMode,
+    fields: CommitFields,
+    take: boolean,
+  ): Promise<ChildReport | undefined> {
     const parent = run.parent!;
     const fanOut = await this.cache.get(parent.id, parent.step);
     if (!fanOut) return undefined; // the parent's fan-out is gone: nobody waits for this child
@@ -205,18 +233,27 @@ export class FanOutDriver {
       failFast: fanOut.request.onItemError === 'fail-fast',
       parentError: childFailedError(fanOut.request, parent.index, fields.errorRecords?.at(-1)),
       now: fields.now,
+      ...(take ? { take } : {}),
     };
   }
 
-  /** Does what recording a child's end asked for: start the next children, resume, or cancel. */
-  async followChildEnded(parentId: string, parentStep: number, result: ChildEndedResult): Promise<void> {
+  /**
+   * Does what recording a child's end asked for: start the next children, resume, or cancel.
+   * `taker` may take the first child started, to run it itself.
+   */
+  async followChildEnded(
+    parentId: string,
+    parentStep: number,
+    result: ChildEndedResult,
+    taker?: ChildTaker,
+  ): Promise<void> {
     switch (result.type) {
       case 'recorded': {
         const { start } = result;
         if (start === undefined) return;
         const fanOut = await this.cache.get(parentId, parentStep);
         const indices = Array.from({ length: start.count }, (_, i) => start.first + i);
-        if (fanOut) await this.startChildren(parentId, parentStep, fanOut, indices);
+        if (fanOut) await this.startChildren(parentId, parentStep, fanOut, indices, undefined, taker);
         return;
       }
       case 'fan-in': {
@@ -251,13 +288,17 @@ export class FanOutDriver {
     }
   }
 
-  /** Adds the first task of the children at `indices` (idempotent: deterministic task ids). */
+  /**
+   * Adds the first task of the children at `indices` (idempotent: deterministic task ids), but
+   * for the first child made, should `taker` take it.
+   */
   private async startChildren(
     parentId: string,
     parentStep: number,
     fanOut: FanOutBasics,
     indices: number[],
     items?: Json[],
+    taker?: ChildTaker,
   ): Promise<void> {
     const { request } = fanOut;
     if (request.kind === 'items') {
@@ -271,12 +312,16 @@ export class FanOutDriver {
     }
     const target = fanOut.childTarget;
     if (!target || indices.length === 0) return;
-    this.host.made(await this.store.createChildren(parentId, parentStep, indices));
-    await this.scheduler.addFirstSteps(
-      indices.map((index) => childRunId(parentId, parentStep, index)),
-      target,
-      taskOptionsOf(request),
-    );
+    const takes = taker?.runs(target) === true;
+    const made = await this.store.createChildren(parentId, parentStep, indices, takes ? taker!.worker : undefined);
+    this.host.made(made);
+    let ids = indices.map((index) => childRunId(parentId, parentStep, index));
+    // Only a child made here is taken: one that existed (a redelivery) may have a task already.
+    if (takes && made.some((run) => run.id === ids[0])) {
+      taker!.take({ runId: ids[0]!, target, priority: request.priority });
+      ids = ids.slice(1);
+    }
+    await this.scheduler.addFirstSteps(ids, target, taskOptionsOf(request));
   }
 
   /** Runs one try of one item of a ParallelBatchNode fan-out, with the node's retry policy. */

@@ -63,8 +63,18 @@ export interface RunStore {
    * `parentStep`, from their staged inputs, as they start (a window of them at a time): `running`
    * (the parent has started them; its window is what runs at once), with `startedAt`. A record
    * that exists is left as it is. Returns the records made, as {@link RunStore.load} would.
+   *
+   * `takenBy`: the worker that runs the first of them itself (a chain takes the child a
+   * sibling's end started; ChildEndReport.take). When that child's record is made here, its first
+   * step's task id joins the worker's taken set in the same transition (see
+   * {@link CommitFields.takenBy}), so that a survivor starts it should the worker die first.
    */
-  createChildren(parentId: string, parentStep: number, indices: readonly number[]): Promise<StoredRun[]>;
+  createChildren(
+    parentId: string,
+    parentStep: number,
+    indices: readonly number[],
+    takenBy?: string,
+  ): Promise<StoredRun[]>;
   /**
    * Records how child `index` of the parent's fan-out at `parentStep` ended (once per index). A
    * completed item's staged input goes with it (nothing reads it again: a retry runs only the
@@ -127,9 +137,15 @@ export interface RunStore {
   claimLapsed(lapseMs: number): Promise<StoredWorker[]>;
   /** Takes a worker out of the registry (it stopped cleanly). */
   removeWorker(id: string): Promise<void>;
-  /** Drops wakes from the wakes `worker` took (see {@link CommitFields.takenBy}): it ran them, or gave them back. */
-  releaseTaken(worker: string, wakeIds: readonly string[]): Promise<void>;
-  /** Takes every wake `worker` took and had not released (a dead worker's, to make them due now). */
+  /**
+   * Drops task ids from those `worker` took (wakes, see {@link CommitFields.takenBy}; children's
+   * first steps, see {@link RunStore.createChildren}): it ran them, or gave them back.
+   */
+  releaseTaken(worker: string, taskIds: readonly string[]): Promise<void>;
+  /**
+   * Takes every task id `worker` took and had not released (a dead worker's, to make them due
+   * now): wake ids and child runs' first step task ids.
+   */
   claimTaken(worker: string): Promise<string[]>;
 
   /** The fan-out a waiting parent made, with its counters (not its snapshot: see snapshotOf). */
@@ -423,6 +439,12 @@ export interface ChildEndReport {
   values?: string[];
   /** Epoch ms. */
   now: number;
+  /**
+   * The caller runs the next child itself (a chain, StepDriverOptions.continueSteps): an end
+   * that leaves room in the fan-out's window starts a child at once, even when the window's
+   * `refill` would wait for more room, so that the child that ends hands its slot to the next.
+   */
+  take?: boolean;
 }
 
 /** The children of a fan-out at indices `first` to `first + count - 1`. */

@@ -1,9 +1,11 @@
 import type { StepTarget } from '../interpreter/step-types.js';
+import type { ChildStart } from './fan-out-driver.js';
 import type { StepTask, WakeTask } from './scheduler.js';
 
 /**
  * The steps one task runs beyond its own (StepDriverOptions.continueSteps): its run's next steps
- * on the same queue, and the parked runs its steps woke and took (direct hand-off), for at most
+ * on the same queue, the parked runs its steps woke and took (direct hand-off), and the fan-out
+ * children started by its children's ends, for at most
  * `maxSteps` steps and until `endsAt`.
  */
 export class StepChain {
@@ -13,6 +15,13 @@ export class StepChain {
   queue: string | undefined;
   /** Wake ids of parked runs this chain's steps woke and took, to run next (oldest first). */
   readonly taken: string[] = [];
+  /**
+   * Fan-out children whose start this chain's steps made by ending a sibling and took, to run
+   * after the chain's own run (oldest first): one ends, the next starts in its slot.
+   */
+  readonly children: ChildStart[] = [];
+  /** Task ids of the taken children run or given back, to release from the worker's taken set. */
+  readonly childrenDone: string[] = [];
   /** The step run last: its target, priority and the attempt of its try (for a hand-back). */
   last: { target: StepTarget; priority?: number | undefined; attempt: number } | undefined;
 

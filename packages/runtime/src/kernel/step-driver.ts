@@ -14,7 +14,7 @@ import { BudgetGate, BudgetLeases } from './budget-gate.js';
 import { CheckpointCache } from './checkpoint-cache.js';
 import type { Clock } from './clock.js';
 import { decodeCheckpoint, encodeCheckpoint } from './codec.js';
-import { FanOutDriver } from './fan-out-driver.js';
+import { FanOutDriver, type ChildStart, type ChildTaker } from './fan-out-driver.js';
 import { DEFAULT_LARGE_VALUE_BYTES, type ClaimCheck } from './claim-check.js';
 import { LargeValues } from './large-values.js';
 import { stepRecord } from './step-history.js';
@@ -165,9 +165,16 @@ export class StepDriver {
     const chain = this.options.continueSteps
       ? new StepChain(this.options.continueSteps, this.options.clock.now() + CONTINUE_SLICE_MS)
       : undefined;
-    const result = await this.runChain(task, attemptsMade, chain);
-    if (chain) await this.runTaken(chain);
-    return result.type === 'not-here' || result.type === 'continue' ? DONE : result;
+    try {
+      const result = await this.runChain(task, attemptsMade, chain);
+      if (chain) await this.runTaken(chain);
+      return result.type === 'not-here' || result.type === 'continue' ? DONE : result;
+    } finally {
+      // The children this chain took and ran (or gave back) leave its taken set, in one call, not
+      // awaited: should it be lost, a survivor finds them ended (or on their way).
+      if (chain && chain.childrenDone.length > 0)
+        void this.store.releaseTaken(this.options.workerId!, chain.childrenDone).catch(() => {});
+    }
   }
 
   /**
@@ -197,7 +204,7 @@ export class StepDriver {
       // step without a park. Should this worker die meanwhile, this run's next step is recovered
       // as below: by the task's job, or (a taken run) by its wake, made due by the takeover, which
       // finds the run past its step.
-      if (chain!.taken.length > 0) await this.runTaken(chain!);
+      if (chain!.taken.length > 0) await this.runTakenWakes(chain!);
       // The run's next step, here and now. Should this worker die during it, the task's job
       // comes back, finds the run past its step and adds the step's own task (ensureProgress).
       const at: Continue = result;
@@ -220,12 +227,68 @@ export class StepDriver {
   }
 
   /**
+   * Runs what this chain's steps took, while the chain goes on: the parked runs they woke, then
+   * the fan-out children they started; each may take more.
+   */
+  private async runTaken(chain: StepChain): Promise<void> {
+    while (chain.taken.length > 0 || chain.children.length > 0) {
+      if (chain.taken.length > 0) await this.runTakenWakes(chain);
+      else await this.runTakenChild(chain, chain.children.shift()!);
+    }
+  }
+
+  /**
+   * Runs the first step of a fan-out child this chain started (and its next steps), in the slot
+   * of the sibling whose end started it: no task, no scheduler round. One the chain cannot run
+   * gets its task. Should this worker die meanwhile, the child (made, running, with no task) is
+   * found by its parent's ensureChildren when the task that began the chain comes back.
+   */
+  private async runTakenChild(chain: StepChain, child: ChildStart): Promise<void> {
+    const { children } = chain;
+    if (!this.goesOn(chain)) return this.addChildren(chain, [child, ...children.splice(0)]);
+    chain.steps++;
+    const task = stepTaskOf(child.runId, 0);
+    let result: StepResult;
+    try {
+      result = await this.runChain(task, 0, chain, true);
+    } catch (error) {
+      await this.addChildren(chain, [child, ...chain.children.splice(0)]);
+      throw error;
+    }
+    if (result.type === 'not-here') await this.addChildren(chain, [child]);
+    else chain.childrenDone.push(taskId(task));
+  }
+
+  /** Adds the first step's task of children taken and not run. */
+  private async addChildren(chain: StepChain, children: ChildStart[]): Promise<void> {
+    for (const child of children) {
+      await this.scheduler.addStep(child.runId, 0, child.target, taskOptionsOf({ priority: child.priority }));
+      chain.childrenDone.push(taskId(stepTaskOf(child.runId, 0)));
+    }
+  }
+
+  /**
+   * Makes due the tasks a worker took to run itself and did not release (RunStore.claimTaken): a
+   * dead worker's, or this one's as it stops. A wake is promoted; a fan-out child's first step
+   * gets its task (as its run stands: it may have moved on, or ended).
+   */
+  async recoverTaken(taskIds: readonly string[]): Promise<void> {
+    const wakes = taskIds.filter((id) => wakeTaskOf(id) !== undefined);
+    await this.scheduler.promote(wakes);
+    for (const id of taskIds) {
+      if (wakeTaskOf(id) !== undefined) continue;
+      const run = await this.store.load(id.replace(/-0$/, ''));
+      if (run) await this.ensureProgress(run);
+    }
+  }
+
+  /**
    * Runs the parked runs this chain's steps woke and took (direct hand-off: no promote, no
    * scheduler round, the woken step's messages loaded with its run), while the chain goes on; the
    * others are given back to the scheduler. A taken wake stays among this worker's taken wakes
    * until it has run, so that a survivor makes it due should this worker die meanwhile.
    */
-  private async runTaken(chain: StepChain): Promise<void> {
+  private async runTakenWakes(chain: StepChain): Promise<void> {
     for (let wake = chain.taken.shift(); wake !== undefined; wake = chain.taken.shift()) {
       const task = wakeTaskOf(wake);
       if (!task || !this.goesOn(chain)) {
@@ -771,8 +834,8 @@ export class StepDriver {
     fields: CommitFields,
     chain?: StepChain,
   ): Promise<CommitResult> {
-    const report = run.parent ? await this.fanOut.childReport(run, mode, fields) : undefined;
     const takes = this.takes(chain);
+    const report = run.parent ? await this.fanOut.childReport(run, mode, fields, takes) : undefined;
     const reply = await this.store.commit(
       run,
       mode,
@@ -788,7 +851,17 @@ export class StepDriver {
       const current = await this.store.load(run.id);
       if (current) await this.ensureProgress(current);
     }
-    if (reply.parent && report) await this.fanOut.followChildEnded(report.parent.id, report.parent.step, reply.parent);
+    if (reply.parent && report) {
+      // The next child starts in this one's slot: taken, when it runs on this chain's queue.
+      const taker: ChildTaker | undefined = takes
+        ? {
+            worker: this.options.workerId!,
+            runs: (target) => queueOf(target) === chain.queue,
+            take: (child) => chain.children.push(child),
+          }
+        : undefined;
+      await this.fanOut.followChildEnded(report.parent.id, report.parent.step, reply.parent, taker);
+    }
     return reply.result;
   }
 

@@ -16,6 +16,7 @@ import {
   encodeRequest,
 } from '../kernel/codec.js';
 import type { Clock } from '../kernel/clock.js';
+import { taskId } from '../kernel/scheduler.js';
 import type { ValueClaim } from '../kernel/claim-check.js';
 import type { BudgetHold, BudgetReply, BudgetRequest, BudgetState } from '../kernel/budget-store.js';
 import { MemoryBudgets } from './memory-budgets.js';
@@ -357,7 +358,12 @@ export class MemoryRunStore implements RunStore, RunEventSource {
     this.inputs.set(key, staged);
   }
 
-  async createChildren(parentId: string, parentStep: number, indices: readonly number[]): Promise<StoredRun[]> {
+  async createChildren(
+    parentId: string,
+    parentStep: number,
+    indices: readonly number[],
+    takenBy?: string,
+  ): Promise<StoredRun[]> {
     const parent = this.runs.get(parentId);
     const fanOut = parent?.fanOut;
     const inputs = this.inputs.get(inputsKey(parentId, parentStep));
@@ -394,6 +400,8 @@ export class MemoryRunStore implements RunStore, RunEventSource {
         stream: [],
       });
       made.push(copyOf(this.runs.get(id)!.run));
+      if (takenBy !== undefined && index === indices[0])
+        this.takeTask(takenBy, taskId({ type: 'step', runId: id, step: 0 }));
     }
     return made;
   }
@@ -581,10 +589,15 @@ export class MemoryRunStore implements RunStore, RunEventSource {
   private take(worker: string | undefined, wakes: string[]): { taken?: string } {
     const wake = worker === undefined ? undefined : wakes.shift();
     if (wake === undefined) return {};
-    const taken = this.taken.get(worker!) ?? new Set<string>();
-    taken.add(wake);
-    this.taken.set(worker!, taken);
+    this.takeTask(worker!, wake);
     return { taken: wake };
+  }
+
+  /** Adds a task id to those `worker` took (see RunStore.claimTaken). */
+  private takeTask(worker: string, id: string): void {
+    const taken = this.taken.get(worker) ?? new Set<string>();
+    taken.add(id);
+    this.taken.set(worker, taken);
   }
 
   async acquireBudget(request: BudgetRequest): Promise<BudgetReply> {
@@ -810,7 +823,7 @@ export class MemoryRunStore implements RunStore, RunEventSource {
       }
     }
     if (fanOut.ended >= fanOut.total) return { type: 'fan-in' };
-    const start = nextChildren(fanOut);
+    const start = nextChildren(fanOut, report.take === true);
     fanOut.started += start?.count ?? 0;
     return { type: 'recorded', start };
   }
@@ -953,11 +966,15 @@ function inputsKey(runId: string, step: number): string {
   return `${runId}:${step}`;
 }
 
-/** The children an end starts (see FanOutCommit.refill; recordChildEnd in run-lifecycle.lua). */
-function nextChildren(fanOut: MemoryFanOut): ChildRange | undefined {
+/**
+ * The children an end starts (see FanOutCommit.refill and ChildEndReport.take; recordChildEnd in
+ * run-lifecycle.lua).
+ */
+function nextChildren(fanOut: MemoryFanOut, take: boolean): ChildRange | undefined {
   const left = fanOut.total - fanOut.started;
   const room = Math.min(left, fanOut.window - (fanOut.started - fanOut.ended));
-  return left > 0 && room >= Math.min(fanOut.refill, left) ? { first: fanOut.started, count: room } : undefined;
+  const enough = take ? 1 : Math.min(fanOut.refill, left);
+  return left > 0 && room >= enough ? { first: fanOut.started, count: room } : undefined;
 }
 
 /** Whether the run still stands where a step started: same step counter and same park count. */

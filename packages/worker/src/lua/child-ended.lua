@@ -10,7 +10,8 @@
   ARGV[1] options, JSON (recordChildEnd's `c`, run-lifecycle.lua): parentId, parentStep, index,
           outcome (JSON), ok ('1' completed, '0' failed or cancelled), failFast ('1' or '0'),
           parentError (JSON, used when the parent fails fast), errorRecord (JSON or '', appended
-          to the parent's errors), now (epoch ms), channel, changes, retention (seconds), maxErrors
+          to the parent's errors), now (epoch ms), channel, changes, retention (seconds), maxErrors,
+          take (true: the caller runs the next child itself)
 
   Returns { code, first, count } as recordChildEnd says.
   Emits: PUBLISH <channel> {type:'ended', ...} when the parent ends here.

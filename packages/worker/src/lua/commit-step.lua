@@ -34,7 +34,8 @@
     parent        (fan-out children) { id, step, index, outcome (JSON, if the run ends here
                   completed or failed), errorRecord (JSON: a failed outcome's error, appended to
                   the parent's errors), failFast (bool), parentError (JSON), values (hashes the
-                  outcome references, claimed for the parent) }
+                  outcome references, claimed for the parent), take (true: the worker runs the
+                  next child itself, ChildEndReport.take) }
     values        hashes of the values stored apart the checkpoint and record reference, claimed
                   for the run (claimValues in run-lifecycle.lua)
     valuePrefix, valuesSuffix   where values and a run's claims live (redis-keys.ts)
@@ -76,7 +77,7 @@ local function toParent(status, outcome)
     failFast = failFast, parentError = p.parentError, errorRecord = errorRecord, now = now,
     channel = channel, changes = o.changes, retention = retention, maxErrors = o.maxErrors,
     runs = o.runs, expiries = o.expiries, values = p.values, valuePrefix = o.valuePrefix,
-    valuesSuffix = o.valuesSuffix,
+    valuesSuffix = o.valuesSuffix, take = p.take,
   })
 end
 

@@ -8,7 +8,9 @@
 
   KEYS[1] the parent's fan-out hash   KEYS[2] the fan-out's staged inputs (hash: index -> checkpoint)
   ARGV[1] options, JSON: runPrefix (key prefix of run hashes), parentId, parentStep, now (epoch ms),
-          indices (the children to create)
+          indices (the children to create), takenKey (a worker that runs the first child itself:
+          its set of taken tasks, which gets that child's first step task id, `<child id>-0`,
+          when its record is made here)
 
   Returns the records created: for each, its index and its fields as a flat list of fields and
   values (what HGETALL would give), so the caller needs no read to run its first step.
@@ -33,6 +35,9 @@ for _, index in ipairs(o.indices) do
     end
     redis.call('HSET', childKey, unpack(fields))
     table.insert(created, { index, fields })
+    if o.takenKey and index == o.indices[1] then
+      redis.call('SADD', o.takenKey, o.parentId .. '.' .. o.parentStep .. '.' .. index .. '-0')
+    end
   end
 end
 return created

@@ -145,6 +145,7 @@ end
   c: { parentId, parentStep, index, outcome (JSON), ok ('1'|'0'), failFast ('1'|'0'),
        parentError (JSON, used when the parent fails fast), errorRecord (JSON or ''),
        values (hashes the outcome references, claimed for the parent; stored already),
+       take (true: the caller runs the next child itself; see ChildEndReport.take),
        now, channel, changes, retention, maxErrors, valuePrefix, valuesSuffix }
   Returns { code, first, count }:
     0 ignored: the parent no longer waits on this fan-out
@@ -153,7 +154,8 @@ end
     3 recorded, and it was the last child: enqueue the parent's fan-in step
     4 recorded before (a redelivery): nothing new
   Children start as ends make room in the fan-out's `window` (children in flight), `refill` of
-  them at a time (or all those left); a fan-out stored without them starts one per end.
+  them at a time (or all those left; one at least when `c.take`); a fan-out stored without them
+  starts one per end.
 ]]
 local function recordChildEnd(keys, c)
   local runKey, fanOutKey = keys[1], keys[4]
@@ -194,7 +196,10 @@ local function recordChildEnd(keys, c)
   local left = total - started
   local room, refill = math.min(left, 1), 1
   if fanOut[3] then room, refill = math.min(left, tonumber(fanOut[3]) - (started - ended)), tonumber(fanOut[4]) end
-  if left > 0 and room >= math.min(refill, left) then
+  -- A caller that runs the next child itself (c.take) starts one as soon as there is room.
+  local enough = math.min(refill, left)
+  if c.take then enough = 1 end
+  if left > 0 and room >= enough then
     redis.call('HINCRBY', fanOutKey, 'started', room)
     return { 1, started, room }
   end
