@@ -132,7 +132,23 @@ export class RedisRunStore implements RunStore {
     private readonly reader?: StreamReader,
   ) {
     this.budgets = new RedisBudgets(redis, keys);
+    this.settings = {
+      retention: options.retentionSeconds,
+      maxErrors: options.maxErrors,
+      maxRecords: options.maxStepRecords,
+      channel: keys.events(),
+      changes: keys.changes(),
+      runs: keys.runs(),
+      expiries: keys.runsExpiries(),
+      mailboxPrefix: keys.mailboxPrefix(),
+      waitersPrefix: keys.waitersPrefix(),
+      valuePrefix: keys.valuePrefix(),
+      valuesSuffix: keys.valuesSuffix(),
+    };
   }
+
+  /** The options every transition script takes (see {@link RedisRunStore.common}), built once. */
+  private readonly settings: Readonly<Record<string, string | number>>;
 
   /** Flow control: the budgets of nodes' `limits`. */
   private readonly budgets: RedisBudgets;
@@ -246,7 +262,8 @@ export class RedisRunStore implements RunStore {
               ...(outcome ? { outcome: encodeOutcome(outcome) } : {}),
               ...(outcome?.status === 'failed' ? { errorRecord: encodeErrorRecord(outcome.error) } : {}),
               failFast: report.failFast,
-              parentError: encodeRunError(report.parentError),
+              // Read only should the child's failure fail the parent.
+              ...(outcome?.status === 'completed' ? {} : { parentError: encodeRunError(report.parentError) }),
               ...(report.values?.length ? { values: report.values } : {}),
               ...(report.take ? { take: true } : {}),
             },
@@ -755,21 +772,7 @@ export class RedisRunStore implements RunStore {
   }
 
   private common(runId: string, now: number): Record<string, string | number> {
-    return {
-      runId,
-      now: String(now),
-      retention: this.options.retentionSeconds,
-      maxErrors: this.options.maxErrors,
-      maxRecords: this.options.maxStepRecords,
-      channel: this.keys.events(),
-      changes: this.keys.changes(),
-      runs: this.keys.runs(),
-      expiries: this.keys.runsExpiries(),
-      mailboxPrefix: this.keys.mailboxPrefix(),
-      waitersPrefix: this.keys.waitersPrefix(),
-      valuePrefix: this.keys.valuePrefix(),
-      valuesSuffix: this.keys.valuesSuffix(),
-    };
+    return { runId, now: String(now), ...this.settings };
   }
 }
 

@@ -2,7 +2,10 @@ import type { RunChange } from './engine.js';
 
 /** What a store announces as runs change, to clients awaiting results and drivers running steps. */
 export interface RunEventListener {
-  /** A run (not a fan-out child) changed: a step committed, it parked, ended, was reopened, a child ended. */
+  /**
+   * A run (not a fan-out child) changed: a step committed, it parked, ended, was reopened, a child
+   * ended (each child of a fan-out of up to 100; of a larger one, every 1 % of them).
+   */
   changed?(change: RunChange): void;
   /** Run `runId` (not a fan-out child: its parent hears of it) has ended. */
   ended?(runId: string): void;
