@@ -8,7 +8,7 @@
  * parent no longer waits on that fan-out.
  */
 import { describe, expect, it } from 'vitest';
-import type { ChildReport } from '@queueflow/runtime/kernel';
+import { childRunId, type ChildReport } from '@queueflow/runtime/kernel';
 import {
   PARENT_ERROR,
   RUNNABLE,
@@ -19,6 +19,7 @@ import {
   failedOutcome,
   fannedOut,
   itemsFanOut,
+  runsFanOut,
   stores,
   useStore,
   type StoreHarness,
@@ -270,6 +271,25 @@ describe.each(stores)('%s: childEnded', (name) => {
 describe.each(stores)('%s: commit of a fan-out child', (name) => {
   const open = useStore(name);
 
+  /** A fan-out whose first `startNow` children were made (those a worker starts), child 0 loaded. */
+  async function windowed(h: StoreHarness, shape: Parameters<typeof fannedOut>[1] & { startNow: number }) {
+    const started = await h.started();
+    await commitFanOut(h, started, runsFanOut(h, shape), false);
+    const parent = await h.load(started.id);
+    await h.store.createChildren(
+      parent.id,
+      parent.step,
+      Array.from({ length: shape.startNow }, (_, i) => i),
+    );
+    const run = (await h.store.loadForStep(childRunId(parent.id, parent.step, 0), RUNNABLE))!;
+    const report = (take: boolean): ChildReport => ({
+      ...endReport(h, completedOutcome()),
+      parent: run.parent!,
+      ...(take ? { take } : {}),
+    });
+    return { parent, step: parent.step, run, report };
+  }
+
   /** A fan-out of `total` child runs, and child `index` started. */
   async function child(h: StoreHarness, shape: Parameters<typeof fannedOut>[1], index = 0) {
     const fanned = await fannedOut(h, shape);
@@ -298,6 +318,34 @@ describe.each(stores)('%s: commit of a fan-out child', (name) => {
     });
     expect((await h.load(run.id)).status).toBe('completed');
     expect(await h.store.outcomesOf(parent.id, 2)).toEqual([completedOutcome(), undefined]);
+  });
+
+  it("with take and takenBy, the child the end starts is made in the same transition and among the worker's taken tasks", async () => {
+    const h = await open();
+    const { parent, step, run, report } = await windowed(h, { total: 4, startNow: 2, refill: 2 });
+
+    const fields = { checkpoint: checkpoint({}), now: h.now(), takenBy: 'w1' };
+    const reply = await h.store.commit(run, 'completed', fields, report(true));
+    const next = childRunId(parent.id, step, 2);
+    const made = await h.store.load(next);
+    expect(made).toMatchObject({ status: 'running', step: 0, parent: { id: parent.id, step, index: 2 } });
+    // One at a time, the window's refill of 2 notwithstanding; the record as load gives it.
+    expect(reply).toEqual({
+      result: 'committed',
+      wakes: [],
+      parent: { type: 'recorded', start: { first: 2, count: 1 }, made },
+    });
+    expect(await h.store.claimTaken('w1')).toEqual([`${next}-0`]);
+    expect(await h.store.fanOutOf(parent.id)).toMatchObject({ started: 3, ended: 1 });
+  });
+
+  it('with take but no takenBy, the end starts the child and makes nothing: the caller does', async () => {
+    const h = await open();
+    const { parent, step, run, report } = await windowed(h, { total: 3, startNow: 1 });
+
+    const reply = await h.store.commit(run, 'completed', { now: h.now() }, report(true));
+    expect(reply.parent).toEqual({ type: 'recorded', start: { first: 1, count: 1 } });
+    expect(await h.store.load(childRunId(parent.id, step, 1))).toBeUndefined();
   });
 
   it('the last child completing asks for the fan-in', async () => {

@@ -89,23 +89,6 @@ describe.each(stores)('%s: fanOut', (name) => {
     expect(await h.store.load(childRunId(parent.id, step + 1, 5))).toBeUndefined();
   });
 
-  it("createChildren with takenBy records the first child made among the worker's taken tasks", async () => {
-    const h = await open();
-    const started = await h.started();
-    await commitFanOut(h, started, runsFanOut(h, { total: 4, startNow: 1 }), false);
-    const [first, second, third] = [0, 1, 2].map((index) => childRunId(started.id, 1, index));
-
-    expect((await h.store.createChildren(started.id, 1, [0, 1], 'w1')).map((run) => run.id)).toEqual([first, second]);
-    // A record that existed (a redelivery) is not taken: it may have a task of its own.
-    await h.store.createChildren(started.id, 1, [1, 2], 'w1');
-    expect(await h.store.claimTaken('w1')).toEqual([`${first}-0`]);
-
-    await h.store.createChildren(started.id, 1, [3], 'w2');
-    await h.store.releaseTaken('w2', [`${childRunId(started.id, 1, 3)}-0`]);
-    expect(await h.store.claimTaken('w2')).toEqual([]);
-    expect(await h.store.load(third!)).toMatchObject({ status: 'running' });
-  });
-
   it('createChildren makes nothing for a parent that no longer waits on its fan-out (cancelled)', async () => {
     const h = await open();
     const started = await h.started();

@@ -144,6 +144,7 @@ export class RedisRunStore implements RunStore {
       waitersPrefix: keys.waitersPrefix(),
       valuePrefix: keys.valuePrefix(),
       valuesSuffix: keys.valuesSuffix(),
+      runPrefix: keys.runPrefix(),
     };
   }
 
@@ -272,17 +273,25 @@ export class RedisRunStore implements RunStore {
       ...this.valueOptions(fields.values),
       ...(fields.takenBy === undefined ? {} : { takenKey: this.keys.taken(fields.takenBy) }),
     };
-    const [code, parentCode, first, count, wakes, taken] = (await this.redis.commitStep(
+    const [code, parentCode, first, count, wakes, taken, child] = (await this.redis.commitStep(
       keys.length,
       ...keys,
       JSON.stringify(options),
       fields.checkpoint ?? '',
       ...textsOf(fields.values),
-    )) as [number, number, number, number, string[], string | null | undefined];
+    )) as [number, number, number, number, string[], string | null | undefined, (string | number)[] | null | undefined];
+    let parent = report && parentCode !== -1 ? childEndedResult(parentCode, first, count) : undefined;
+    if (parent?.type === 'recorded' && child) {
+      // The child this end started, made for this worker to take (ChildEndReport.take).
+      parent = {
+        ...parent,
+        made: runOfHash(childRunId(report!.parent.id, report!.parent.step, first), hashOfList(child.map(String))),
+      };
+    }
     return {
       result: COMMIT_CODES[code] ?? 'stale',
       wakes,
-      ...(report && parentCode !== -1 ? { parent: childEndedResult(parentCode, first, count) } : {}),
+      ...(parent ? { parent } : {}),
       ...(taken ? { taken } : {}),
     };
   }
@@ -330,12 +339,7 @@ export class RedisRunStore implements RunStore {
     return { result: COMMIT_CODES[code] ?? 'stale', wakes };
   }
 
-  async createChildren(
-    parentId: string,
-    parentStep: number,
-    indices: readonly number[],
-    takenBy?: string,
-  ): Promise<StoredRun[]> {
+  async createChildren(parentId: string, parentStep: number, indices: readonly number[]): Promise<StoredRun[]> {
     if (indices.length === 0) return [];
     const options = {
       runPrefix: this.keys.runPrefix(),
@@ -343,7 +347,6 @@ export class RedisRunStore implements RunStore {
       parentStep,
       now: String(this.clock.now()),
       indices,
-      ...(takenBy === undefined ? {} : { takenKey: this.keys.taken(takenBy) }),
     };
     const made = (await this.redis.createChildren(
       this.keys.fanOut(parentId),

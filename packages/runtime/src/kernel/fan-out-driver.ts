@@ -70,11 +70,10 @@ export interface ChildStart {
 
 /**
  * A caller that runs the first child an end starts itself (a chain, StepDriverOptions.continueSteps),
- * in the slot of the child that ended, rather than adding its task.
+ * in the slot of the child that ended, rather than adding its task: its commit names the worker
+ * (CommitFields.takenBy) and makes the child (ChildEndReport.take).
  */
 export interface ChildTaker {
-  /** The worker whose taken set records the child (RunStore.createChildren). */
-  worker: string;
   /** Whether it runs children with this first step (its queue). */
   runs(target: StepTarget): boolean;
   /** Takes the child, made and recorded as taken. */
@@ -203,18 +202,19 @@ export class FanOutDriver {
   }
 
   /**
-   * How a child's end is reported to its parent, should this commit end it. `take`: the caller
-   * runs the next child itself (ChildEndReport.take).
+   * How a child's end is reported to its parent, should this commit end it. With `taker`, the
+   * next child is taken when the taker runs it (ChildEndReport.take).
    */
   async childReport(
     run: StoredRun,
     mode: CommitMode,
     fields: CommitFields,
-    take: boolean,
+    taker?: ChildTaker,
   ): Promise<ChildReport | undefined> {
     const parent = run.parent!;
     const fanOut = await this.cache.get(parent.id, parent.step);
     if (!fanOut) return undefined; // the parent's fan-out is gone: nobody waits for this child
+    const take = fanOut.childTarget !== undefined && taker?.runs(fanOut.childTarget) === true;
     let outcome: ChildOutcome | undefined;
     if (mode === 'completed' && fields.checkpoint) {
       outcome = {
@@ -238,8 +238,8 @@ export class FanOutDriver {
   }
 
   /**
-   * Does what recording a child's end asked for: start the next children, resume, or cancel.
-   * `taker` may take the first child started, to run it itself.
+   * Does what recording a child's end asked for: start the next children, resume, or cancel. A
+   * child the commit made for `taker` (ChildEndedResult `made`) goes to it.
    */
   async followChildEnded(
     parentId: string,
@@ -249,11 +249,16 @@ export class FanOutDriver {
   ): Promise<void> {
     switch (result.type) {
       case 'recorded': {
-        const { start } = result;
+        const { start, made } = result;
         if (start === undefined) return;
         const fanOut = await this.cache.get(parentId, parentStep);
-        const indices = Array.from({ length: start.count }, (_, i) => start.first + i);
-        if (fanOut) await this.startChildren(parentId, parentStep, fanOut, indices, undefined, taker);
+        let indices = Array.from({ length: start.count }, (_, i) => start.first + i);
+        if (made && fanOut?.childTarget && taker) {
+          this.host.made([made]);
+          taker.take({ runId: made.id, target: fanOut.childTarget, priority: fanOut.request.priority });
+          indices = indices.slice(1);
+        }
+        if (fanOut) await this.startChildren(parentId, parentStep, fanOut, indices);
         return;
       }
       case 'fan-in': {
@@ -288,17 +293,13 @@ export class FanOutDriver {
     }
   }
 
-  /**
-   * Adds the first task of the children at `indices` (idempotent: deterministic task ids), but
-   * for the first child made, should `taker` take it.
-   */
+  /** Adds the first task of the children at `indices` (idempotent: deterministic task ids). */
   private async startChildren(
     parentId: string,
     parentStep: number,
     fanOut: FanOutBasics,
     indices: number[],
     items?: Json[],
-    taker?: ChildTaker,
   ): Promise<void> {
     const { request } = fanOut;
     if (request.kind === 'items') {
@@ -312,16 +313,12 @@ export class FanOutDriver {
     }
     const target = fanOut.childTarget;
     if (!target || indices.length === 0) return;
-    const takes = taker?.runs(target) === true;
-    const made = await this.store.createChildren(parentId, parentStep, indices, takes ? taker!.worker : undefined);
-    this.host.made(made);
-    let ids = indices.map((index) => childRunId(parentId, parentStep, index));
-    // Only a child made here is taken: one that existed (a redelivery) may have a task already.
-    if (takes && made.some((run) => run.id === ids[0])) {
-      taker!.take({ runId: ids[0]!, target, priority: request.priority });
-      ids = ids.slice(1);
-    }
-    await this.scheduler.addFirstSteps(ids, target, taskOptionsOf(request));
+    this.host.made(await this.store.createChildren(parentId, parentStep, indices));
+    await this.scheduler.addFirstSteps(
+      indices.map((index) => childRunId(parentId, parentStep, index)),
+      target,
+      taskOptionsOf(request),
+    );
   }
 
   /** Runs one try of one item of a ParallelBatchNode fan-out, with the node's retry policy. */

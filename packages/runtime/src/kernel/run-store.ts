@@ -63,18 +63,8 @@ export interface RunStore {
    * `parentStep`, from their staged inputs, as they start (a window of them at a time): `running`
    * (the parent has started them; its window is what runs at once), with `startedAt`. A record
    * that exists is left as it is. Returns the records made, as {@link RunStore.load} would.
-   *
-   * `takenBy`: the worker that runs the first of them itself (a chain takes the child a
-   * sibling's end started; ChildEndReport.take). When that child's record is made here, its first
-   * step's task id joins the worker's taken set in the same transition (see
-   * {@link CommitFields.takenBy}), so that a survivor starts it should the worker die first.
    */
-  createChildren(
-    parentId: string,
-    parentStep: number,
-    indices: readonly number[],
-    takenBy?: string,
-  ): Promise<StoredRun[]>;
+  createChildren(parentId: string, parentStep: number, indices: readonly number[]): Promise<StoredRun[]>;
   /**
    * Records how child `index` of the parent's fan-out at `parentStep` ended (once per index). A
    * completed item's staged input goes with it (nothing reads it again: a retry runs only the
@@ -138,8 +128,8 @@ export interface RunStore {
   /** Takes a worker out of the registry (it stopped cleanly). */
   removeWorker(id: string): Promise<void>;
   /**
-   * Drops task ids from those `worker` took (wakes, see {@link CommitFields.takenBy}; children's
-   * first steps, see {@link RunStore.createChildren}): it ran them, or gave them back.
+   * Drops task ids from those `worker` took (wakes and children's first steps, see
+   * {@link CommitFields.takenBy}): it ran them, or gave them back.
    */
   releaseTaken(worker: string, taskIds: readonly string[]): Promise<void>;
   /**
@@ -402,7 +392,8 @@ export interface CommitFields {
    * Direct hand-off: the worker that takes the first run this commit wakes, and runs its step
    * itself instead of making its wake due (see StepDriverOptions.continueSteps). The wake is kept
    * among that worker's taken wakes until released, so a survivor that takes over a dead worker
-   * makes it due; it is not among the reply's `wakes` but its `taken`.
+   * makes it due; it is not among the reply's `wakes` but its `taken`. Likewise the child a fan-out
+   * child's end starts, when its report says {@link ChildEndReport.take}.
    */
   takenBy?: string;
 }
@@ -443,6 +434,8 @@ export interface ChildEndReport {
    * The caller runs the next child itself (a chain, StepDriverOptions.continueSteps): an end
    * that leaves room in the fan-out's window starts a child at once, even when the window's
    * `refill` would wait for more room, so that the child that ends hands its slot to the next.
+   * Reported by a commit with {@link CommitFields.takenBy}, the first child started is made in
+   * the same transition and taken by that worker (`ChildEndedResult` `made`).
    */
   take?: boolean;
 }
@@ -458,7 +451,17 @@ export interface ChildRange {
 /** What recording a child's end asks the caller to do. */
 export type ChildEndedResult =
   | { type: 'ignored' } // the parent no longer waits on this fan-out
-  | { type: 'recorded'; start: ChildRange | undefined } // start these children now, if any
+  | {
+      type: 'recorded';
+      /** Start these children now, if any. */
+      start: ChildRange | undefined;
+      /**
+       * The first of them, made in the same transition and taken by the committing worker (see
+       * {@link ChildEndReport.take}): its record, and its first step's task id is among the
+       * worker's taken tasks. The caller starts the others.
+       */
+      made?: StoredRun;
+    }
   | { type: 'parent-ended' } // the parent ended here (it failed fast)
   | { type: 'fan-in' } // it was the last child: enqueue the parent's fan-in step
   | { type: 'duplicate' }; // recorded before (a redelivery)

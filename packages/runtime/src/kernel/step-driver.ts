@@ -835,7 +835,12 @@ export class StepDriver {
     chain?: StepChain,
   ): Promise<CommitResult> {
     const takes = this.takes(chain);
-    const report = run.parent ? await this.fanOut.childReport(run, mode, fields, takes) : undefined;
+    // The next child a child's end starts runs in this one's slot: taken, when it runs on this
+    // chain's queue (its record is made by the commit, recorded among this worker's taken tasks).
+    const taker: ChildTaker | undefined = takes
+      ? { runs: (target) => queueOf(target) === chain.queue, take: (child) => chain.children.push(child) }
+      : undefined;
+    const report = run.parent ? await this.fanOut.childReport(run, mode, fields, taker) : undefined;
     const reply = await this.store.commit(
       run,
       mode,
@@ -851,17 +856,8 @@ export class StepDriver {
       const current = await this.store.load(run.id);
       if (current) await this.ensureProgress(current);
     }
-    if (reply.parent && report) {
-      // The next child starts in this one's slot: taken, when it runs on this chain's queue.
-      const taker: ChildTaker | undefined = takes
-        ? {
-            worker: this.options.workerId!,
-            runs: (target) => queueOf(target) === chain.queue,
-            take: (child) => chain.children.push(child),
-          }
-        : undefined;
+    if (reply.parent && report)
       await this.fanOut.followChildEnded(report.parent.id, report.parent.step, reply.parent, taker);
-    }
     return reply.result;
   }
 

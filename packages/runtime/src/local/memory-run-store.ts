@@ -234,12 +234,19 @@ export class MemoryRunStore implements RunStore, RunEventSource {
     const { run } = entry;
     if (isFinal(run.status) || !atStep(run, at)) return { result: 'stale', wakes };
     this.leaveWaiters(run);
-    const toParent = (outcome: ChildOutcome | undefined): ChildEndedResult | undefined =>
-      report &&
-      this.recordChildEnd(report.parent.id, report.parent.step, report.parent.index, {
+    const toParent = (outcome: ChildOutcome | undefined): ChildEndedResult | undefined => {
+      if (!report) return undefined;
+      const { parent } = report;
+      const result = this.recordChildEnd(parent.id, parent.step, parent.index, {
         ...report,
         ...(outcome ? { outcome } : {}),
       });
+      // The worker takes the first child the end starts (see commit-step.lua's takeChild).
+      if (result.type !== 'recorded' || !result.start || !report.take || fields.takenBy === undefined) return result;
+      const [made] = this.makeChildren(parent.id, parent.step, [result.start.first]);
+      if (made) this.takeTask(fields.takenBy, taskId({ type: 'step', runId: made.id, step: 0 }));
+      return made ? { ...result, made } : result;
+    };
     const records = fields.errorRecords ?? [];
     this.claim(at.id, fields.values);
     this.pushErrors(entry, records);
@@ -358,12 +365,12 @@ export class MemoryRunStore implements RunStore, RunEventSource {
     this.inputs.set(key, staged);
   }
 
-  async createChildren(
-    parentId: string,
-    parentStep: number,
-    indices: readonly number[],
-    takenBy?: string,
-  ): Promise<StoredRun[]> {
+  async createChildren(parentId: string, parentStep: number, indices: readonly number[]): Promise<StoredRun[]> {
+    return this.makeChildren(parentId, parentStep, indices);
+  }
+
+  /** createChildren, in one go (also a commit's, for the child it starts and takes). */
+  private makeChildren(parentId: string, parentStep: number, indices: readonly number[]): StoredRun[] {
     const parent = this.runs.get(parentId);
     const fanOut = parent?.fanOut;
     const inputs = this.inputs.get(inputsKey(parentId, parentStep));
@@ -400,8 +407,6 @@ export class MemoryRunStore implements RunStore, RunEventSource {
         stream: [],
       });
       made.push(copyOf(this.runs.get(id)!.run));
-      if (takenBy !== undefined && index === indices[0])
-        this.takeTask(takenBy, taskId({ type: 'step', runId: id, step: 0 }));
     }
     return made;
   }

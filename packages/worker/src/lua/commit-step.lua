@@ -39,14 +39,16 @@
     values        hashes of the values stored apart the checkpoint and record reference, claimed
                   for the run (claimValues in run-lifecycle.lua)
     valuePrefix, valuesSuffix   where values and a run's claims live (redis-keys.ts)
-    takenKey      (a worker that takes a run it wakes) its set of taken wakes: see takeWake
+    takenKey      (a worker that takes a run it wakes) its set of taken wakes: see takeWake; and,
+                  with parent.take, of the child this child's end starts: see takeChild
+    runPrefix     key prefix of run hashes (a taken child's record)
   ARGV[2] the new checkpoint ('' keeps the stored one)
   ARGV[3..] hash, JSON text pairs: the values of `values` that may not be stored yet
 
   Messages the step reserved are consumed by modes next and completed, kept for a retry, and
   given back to their mailboxes when the run fails or is cancelled here.
 
-  Returns { code, parentCode, first, count, wakes, taken }:
+  Returns { code, parentCode, first, count, wakes, taken, child }:
     code  1 committed
           0 stale: the run has ended (a cancel ends it at once) or moved past this step;
             nothing written
@@ -55,6 +57,8 @@
           run-lifecycle.lua); else -1, -1, 0
     wakes: wake ids of runs parked on mailboxes that got a message here
     taken: the wake id the worker took (takeWake), not among `wakes`; absent when none
+    child: the fields of the child `first` this end started and the worker took (takeChild), as
+          a flat list; absent when none
   Emits: PUBLISH <channel> {type:'ended', runId, status} when the run (or its parent) ends.
 ]]
 local o = cjson.decode(ARGV[1])
@@ -79,6 +83,24 @@ local function toParent(status, outcome)
     runs = o.runs, expiries = o.expiries, values = p.values, valuePrefix = o.valuePrefix,
     valuesSuffix = o.valuesSuffix, take = p.take,
   })
+end
+
+-- A worker that runs the next child itself (parent.take, ChildEndReport.take) takes the first
+-- child this end started (`parent`: toParent's answer): its record is made here, and its first
+-- step's task id (`<child id>-0`) joins the worker's taken set, from which a survivor starts it
+-- should the worker die first. Returns the child's fields, or false.
+local function takeChild(parent)
+  local p = o.parent
+  if type(p) ~= 'table' or not p.take or type(o.takenKey) ~= 'string' or parent[1] ~= 1 or parent[3] < 1 then
+    return false
+  end
+  local fanOutKey = KEYS[12]
+  local fanOut = redis.call('HMGET', fanOutKey, 'flow', 'fingerprint', 'childTarget', 'inputs')
+  if not fanOut[3] or not fanOut[4] then return false end
+  local c = { runPrefix = o.runPrefix, parentId = p.id, parentStep = tostring(p.step), inputsKey = fanOut[4], now = now }
+  local fields = makeChild(fanOut, redis.call('HGET', KEYS[9], 'priority'), c, parent[2])
+  if fields then redis.call('SADD', o.takenKey, p.id .. '.' .. c.parentStep .. '.' .. parent[2] .. '-0') end
+  return fields
 end
 
 local expectedStep, expectedParks = string.match(o.at, '^(%d+):(%d+)$')
@@ -126,7 +148,7 @@ if mode == 'failed' then
   finish(runKeys, runId, 'failed', now, o)
   local parent = toParent('failed', (type(o.parent) == 'table' and o.parent.outcome) or '')
   local taken = takeWake(o, wakes)
-  return { 1, parent[1], parent[2], parent[3], wakes, taken }
+  return { 1, parent[1], parent[2], parent[3], wakes, taken, takeChild(parent) }
 end
 
 -- The step commits: what it received is consumed, what it sent leaves.
@@ -149,7 +171,7 @@ if mode == 'completed' then
   finish(runKeys, runId, 'completed', now, o)
   local parent = toParent('completed', (type(o.parent) == 'table' and o.parent.outcome) or '')
   local taken = takeWake(o, wakes)
-  return { 1, parent[1], parent[2], parent[3], wakes, taken }
+  return { 1, parent[1], parent[2], parent[3], wakes, taken, takeChild(parent) }
 end
 
 redis.call('HSET', runKey, 'status', 'running')

@@ -208,6 +208,29 @@ local function recordChildEnd(keys, c)
   return { 1, -1, 0 }
 end
 
+--[[
+  Makes the record of child `index` of a waiting parent's fan-out, from its staged input, as it
+  starts: running (its parent started it), with its first checkpoint (a delta against the
+  parent's snapshot) and the parent's priority. A record that exists (a redelivery) is left as it
+  is. Returns its fields as a flat list (what HGETALL would give), or false when nothing was made.
+  fanOut: HMGET of the fan-out hash's flow, fingerprint, childTarget; priority: the parent's or nil
+  c: { runPrefix, parentId, parentStep, inputsKey (the staged inputs hash), now }
+]]
+local function makeChild(fanOut, priority, c, index)
+  local childKey = c.runPrefix .. c.parentId .. '.' .. c.parentStep .. '.' .. index
+  local checkpoint = redis.call('HGET', c.inputsKey, index)
+  if not checkpoint or redis.call('EXISTS', childKey) == 1 then return false end
+  local fields = { 'flow', fanOut[1], 'fingerprint', fanOut[2], 'status', 'running', 'step', 0, 'attempt', 0,
+    'createdAt', c.now, 'startedAt', c.now, 'updatedAt', c.now, 'parentId', c.parentId,
+    'parentStep', c.parentStep, 'childIndex', index, 'target', fanOut[3], 'checkpoint', checkpoint }
+  if priority then
+    table.insert(fields, 'priority')
+    table.insert(fields, priority)
+  end
+  redis.call('HSET', childKey, unpack(fields))
+  return fields
+end
+
 -- Mailboxes: `m` holds the key prefixes redis-keys.ts builds ({ mailboxPrefix, waitersPrefix }),
 -- to which an address is appended; they share the deployment's hash tag.
 local function mailboxKey(m, address) return m.mailboxPrefix .. address end
