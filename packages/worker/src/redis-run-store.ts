@@ -243,7 +243,6 @@ export class RedisRunStore implements RunStore {
       ...this.common(at.id, fields.now),
       at: positionOf(at),
       mode,
-      ...(fields.record === undefined ? {} : { record: fields.record }),
       ...(fields.stepStartedAt === undefined ? {} : { stepStartedAt: fields.stepStartedAt }),
       ...(fields.retryAt === undefined ? {} : { retryAt: fields.retryAt }),
       ...(fields.throttledBy === undefined ? {} : { throttledBy: fields.throttledBy }),
@@ -260,7 +259,6 @@ export class RedisRunStore implements RunStore {
               id: report.parent.id,
               step: report.parent.step,
               index: report.parent.index,
-              ...(outcome ? { outcome: encodeOutcome(outcome) } : {}),
               ...(outcome?.status === 'failed' ? { errorRecord: encodeErrorRecord(outcome.error) } : {}),
               failFast: report.failFast,
               // Read only should the child's failure fail the parent.
@@ -278,6 +276,8 @@ export class RedisRunStore implements RunStore {
       ...keys,
       JSON.stringify(options),
       fields.checkpoint ?? '',
+      fields.record ?? '',
+      outcome ? encodeOutcome(outcome) : '',
       ...textsOf(fields.values),
     )) as [number, number, number, number, string[], string | null | undefined, (string | number)[] | null | undefined];
     let parent = report && parentCode !== -1 ? childEndedResult(parentCode, first, count) : undefined;

@@ -19,7 +19,6 @@
     runError      the run's error JSON, for mode failed
     lastAction    for mode completed
     conflicts     merge conflicts to append, each JSON
-    record        the step's history record JSON (modes next and completed)
     retryAt       for mode retry: when the next try is due (epoch ms)
     stepStartedAt for modes retry and throttled: when the step's first try began (epoch ms), kept
                   unless set
@@ -31,8 +30,7 @@
     mailboxPrefix, waitersPrefix   key prefixes of mailboxes and their waiter sets
     outbox        the step's sends, { address, message JSON } pairs: delivered by modes next and
                   completed, dropped otherwise
-    parent        (fan-out children) { id, step, index, outcome (JSON, if the run ends here
-                  completed or failed), errorRecord (JSON: a failed outcome's error, appended to
+    parent        (fan-out children) { id, step, index, errorRecord (JSON: a failed outcome's error, appended to
                   the parent's errors), failFast (bool), parentError (JSON), values (hashes the
                   outcome references, claimed for the parent), take (true: the worker runs the
                   next child itself, ChildEndReport.take) }
@@ -43,7 +41,11 @@
                   with parent.take, of the child this child's end starts: see takeChild
     runPrefix     key prefix of run hashes (a taken child's record)
   ARGV[2] the new checkpoint ('' keeps the stored one)
-  ARGV[3..] hash, JSON text pairs: the values of `values` that may not be stored yet
+  ARGV[3] the step's history record JSON (modes next and completed; '' none)
+  ARGV[4] (fan-out children) the outcome JSON recorded on the parent, if the run ends here
+          completed or failed ('' none)
+  (The three JSON texts come apart from the options: no second encoding of them on either side.)
+  ARGV[5..] hash, JSON text pairs: the values of `values` that may not be stored yet
 
   Messages the step reserved are consumed by modes next and completed, kept for a retry, and
   given back to their mailboxes when the run fails or is cancelled here.
@@ -110,7 +112,7 @@ if isFinal(status) then return { 0, -1, -1, 0, wakes } end
 if not atStep(runKey, expectedStep, expectedParks) then return { 0, -1, -1, 0, wakes } end
 
 leaveWaiters(runKey, o, runId)
-claimValues(runKey, runId, o.values, valueTexts(3), o)
+claimValues(runKey, runId, o.values, valueTexts(5), o)
 if type(o.errors) == 'table' and #o.errors > 0 then
   for _, record in ipairs(o.errors) do redis.call('RPUSH', KEYS[2], record) end
   redis.call('LTRIM', KEYS[2], -tonumber(o.maxErrors), -1)
@@ -146,7 +148,7 @@ if mode == 'failed' then
   if type(o.lastAttempt) == 'number' then redis.call('HSET', runKey, 'attempt', o.lastAttempt + 1) end
   releaseReserved(KEYS[6], o, wakes)
   finish(runKeys, runId, 'failed', now, o)
-  local parent = toParent('failed', (type(o.parent) == 'table' and o.parent.outcome) or '')
+  local parent = toParent('failed', ARGV[4])
   local taken = takeWake(o, wakes)
   return { 1, parent[1], parent[2], parent[3], wakes, taken, takeChild(parent) }
 end
@@ -154,7 +156,7 @@ end
 -- The step commits: what it received is consumed, what it sent leaves.
 redis.call('DEL', KEYS[6])
 deliverOutbox(o, o.outbox, wakes, retention)
-pushRecord(KEYS[7], o.record, o.maxRecords)
+if ARGV[3] ~= '' then pushRecord(KEYS[7], ARGV[3], o.maxRecords) end
 redis.call('HINCRBY', runKey, 'step', 1)
 redis.call('HSET', runKey, 'attempt', 0)
 redis.call('HDEL', runKey, 'replay', 'stepStartedAt', 'retryAt')
@@ -169,7 +171,7 @@ redis.call('HDEL', KEYS[4], 'snapshot', 'inputs')
 if mode == 'completed' then
   if type(o.lastAction) == 'string' then redis.call('HSET', runKey, 'lastAction', o.lastAction) end
   finish(runKeys, runId, 'completed', now, o)
-  local parent = toParent('completed', (type(o.parent) == 'table' and o.parent.outcome) or '')
+  local parent = toParent('completed', ARGV[4])
   local taken = takeWake(o, wakes)
   return { 1, parent[1], parent[2], parent[3], wakes, taken, takeChild(parent) }
 end
