@@ -7,7 +7,7 @@
  * hold it.
  */
 import { describe, expect, it } from 'vitest';
-import { defineFlow, Flow, Node, ParallelBatchFlow } from '@queueflow/runtime';
+import { defineFlow, Flow, Node, ParallelBatchFlow, ParallelBatchNode } from '@queueflow/runtime';
 import { engines, useEngine } from './engine-harness.js';
 
 type S = Record<string, any>;
@@ -49,7 +49,25 @@ class Child extends Node<S> {
 }
 const fan = defineFlow('large-values-fan', () => new Flow(new Fan(new Child({ name: 'child' }), { name: 'fan' })));
 
-const flows = [steps, fan];
+/**
+ * A ParallelBatchNode over a list of items larger than the limit: its fan-out step keeps the
+ * list (its `prep` result) in the run's frames until its fan-in, where `post` gets it back.
+ */
+class ManyItems extends ParallelBatchNode<S> {
+  override prep(shared: S): number[] {
+    return Array.from({ length: shared.n as number }, (_, i) => i);
+  }
+  override exec(item: number): number {
+    return item * 2;
+  }
+  override post(shared: S, items: number[], results: number[]): void {
+    shared.items = items.length;
+    shared.sum = results.reduce((a, b) => a + b, 0);
+  }
+}
+const many = defineFlow('large-values-items', () => new Flow(new ManyItems({ name: 'items', concurrency: 50 })));
+
+const flows = [steps, fan, many];
 
 describe.each(engines)('%s: large values in shared', (name) => {
   const setup = useEngine(name);
@@ -99,6 +117,23 @@ describe.each(engines)('%s: large values in shared', (name) => {
       seen2: big('parent').length,
       fromChild: big('child'),
     });
+  });
+
+  it("a fan-out's large list of items is set apart too, and comes back whole to its post", async () => {
+    const h = await setup('large-values-items', { flows, largeValueBytes: LIMIT, concurrency: 4 });
+    const n = 600; // its JSON is well over the limit
+    const result = await h.engine.run<S>(many, { n });
+
+    expect(result.status).toBe('completed');
+    expect(result.shared).toEqual({ n, items: n, sum: n * (n - 1) });
+    expect((await h.engine.history(result.id)).map((record) => record.node)).toEqual(['items', 'items']);
+    expect(await h.engine.sharedAt(result.id, 1)).toEqual({ n });
+    if (h.redis) {
+      // The list is one value key; no run record holds it whole.
+      const keys = await h.stored();
+      expect(keys.filter((key) => /:value:[0-9a-f]{64}$/.test(key))).toHaveLength(1);
+      expect(keys.filter((key) => key.includes(':value-staged:'))).toEqual([]);
+    }
   });
 
   it('keeps the same values whole without the claim check (largeValueBytes: Infinity)', async () => {

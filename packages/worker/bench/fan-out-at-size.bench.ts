@@ -49,6 +49,24 @@ await redis.config('SET', 'slowlog-max-len', '100000');
 await redis.slowlog('RESET');
 await redis.config('RESETSTAT');
 
+/**
+ * A SLOWLOG entry's command, shortly. A script (EVAL, EVALSHA) is named by its first key, which
+ * tells which transition it was (every script begins with the same prelude, so its text does not),
+ * with the size of its largest argument (SLOWLOG keeps 128 characters of each and says how many
+ * more there were).
+ */
+const describeCommand = (args: string[]): string => {
+  const [name = '', ...rest] = args;
+  if (!/^eval(sha)?$/i.test(name)) return args.slice(0, 3).join(' ').slice(0, 90);
+  const [, numKeys = '0', ...keysAndArgs] = rest;
+  const keys = keysAndArgs.slice(0, Number(numKeys));
+  const sizes = keysAndArgs.slice(Number(numKeys)).map((arg) => {
+    const more = /\.\.\. \((\d+) more bytes\)$/.exec(arg);
+    return more ? 128 + Number(more[1]) : arg.length;
+  });
+  return `${name.toUpperCase()} ${numKeys} keys, first ${keys[0] ?? '-'}; largest argument ${Math.max(0, ...sizes)} bytes`;
+};
+
 /** The slowest commands SLOWLOG holds (over 1 ms), slowest first, as lines. */
 const slowest = async (count: number): Promise<string[]> => {
   const entries = (await redis.slowlog('GET', -1)) as [number, number, number, string[]][];
@@ -56,7 +74,7 @@ const slowest = async (count: number): Promise<string[]> => {
   return entries
     .sort((a, b) => b[2] - a[2])
     .slice(0, count)
-    .map(([, , micros, args]) => `${(micros / 1000).toFixed(1)} ms: ${args.slice(0, 3).join(' ').slice(0, 90)}`)
+    .map(([, , micros, args]) => `${(micros / 1000).toFixed(1)} ms: ${describeCommand(args)}`)
     .concat(total === 0 ? ['no command took over 1 ms'] : [`(${total} commands over 1 ms in all)`]);
 };
 /**

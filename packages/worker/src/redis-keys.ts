@@ -94,6 +94,15 @@ export class RedisKeys {
   }
 
   /**
+   * String: the text of value `hash` staged by one transition before its script runs (`token`
+   * tells transitions apart); the script renames it to `value(hash)` as it claims it. Expires
+   * within the hour should the transition never land.
+   */
+  stagedValue(hash: string, token: string): string {
+    return `${this.prefix}:value-staged:${hash}:${token}`;
+  }
+
+  /**
    * Sorted set: the runs that claimed value `hash` → when each one's record expires (epoch ms;
    * `+inf` while it is kept without expiry). The Lua prelude builds it as `value(hash)` plus `:refs`.
    */

@@ -1,3 +1,4 @@
+import { nanoid } from 'nanoid';
 import type { ErrorRecord, Json, ListRunsOptions, RunStatus } from '@queueflow/runtime';
 import {
   decodeConflict,
@@ -114,6 +115,12 @@ const CANCEL_CODES: Record<number, CancelResult> = {
 };
 
 /**
+ * How long a value's text staged for a transition is kept unless the transition claims it, in
+ * seconds (see RedisRunStore.stageValues): a transition lands within moments of its staging.
+ */
+const STAGED_VALUE_SECONDS = 3600;
+
+/**
  * The run store in Redis (DESIGN "The run kernel"): each transition of the `RunStore`
  * contract is one Lua script (src/lua, each headed by its KEYS, ARGV and return codes), so it is
  * atomic whatever else runs; reads are plain commands. Keys come from {@link RedisKeys}.
@@ -193,7 +200,7 @@ export class RedisRunStore implements RunStore {
       ...keys,
       JSON.stringify(options),
       ...fields,
-      ...textsOf(run.values),
+      ...(await this.stageValues(run.values)),
     )) as [number, string?];
     return code === 1 ? { created: true } : { created: false, runId: holder! };
   }
@@ -278,7 +285,7 @@ export class RedisRunStore implements RunStore {
       fields.checkpoint ?? '',
       fields.record ?? '',
       outcome ? encodeOutcome(outcome) : '',
-      ...textsOf(fields.values),
+      ...(await this.stageValues(fields.values)),
     )) as [number, number, number, number, string[], string | null | undefined, (string | number)[] | null | undefined];
     let parent = report && parentCode !== -1 ? childEndedResult(parentCode, first, count) : undefined;
     if (parent?.type === 'recorded' && child) {
@@ -321,7 +328,6 @@ export class RedisRunStore implements RunStore {
       kind: fields.request.kind,
       flow: at.flow,
       fingerprint: at.fingerprint,
-      ...(fields.record === undefined ? {} : { record: fields.record }),
       ...(fields.childTarget ? { childTarget: encodeTarget(fields.childTarget) } : {}),
       outbox: outboxOf(fields.outbox),
       ...this.valueOptions(fields.values),
@@ -334,7 +340,8 @@ export class RedisRunStore implements RunStore {
       encodeTarget(fields.target),
       encodeRequest(fields.request),
       fields.snapshot,
-      ...textsOf(fields.values),
+      fields.record ?? '',
+      ...(await this.stageValues(fields.values)),
     )) as [number, string[]];
     return { result: COMMIT_CODES[code] ?? 'stale', wakes };
   }
@@ -733,6 +740,28 @@ export class RedisRunStore implements RunStore {
   }
 
   /** What a script that claims or releases values reads (claimValues in run-lifecycle.lua). */
+  /**
+   * Stores the texts of a claim's values that may not be stored yet under staging keys, before the
+   * transition that claims them, and returns the hash, staging key pairs its script takes after its
+   * fixed ARGV (stagedValues in run-lifecycle.lua). A large value so never passes through a
+   * script: Redis runs one script at a time, and one that copies megabytes stalls every client.
+   * A staged text expires after {@link STAGED_VALUE_SECONDS} should its transition never land.
+   */
+  private async stageValues(claim: ValueClaim | undefined): Promise<string[]> {
+    const texts = Object.entries(claim?.texts ?? {});
+    if (texts.length === 0) return [];
+    const token = nanoid(8);
+    const pipeline = this.redis.pipeline();
+    const pairs: string[] = [];
+    for (const [hash, text] of texts) {
+      const key = this.keys.stagedValue(hash, token);
+      pipeline.set(key, text, 'EX', STAGED_VALUE_SECONDS);
+      pairs.push(hash, key);
+    }
+    await pipeline.exec();
+    return pairs;
+  }
+
   private valueOptions(claim: ValueClaim | undefined): {
     valuePrefix: string;
     valuesSuffix: string;
@@ -777,11 +806,6 @@ export class RedisRunStore implements RunStore {
   private common(runId: string, now: number): Record<string, string | number> {
     return { runId, now: String(now), ...this.settings };
   }
-}
-
-/** A claim's texts as the hash, text pairs a script takes after its fixed ARGV. */
-function textsOf(claim: ValueClaim | undefined): string[] {
-  return claim ? Object.entries(claim.texts).flat() : [];
 }
 
 function outboxOf(outbox: readonly OutgoingMessage[] | undefined): [string, string][] {

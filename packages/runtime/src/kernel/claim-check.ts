@@ -1,6 +1,8 @@
 /**
  * The claim check (issue 17, item 4; Enterprise Integration Patterns' "Claim Check"): a value in
  * `shared` whose JSON is over a size (`largeValueBytes`, default 256 KiB) is stored once, apart,
+ * and so is a `prep` result or a BatchNode's results held in a checkpoint's frames (a fan-out of
+ * a million items holds its list of items there until its fan-in),
  * under the sha256 of its JSON text, and the stored forms that hold it (checkpoints, a fan-out's
  * snapshot, a child's delta, a step record's undo patch, a child's outcome) hold a reference
  * instead: the object `{"$qfValue":"<sha256 hex>"}`. So N children of a parent with a 10 MiB

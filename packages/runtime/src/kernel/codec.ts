@@ -45,7 +45,26 @@ export function encodeCheckpoint(
   if (!claim?.mayHold(encoded)) return encoded; // the hot path: no value can be over the size
   if ('base' in stored) stored.patch = externalizePatch(stored.patch, claim);
   else stored.shared = claim.externalizeShared(stored.shared, encoded);
+  stored.frames = externalizeFrames(stored.frames, claim);
   return JSON.stringify(stored);
+}
+
+/**
+ * `frames` with their large values set apart: a flow's or a node's `prep` result (a fan-out of a
+ * million items holds the list there until its fan-in) and a BatchNode's results so far.
+ */
+function externalizeFrames(frames: Frame[], claim: ClaimCheck): Frame[] {
+  return frames.map((frame) => {
+    const { visit } = frame;
+    const out: Frame = { ...frame };
+    if (frame.prepRes !== undefined) out.prepRes = claim.externalize(frame.prepRes);
+    if (visit) {
+      out.visit = { ...visit };
+      if (visit.prepRes !== undefined) out.visit.prepRes = claim.externalize(visit.prepRes);
+      if (visit.results !== undefined) out.visit.results = claim.externalize(visit.results);
+    }
+    return out;
+  });
 }
 
 /** `patch` with the large values of its operations set apart. */

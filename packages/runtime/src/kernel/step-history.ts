@@ -33,7 +33,8 @@ export interface StepFacts {
 
 /**
  * The encoded record of a step that turned `before` into `after`; with `claim`, the large values
- * its undo patch holds (what the step replaced or removed) are set apart.
+ * its undo patches hold (what the step replaced or removed, in `shared` and in the frames) are
+ * set apart.
  */
 export function stepRecord(facts: StepFacts, before: Checkpoint, after: Checkpoint, claim?: ClaimCheck): string {
   const stored: StoredStepRecord = {
@@ -52,6 +53,7 @@ export function stepRecord(facts: StepFacts, before: Checkpoint, after: Checkpoi
   const encoded = encodeStepRecord(stored);
   if (!claim?.mayHold(encoded)) return encoded;
   stored.u = externalizePatch(stored.u, claim);
+  stored.f = externalizePatch(stored.f, claim); // a fan-out's prep result: its list of items
   return encodeStepRecord(stored);
 }
 

@@ -45,7 +45,7 @@
   ARGV[4] (fan-out children) the outcome JSON recorded on the parent, if the run ends here
           completed or failed ('' none)
   (The three JSON texts come apart from the options: no second encoding of them on either side.)
-  ARGV[5..] hash, JSON text pairs: the values of `values` that may not be stored yet
+  ARGV[5..] hash, staging key pairs: the values of `values` that may not be stored yet (stagedValues)
 
   Messages the step reserved are consumed by modes next and completed, kept for a retry, and
   given back to their mailboxes when the run fails or is cancelled here.
@@ -112,7 +112,7 @@ if isFinal(status) then return { 0, -1, -1, 0, wakes } end
 if not atStep(runKey, expectedStep, expectedParks) then return { 0, -1, -1, 0, wakes } end
 
 leaveWaiters(runKey, o, runId)
-claimValues(runKey, runId, o.values, valueTexts(5), o)
+claimValues(runKey, runId, o.values, stagedValues(5), o)
 if type(o.errors) == 'table' and #o.errors > 0 then
   for _, record in ipairs(o.errors) do redis.call('RPUSH', KEYS[2], record) end
   redis.call('LTRIM', KEYS[2], -tonumber(o.maxErrors), -1)

@@ -11,7 +11,7 @@
           the record's fields take), values (hashes of the values stored apart its checkpoint
           references, claimed for it), valuePrefix, valuesSuffix (redis-keys.ts)
   ARGV[2..1 + fields] the record's fields and values (flow, fingerprint, checkpoint, target, ...)
-  ARGV[2 + fields..] hash, JSON text pairs: the texts of `values`
+  ARGV[2 + fields..] hash, staging key pairs: the texts of `values` (stagedValues)
 
   Returns { 1 } created; { 0, run id } the key is held by that run: nothing written.
 ]]
@@ -25,7 +25,7 @@ local fields = {}
 for i = 2, 1 + (o.fields or (#ARGV - 1)) do fields[#fields + 1] = ARGV[i] end
 redis.call('HSET', KEYS[1], unpack(fields))
 if KEYS[4] then redis.call('HSET', KEYS[1], 'idempotencyKey', KEYS[4]) end
-if o.fields then claimValues(KEYS[1], o.id, o.values, valueTexts(2 + o.fields), o) end
+if o.fields then claimValues(KEYS[1], o.id, o.values, stagedValues(2 + o.fields), o) end
 -- The score is the creation time in ms plus a sequence fraction (2048ths: exact in a double for
 -- epoch ms), so runs created in the same millisecond stay in creation order.
 local sequence = redis.call('INCR', KEYS[3]) % 2048

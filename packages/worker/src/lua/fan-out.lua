@@ -16,7 +16,7 @@
     window     most children in flight at a time     refill  children started together (see
                recordChildEnd in run-lifecycle.lua)
     kind       runs | items        channel      events channel      changes  changes channel
-    record     the step's history record JSON        maxRecords  history records kept
+    maxRecords  history records kept
     retention  seconds a finished run is kept
     flow, fingerprint              the parent's flow and graph fingerprint (its children's too)
     childTarget  runs: the children's first target JSON
@@ -28,7 +28,9 @@
   ARGV[2] the parent's checkpoint (waiting)    ARGV[3] its target JSON
   ARGV[4] the fan-out request JSON (without per-child data)
   ARGV[5] the snapshot: the parent's shared when it fanned out
-  ARGV[6..] hash, JSON text pairs: the values of `values` that may not be stored yet
+  ARGV[6] the step's history record JSON ('' none): apart from the options, so that a large one
+          (the prep result of a large fan-out is in its frames) is not decoded here
+  ARGV[7..] hash, staging key pairs: the values of `values` that may not be stored yet (stagedValues)
 
   Returns { code, wakes }:
     code 1 committed (the parent's step counter is now at + 1)
@@ -47,10 +49,10 @@ if not atStep(runKey, expectedStep, expectedParks) then return { 0, wakes } end
 local now, runId = o.now, o.runId
 -- The step commits: what it received is consumed, what it sent leaves.
 leaveWaiters(runKey, o, runId)
-claimValues(runKey, runId, o.values, valueTexts(6), o)
+claimValues(runKey, runId, o.values, stagedValues(7), o)
 redis.call('DEL', KEYS[6])
 deliverOutbox(o, o.outbox, wakes, o.retention)
-pushRecord(KEYS[7], o.record, o.maxRecords)
+if ARGV[6] ~= '' then pushRecord(KEYS[7], ARGV[6], o.maxRecords) end
 redis.call('HDEL', runKey, 'replay', 'stepStartedAt', 'retryAt')
 
 local step = redis.call('HINCRBY', runKey, 'step', 1)

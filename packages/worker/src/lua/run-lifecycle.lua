@@ -35,20 +35,26 @@ end
   o: { valuePrefix, valuesSuffix } (redis-keys.ts); without them nothing is claimed or released.
 ]]
 
--- Texts of values a transition brings, from ARGV[first] on as hash, text pairs.
-local function valueTexts(first)
-  local texts = {}
-  if type(first) ~= 'number' then return texts end
-  for i = first, #ARGV, 2 do texts[ARGV[i]] = ARGV[i + 1] end
-  return texts
+-- Values a transition brings, from ARGV[first] on as hash, staging key pairs: the caller stored
+-- each text under a staging key of its own beforehand (with an expiry), so that no large value
+-- passes through a script (Redis runs one script at a time).
+local function stagedValues(first)
+  local staged = {}
+  if type(first) ~= 'number' then return staged end
+  for i = first, #ARGV, 2 do staged[ARGV[i]] = ARGV[i + 1] end
+  return staged
 end
 
--- Claims the values `refs` (hashes) for run `runId`, storing those whose texts come with it.
-local function claimValues(runKey, runId, refs, texts, o)
+-- Claims the values `refs` (hashes) for run `runId`. A staged text becomes the value's (a rename:
+-- no copy), unless the value is stored already (its text is the same: it is named by its hash).
+local function claimValues(runKey, runId, refs, staged, o)
   if type(refs) ~= 'table' or #refs == 0 or not o.valuePrefix then return end
   for _, hash in ipairs(refs) do
     local key = o.valuePrefix .. hash
-    if texts[hash] then redis.call('SET', key, texts[hash], 'NX') end
+    local staging = staged[hash]
+    if staging and redis.call('EXISTS', staging) == 1 then
+      if redis.call('EXISTS', key) == 0 then redis.call('RENAME', staging, key) else redis.call('UNLINK', staging) end
+    end
     redis.call('PERSIST', key)
     redis.call('ZADD', key .. ':refs', '+inf', runId)
     redis.call('PERSIST', key .. ':refs')
