@@ -241,7 +241,7 @@ export class StepDriver {
    * Runs the first step of a fan-out child this chain started (and its next steps), in the slot
    * of the sibling whose end started it: no task, no scheduler round. One the chain cannot run
    * gets its task. Should this worker die meanwhile, the child (made, running, with no task) is
-   * found by its parent's ensureChildren when the task that began the chain comes back.
+   * among its taken tasks, and the survivor that takes it over starts it ({@link recoverTaken}).
    */
   private async runTakenChild(chain: StepChain, child: ChildStart): Promise<void> {
     const { children } = chain;
@@ -277,7 +277,7 @@ export class StepDriver {
     await this.scheduler.promote(wakes);
     for (const id of taskIds) {
       if (wakeTaskOf(id) !== undefined) continue;
-      const run = await this.store.load(id.replace(/-0$/, ''));
+      const run = await this.store.load(id.replace(/-0$/, '')); // `<child id>-0`, its first step's task id
       if (run) await this.ensureProgress(run);
     }
   }
