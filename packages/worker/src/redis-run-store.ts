@@ -103,8 +103,11 @@ const SUMMARY_FIELDS = [
   'priority',
 ] as const;
 
-/** Outcomes read per HSCAN call (see outcomesOf). */
-const OUTCOMES_PAGE = 5000;
+/**
+ * Outcomes read per HSCAN call (see outcomesOf): a page of 5,000 of a million-child fan-in held
+ * Redis 34 to 45 ms; 1,000 keep each call to a few ms, for 1,000 calls in all.
+ */
+const OUTCOMES_PAGE = 1000;
 
 const COMMIT_CODES: Record<number, CommitResult> = { 1: 'committed', 0: 'stale', [-1]: 'missing' };
 const CANCEL_CODES: Record<number, CancelResult> = {
