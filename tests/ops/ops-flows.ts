@@ -26,6 +26,20 @@ interface MarkerParams {
   [key: string]: unknown;
 }
 
+/**
+ * The first execution anywhere writes `<markerDir>/<name>-first` (this process's pid) and hangs
+ * until its process is killed; a later one writes `<name>-again` (`again`) and returns.
+ */
+async function hangTheFirstTime(markerDir: string, name: string, again: string): Promise<void> {
+  try {
+    writeFileSync(join(markerDir, `${name}-first`), String(process.pid), { flag: 'wx' });
+    await new Promise((resolve) => setTimeout(resolve, 120_000));
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+    writeFileSync(join(markerDir, `${name}-again`), again);
+  }
+}
+
 class Step extends Node<{ visited: string[] }, MarkerParams> {
   override exec(): void {
     appendFileSync(join(this.params.markerDir, this.name!), `${process.pid}\n`);
@@ -59,13 +73,7 @@ class Tick extends Node<TakeoverShared, MarkerParams & { slowVisit: number }> {
   override async exec(visit: number): Promise<number> {
     const { markerDir, slowVisit } = this.params;
     if (visit === slowVisit) {
-      try {
-        writeFileSync(join(markerDir, 'slow-first'), String(process.pid), { flag: 'wx' });
-        await new Promise((resolve) => setTimeout(resolve, 120_000)); // until this process is killed
-      } catch (error) {
-        if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
-        writeFileSync(join(markerDir, 'slow-again'), `${process.pid} ${Date.now()}`);
-      }
+      await hangTheFirstTime(markerDir, 'slow', `${process.pid} ${Date.now()}`);
     }
     return visit;
   }
@@ -100,13 +108,7 @@ class Answer extends Node<AskShared, MarkerParams & { address: string }> {
     return this.receive(this.params.address);
   }
   override async exec(question: Message): Promise<Message> {
-    try {
-      writeFileSync(join(this.params.markerDir, 'answer-first'), String(process.pid), { flag: 'wx' });
-      await new Promise((resolve) => setTimeout(resolve, 120_000)); // until this process is killed
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
-      writeFileSync(join(this.params.markerDir, 'answer-again'), String(process.pid));
-    }
+    await hangTheFirstTime(this.params.markerDir, 'answer', String(process.pid));
     return question;
   }
   override async post(shared: AskShared, _prep: Message, question: Message): Promise<void> {
@@ -124,15 +126,7 @@ interface LaneShared {
 
 class Lane extends Node<LaneShared, MarkerParams & { index: number }> {
   override async exec(): Promise<number> {
-    if (this.params.index === 1) {
-      try {
-        writeFileSync(join(this.params.markerDir, 'lane-first'), String(process.pid), { flag: 'wx' });
-        await new Promise((resolve) => setTimeout(resolve, 120_000)); // until this process is killed
-      } catch (error) {
-        if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
-        writeFileSync(join(this.params.markerDir, 'lane-again'), String(process.pid));
-      }
-    }
+    if (this.params.index === 1) await hangTheFirstTime(this.params.markerDir, 'lane', String(process.pid));
     return this.params.index;
   }
   override post(shared: LaneShared, _prep: unknown, index: number): void {
