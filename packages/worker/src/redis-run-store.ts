@@ -198,13 +198,15 @@ export class RedisRunStore implements RunStore {
       fields: fields.length,
       ...this.valueOptions(run.values),
     };
+    const staged = await this.stageValues(run.values);
     const [code, holder] = (await this.redis.createRun(
       keys.length,
       ...keys,
       JSON.stringify(options),
       ...fields,
-      ...(await this.stageValues(run.values)),
+      ...staged,
     )) as [number, string?];
+    if (code !== 1) await this.dropStaged(staged);
     return code === 1 ? { created: true } : { created: false, runId: holder! };
   }
 
@@ -281,6 +283,7 @@ export class RedisRunStore implements RunStore {
       ...this.valueOptions(fields.values),
       ...(fields.takenBy === undefined ? {} : { takenKey: this.keys.taken(fields.takenBy) }),
     };
+    const staged = await this.stageValues(fields.values);
     const [code, parentCode, first, count, wakes, taken, child] = (await this.redis.commitStep(
       keys.length,
       ...keys,
@@ -288,8 +291,9 @@ export class RedisRunStore implements RunStore {
       fields.checkpoint ?? '',
       fields.record ?? '',
       outcome ? encodeOutcome(outcome) : '',
-      ...(await this.stageValues(fields.values)),
+      ...staged,
     )) as [number, number, number, number, string[], string | null | undefined, (string | number)[] | null | undefined];
+    if (code !== 1) await this.dropStaged(staged);
     let parent = report && parentCode !== -1 ? childEndedResult(parentCode, first, count) : undefined;
     if (parent?.type === 'recorded' && child) {
       // The child this end started, made for this worker to take (ChildEndReport.take).
@@ -335,6 +339,7 @@ export class RedisRunStore implements RunStore {
       outbox: outboxOf(fields.outbox),
       ...this.valueOptions(fields.values),
     };
+    const staged = await this.stageValues(fields.values);
     const [code, wakes] = (await this.redis.fanOut(
       ...this.keys.runKeys(at.id),
       this.keys.inputs(at.id, at.step + 1),
@@ -344,8 +349,9 @@ export class RedisRunStore implements RunStore {
       encodeRequest(fields.request),
       fields.snapshot,
       fields.record ?? '',
-      ...(await this.stageValues(fields.values)),
+      ...staged,
     )) as [number, string[]];
+    if (code !== 1) await this.dropStaged(staged);
     return { result: COMMIT_CODES[code] ?? 'stale', wakes };
   }
 
@@ -748,7 +754,9 @@ export class RedisRunStore implements RunStore {
    * transition that claims them, and returns the hash, staging key pairs its script takes after its
    * fixed ARGV (stagedValues in run-lifecycle.lua). A large value so never passes through a
    * script: Redis runs one script at a time, and one that copies megabytes stalls every client.
-   * A staged text expires after {@link STAGED_VALUE_SECONDS} should its transition never land.
+   * A transition that is refused (stale, or an idempotency key held) leaves them to
+   * {@link RedisRunStore.dropStaged}; a staged text expires after `STAGED_VALUE_SECONDS` should its
+   * transition never reach Redis.
    */
   private async stageValues(claim: ValueClaim | undefined): Promise<string[]> {
     const texts = Object.entries(claim?.texts ?? {});
@@ -763,6 +771,12 @@ export class RedisRunStore implements RunStore {
     }
     await pipeline.exec();
     return pairs;
+  }
+
+  /** Deletes the staging keys of a transition that did not claim them (`pairs`: from stageValues). */
+  private async dropStaged(pairs: readonly string[]): Promise<void> {
+    const keys = pairs.filter((_, i) => i % 2 === 1);
+    if (keys.length > 0) await this.redis.unlink(...keys);
   }
 
   private valueOptions(claim: ValueClaim | undefined): {
