@@ -170,11 +170,26 @@ export class StepDriver {
       if (chain) await this.runTaken(chain);
       return result.type === 'not-here' || result.type === 'continue' ? DONE : result;
     } finally {
-      // The children this chain took and ran (or gave back) leave its taken set, in one call, not
-      // awaited: should it be lost, a survivor finds them ended (or on their way).
-      if (chain && chain.childrenDone.length > 0)
-        void this.store.releaseTaken(this.options.workerId!, chain.childrenDone).catch(() => {});
+      if (chain) await this.settle(chain);
     }
+  }
+
+  /**
+   * What a chain leaves when its task ends: should a step have thrown (a store or scheduler
+   * error) after others took wakes or children, those are handed to the scheduler now rather than
+   * wait in this worker's taken set for its stop. The children it took and ran (or gave back)
+   * leave the taken set in one call, not awaited: should it be lost, a survivor finds them ended
+   * (or on their way).
+   */
+  private async settle(chain: StepChain): Promise<void> {
+    try {
+      if (chain.taken.length > 0) await this.giveBack(chain.taken.splice(0));
+      if (chain.children.length > 0) await this.addChildren(chain, chain.children.splice(0));
+    } catch {
+      // Left in the taken set: a survivor, or this worker's stop, makes them due.
+    }
+    if (chain.childrenDone.length > 0)
+      void this.store.releaseTaken(this.options.workerId!, chain.childrenDone).catch(() => {});
   }
 
   /**
