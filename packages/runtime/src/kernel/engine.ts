@@ -229,7 +229,7 @@ export interface Engine {
   answer(address: string, messageId: string, body: Json): Promise<void>;
   /**
    * Calls `listener` as runs change (a step committed, a run parked or ended, a child ended: each
-   * child of a fan-out of up to 100, every 1 % of a larger one), for live views. One subscription
+   * child of a fan-out of up to 199, every ⌊n / 100⌋-th of a fan-out of n children, about every 1 %, beyond), for live views. One subscription
    * per engine however many listeners. Resolves once listening.
    */
   watch(listener: (event: RunChange) => void): Promise<() => void>;

@@ -4,7 +4,7 @@ import type { RunChange } from './engine.js';
 export interface RunEventListener {
   /**
    * A run (not a fan-out child) changed: a step committed, it parked, ended, was reopened, a child
-   * ended (each child of a fan-out of up to 100; of a larger one, every 1 % of them).
+   * ended (each child of a fan-out of up to 199; of a fan-out of n children beyond, every ⌊n / 100⌋-th, about every 1 %).
    */
   changed?(change: RunChange): void;
   /** Run `runId` (not a fan-out child: its parent hears of it) has ended. */

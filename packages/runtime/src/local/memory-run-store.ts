@@ -818,7 +818,7 @@ export class MemoryRunStore implements RunStore, RunEventSource {
     if (outcome.status === 'failed') this.pushErrors(entry, [outcome.error]);
     fanOut.ended++;
     entry.run.updatedAt = report.now;
-    // Every end of up to 100 children, every 1 % of more (recordChildEnd in run-lifecycle.lua).
+    // Every end of up to 199 children, every ⌊total / 100⌋-th of more (recordChildEnd in run-lifecycle.lua).
     if (fanOut.ended % Math.max(1, Math.floor(fanOut.total / 100)) === 0) this.changed(parentId);
     if (outcome.status !== 'completed') {
       fanOut.failed++;

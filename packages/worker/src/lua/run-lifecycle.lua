@@ -197,8 +197,9 @@ local function recordChildEnd(keys, c)
   end
   local fanOut = redis.call('HMGET', fanOutKey, 'total', 'started', 'window', 'refill')
   local total, started = tonumber(fanOut[1]), tonumber(fanOut[2])
-  -- Live views hear of every end of a fan-out of up to 100 children, and of every 1 % of a larger
-  -- one (and of its last, by the fan-in): thousands of ends would flood every subscriber.
+  -- Live views hear of every end of a fan-out of up to 199 children, and of every floor(total / 100)-th
+  -- of a larger one (about every 1 %; the last by the fan-in): thousands of ends would flood every
+  -- subscriber.
   if ended % math.max(1, math.floor(total / 100)) == 0 then changed(runKey, c.parentId, c) end
   if ended >= total then return { 3, -1, 0 } end
   local left = total - started
