@@ -244,6 +244,20 @@ async function takenLeft(redis: RedisHarness): Promise<string[]> {
   return members.flat();
 }
 
+/** Each of the `n` children's last node ran once (no step ran twice). */
+function expectEachChildOnce(token: string, n: number): void {
+  for (let i = 0; i < n; i++)
+    expect(
+      execs.of(token).filter((e) => e === `last-${i}`),
+      `last-${i}`,
+    ).toHaveLength(1);
+}
+
+/** Waits until no worker's taken set holds anything (every taken task ran and was released). */
+async function takenSetsEmpty(redis: RedisHarness): Promise<void> {
+  await waitFor('the taken sets to empty', async () => (await takenLeft(redis)).length === 0);
+}
+
 describe('review: taken children', () => {
   const setup = useRedisHarness();
 
@@ -266,7 +280,7 @@ describe('review: taken children', () => {
           execs.of(token).filter((e) => e === `${step}-${i}`),
           `${step}-${i}`,
         ).toHaveLength(1);
-    await waitFor('the taken sets to empty', async () => (await takenLeft(redis)).length === 0);
+    await takenSetsEmpty(redis);
     const children = await redis.engine.children(result.id);
     expect(children.map((c) => c.status)).toEqual(Array(9).fill('completed'));
   });
@@ -299,7 +313,7 @@ describe('review: taken children', () => {
       'completed',
     ]);
     expect(inFlight.get(token)!.most).toBeLessThanOrEqual(2);
-    await waitFor('the taken sets to empty', async () => (await takenLeft(redis)).length === 0);
+    await takenSetsEmpty(redis);
   });
 
   it('fail-fast: the parent fails, no child is left running, no child starts after', async () => {
@@ -322,7 +336,7 @@ describe('review: taken children', () => {
       .filter((e) => e.startsWith('first-'))
       .map((e) => Number(e.slice(6)));
     expect(Math.max(...firsts)).toBeLessThanOrEqual(4);
-    await waitFor('the taken sets to empty', async () => (await takenLeft(redis)).length === 0);
+    await takenSetsEmpty(redis);
   });
 
   it('cancelling the parent while a taken child runs ends that child; no later child starts', async () => {
@@ -341,7 +355,7 @@ describe('review: taken children', () => {
     expect((await redis.engine.get(child2))!.status).toBe('cancelled');
     expect(await redis.engine.get(childRunId(run.id, 1, 3))).toBeUndefined();
     expect(execs.of(token).filter((e) => e.startsWith('first-'))).toEqual(['first-0', 'first-1', 'first-2']);
-    await waitFor('the taken sets to empty', async () => (await takenLeft(redis)).length === 0);
+    await takenSetsEmpty(redis);
   });
 
   it('a taken child inherits the parent priority', async () => {
@@ -361,7 +375,7 @@ describe('review: taken children', () => {
     const result = await redis.engine.run<S>(nested, { token });
     expect(result.status, JSON.stringify(result.error)).toBe('completed');
     expect(result.shared.done).toEqual([0, 1, 2, 10, 11, 12, 20, 21, 22]);
-    await waitFor('the taken sets to empty', async () => (await takenLeft(redis)).length === 0);
+    await takenSetsEmpty(redis);
   });
 
   it('a worker closed mid-fan-out hands its taken children to the other worker', async () => {
@@ -379,12 +393,8 @@ describe('review: taken children', () => {
     const result = await run.result();
     expect(result.status, JSON.stringify(result.error)).toBe('completed');
     expect(result.shared.done).toEqual([0, 1, 2, 3, 4, 5]);
-    for (let i = 0; i < 6; i++)
-      expect(
-        execs.of(token).filter((e) => e === `last-${i}`),
-        `last-${i}`,
-      ).toHaveLength(1);
-    await waitFor('the taken sets to empty', async () => (await takenLeft(redis)).length === 0);
+    expectEachChildOnce(token, 6);
+    await takenSetsEmpty(redis);
   });
 
   it('children throttled by a budget: one exec at a time, every child once, in order', async () => {
@@ -394,7 +404,7 @@ describe('review: taken children', () => {
     expect(result.status, JSON.stringify(result.error)).toBe('completed');
     expect(result.shared.done).toEqual([0, 1, 2, 3, 4, 5, 6, 7]);
     expect(slotInFlight.get(token)!.most).toBe(1);
-    await waitFor('the taken sets to empty', async () => (await takenLeft(redis)).length === 0);
+    await takenSetsEmpty(redis);
   });
 
   it('children whose first step retries: each child retried on its own, merged once', async () => {
@@ -403,12 +413,8 @@ describe('review: taken children', () => {
     const result = await redis.engine.run<S>(retryFan, { token, n: 6 });
     expect(result.status, JSON.stringify(result.error)).toBe('completed');
     expect(result.shared.done).toEqual([0, 1, 2, 3, 4, 5]);
-    for (let i = 0; i < 6; i++)
-      expect(
-        execs.of(token).filter((e) => e === `last-${i}`),
-        `last-${i}`,
-      ).toHaveLength(1);
-    await waitFor('the taken sets to empty', async () => (await takenLeft(redis)).length === 0);
+    expectEachChildOnce(token, 6);
+    await takenSetsEmpty(redis);
   });
 
   it('a taken child that parks on a mailbox is woken by a send, and the next one is taken', async () => {
@@ -422,7 +428,7 @@ describe('review: taken children', () => {
     const result = await run.result();
     expect(result.status, JSON.stringify(result.error)).toBe('completed');
     expect(result.shared.done).toEqual([0, 1, 2, 3]);
-    await waitFor('the taken sets to empty', async () => (await takenLeft(redis)).length === 0);
+    await takenSetsEmpty(redis);
   });
 
   it('children wholly on another queue are taken by the workers of that queue', async () => {
@@ -433,7 +439,7 @@ describe('review: taken children', () => {
     expect(result.status, JSON.stringify(result.error)).toBe('completed');
     expect(result.shared.done).toEqual([0, 1, 2, 3, 4, 5, 6]);
     expect(inFlight.get(token)!.most).toBeLessThanOrEqual(2);
-    await waitFor('the taken sets to empty', async () => (await takenLeft(redis)).length === 0);
+    await takenSetsEmpty(redis);
   });
 
   it('retry of a parent that failed fast re-runs its fan-out to completion', async () => {
@@ -461,7 +467,7 @@ describe('review: taken children', () => {
     for (let i = 0; i < n; i++) expect(shared[`c${i}`], `c${i}`).toBe(i);
     expect(Object.keys(shared).filter((key) => key.startsWith('c'))).toHaveLength(n);
     expect((await redis.engine.get(result.id))!.conflicts ?? []).toEqual([]);
-    await waitFor('the taken sets to empty', async () => (await takenLeft(redis)).length === 0);
+    await takenSetsEmpty(redis);
   }, 120_000);
 
   it('a chain of taken children of a low-priority fan-out gives its slot back within continueSteps', async () => {
@@ -496,7 +502,7 @@ describe('review: taken children', () => {
     const got = await receiver.result();
     expect(got.status, JSON.stringify(got.error)).toBe('completed');
     expect(got.shared.done).toEqual([0, 1, 2, 3, 4, 5]);
-    await waitFor('the taken sets to empty', async () => (await takenLeft(redis)).length === 0);
+    await takenSetsEmpty(redis);
   });
 
   it.each([1, 2, 4])(
@@ -515,7 +521,7 @@ describe('review: taken children', () => {
             execs.of(token).filter((e) => e === `${step}-${i}`),
             `${step}-${i}`,
           ).toHaveLength(1);
-      await waitFor('the taken sets to empty', async () => (await takenLeft(redis)).length === 0);
+      await takenSetsEmpty(redis);
     },
   );
 
