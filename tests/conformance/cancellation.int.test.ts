@@ -154,7 +154,7 @@ describe.each(engines)('%s: cancellation', (name) => {
     const info = await engine.get(handle.id);
     expect(info).toMatchObject({ status: 'cancelled' });
     expect(info?.finishedAt).toBeGreaterThanOrEqual(info!.createdAt);
-    if (redis) expect(await redis.connection.ttl(redis.keys.run(handle.id))).toBeGreaterThan(0); // kept for the retention, then gone
+    if (redis) expect(await redis.connection.ttl(redis.partitions.of(handle.id).run(handle.id))).toBeGreaterThan(0); // kept for the retention, then gone
   });
 
   it("stops a run whose exec is in flight at the end of the step, and aborts the exec's this.signal", async () => {

@@ -38,7 +38,7 @@ const receiveThenAfter = defineFlow('corrupt-run', () => {
 /** Replaces the stored checkpoint of `runId`. */
 async function setCheckpoint(h: EngineHarness, runId: string, checkpoint: string): Promise<void> {
   if (h.redis) {
-    await h.redis.connection.hset(h.redis.keys.run(runId), 'checkpoint', checkpoint);
+    await h.redis.connection.hset(h.redis.partitions.of(runId).run(runId), 'checkpoint', checkpoint);
     return;
   }
   const store = (h.engine as unknown as { store: { runs: Map<string, { run: { checkpoint: string } }> } }).store;
@@ -46,7 +46,7 @@ async function setCheckpoint(h: EngineHarness, runId: string, checkpoint: string
 }
 
 async function storedCheckpoint(h: EngineHarness, runId: string): Promise<string> {
-  if (h.redis) return (await h.redis.connection.hget(h.redis.keys.run(runId), 'checkpoint'))!;
+  if (h.redis) return (await h.redis.connection.hget(h.redis.partitions.of(runId).run(runId), 'checkpoint'))!;
   const store = (h.engine as unknown as { store: { runs: Map<string, { run: { checkpoint: string } }> } }).store;
   return store.runs.get(runId)!.run.checkpoint;
 }

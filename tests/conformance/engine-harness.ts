@@ -165,8 +165,10 @@ function useRedisEngine(cluster: boolean): (test: string, options: EngineSetup) 
       },
       stored: redis.scanKeys,
       idle: async () => {
-        const active = `${redis.prefix}:${redis.keys.stepQueue}:active`;
-        await waitFor('no step job to be active', async () => (await redis.connection.llen(active)) === 0);
+        const actives = redis.partitions.all.map((keys) => `${keys.prefix}:${keys.stepQueue}:active`);
+        await waitFor('no step job to be active', async () =>
+          (await Promise.all(actives.map((key) => redis.connection.llen(key)))).every((count) => count === 0),
+        );
       },
       childRuns: async (parent) => childRunIds(parent),
     };

@@ -1,14 +1,16 @@
 /**
  * The mailbox contract (DESIGN "Mailboxes", issue 5), one scenario at a time on `flow.run`
  * (process-wide in-memory mailboxes), LocalEngine and RedisEngine with a `queueflow worker`
- * process: the same messages arrive in the same order on all three.
+ * process: the same messages arrive in the same order on all three. And on a 3-master Redis
+ * Cluster with a store of 16 partitions (issue 18), where most messages cross partitions: their
+ * sends, parks, wakes and reservations are hand-offs between a run's partition and its mailbox's.
  */
 import { fileURLToPath } from 'node:url';
 import { nanoid } from 'nanoid';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MAX_MESSAGE_BYTES, setWarningHandler, type Json } from '@queueflow/runtime';
 import { RedisEngine } from '@queueflow/worker';
-import { deletePrefix, redisUrl, testPrefix } from '../support/test-redis.js';
+import { deletePrefix, redisClusterUrls, redisUrl, testPrefix } from '../support/test-redis.js';
 import { spawnWorker, stopWorkers, type WorkerProcess } from '../support/worker-process.js';
 import { engineHarness, flowRunHarness, localHarness, type Harness } from './harness.js';
 import {
@@ -35,28 +37,51 @@ const FLOWS = fileURLToPath(new URL('./mailbox-flows.ts', import.meta.url));
 const bodies = (shared: CollectShared): Json[] => shared.got.map((m) => m.body);
 
 const prefix = testPrefix('mbox-parity');
+const clusterPrefix = testPrefix('mbox-parity-partitions');
+const PARTITIONS = 16;
 let worker: WorkerProcess | undefined;
+let clusterWorker: WorkerProcess | undefined;
 const harnesses: Record<string, Harness> = {};
 
 beforeAll(async () => {
   setWarningHandler(() => {});
-  worker = await spawnWorker({ flows: FLOWS, redisUrl: redisUrl(), prefix, concurrency: 4 });
+  [worker, clusterWorker] = await Promise.all([
+    spawnWorker({ flows: FLOWS, redisUrl: redisUrl(), prefix, concurrency: 4 }),
+    spawnWorker({
+      flows: FLOWS,
+      redisUrl: redisUrl(),
+      cluster: redisClusterUrls(),
+      partitions: PARTITIONS,
+      prefix: clusterPrefix,
+      concurrency: 4,
+    }),
+  ]);
   harnesses['flow.run'] = flowRunHarness();
   harnesses['LocalEngine'] = localHarness(mailboxFlows);
   harnesses['RedisEngine'] = engineHarness(
     'RedisEngine',
     new RedisEngine({ connection: redisUrl(), flows: mailboxFlows, prefix }),
   );
+  harnesses['RedisCluster'] = engineHarness(
+    'RedisCluster',
+    new RedisEngine({
+      connection: { cluster: redisClusterUrls() },
+      flows: mailboxFlows,
+      prefix: clusterPrefix,
+      partitions: PARTITIONS,
+    }),
+  );
 }, 120_000);
 
 afterAll(async () => {
   setWarningHandler(null);
   for (const harness of Object.values(harnesses)) await harness.close();
-  await stopWorkers(worker ? [worker] : []);
+  await stopWorkers([worker, clusterWorker].filter((each) => each !== undefined));
   await deletePrefix(redisUrl(), prefix);
+  await deletePrefix({ cluster: redisClusterUrls() }, clusterPrefix);
 });
 
-describe.each(['flow.run', 'LocalEngine', 'RedisEngine'])('mailboxes on %s', (name) => {
+describe.each(['flow.run', 'LocalEngine', 'RedisEngine', 'RedisCluster'])('mailboxes on %s', (name) => {
   const h = (): Harness => harnesses[name]!;
   /** Addresses of this test only (flow.run's mailboxes are process-wide). */
   const address = (what: string): string => `${what}.${nanoid(8)}`;
@@ -277,7 +302,7 @@ describe.each(['flow.run', 'LocalEngine', 'RedisEngine'])('mailboxes on %s', (na
  * At-least-once delivery on the engines: a received message counts as consumed only when its
  * step commits. `flow.run` has no commit (a receive takes the message), see the last test.
  */
-describe.each(['LocalEngine', 'RedisEngine'])('at-least-once delivery on %s', (name) => {
+describe.each(['LocalEngine', 'RedisEngine', 'RedisCluster'])('at-least-once delivery on %s', (name) => {
   const h = (): Harness => harnesses[name]!;
   const address = (what: string): string => `${what}.${nanoid(8)}`;
 

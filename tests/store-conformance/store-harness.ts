@@ -36,7 +36,14 @@ import {
   type StoredRun,
   wakeId,
 } from '@queueflow/runtime/kernel';
-import { RedisKeys, RedisRunEvents, RedisRunStore, StreamReader, withScripts } from '@queueflow/worker';
+import {
+  CLUSTER_PARTITIONS,
+  Partitions,
+  RedisRunEvents,
+  RedisRunStore,
+  StreamReader,
+  withScripts,
+} from '@queueflow/worker';
 import { FakeClock } from '../conformance/fake-clock.js';
 import { inspectingConnection, type RedisWhere } from '../support/redis-prefix.js';
 import { deletePrefix, redisClusterUrls, redisUrl, testPrefix } from '../support/test-redis.js';
@@ -112,7 +119,10 @@ async function openRedis(
   settings: StoreSettings,
   url: RedisWhere,
 ): Promise<{ store: RunStore; events: () => RunEventSource; elapse: (ms: number) => Promise<void> }> {
-  const keys = new RedisKeys(testPrefix('store'));
+  // On the cluster, a store of 16 partitions (issue 18): mailboxes mostly in another partition than
+  // the runs that use them, and runs spread over the masters.
+  const partitions = new Partitions(testPrefix('store'), typeof url === 'string' ? 1 : CLUSTER_PARTITIONS);
+  const keys = partitions.home;
   const redis = inspectingConnection(url);
   let subscriber: Redis | Cluster | undefined;
   let events: RedisRunEvents | undefined;
@@ -127,7 +137,7 @@ async function openRedis(
   // The store stamps its own transitions on the clock the specs stamp theirs on.
   const store = new RedisRunStore(
     withScripts(redis),
-    keys,
+    partitions,
     {
       retentionSeconds: 3600,
       maxErrors: MAX_ERRORS,

@@ -8,9 +8,11 @@ import { afterEach } from 'vitest';
 import type { Cluster, Redis } from 'ioredis';
 import type { FlowDefinition, RunInfo } from '@queueflow/runtime';
 import {
+  CLUSTER_PARTITIONS,
+  Partitions,
   RedisEngine,
-  RedisKeys,
   startWorker,
+  type RedisKeys,
   type QueueflowWorker,
   type RedisEngineOptions,
   type WorkerOptions,
@@ -23,7 +25,10 @@ export interface RedisHarness {
   /** The suite's Redis URL, or its cluster's node URLs (`{ cluster }`): the engine's `connection`. */
   url: RedisWhere;
   prefix: string;
+  /** Partition 0's keys (every key, on one server); a run's are `partitions.of(id)`'s. */
   keys: RedisKeys;
+  /** The keys of each partition: 16 on the cluster (unless the engine is given another count), else 1. */
+  partitions: Partitions;
   engine: RedisEngine;
   /** A plain connection for inspecting keys (TTL, SCAN, HGET); a Cluster on the cluster. */
   connection: Redis | Cluster;
@@ -67,7 +72,11 @@ export function useRedisHarness(): (name: string, options: RedisHarnessOptions) 
   return async (name, options) => {
     const url: RedisWhere = options.cluster ? { cluster: redisClusterUrls() } : (options.url ?? redisUrl());
     const prefix = testPrefix(name);
-    const keys = new RedisKeys(prefix);
+    const partitions = new Partitions(
+      prefix,
+      options.engineOptions?.partitions ?? (options.cluster ? CLUSTER_PARTITIONS : 1),
+    );
+    const keys = partitions.home;
     const connection = inspectingConnection(url);
     cleanups.push(async () => {
       await deletePrefix(url, prefix);
@@ -103,6 +112,7 @@ export function useRedisHarness(): (name: string, options: RedisHarnessOptions) 
       url,
       prefix,
       keys,
+      partitions,
       engine,
       connection,
       worker,

@@ -18,16 +18,24 @@ export function inspectingConnection(where: RedisWhere): Redis | Cluster {
   return redis;
 }
 
-/** The keys under `prefix`, one SCAN batch at a time (every master's, on a cluster). */
+/**
+ * The keys under `prefix`, one SCAN batch at a time (every master's, on a cluster), those of the
+ * deployment's other partitions included: `{tag}` has partitions `{tag:<n>}` (packages/worker
+ * src/partitions.ts).
+ */
 async function* scanPrefix(redis: Redis | Cluster, prefix: string): AsyncGenerator<string[]> {
   const servers = redis instanceof Cluster ? await masters(redis) : [redis];
+  const close = prefix.indexOf('}', prefix.indexOf('{') + 1);
+  const patterns = [`${prefix}*`, ...(close === -1 ? [] : [`${prefix.slice(0, close)}:*`])];
   for (const server of servers) {
-    let cursor = '0';
-    do {
-      const [next, keys] = await server.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000);
-      cursor = next;
-      if (keys.length > 0) yield keys;
-    } while (cursor !== '0');
+    for (const pattern of patterns) {
+      let cursor = '0';
+      do {
+        const [next, keys] = await server.scan(cursor, 'MATCH', pattern, 'COUNT', 1000);
+        cursor = next;
+        if (keys.length > 0) yield keys;
+      } while (cursor !== '0');
+    }
   }
 }
 

@@ -9,6 +9,8 @@ export interface WorkerProcessOptions {
   redisUrl: string;
   /** Node URLs of a Redis Cluster: passed as `--cluster` instead of `--redis <redisUrl>`. */
   cluster?: string[];
+  /** `--partitions`: the store's partition count. */
+  partitions?: number;
   prefix: string;
   concurrency?: number;
   /** Queues served (`--queues`). @defaultValue the worker's: `['default']` */
@@ -52,6 +54,7 @@ export async function spawnWorker(options: WorkerProcessOptions): Promise<Worker
     options.prefix,
   ];
   if (options.concurrency) args.push('--concurrency', String(options.concurrency));
+  if (options.partitions) args.push('--partitions', String(options.partitions));
   if (options.queues) args.push('--queues', options.queues.join(','));
   if (options.lockDurationMs) args.push('--lock-duration', String(options.lockDurationMs));
   if (options.stalledIntervalMs) args.push('--stalled-interval', String(options.stalledIntervalMs));

@@ -11,6 +11,7 @@ import {
   type TaskOptions,
   type WakeTask,
 } from '@queueflow/runtime/kernel';
+import { Partitions } from './partitions.js';
 import type { RedisKeys } from './redis-keys.js';
 import { withScripts } from './scripts.js';
 
@@ -36,12 +37,15 @@ type JobData =
  * twice adds one job (BullMQ ignores an add whose id it still holds). Ids never contain `:`
  * (BullMQ forbids it) and are never plain integers. A task's tries are the job's `attempts`;
  * between tries it waits in the delayed set, holding no worker slot; its run's priority is the
- * job's `priority`.
+ * job's `priority`. Each partition has its own queues ({@link Partitions}): a task goes to those
+ * of its run's partition.
  */
 export class BullmqScheduler implements Scheduler {
-  /** The default queue's BullMQ queue. */
+  /** The default queue's BullMQ queue of partition 0 (schedule ticks go there). */
   readonly queue: Queue;
-  /** BullMQ queues by queue name, opened as tasks are added to them or looked up in them. */
+  /** The deployment's partitions. */
+  readonly partitions: Partitions;
+  /** BullMQ queues by partition and queue name (`<partition>/<name>`), opened on first use. */
   private readonly queues = new Map<string, Queue>();
   /** Queue names this process has recorded in the deployment's set of queues (RedisKeys.queues). */
   private readonly recorded = new Set<string>([DEFAULT_QUEUE]);
@@ -55,25 +59,35 @@ export class BullmqScheduler implements Scheduler {
    */
   constructor(
     private readonly connection: RedisConnection,
-    private readonly keys: RedisKeys,
+    keys: RedisKeys | Partitions,
     private readonly onError: (error: Error) => void,
     private readonly options: { client?: boolean; skipVersionCheck?: boolean } = {},
   ) {
+    this.partitions = keys instanceof Partitions ? keys : new Partitions(keys.prefix, 1);
     this.queue = this.queueOf(DEFAULT_QUEUE);
   }
 
-  /** The BullMQ queue of queue `name`, opened on first use (on this scheduler's connection). */
-  queueOf(name: string): Queue {
-    let queue = this.queues.get(name);
+  private get keys(): RedisKeys {
+    return this.partitions.home;
+  }
+
+  /**
+   * The BullMQ queue of queue `name` in partition `partition`, opened on first use (on this
+   * scheduler's connection).
+   */
+  queueOf(name: string, partition = 0): Queue {
+    const id = `${partition}/${name}`;
+    let queue = this.queues.get(id);
     if (!queue) {
-      queue = new Queue(this.keys.stepQueueOf(name), {
+      const keys = this.partitions.all[partition]!;
+      queue = new Queue(keys.stepQueueOf(name), {
         connection: this.connection,
-        prefix: this.keys.prefix,
+        prefix: keys.prefix,
         skipMetasUpdate: this.options.client ?? false,
         skipVersionCheck: this.options.skipVersionCheck ?? false,
       });
       queue.on('error', this.onError);
-      this.queues.set(name, queue);
+      this.queues.set(id, queue);
     }
     return queue;
   }
@@ -91,10 +105,17 @@ export class BullmqScheduler implements Scheduler {
   }
 
   async addFirstSteps(runIds: readonly string[], target: StepTarget, options: TaskOptions = {}): Promise<void> {
-    if (runIds.length === 0) return;
-    const queue = await this.queueFor(target);
-    await queue.addBulk(
-      runIds.map((runId) => jobOf({ type: 'step', runId, step: 0 }, target.maxAttempts, 0, options.priority)),
+    const byPartition = new Map<number, string[]>();
+    for (const runId of runIds) {
+      const partition = this.partitions.indexOf(runId);
+      byPartition.set(partition, [...(byPartition.get(partition) ?? []), runId]);
+    }
+    await Promise.all(
+      [...byPartition].map(async ([partition, ids]) =>
+        (await this.queueFor(target, partition)).addBulk(
+          ids.map((runId) => jobOf({ type: 'step', runId, step: 0 }, target.maxAttempts, 0, options.priority)),
+        ),
+      ),
     );
   }
 
@@ -107,7 +128,7 @@ export class BullmqScheduler implements Scheduler {
   ): Promise<void> {
     if (items.length === 0) return;
     const { retry, priority } = options;
-    const queue = await this.queueFor(target);
+    const queue = await this.queueFor(target, this.partitions.indexOf(runId));
     await queue.addBulk(
       items.map(({ index, item }) =>
         jobOf({ type: 'item', runId, step, index, item, ...(retry ? { retry } : {}) }, target.maxAttempts, 0, priority),
@@ -135,9 +156,10 @@ export class BullmqScheduler implements Scheduler {
    * queue's delayed set nor its wait list is looked for in the deployment's other queues.
    */
   async hurry(jobId: string): Promise<void> {
-    if (await this.hurryIn(this.queue, jobId)) return;
+    const partition = this.partitions.indexOf(jobId);
+    if (await this.hurryIn(this.queueOf(DEFAULT_QUEUE, partition), jobId)) return;
     for (const name of await this.queueNames()) {
-      if (name !== DEFAULT_QUEUE && (await this.hurryIn(this.queueOf(name), jobId))) return;
+      if (name !== DEFAULT_QUEUE && (await this.hurryIn(this.queueOf(name, partition), jobId))) return;
     }
   }
 
@@ -158,9 +180,8 @@ export class BullmqScheduler implements Scheduler {
   }
 
   async dropWakes(wakeIds: readonly string[], name: string): Promise<void> {
-    const queue = this.queueOf(name);
     // BullMQ removes a job that no worker holds (a delayed wake), and leaves a running one alone.
-    await Promise.all(wakeIds.map((jobId) => queue.remove(jobId)));
+    await Promise.all(wakeIds.map((jobId) => this.queueOf(name, this.partitions.indexOf(jobId)).remove(jobId)));
   }
 
   async forgetFailed(taskIds: readonly string[]): Promise<void> {
@@ -189,31 +210,32 @@ export class BullmqScheduler implements Scheduler {
    * deployment has used.
    */
   private async findJob(jobId: string): Promise<Job | undefined> {
-    const found = await this.queue.getJob(jobId);
+    const partition = this.partitions.indexOf(jobId);
+    const found = await this.queueOf(DEFAULT_QUEUE, partition).getJob(jobId);
     if (found) return found;
     for (const name of await this.queueNames()) {
       if (name === DEFAULT_QUEUE) continue;
-      const job = await this.queueOf(name).getJob(jobId);
+      const job = await this.queueOf(name, partition).getJob(jobId);
       if (job) return job;
     }
     return undefined;
   }
 
   /**
-   * The BullMQ queue of `target`'s queue; the first add to a queue other than the default one
+   * The BullMQ queue of `target`'s queue in `partition`; the first add to a queue other than the default one
    * records its name in the deployment's set of queues (so that wakes can be found there).
    */
-  private async queueFor(target: StepTarget): Promise<Queue> {
+  private async queueFor(target: StepTarget, partition: number): Promise<Queue> {
     const name = queueOf(target);
     if (!this.recorded.has(name)) {
       await this.connection.sadd(this.keys.queues(), name);
       this.recorded.add(name);
     }
-    return this.queueOf(name);
+    return this.queueOf(name, partition);
   }
 
   private async add(task: Task, target: StepTarget, delayMs: number, priority: number | undefined): Promise<void> {
-    const queue = await this.queueFor(target);
+    const queue = await this.queueFor(target, this.partitions.indexOf(task.runId));
     const { name, data, opts } = jobOf(task, target.maxAttempts, delayMs, priority);
     await queue.add(name, data, opts);
   }

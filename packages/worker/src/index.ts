@@ -4,6 +4,7 @@ export type { ConnectionOption, RedisConnection } from './connection.js';
 export type { ClusterConnection } from './cluster-connection.js';
 export type { StoreSettings } from './store-settings.js';
 export { RedisKeys } from './redis-keys.js';
+export { Partitions, partitionPrefixes, MAX_PARTITIONS, CLUSTER_PARTITIONS } from './partitions.js';
 export { RedisRunStore } from './redis-run-store.js';
 export { RedisRunEvents } from './redis-run-events.js';
 export { StreamReader } from './stream-reader.js';

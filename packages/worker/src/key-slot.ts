@@ -25,7 +25,16 @@ export function keySlot(key: string): number {
     const close = bytes.indexOf(0x7d, open + 1);
     if (close > open + 1) bytes = bytes.subarray(open + 1, close);
   }
+  return crc16(bytes) % SLOTS;
+}
+
+/** CRC16 (XMODEM, as Redis Cluster uses) of `bytes`, mod 16384: a slot, with no hash tag read. */
+export function bytesSlot(text: string): number {
+  return crc16(Buffer.from(text, 'utf8')) % SLOTS;
+}
+
+function crc16(bytes: Uint8Array): number {
   let crc = 0;
   for (const byte of bytes) crc = ((crc << 8) & 0xffff) ^ TABLE[((crc >> 8) ^ byte) & 0xff]!;
-  return crc % SLOTS;
+  return crc;
 }

@@ -1,21 +1,30 @@
 import type { BudgetHold, BudgetReply, BudgetRequest, BudgetState } from '@queueflow/runtime/kernel';
-import type { RedisKeys } from './redis-keys.js';
+import type { Partitions } from './partitions.js';
 import type { ScriptedRedis } from './scripts.js';
 
 /**
  * The budget operations of {@link RedisRunStore} (flow control): one Lua script each, on the
  * Redis server's clock (`TIME`), so every worker and client of a prefix counts in one place and
  * no machine's clock skews a window. Contracts: `lua/acquire-budget.lua`, `lua/budget-ops.lua`.
+ * Budgets live in partition 0; a run of another partition that a budget admits goes from
+ * `throttled` back to `running` in a second script, in its own partition.
  */
 export class RedisBudgets {
   constructor(
     private readonly redis: ScriptedRedis,
-    private readonly keys: RedisKeys,
+    private readonly partitions: Partitions,
   ) {}
 
+  private get keys(): Partitions['home'] {
+    return this.partitions.home;
+  }
+
   async acquire(request: BudgetRequest): Promise<BudgetReply> {
+    const { runId } = request;
+    const runAtHome = runId !== undefined && this.partitions.indexOf(runId) === 0;
     const keys = [
-      request.runId === undefined ? this.keys.run('') : this.keys.run(request.runId),
+      // Outside partition 0, a key there that holds no run: resumeRun sets the run's status.
+      runAtHome ? this.keys.run(runId) : this.keys.run(''),
       ...request.limits.flatMap((limit) => this.keys.budget(limit.key)),
     ];
     const options = {
@@ -36,8 +45,26 @@ export class RedisBudgets {
     };
     const reply = (await this.redis.acquireBudget(keys.length, ...keys, JSON.stringify(options))) as
       [1, string[], number] | [0, string, number, string[]];
-    if (reply[0] === 1) return { admitted: true, at: Number(reply[2]), wakes: reply[1] };
+    if (reply[0] === 1) {
+      if (runId !== undefined && !runAtHome) await this.resumeRun(runId, request.holder);
+      return { admitted: true, at: Number(reply[2]), wakes: reply[1] };
+    }
     return { admitted: false, key: reply[1], delayMs: Number(reply[2]), wakes: reply[3] };
+  }
+
+  /** A throttled run outside partition 0 goes back to running: acquire-budget.lua with no limits, in its partition. */
+  private async resumeRun(runId: string, holder: string): Promise<void> {
+    const keys = this.partitions.of(runId);
+    const options = {
+      holder,
+      waiter: holder,
+      runId,
+      recheckMs: 0,
+      wakeMax: 0,
+      changes: this.keys.changes(),
+      limits: [],
+    };
+    await this.redis.acquireBudget(1, keys.run(runId), JSON.stringify(options));
   }
 
   async release(holds: readonly BudgetHold[]): Promise<{ wakes: string[] }> {

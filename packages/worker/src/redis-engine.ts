@@ -41,7 +41,8 @@ import {
 import { BullmqScheduler } from './bullmq-scheduler.js';
 import { connectAll, createRedis, redisTimeoutOf, serverOf, type ConnectionOption } from './connection.js';
 import { probeServer } from './probe-server.js';
-import { RedisKeys, normalizePrefix } from './redis-keys.js';
+import { normalizePrefix } from './redis-keys.js';
+import { checkPartitions, partitionsOf } from './partitions.js';
 import { RedisRunEvents } from './redis-run-events.js';
 import { RedisRunStore } from './redis-run-store.js';
 import { withScripts } from './scripts.js';
@@ -52,7 +53,10 @@ import { StreamReader } from './stream-reader.js';
 import { WORKER_LAPSE_MS } from './worker-heartbeat.js';
 
 export interface RedisEngineOptions extends StoreSettings {
-  /** Redis to use: a URL or ioredis options. @defaultValue `REDIS_URL`, else `redis://127.0.0.1:6379` */
+  /**
+   * Redis to use: a URL, ioredis options, or a Redis Cluster (`{ cluster: [url, ...] }`).
+   * @defaultValue `REDIS_URL`, else `redis://127.0.0.1:6379`
+   */
   connection?: ConnectionOption;
   /** The flows this client starts: the same definitions the workers load. */
   flows: FlowsOption;
@@ -64,6 +68,16 @@ export interface RedisEngineOptions extends StoreSettings {
    *   after it (`a{b`), or an empty hash tag (`{}`, `x{}`).
    */
   prefix?: string;
+  /**
+   * Partitions of the deployment's store (README "Scaling out"): each has a hash tag, and so a
+   * Redis Cluster slot, of its own; runs spread over them by id. Stored once, in partition 0's
+   * settings (`<prefix>:settings`): unset, the stored count is used; set, it must equal the
+   * stored one.
+   * @defaultValue the stored count, else 16 on a Redis Cluster and 1 on one server
+   * @throws TypeError (from the constructor) for a count that is not an integer from 1 to 1024;
+   *   QueueflowError `INVALID_OPTION` (from the first call) for one that differs from the stored count.
+   */
+  partitions?: number;
   /** Called with connection errors (ioredis retries on its own). @defaultValue ignore */
   onError?: (error: Error) => void;
   /**
@@ -110,7 +124,8 @@ interface Connected {
  */
 export class RedisEngine implements Engine {
   private readonly registry: FlowRegistry;
-  private readonly keys: RedisKeys;
+  private readonly prefix: string;
+  private readonly partitions: number | undefined;
   private readonly settings: ReturnType<typeof storeOptions>;
   private connected: Promise<Connected> | undefined;
   private closed = false;
@@ -121,7 +136,8 @@ export class RedisEngine implements Engine {
   /** @throws TypeError for an invalid connection URL, prefix or `commandTimeoutMs`. */
   constructor(private readonly options: RedisEngineOptions) {
     this.registry = new FlowRegistry(options.flows);
-    this.keys = new RedisKeys(normalizePrefix(options.prefix));
+    this.prefix = normalizePrefix(options.prefix);
+    this.partitions = checkPartitions('RedisEngine', options.partitions);
     this.settings = storeOptions(options, 'RedisEngine');
     const timeout = options.commandTimeoutMs ?? 5000;
     if (typeof timeout !== 'number' || !Number.isInteger(timeout) || timeout < 1) {
@@ -334,24 +350,32 @@ export class RedisEngine implements Engine {
       const redis = createRedis(this.options.connection, 'client', onError, settings);
       const subscriber = createRedis(this.options.connection, 'subscriber', onError, settings);
       await connectAll([redis, subscriber]); // on failure, the next call opens new ones
+      const partitions = await partitionsOf(redis, this.prefix, this.partitions, 'RedisEngine', false).catch(
+        (error: unknown) => {
+          redis.disconnect();
+          subscriber.disconnect();
+          throw error;
+        },
+      );
+      const keys = partitions.home;
       const clock = new ServerClock(redis, this.options.clock ?? systemClock);
-      const scheduler = new BullmqScheduler(redis, this.keys, onError, {
+      const scheduler = new BullmqScheduler(redis, partitions, onError, {
         client: true,
         skipVersionCheck: !server.info,
       });
       const reader = new StreamReader(() => createRedis(this.options.connection, 'reader', onError), redis);
-      const store = new RedisRunStore(withScripts(redis), this.keys, this.settings, clock, reader);
+      const store = new RedisRunStore(withScripts(redis), partitions, this.settings, clock, reader);
       const waiter: ResultWaiter = new ResultWaiter(
         { subscribe: (listener) => events.subscribe(listener) },
         (id) => client.resultIfEnded(id),
         5000,
       );
-      const events = new RedisRunEvents(subscriber, this.keys.events(), this.keys.changes());
+      const events = new RedisRunEvents(subscriber, keys.events(), keys.changes());
       const client: RunClient = new RunClient(store, scheduler, this.registry, waiter, events, {
         clock,
         maxCheckpointBytes: this.settings.maxCheckpointBytes,
         largeValueBytes: this.settings.largeValueBytes,
-        where: `under prefix '${this.keys.prefix}'`,
+        where: `under prefix '${this.prefix}'`,
         workerLapseMs: WORKER_LAPSE_MS,
         noWorkerWarningMs: 10_000,
       });
@@ -367,7 +391,7 @@ export class RedisEngine implements Engine {
         subscriber.disconnect();
         throw error;
       }
-      const schedules = new RedisSchedules(redis, this.keys, scheduler);
+      const schedules = new RedisSchedules(redis, keys, scheduler);
       return { redis, subscriber, scheduler, waiter, client, reader, schedules };
     })();
     this.connected.catch(() => {

@@ -4,7 +4,8 @@ import { DEFAULT_QUEUE } from '@queueflow/runtime';
  * Every Redis key and channel queueflow uses, built in one place (BullMQ's `QueueKeys` habit).
  *
  * The prefix carries a hash tag (`{qf}` by default) so that a Redis Cluster keeps all of one
- * deployment's keys, BullMQ's included, in one hash slot: every Lua script may touch any of them.
+ * partition's keys, BullMQ's included, in one hash slot: every Lua script may touch any of them.
+ * A deployment of several partitions has one `RedisKeys` per partition (partitions.ts).
  */
 export class RedisKeys {
   /**
@@ -21,6 +22,14 @@ export class RedisKeys {
    */
   stepQueueOf(queue: string): string {
     return queue === DEFAULT_QUEUE ? this.stepQueue : `${this.stepQueue}.${queue}`;
+  }
+
+  /**
+   * Hash: the deployment's settings every client and worker must agree on (`partitions`: how many
+   * partitions its store has; partitions.ts). Partition 0's.
+   */
+  settings(): string {
+    return `${this.prefix}:settings`;
   }
 
   /** Set: the names of the queues other than the default one that tasks were ever added to. */
@@ -185,6 +194,37 @@ export class RedisKeys {
   /** What every run hash key starts with (`run(id)` is this plus the id), for scripts that create runs. */
   runPrefix(): string {
     return this.run('');
+  }
+
+  /**
+   * Sorted set: the runs of this partition with hand-offs not yet applied (run id → since when,
+   * epoch ms); a worker's heartbeat applies those that wait too long (run-lifecycle.lua, handOff).
+   */
+  handoffs(): string {
+    return `${this.prefix}:handoffs`;
+  }
+
+  /** List: a run's hand-offs to other partitions, oldest first (JSON; the Lua prelude builds it as `run(id)` plus `:handoffs`). */
+  runHandoffs(runId: string): string {
+    return `${this.run(runId)}:handoffs`;
+  }
+
+  /**
+   * Hash: the messages of this partition's mailboxes held for run `runId` of another partition
+   * (`<epoch>:<ordinal>` → message JSON; `<epoch>:done` once they are consumed or given back).
+   */
+  held(runId: string): string {
+    return `${this.heldPrefix()}${runId}`;
+  }
+
+  /** What every held hash key starts with (`held(runId)` is this plus the run id). */
+  heldPrefix(): string {
+    return `${this.prefix}:held:`;
+  }
+
+  /** What the marker of a `send` hand-off applied starts with (the hand-off's id follows; kept a day). */
+  handoffSentPrefix(): string {
+    return `${this.prefix}:handoff-sent:`;
   }
 
   /** What every mailbox key starts with (`mailbox(address)` is this plus the address). */

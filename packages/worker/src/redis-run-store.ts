@@ -51,6 +51,7 @@ import {
   type BudgetRequest,
   type BudgetState,
   DEFAULT_MAX_STREAM_ENTRIES,
+  newRunId,
   systemClock,
   type ValueClaim,
 } from '@queueflow/runtime/kernel';
@@ -58,6 +59,7 @@ import type { FinalRunStatus } from '@queueflow/runtime';
 import type { Clock } from '@queueflow/runtime';
 import type { Message } from '@queueflow/runtime';
 import { RedisBudgets } from './redis-budgets.js';
+import { Partitions } from './partitions.js';
 import type { RedisKeys } from './redis-keys.js';
 import { hashOfList, positionOf, runOfHash } from './run-hash.js';
 import { escapeGlob } from './purge-prefix.js';
@@ -129,9 +131,12 @@ const STAGED_VALUE_SECONDS = 3600;
  * atomic whatever else runs; reads are plain commands. Keys come from {@link RedisKeys}.
  */
 export class RedisRunStore implements RunStore {
+  /** Where each key lives: the partition of each run (one, `keys` itself, unless given {@link Partitions}). */
+  readonly partitions: Partitions;
+
   constructor(
     private readonly redis: ScriptedRedis,
-    private readonly keys: RedisKeys,
+    keys: RedisKeys | Partitions,
     private readonly options: RedisStoreOptions,
     /** The time source of the transitions the store stamps itself (start, cancel, park). */
     private readonly clock: Clock = systemClock,
@@ -141,32 +146,161 @@ export class RedisRunStore implements RunStore {
      */
     private readonly reader?: StreamReader,
   ) {
-    this.budgets = new RedisBudgets(redis, keys);
-    this.settings = {
+    this.partitions = keys instanceof Partitions ? keys : new Partitions(keys.prefix, 1);
+    this.budgets = new RedisBudgets(redis, this.partitions);
+    this.settings = this.partitions.all.map((partition, index) => ({
+      partition: index,
+      partitions: this.partitions.count,
+      handoffs: partition.handoffs(),
       retention: options.retentionSeconds,
       maxErrors: options.maxErrors,
       maxRecords: options.maxStepRecords,
-      channel: keys.events(),
-      changes: keys.changes(),
-      runs: keys.runs(),
-      expiries: keys.runsExpiries(),
-      mailboxPrefix: keys.mailboxPrefix(),
-      waitersPrefix: keys.waitersPrefix(),
-      valuePrefix: keys.valuePrefix(),
-      valuesSuffix: keys.valuesSuffix(),
-      runPrefix: keys.runPrefix(),
-    };
+      // Channels are not keys: every partition publishes on partition 0's, which clients follow.
+      channel: this.home.events(),
+      changes: this.home.changes(),
+      runs: partition.runs(),
+      expiries: partition.runsExpiries(),
+      mailboxPrefix: partition.mailboxPrefix(),
+      waitersPrefix: partition.waitersPrefix(),
+      valuePrefix: partition.valuePrefix(),
+      valuesSuffix: partition.valuesSuffix(),
+      runPrefix: partition.runPrefix(),
+    }));
   }
 
-  /** The options every transition script takes (see {@link RedisRunStore.common}), built once. */
-  private readonly settings: Readonly<Record<string, string | number>>;
+  /** The options every transition script takes (see {@link RedisRunStore.common}), built once per partition. */
+  private readonly settings: readonly Readonly<Record<string, string | number>>[];
 
   /** Flow control: the budgets of nodes' `limits`. */
   private readonly budgets: RedisBudgets;
 
+  /**
+   * A new run's id: with an idempotency key on a store of several partitions, one in the
+   * partition of that key, so that one script checks the key and writes the run.
+   */
+  placeRun(run: NewRun): string {
+    const key = run.idempotencyKey;
+    if (key === undefined || this.partitions.count === 1) return run.id;
+    const wanted = this.partitions.indexOfAddress(`idempotency:${key}`);
+    let id = run.id;
+    while (this.partitions.indexOf(id) !== wanted) id = newRunId();
+    return id;
+  }
+
+  private keysOf(runOrTaskId: string): RedisKeys {
+    return this.partitions.of(runOrTaskId);
+  }
+
+  private get home(): RedisKeys {
+    return this.partitions.home;
+  }
+
+  /** Whether mailbox `address` lies in another partition than run `runId`. */
+  private remote(runId: string, address: string): boolean {
+    return this.partitions.count > 1 && this.partitions.indexOf(runId) !== this.partitions.indexOfAddress(address);
+  }
+
+  /**
+   * Whether a transition of run `at` may have handed something off to another partition: a
+   * message sent there, a park there (or one left), a message held there.
+   */
+  private mayHandOff(at: StoredRun, outbox: readonly OutgoingMessage[] | undefined): boolean {
+    if (this.partitions.count === 1) return false;
+    const parked = at.replay.parked?.address;
+    return (
+      this.holding.has(at.id) ||
+      (parked !== undefined && this.remote(at.id, parked)) ||
+      (outbox ?? []).some(({ address }) => this.remote(at.id, address))
+    );
+  }
+
+  /**
+   * Where this process recorded each wake it took (a transition's taken set is in the partition of
+   * the run that took it; the woken run may be in another), for releaseTaken.
+   */
+  private readonly takenIn = new Map<string, RedisKeys>();
+
+  /**
+   * Takes the first of `wakes` (woken by a hand-off: takeWake in run-lifecycle.lua could not) for
+   * worker `takenBy`, into the taken set of run `runId`'s partition; removes it from `wakes`.
+   */
+  private async take(runId: string, takenBy: string | undefined, wakes: string[]): Promise<string | undefined> {
+    if (takenBy === undefined || wakes.length === 0) return undefined;
+    const wake = wakes.shift()!;
+    await this.redis.sadd(this.keysOf(runId).taken(takenBy), wake);
+    return wake;
+  }
+
+  /** Runs whose current step holds a message in another partition (reserveMessage), as far as this process knows. */
+  private readonly holding = new Set<string>();
+
+  /**
+   * Applies run `runId`'s hand-offs (run-lifecycle.lua, handOff) in the partitions of their
+   * mailboxes, oldest first, a script per stretch of one partition (apply-handoffs.lua), then
+   * drops them from the run's list (drop-handoffs.lua).
+   *
+   * @returns the wake ids of the runs woken (the caller promotes them) and of the parks that
+   *   found a message waiting.
+   */
+  private async applyHandoffs(runId: string): Promise<{ wakes: string[]; ready: string[] }> {
+    const keys = this.keysOf(runId);
+    const listKey = keys.runHandoffs(runId);
+    const texts = await this.redis.lrange(listKey, 0, -1);
+    const wakes: string[] = [];
+    const ready: string[] = [];
+    if (texts.length === 0) return { wakes, ready };
+    const handoffs = texts.map((text) => JSON.parse(text) as { a: string; i: string });
+    for (let first = 0; first < handoffs.length;) {
+      const partition = this.partitions.indexOfAddress(handoffs[first]!.a);
+      let end = first + 1;
+      while (end < handoffs.length && this.partitions.indexOfAddress(handoffs[end]!.a) === partition) end++;
+      const target = this.partitions.all[partition]!;
+      const options = {
+        mailboxPrefix: target.mailboxPrefix(),
+        waitersPrefix: target.waitersPrefix(),
+        heldPrefix: target.heldPrefix(),
+        sentPrefix: target.handoffSentPrefix(),
+        retention: this.options.retentionSeconds,
+      };
+      const [woken, found] = (await this.redis.applyHandoffs(
+        target.mailbox(handoffs[first]!.a),
+        JSON.stringify(options),
+        JSON.stringify(handoffs.slice(first, end)),
+      )) as [string[], string[]];
+      wakes.push(...woken);
+      ready.push(...found);
+      first = end;
+    }
+    await this.redis.dropHandoffs(listKey, keys.handoffs(), runId, ...handoffs.map(({ i }) => i));
+    return { wakes, ready };
+  }
+
+  /**
+   * Applies the hand-offs that have waited over `olderThanMs` (their transition's caller died
+   * before applying them), in every partition, up to `limit` runs' each.
+   *
+   * @returns wake ids to promote: runs woken by a message, and parks that found one waiting.
+   */
+  async applyLateHandoffs(olderThanMs: number, limit = 100): Promise<string[]> {
+    if (this.partitions.count === 1) return [];
+    const before = this.clock.now() - olderThanMs;
+    const woken: string[] = [];
+    for (const keys of this.partitions.all) {
+      for (const runId of await this.redis.zrangebyscore(keys.handoffs(), '-inf', before, 'LIMIT', 0, limit)) {
+        const { wakes, ready } = await this.applyHandoffs(runId);
+        woken.push(...wakes, ...ready);
+      }
+    }
+    return woken;
+  }
+
   async create(run: NewRun): Promise<{ created: true } | { created: false; runId: string }> {
-    const keys = [this.keys.run(run.id), this.keys.runs(), this.keys.runsSequence()];
-    if (run.idempotencyKey !== undefined) keys.push(this.keys.idempotency(run.idempotencyKey));
+    const at = this.keysOf(run.id);
+    const keys = [at.run(run.id), at.runs(), at.runsSequence()];
+    if (run.idempotencyKey !== undefined) {
+      // placeRun put the run in the partition of its idempotency key: one script checks both.
+      keys.push(at.idempotency(run.idempotencyKey));
+    }
     const fields: (string | number)[] = [
       'flow',
       run.flow,
@@ -193,12 +327,12 @@ export class RedisRunStore implements RunStore {
     const options = {
       id: run.id,
       now: String(run.now),
-      changes: this.keys.changes(),
-      runPrefix: this.keys.runPrefix(),
+      changes: this.home.changes(),
+      runPrefix: at.runPrefix(),
       fields: fields.length,
-      ...this.valueOptions(run.values),
+      ...this.valueOptions(run.id, run.values),
     };
-    const staged = await this.stageValues(run.values);
+    const staged = await this.stageValues(run.id, run.values, true);
     const [code, holder] = (await this.redis.createRun(
       keys.length,
       ...keys,
@@ -211,43 +345,60 @@ export class RedisRunStore implements RunStore {
   }
 
   async discard(runId: string): Promise<void> {
-    const options = { runId, now: String(this.clock.now()), ...this.valueOptions(undefined) };
-    await this.redis.discardRun(this.keys.run(runId), this.keys.runs(), JSON.stringify(options));
+    const options = { runId, now: String(this.clock.now()), ...this.valueOptions(runId, undefined) };
+    const at = this.keysOf(runId);
+    await this.redis.discardRun(at.run(runId), at.runs(), JSON.stringify(options));
   }
 
   async load(runId: string): Promise<StoredRun | undefined> {
-    const hash = await this.redis.hgetall(this.keys.run(runId));
+    const hash = await this.redis.hgetall(this.keysOf(runId).run(runId));
     return hash.status ? runOfHash(runId, hash) : undefined;
   }
 
   async position(runId: string): Promise<{ status: RunStatus; step: number } | undefined> {
-    const [status, step] = await this.redis.hmget(this.keys.run(runId), 'status', 'step');
+    const [status, step] = await this.redis.hmget(this.keysOf(runId).run(runId), 'status', 'step');
     return status ? { status: status as RunStatus, step: Number(step ?? 0) } : undefined;
   }
 
   async loadForStep(runId: string, runnable: readonly Runnable[], wake?: number): Promise<LoadedRun | undefined> {
     const [flat, flatReserved] = (await this.redis.loadRun(
-      this.keys.run(runId),
-      this.keys.reserved(runId),
+      this.keysOf(runId).run(runId),
+      this.keysOf(runId).reserved(runId),
       this.clock.now(),
       wake === undefined ? '' : wake,
-      this.keys.mailboxPrefix(),
+      JSON.stringify({
+        mailboxPrefix: this.keysOf(runId).mailboxPrefix(),
+        partition: this.partitions.indexOf(runId),
+        partitions: this.partitions.count,
+      }),
       ...runnable.flat(),
     )) as [string[], string[]];
     const hash = hashOfList(flat);
     if (!hash.status) return undefined;
     const run = runOfHash(runId, hash);
-    if (wake === undefined || flatReserved.length === 0) return run;
+    const parked = run.replay.parked;
+    const woken = wake !== undefined && run.status === 'waiting' && run.parkCount === wake && parked !== undefined;
+    if (!woken || (flatReserved.length === 0 && !this.remote(runId, parked.address))) return run;
     const reserved = new Map<number, Message>();
-    for (const [field, value] of Object.entries(hashOfList(flatReserved)))
+    const elsewhere = new Map<number, string>(); // ordinal -> address, held in another partition
+    for (const [field, value] of Object.entries(hashOfList(flatReserved))) {
       if (field.startsWith('m')) reserved.set(Number(field.slice(1)), decodeMessage(value));
-    return { ...run, reserved };
+      if (field.startsWith('r')) elsewhere.set(Number(field.slice(1)), value);
+    }
+    if (this.remote(runId, parked.address) && !reserved.has(parked.ordinal))
+      elsewhere.set(parked.ordinal, parked.address);
+    for (const [ordinal, address] of [...elsewhere].sort(([a], [b]) => a - b)) {
+      // Held there before, or (the parked receive) held now: reserveMessage returns the same message.
+      const message = await this.reserveMessage(run, ordinal, address);
+      if (message && message !== 'stale') reserved.set(ordinal, message);
+    }
+    return reserved.size === 0 ? run : { ...run, reserved };
   }
 
   async commit(at: StoredRun, mode: CommitMode, fields: CommitFields, report?: ChildReport): Promise<CommitReply> {
     const keys = report
-      ? [...this.keys.runKeys(at.id), ...this.keys.runKeys(report.parent.id)]
-      : this.keys.runKeys(at.id);
+      ? [...this.keysOf(at.id).runKeys(at.id), ...this.keysOf(report.parent.id).runKeys(report.parent.id)]
+      : this.keysOf(at.id).runKeys(at.id);
     const records = fields.errorRecords ?? [];
     const last = records[records.length - 1];
     const outcome = report && (report.outcome ?? childOutcomeOf(mode, fields));
@@ -280,10 +431,10 @@ export class RedisRunStore implements RunStore {
             },
           }
         : {}),
-      ...this.valueOptions(fields.values),
-      ...(fields.takenBy === undefined ? {} : { takenKey: this.keys.taken(fields.takenBy) }),
+      ...this.valueOptions(at.id, fields.values),
+      ...(fields.takenBy === undefined ? {} : { takenKey: this.keysOf(at.id).taken(fields.takenBy) }),
     };
-    const staged = await this.stageValues(fields.values);
+    const staged = await this.stageValues(at.id, fields.values);
     const [code, parentCode, first, count, wakes, taken, child] = (await this.redis.commitStep(
       keys.length,
       ...keys,
@@ -294,6 +445,14 @@ export class RedisRunStore implements RunStore {
       ...staged,
     )) as [number, number, number, number, string[], string | null | undefined, (string | number)[] | null | undefined];
     if (code !== 1) await this.dropStaged(staged);
+    let takenWake = taken ?? undefined;
+    if (code === 1 && this.mayHandOff(at, fields.outbox)) {
+      const applied = await this.applyHandoffs(at.id);
+      takenWake ??= await this.take(at.id, fields.takenBy, applied.wakes);
+      wakes.push(...applied.wakes);
+    }
+    if (code === 1 && mode !== 'retry' && mode !== 'throttled') this.holding.delete(at.id);
+    if (takenWake !== undefined && fields.takenBy !== undefined) this.takenIn.set(takenWake, this.keysOf(at.id));
     let parent = report && parentCode !== -1 ? childEndedResult(parentCode, first, count) : undefined;
     if (parent?.type === 'recorded' && child) {
       // The child this end started, made for this worker to take (ChildEndReport.take).
@@ -306,13 +465,13 @@ export class RedisRunStore implements RunStore {
       result: COMMIT_CODES[code] ?? 'stale',
       wakes,
       ...(parent ? { parent } : {}),
-      ...(taken ? { taken } : {}),
+      ...(takenWake ? { taken: takenWake } : {}),
     };
   }
 
   async stageInputs(runId: string, step: number, firstIndex: number, inputs: readonly string[]): Promise<void> {
     if (inputs.length === 0) return;
-    const key = this.keys.inputs(runId, step);
+    const key = this.keysOf(runId).inputs(runId, step);
     const fields: (string | number)[] = [];
     inputs.forEach((input, i) => fields.push(firstIndex + i, input));
     // Until the fan-out commits (which keeps them), staged inputs expire: a commit that never
@@ -337,12 +496,12 @@ export class RedisRunStore implements RunStore {
       fingerprint: at.fingerprint,
       ...(fields.childTarget ? { childTarget: encodeTarget(fields.childTarget) } : {}),
       outbox: outboxOf(fields.outbox),
-      ...this.valueOptions(fields.values),
+      ...this.valueOptions(at.id, fields.values),
     };
-    const staged = await this.stageValues(fields.values);
+    const staged = await this.stageValues(at.id, fields.values);
     const [code, wakes] = (await this.redis.fanOut(
-      ...this.keys.runKeys(at.id),
-      this.keys.inputs(at.id, at.step + 1),
+      ...this.keysOf(at.id).runKeys(at.id),
+      this.keysOf(at.id).inputs(at.id, at.step + 1),
       JSON.stringify(options),
       fields.checkpoint,
       encodeTarget(fields.target),
@@ -352,21 +511,23 @@ export class RedisRunStore implements RunStore {
       ...staged,
     )) as [number, string[]];
     if (code !== 1) await this.dropStaged(staged);
+    if (code === 1 && this.mayHandOff(at, fields.outbox)) wakes.push(...(await this.applyHandoffs(at.id)).wakes);
+    if (code === 1) this.holding.delete(at.id);
     return { result: COMMIT_CODES[code] ?? 'stale', wakes };
   }
 
   async createChildren(parentId: string, parentStep: number, indices: readonly number[]): Promise<StoredRun[]> {
     if (indices.length === 0) return [];
     const options = {
-      runPrefix: this.keys.runPrefix(),
+      runPrefix: this.keysOf(parentId).runPrefix(),
       parentId,
       parentStep,
       now: String(this.clock.now()),
       indices,
     };
     const made = (await this.redis.createChildren(
-      this.keys.fanOut(parentId),
-      this.keys.inputs(parentId, parentStep),
+      this.keysOf(parentId).fanOut(parentId),
+      this.keysOf(parentId).inputs(parentId, parentStep),
       JSON.stringify(options),
     )) as [number, (string | number)[]][];
     return made.map(([index, fields]) =>
@@ -395,7 +556,7 @@ export class RedisRunStore implements RunStore {
       ...(report.take ? { take: true } : {}),
     };
     const [code, first, count] = (await this.redis.childEnded(
-      ...this.keys.runKeys(parentId),
+      ...this.keysOf(parentId).runKeys(parentId),
       JSON.stringify(options),
     )) as [number, number, number];
     return childEndedResult(code, first, count);
@@ -403,10 +564,12 @@ export class RedisRunStore implements RunStore {
 
   async cancel(runId: string): Promise<{ result: CancelResult; wakes: string[] }> {
     const options = this.common(runId, this.clock.now());
-    const [code, wakes] = (await this.redis.cancelRun(...this.keys.runKeys(runId), JSON.stringify(options))) as [
-      number,
-      string[],
-    ];
+    const [code, wakes] = (await this.redis.cancelRun(
+      ...this.keysOf(runId).runKeys(runId),
+      JSON.stringify(options),
+    )) as [number, string[]];
+    this.holding.delete(runId);
+    if (this.partitions.count > 1) wakes.push(...(await this.applyHandoffs(runId)).wakes);
     return { result: CANCEL_CODES[code] ?? 'missing', wakes };
   }
 
@@ -414,12 +577,12 @@ export class RedisRunStore implements RunStore {
     const options = {
       runId,
       now: String(this.clock.now()),
-      changes: this.keys.changes(),
-      expiries: this.keys.runsExpiries(),
-      ...this.valueOptions(undefined),
+      changes: this.home.changes(),
+      expiries: this.keysOf(runId).runsExpiries(),
+      ...this.valueOptions(runId, undefined),
     };
     const [code, status, indices] = (await this.redis.reopenRun(
-      ...this.keys.runKeys(runId),
+      ...this.keysOf(runId).runKeys(runId),
       JSON.stringify(options),
     )) as [number, string, number[]];
     if (code === -1) return { result: 'missing' };
@@ -432,8 +595,8 @@ export class RedisRunStore implements RunStore {
 
   async history(runId: string): Promise<string[] | undefined> {
     const [exists, records] = await Promise.all([
-      this.redis.exists(this.keys.run(runId)),
-      this.redis.lrange(this.keys.history(runId), 0, -1),
+      this.redis.exists(this.keysOf(runId).run(runId)),
+      this.redis.lrange(this.keysOf(runId).history(runId), 0, -1),
     ]);
     return exists ? records : undefined;
   }
@@ -442,26 +605,40 @@ export class RedisRunStore implements RunStore {
     if (records.length === 0) return;
     await this.redis
       .multi()
-      .rpush(this.keys.errors(runId), ...records.map(encodeErrorRecord))
-      .ltrim(this.keys.errors(runId), -this.options.maxErrors, -1)
+      .rpush(this.keysOf(runId).errors(runId), ...records.map(encodeErrorRecord))
+      .ltrim(this.keysOf(runId).errors(runId), -this.options.maxErrors, -1)
       .exec();
   }
 
   async noteRefusal(runId: string, message: string): Promise<void> {
-    await this.redis.hset(this.keys.run(runId), 'refusal', message);
+    await this.redis.hset(this.keysOf(runId).run(runId), 'refusal', message);
   }
 
   async reserveMessage(at: StoredRun, ordinal: number, address: string): Promise<Message | undefined | 'stale'> {
-    const [code, message] = (await this.redis.reserveMessage(
-      this.keys.run(at.id),
-      this.keys.reserved(at.id),
-      this.keys.mailbox(address),
+    const keys = this.keysOf(at.id);
+    const remote = this.remote(at.id, address);
+    const [code, reply] = (await this.redis.reserveMessage(
+      keys.run(at.id),
+      keys.reserved(at.id),
+      remote ? keys.reserved(at.id) : keys.mailbox(address),
       positionOf(at),
       ordinal,
       address,
+      remote ? 'remote' : '',
     )) as [number, string?];
     if (code === -1) return 'stale';
-    return code === 1 ? decodeMessage(message!) : undefined;
+    if (code !== 2) return code === 1 ? decodeMessage(reply!) : undefined;
+    // Recorded in the run's partition: now held in the mailbox's (hold-message.lua).
+    this.holding.add(at.id);
+    const mailbox = this.partitions.ofAddress(address);
+    const held = (await this.redis.holdMessage(
+      mailbox.held(at.id),
+      mailbox.mailbox(address),
+      reply!,
+      ordinal,
+      this.options.retentionSeconds,
+    )) as string | null;
+    return held ? decodeMessage(held) : undefined;
   }
 
   async park(
@@ -477,19 +654,35 @@ export class RedisRunStore implements RunStore {
       replay: encodeReplay(replay),
       address: park.address,
       outbox: outboxOf(outbox),
-      ...(takenBy === undefined ? {} : { takenKey: this.keys.taken(takenBy) }),
+      ...(takenBy === undefined ? {} : { takenKey: this.keysOf(at.id).taken(takenBy) }),
     };
     const [code, parkCount, ready, wakes, taken] = (await this.redis.parkRun(
-      ...this.keys.runKeys(at.id),
+      ...this.keysOf(at.id).runKeys(at.id),
       JSON.stringify(options),
     )) as [number, number, number, string[], string | null | undefined];
-    return { result: COMMIT_CODES[code] ?? 'stale', parkCount, ready: ready === 1, wakes, ...(taken ? { taken } : {}) };
+    let waiting = ready === 1;
+    let takenWake = taken ?? undefined;
+    if (code === 1 && (this.mayHandOff(at, outbox) || this.remote(at.id, park.address))) {
+      const applied = await this.applyHandoffs(at.id);
+      takenWake ??= await this.take(at.id, takenBy, applied.wakes);
+      wakes.push(...applied.wakes);
+      waiting ||= applied.ready.includes(`${at.id}-${at.step}-p${parkCount}`);
+    }
+    if (takenWake !== undefined && takenBy !== undefined) this.takenIn.set(takenWake, this.keysOf(at.id));
+    return {
+      result: COMMIT_CODES[code] ?? 'stale',
+      parkCount,
+      ready: waiting,
+      wakes,
+      ...(takenWake ? { taken: takenWake } : {}),
+    };
   }
 
   async send(address: string, message: Message): Promise<{ wakes: string[] }> {
+    const keys = this.partitions.ofAddress(address);
     const wakes = (await this.redis.sendMessage(
-      this.keys.mailbox(address),
-      this.keys.mailboxWaiters(address),
+      keys.mailbox(address),
+      keys.mailboxWaiters(address),
       encodeMessage(message),
       this.options.retentionSeconds,
     )) as string[];
@@ -497,40 +690,60 @@ export class RedisRunStore implements RunStore {
   }
 
   async mailboxSize(address: string): Promise<number> {
-    return this.redis.llen(this.keys.mailbox(address));
+    return this.redis.llen(this.partitions.ofAddress(address).mailbox(address));
   }
 
   async takeMessage(address: string, messageId: string): Promise<Message | 'no-reply-to' | undefined> {
-    const [code, message] = (await this.redis.takeMessage(this.keys.mailbox(address), messageId)) as [number, string?];
+    const [code, message] = (await this.redis.takeMessage(
+      this.partitions.ofAddress(address).mailbox(address),
+      messageId,
+    )) as [number, string?];
     if (code === 2) return 'no-reply-to';
     return code === 1 ? decodeMessage(message!) : undefined;
   }
 
   async mailboxes(messages: number): Promise<StoredMailbox[]> {
     const addresses = new Set<string>();
-    for (const prefix of [this.keys.mailboxPrefix(), this.keys.waitersPrefix()]) {
-      for await (const keys of scanKeys(this.redis, `${escapeGlob(prefix)}*`, 500)) {
-        for (const key of keys) addresses.add(key.slice(prefix.length));
+    for (const partition of this.partitions.all) {
+      for (const prefix of [partition.mailboxPrefix(), partition.waitersPrefix()]) {
+        for await (const keys of scanKeys(this.redis, `${escapeGlob(prefix)}*`, 500)) {
+          for (const key of keys) addresses.add(key.slice(prefix.length));
+        }
       }
     }
     const sorted = [...addresses].sort();
-    const pipeline = this.redis.pipeline();
+    const found = new Map<string, StoredMailbox>();
+    // One pipeline per partition: a cluster takes a pipeline only within one slot's node.
+    const byPartition = new Map<number, string[]>();
     for (const address of sorted) {
-      pipeline.llen(this.keys.mailbox(address));
-      pipeline.lrange(this.keys.mailbox(address), 0, messages - 1);
-      pipeline.smembers(this.keys.mailboxWaiters(address));
+      const partition = this.partitions.indexOfAddress(address);
+      byPartition.set(partition, [...(byPartition.get(partition) ?? []), address]);
     }
-    const replies = (await pipeline.exec()) ?? [];
-    return sorted.map((address, i) => ({
-      address,
-      size: Number(replies[3 * i]?.[1] ?? 0),
-      messages: messages === 0 ? [] : ((replies[3 * i + 1]?.[1] ?? []) as string[]).map(decodeMessage),
-      waiters: (replies[3 * i + 2]?.[1] ?? []) as string[],
-    }));
+    await Promise.all(
+      [...byPartition].map(async ([partition, group]) => {
+        const keys = this.partitions.all[partition]!;
+        const pipeline = this.redis.pipeline();
+        for (const address of group) {
+          pipeline.llen(keys.mailbox(address));
+          pipeline.lrange(keys.mailbox(address), 0, messages - 1);
+          pipeline.smembers(keys.mailboxWaiters(address));
+        }
+        const replies = (await pipeline.exec()) ?? [];
+        group.forEach((address, i) =>
+          found.set(address, {
+            address,
+            size: Number(replies[3 * i]?.[1] ?? 0),
+            messages: messages === 0 ? [] : ((replies[3 * i + 1]?.[1] ?? []) as string[]).map(decodeMessage),
+            waiters: (replies[3 * i + 2]?.[1] ?? []) as string[],
+          }),
+        );
+      }),
+    );
+    return sorted.map((address) => found.get(address)!);
   }
 
   async heartbeat(worker: WorkerBeat): Promise<void> {
-    await this.redis.workerRegistry(this.keys.workers(), this.keys.workersSeen(), 'beat', JSON.stringify(worker));
+    await this.redis.workerRegistry(this.home.workers(), this.home.workersSeen(), 'beat', JSON.stringify(worker));
   }
 
   async workers(lapseMs: number): Promise<StoredWorker[]> {
@@ -542,24 +755,37 @@ export class RedisRunStore implements RunStore {
   }
 
   async removeWorker(id: string): Promise<void> {
-    await this.redis.workerRegistry(this.keys.workers(), this.keys.workersSeen(), 'remove', id);
+    await this.redis.workerRegistry(this.home.workers(), this.home.workersSeen(), 'remove', id);
   }
 
   async releaseTaken(worker: string, wakeIds: readonly string[]): Promise<void> {
-    if (wakeIds.length > 0) await this.redis.srem(this.keys.taken(worker), ...wakeIds);
+    // Each task is in the taken set of the partition of the transition that took it: a child's
+    // and a wake of a mailbox of that partition, its run's; a wake taken here, where takenIn says.
+    const byPartition = new Map<RedisKeys, string[]>();
+    for (const id of wakeIds) {
+      const keys = this.takenIn.get(id) ?? this.keysOf(id);
+      this.takenIn.delete(id);
+      byPartition.set(keys, [...(byPartition.get(keys) ?? []), id]);
+    }
+    await Promise.all([...byPartition].map(([keys, ids]) => this.redis.srem(keys.taken(worker), ...ids)));
   }
 
   async claimTaken(worker: string): Promise<string[]> {
-    const key = this.keys.taken(worker);
-    const [[, taken]] = (await this.redis.multi().smembers(key).del(key).exec()) as [[unknown, string[]]];
-    return taken;
+    const claimed = await Promise.all(
+      this.partitions.all.map(async (keys) => {
+        const key = keys.taken(worker);
+        const [[, taken]] = (await this.redis.multi().smembers(key).del(key).exec()) as [[unknown, string[]]];
+        return taken;
+      }),
+    );
+    return claimed.flat();
   }
 
   private async registry(op: 'live' | 'claim', lapseMs: number): Promise<StoredWorker[]> {
     const lapse = Number.isFinite(lapseMs) ? Math.round(lapseMs) : 1e15;
     const found = (await this.redis.workerRegistry(
-      this.keys.workers(),
-      this.keys.workersSeen(),
+      this.home.workers(),
+      this.home.workersSeen(),
       op,
       lapse,
     )) as string[];
@@ -569,7 +795,7 @@ export class RedisRunStore implements RunStore {
   async fanOutOf(parentId: string): Promise<StoredFanOut | undefined> {
     const [[request, total, started, ended, failed, step, childTarget], [flow, fingerprint]] = await Promise.all([
       this.redis.hmget(
-        this.keys.fanOut(parentId),
+        this.keysOf(parentId).fanOut(parentId),
         'request',
         'total',
         'started',
@@ -578,7 +804,7 @@ export class RedisRunStore implements RunStore {
         'step',
         'childTarget',
       ),
-      this.redis.hmget(this.keys.run(parentId), 'flow', 'fingerprint'),
+      this.redis.hmget(this.keysOf(parentId).run(parentId), 'flow', 'fingerprint'),
     ]);
     if (!request) return undefined;
     return {
@@ -595,11 +821,11 @@ export class RedisRunStore implements RunStore {
   }
 
   async snapshotOf(parentId: string): Promise<string | undefined> {
-    return (await this.redis.hget(this.keys.fanOut(parentId), 'snapshot')) ?? undefined;
+    return (await this.redis.hget(this.keysOf(parentId).fanOut(parentId), 'snapshot')) ?? undefined;
   }
 
   async itemOf(parentId: string, step: number, index: number): Promise<Json | undefined> {
-    const item = await this.redis.hget(this.keys.inputs(parentId, step), String(index));
+    const item = await this.redis.hget(this.keysOf(parentId).inputs(parentId, step), String(index));
     return item === null ? undefined : decodeJson(item);
   }
 
@@ -608,7 +834,7 @@ export class RedisRunStore implements RunStore {
    * would hold Redis for a second and build a reply of tens of MiB in its memory.
    */
   async outcomesOf(parentId: string, total: number): Promise<(ChildOutcome | undefined)[]> {
-    const key = this.keys.outcomes(parentId);
+    const key = this.keysOf(parentId).outcomes(parentId);
     const outcomes = new Array<ChildOutcome | undefined>(total);
     let cursor = '0';
     do {
@@ -621,10 +847,10 @@ export class RedisRunStore implements RunStore {
 
   async record(runId: string): Promise<RunRecord | undefined> {
     const [hash, errors, conflicts, fanOut] = await Promise.all([
-      this.redis.hgetall(this.keys.run(runId)),
-      this.redis.lrange(this.keys.errors(runId), 0, -1),
-      this.redis.lrange(this.keys.conflicts(runId), 0, -1),
-      this.redis.hmget(this.keys.fanOut(runId), 'total', 'ended', 'failed', 'step'),
+      this.redis.hgetall(this.keysOf(runId).run(runId)),
+      this.redis.lrange(this.keysOf(runId).errors(runId), 0, -1),
+      this.redis.lrange(this.keysOf(runId).conflicts(runId), 0, -1),
+      this.redis.hmget(this.keysOf(runId).fanOut(runId), 'total', 'ended', 'failed', 'step'),
     ]);
     if (!hash.status) return undefined;
     const current = fanOut[0] !== null && fanOut[3] === hash.step; // a fan-out of an earlier step has ended
@@ -647,8 +873,8 @@ export class RedisRunStore implements RunStore {
       maxLen: this.options.maxStreamEntries ?? DEFAULT_MAX_STREAM_ENTRIES,
     };
     const [code, attempt, ids] = (await this.redis.appendStream(
-      this.keys.run(runId),
-      this.keys.stream(runId),
+      this.keysOf(runId).run(runId),
+      this.keysOf(runId).stream(runId),
       JSON.stringify(options),
       ...write.entries.flatMap(({ node, at, data }) => [node, at, data]),
     )) as [number, number, string[]];
@@ -662,7 +888,7 @@ export class RedisRunStore implements RunStore {
     after: string,
     options: { count: number; blockMs?: number },
   ): Promise<StoredStreamEntry[]> {
-    const key = this.keys.stream(runId);
+    const key = this.keysOf(runId).stream(runId);
     const read = (): Promise<RawStreamEntry[]> =>
       this.redis.xrange(key, `(${after}`, '+', 'COUNT', options.count) as Promise<RawStreamEntry[]>;
     let found = await read();
@@ -681,10 +907,12 @@ export class RedisRunStore implements RunStore {
   /** Runs parked on a mailbox now: the members of every waiter set (a SCAN; for the parked-runs gauge). */
   async parkedRuns(): Promise<number> {
     let parked = 0;
-    for await (const keys of scanKeys(this.redis, `${escapeGlob(this.keys.waitersPrefix())}*`, 500)) {
-      const pipeline = this.redis.pipeline();
-      for (const key of keys) pipeline.scard(key);
-      for (const [, size] of (await pipeline.exec()) ?? []) parked += Number(size ?? 0);
+    for (const partition of this.partitions.all) {
+      for await (const keys of scanKeys(this.redis, `${escapeGlob(partition.waitersPrefix())}*`, 500)) {
+        const pipeline = this.redis.pipeline();
+        for (const key of keys) pipeline.scard(key);
+        for (const [, size] of (await pipeline.exec()) ?? []) parked += Number(size ?? 0);
+      }
     }
     return parked;
   }
@@ -695,11 +923,16 @@ export class RedisRunStore implements RunStore {
     let skip = options.offset ?? 0;
     const found: StoredRun[] = [];
     const pageSize = Math.max((limit + skip) * 2, 50);
-    for (let offset = 0; found.length < limit;) {
-      const ids = await this.redis.zrevrange(this.keys.runs(), offset, offset + pageSize - 1);
+    const expired: string[] = [];
+    const newest = this.newestRuns(pageSize);
+    while (found.length < limit) {
+      const ids: string[] = [];
+      for (let next = await newest.next(); !next.done; next = await newest.next()) {
+        ids.push(next.value);
+        if (ids.length === pageSize) break;
+      }
       if (ids.length === 0) break;
       const runs = await this.summaries(ids);
-      const expired: string[] = [];
       runs.forEach((run, i) => {
         if (!run) return void expired.push(ids[i]!);
         if (options.status && run.status !== options.status) return;
@@ -707,45 +940,103 @@ export class RedisRunStore implements RunStore {
         if (skip > 0) return void skip--;
         if (found.length < limit) found.push(run);
       });
-      // An id whose record is gone without an expiry entry (written before there were any) is
-      // dropped when met; the next page starts that many places earlier.
-      if (expired.length > 0) await this.redis.zrem(this.keys.runs(), ...expired);
-      offset += ids.length - expired.length;
     }
+    // An id whose record is gone without an expiry entry (written before there were any) is
+    // dropped once met, after the walk (which counts places in the index).
+    await Promise.all([...this.byPartition(expired)].map(([keys, ids]) => this.redis.zrem(keys.runs(), ...ids)));
     return found;
   }
 
-  /** Drops the ids of expired runs from the runs index, a batch at a time. */
+  /**
+   * The ids of every partition's runs index, newest first: a merge of the partitions' indexes
+   * (each read `pageSize` at a time), by their scores (creation time).
+   */
+  private async *newestRuns(pageSize: number): AsyncGenerator<string, void, undefined> {
+    const heads = this.partitions.all.map((keys) => ({ keys, buffer: [] as [string, number][], read: 0, done: false }));
+    for (;;) {
+      await Promise.all(
+        heads.map(async (head) => {
+          if (head.buffer.length > 0 || head.done) return;
+          const flat = await this.redis.zrevrange(head.keys.runs(), head.read, head.read + pageSize - 1, 'WITHSCORES');
+          for (let i = 0; i < flat.length; i += 2) head.buffer.push([flat[i]!, Number(flat[i + 1])]);
+          head.read += flat.length / 2;
+          head.done = flat.length / 2 < pageSize;
+        }),
+      );
+      let best: (typeof heads)[number] | undefined;
+      for (const head of heads)
+        if (head.buffer.length > 0 && (!best || head.buffer[0]![1] > best.buffer[0]![1])) best = head;
+      if (!best) return;
+      yield best.buffer.shift()![0];
+    }
+  }
+
+  /** Drops the ids of expired runs from each partition's runs index, a batch at a time. */
   private async trimIndex(): Promise<void> {
     const batch = 1000;
-    for (let round = 0; round < 100; round++) {
-      const dropped = (await this.redis.trimRuns(
-        this.keys.runs(),
-        this.keys.runsExpiries(),
-        this.clock.now(),
-        batch,
-      )) as number;
-      if (dropped < batch) return;
+    await Promise.all(
+      this.partitions.all.map(async (keys) => {
+        for (let round = 0; round < 100; round++) {
+          const dropped = (await this.redis.trimRuns(
+            keys.runs(),
+            keys.runsExpiries(),
+            this.clock.now(),
+            batch,
+          )) as number;
+          if (dropped < batch) return;
+        }
+      }),
+    );
+  }
+
+  /** Run (or task) ids by the keys of their partition, each group in its given order. */
+  private byPartition(ids: readonly string[]): Map<RedisKeys, string[]> {
+    const groups = new Map<RedisKeys, string[]>();
+    for (const id of ids) {
+      const keys = this.keysOf(id);
+      const group = groups.get(keys);
+      if (group) group.push(id);
+      else groups.set(keys, [id]);
     }
+    return groups;
   }
 
   async summaries(runIds: readonly string[]): Promise<(StoredRun | undefined)[]> {
     if (runIds.length === 0) return [];
-    const pipeline = this.redis.pipeline();
-    for (const id of runIds) pipeline.hmget(this.keys.run(id), ...SUMMARY_FIELDS);
-    const replies = (await pipeline.exec()) ?? [];
-    return runIds.map((id, i) => {
-      const values = (replies[i]?.[1] ?? []) as (string | null)[];
-      if (!values[0]) return undefined;
-      const hash = Object.fromEntries(SUMMARY_FIELDS.map((field, k) => [field, values[k] ?? undefined]));
-      return { ...runOfHash(id, hash), checkpoint: '' };
-    });
+    const found = new Map<string, StoredRun>();
+    // One pipeline per partition: a cluster takes a pipeline only within one slot's node.
+    await Promise.all(
+      [...this.byPartition(runIds)].map(async ([keys, ids]) => {
+        const pipeline = this.redis.pipeline();
+        for (const id of ids) pipeline.hmget(keys.run(id), ...SUMMARY_FIELDS);
+        const replies = (await pipeline.exec()) ?? [];
+        ids.forEach((id, i) => {
+          const values = (replies[i]?.[1] ?? []) as (string | null)[];
+          if (!values[0]) return;
+          const hash = Object.fromEntries(SUMMARY_FIELDS.map((field, k) => [field, values[k] ?? undefined]));
+          found.set(id, { ...runOfHash(id, hash), checkpoint: '' });
+        });
+      }),
+    );
+    return runIds.map((id) => found.get(id));
   }
 
+  /**
+   * Each partition keeps its own copy of a value its runs claimed (every claim stays within one
+   * script); a value is read from the first partition that holds it.
+   */
   async values(hashes: readonly string[]): Promise<(string | undefined)[]> {
     if (hashes.length === 0) return [];
-    const texts = await this.redis.mget(...hashes.map((hash) => this.keys.value(hash)));
-    return texts.map((text) => text ?? undefined);
+    const texts: (string | undefined)[] = hashes.map(() => undefined);
+    for (const keys of this.partitions.all) {
+      const missing = hashes.flatMap((hash, i) => (texts[i] === undefined ? [i] : []));
+      if (missing.length === 0) break;
+      const read = await this.redis.mget(...missing.map((i) => keys.value(hashes[i]!)));
+      missing.forEach((i, k) => {
+        texts[i] = read[k] ?? undefined;
+      });
+    }
+    return texts;
   }
 
   /** What a script that claims or releases values reads (claimValues in run-lifecycle.lua). */
@@ -758,19 +1049,39 @@ export class RedisRunStore implements RunStore {
    * {@link RedisRunStore.dropStaged}; a staged text expires after `STAGED_VALUE_SECONDS` should its
    * transition never reach Redis.
    */
-  private async stageValues(claim: ValueClaim | undefined): Promise<string[]> {
-    const texts = Object.entries(claim?.texts ?? {});
-    if (texts.length === 0) return [];
+  private async stageValues(runId: string, claim: ValueClaim | undefined, created = false): Promise<string[]> {
+    const texts = { ...claim?.texts };
+    if (created && claim && this.partitions.count > 1) Object.assign(texts, await this.copiedValues(runId, claim));
+    const entries = Object.entries(texts);
+    if (entries.length === 0) return [];
+    const keys = this.keysOf(runId);
     const token = nanoid(8);
     const pipeline = this.redis.pipeline();
     const pairs: string[] = [];
-    for (const [hash, text] of texts) {
-      const key = this.keys.stagedValue(hash, token);
+    for (const [hash, text] of entries) {
+      const key = keys.stagedValue(hash, token);
       pipeline.set(key, text, 'EX', STAGED_VALUE_SECONDS);
       pairs.push(hash, key);
     }
     await pipeline.exec();
     return pairs;
+  }
+
+  /**
+   * The texts of the values a new run claims without bringing them (a fork's or a retry's, held by
+   * the run it came from) that its partition does not hold: read from another partition, to be
+   * copied into its own.
+   */
+  private async copiedValues(runId: string, claim: ValueClaim): Promise<Record<string, string>> {
+    const held = claim.refs.filter((hash) => claim.texts[hash] === undefined);
+    if (held.length === 0) return {};
+    const keys = this.keysOf(runId);
+    const pipeline = this.redis.pipeline();
+    for (const hash of held) pipeline.exists(keys.value(hash));
+    const replies = (await pipeline.exec()) ?? [];
+    const absent = held.filter((_, i) => Number(replies[i]?.[1] ?? 0) === 0);
+    const texts = await this.values(absent);
+    return Object.fromEntries(absent.flatMap((hash, i) => (texts[i] === undefined ? [] : [[hash, texts[i]!]])));
   }
 
   /** Deletes the staging keys of a transition that did not claim them (`pairs`: from stageValues). */
@@ -779,14 +1090,18 @@ export class RedisRunStore implements RunStore {
     if (keys.length > 0) await this.redis.unlink(...keys);
   }
 
-  private valueOptions(claim: ValueClaim | undefined): {
+  private valueOptions(
+    runId: string,
+    claim: ValueClaim | undefined,
+  ): {
     valuePrefix: string;
     valuesSuffix: string;
     values?: string[];
   } {
+    const keys = this.keysOf(runId);
     return {
-      valuePrefix: this.keys.valuePrefix(),
-      valuesSuffix: this.keys.valuesSuffix(),
+      valuePrefix: keys.valuePrefix(),
+      valuesSuffix: keys.valuesSuffix(),
       ...(claim?.refs.length ? { values: claim.refs } : {}),
     };
   }
@@ -821,7 +1136,7 @@ export class RedisRunStore implements RunStore {
   }
 
   private common(runId: string, now: number): Record<string, string | number> {
-    return { runId, now: String(now), ...this.settings };
+    return { runId, now: String(now), ...this.settings[this.partitions.indexOf(runId)] };
   }
 }
 

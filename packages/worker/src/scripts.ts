@@ -16,6 +16,10 @@ const SCRIPTS: Record<ScriptName, { file: string; keys?: number; budget?: true; 
   parkRun: { file: 'park-run.lua', keys: 8 },
   sendMessage: { file: 'send-message.lua', keys: 2 },
   takeMessage: { file: 'take-message.lua', keys: 1 },
+  // Partitions: what crosses them (run-lifecycle.lua, handOff).
+  applyHandoffs: { file: 'apply-handoffs.lua', keys: 1 },
+  holdMessage: { file: 'hold-message.lua', keys: 2, bare: true },
+  dropHandoffs: { file: 'drop-handoffs.lua', keys: 2, bare: true },
   workerRegistry: { file: 'worker-registry.lua', keys: 2 },
   trimRuns: { file: 'trim-runs.lua', keys: 2 },
   appendStream: { file: 'append-stream.lua', keys: 2 },
@@ -40,6 +44,9 @@ type ScriptName =
   | 'parkRun'
   | 'sendMessage'
   | 'takeMessage'
+  | 'applyHandoffs'
+  | 'holdMessage'
+  | 'dropHandoffs'
   | 'workerRegistry'
   | 'trimRuns'
   | 'appendStream'

@@ -97,14 +97,17 @@ export class WorkerHeartbeat {
     }
   }
 
-  /** Hands back the active jobs of every queue the dead worker served that it held the lock of. */
+  /** Hands back the active jobs of every queue (in every partition) the dead worker served that it held the lock of. */
   private async handBack(dead: StoredWorker): Promise<string[]> {
-    // One BullMQ worker per queue served, their ids comma-separated.
+    // One BullMQ worker per queue and partition served, their ids comma-separated.
     const bullmqIds = dead.meta?.bullmq?.split(',').filter((id) => id !== '') ?? [];
     if (bullmqIds.length === 0) return [];
     const taken: string[] = [];
-    for (const name of dead.queues ?? [DEFAULT_QUEUE]) {
-      const queue = this.scheduler.queueOf(name);
+    const partitions = this.scheduler.partitions.all.map((_, partition) => partition);
+    for (const [name, partition] of (dead.queues ?? [DEFAULT_QUEUE]).flatMap((name) =>
+      partitions.map((partition) => [name, partition] as const),
+    )) {
+      const queue = this.scheduler.queueOf(name, partition);
       const active: Job[] = await queue.getActive();
       for (const job of active) {
         if (!job.id) continue;

@@ -15,7 +15,9 @@ import { BullmqScheduler, taskOfJob } from './bullmq-scheduler.js';
 import { connectAll, createRedis, serverOf, type ConnectionOption } from './connection.js';
 import { checkRedisConfig, probeServer } from './probe-server.js';
 import { RedisLiveness } from './redis-liveness.js';
-import { RedisKeys, normalizePrefix } from './redis-keys.js';
+import { normalizePrefix } from './redis-keys.js';
+import { checkPartitions, partitionsOf } from './partitions.js';
+import PQueue from 'p-queue';
 import { RetryStep, stepBackoff } from './retry-step.js';
 import { RedisRunEvents } from './redis-run-events.js';
 import { RedisRunStore } from './redis-run-store.js';
@@ -44,7 +46,29 @@ export interface WorkerOptions extends StoreSettings {
    *   after it (`a{b`), or an empty hash tag (`{}`, `x{}`).
    */
   prefix?: string;
-  /** Steps run at once by this worker, on each queue it serves. @defaultValue 8 */
+  /**
+   * Partitions of the deployment's store (README "Scaling out"): each has a hash tag, and so a
+   * Redis Cluster slot, of its own, and its own BullMQ queues. Stored once, in partition 0's
+   * settings (`<prefix>:settings`): unset, the stored count is used; set, it must equal the
+   * stored one.
+   * @defaultValue the stored count, else 16 on a Redis Cluster and 1 on one server
+   * @throws TypeError (from `startWorker`) for a count that is not an integer from 1 to 1024;
+   *   QueueflowError `INVALID_OPTION` for one that differs from the stored count.
+   */
+  partitions?: number;
+  /**
+   * The partitions whose queues this worker serves (0-based). A deployment that grows past one
+   * machine's Redis may give groups of workers groups of partitions; schedules' ticks are taken
+   * by workers serving partition 0.
+   * @defaultValue every partition
+   * @throws TypeError (from `startWorker`) for an empty list or an entry that is not a partition
+   *   of the deployment.
+   */
+  servePartitions?: number[];
+  /**
+   * Steps run at once by this worker, on each queue it serves (whichever partitions they come
+   * from). @defaultValue 8
+   */
   concurrency?: number;
   /**
    * The queues this worker serves: it runs the steps (and fan-out items) of nodes whose `queue`
@@ -134,7 +158,8 @@ export interface QueueflowWorker {
  */
 export async function startWorker(options: WorkerOptions): Promise<QueueflowWorker> {
   const registry = new FlowRegistry(options.flows);
-  const keys = new RedisKeys(normalizePrefix(options.prefix));
+  const prefix = normalizePrefix(options.prefix);
+  const configuredPartitions = checkPartitions('startWorker', options.partitions);
   const settings = storeOptions(options, 'startWorker');
   const concurrency = positiveInteger('concurrency', options.concurrency, 8);
   const lockDuration = positiveInteger('lockDurationMs', options.lockDurationMs, 30_000);
@@ -157,11 +182,19 @@ export async function startWorker(options: WorkerOptions): Promise<QueueflowWork
   const redis = createRedis(options.connection, 'worker', onError, { readyCheck: server.info });
   const subscriber = createRedis(options.connection, 'subscriber', onError, { readyCheck: server.info });
   await connectAll([redis, subscriber]);
+  const { partitions, served } = await (async () => {
+    const stored = await partitionsOf(redis, prefix, configuredPartitions, 'startWorker', true);
+    return { partitions: stored, served: servedPartitions(options.servePartitions, stored.count) };
+  })().catch(async (error: unknown) => {
+    await Promise.all([redis.quit().catch(() => {}), subscriber.quit().catch(() => {})]);
+    throw error;
+  });
+  const keys = partitions.home;
   const workerId = `${hostname()}:${process.pid}:${nanoid(6)}`;
   const clock = new ServerClock(redis, options.clock ?? systemClock);
   await clock.sync();
-  const scheduler = new BullmqScheduler(redis, keys, onError, { skipVersionCheck });
-  const store = new RedisRunStore(withScripts(redis), keys, settings, clock);
+  const scheduler = new BullmqScheduler(redis, partitions, onError, { skipVersionCheck });
+  const store = new RedisRunStore(withScripts(redis), partitions, settings, clock);
   const driver = new StepDriver(store, scheduler, registry, {
     clock,
     maxCheckpointBytes: settings.maxCheckpointBytes,
@@ -222,13 +255,22 @@ export async function startWorker(options: WorkerOptions): Promise<QueueflowWork
     }
   };
 
-  // One BullMQ worker per queue served, each with `concurrency` slots. BullMQ does not close a
-  // connection it was given: ours to quit after `worker.close()`.
-  const workerConnections = queues.map(() => redis.duplicate());
-  const workers = queues.map((queue, i) => {
-    const worker = new Worker(keys.stepQueueOf(queue), processJob, {
+  // One BullMQ worker per queue and partition served, each with `concurrency` slots; the steps
+  // of one queue share `concurrency` over its partitions: a job fetched beyond them waits, locked,
+  // for a slot, and the waiting job of the highest priority takes the next (BullMQ's order within a
+  // partition, kept across them). BullMQ does not close a connection it was given: ours to quit
+  // after `worker.close()`.
+  const consumers = queues.flatMap((queue) => served.map((partition) => ({ queue, partition })));
+  const slots = new Map(queues.map((queue) => [queue, new PQueue({ concurrency })]));
+  const workerConnections = consumers.map(() => redis.duplicate());
+  const workers = consumers.map(({ queue, partition }, i) => {
+    const slot = slots.get(queue)!;
+    const partitionKeys = partitions.all[partition]!;
+    const run = (job: Job, token?: string): Promise<void> =>
+      slot.add(() => processJob(job, token), { priority: slotPriority(job), throwOnTimeout: true });
+    const worker = new Worker(partitionKeys.stepQueueOf(queue), run, {
       connection: workerConnections[i]!,
-      prefix: keys.prefix,
+      prefix: partitionKeys.prefix,
       concurrency,
       lockDuration,
       stalledInterval,
@@ -271,7 +313,13 @@ export async function startWorker(options: WorkerOptions): Promise<QueueflowWork
     },
     active: () => active,
     lapseMs: WORKER_LAPSE_MS,
-    onBeat: () => Promise.all([clock.sync(), driver.renewBudget()]),
+    onBeat: () =>
+      Promise.all([
+        clock.sync(),
+        driver.renewBudget(),
+        // Hand-offs to other partitions whose transition's worker died before applying them.
+        store.applyLateHandoffs(LATE_HANDOFF_MS).then((wakes) => scheduler.promote(wakes)),
+      ]),
     recoverTaken: (taskIds) => driver.recoverTaken(taskIds),
     log,
     onError,
@@ -281,8 +329,8 @@ export async function startWorker(options: WorkerOptions): Promise<QueueflowWork
   const unobserve = observeGauges({
     queueDepth: async () => {
       let depth = 0;
-      for (const queue of queues) {
-        const counts = await scheduler.queueOf(queue).getJobCounts('waiting', 'prioritized');
+      for (const { queue, partition } of consumers) {
+        const counts = await scheduler.queueOf(queue, partition).getJobCounts('waiting', 'prioritized');
         depth += (counts.waiting ?? 0) + (counts.prioritized ?? 0);
       }
       return depth;
@@ -305,6 +353,34 @@ export async function startWorker(options: WorkerOptions): Promise<QueueflowWork
         );
       })()),
   };
+}
+
+/**
+ * The order in which jobs fetched from several partitions take a slot (p-queue: larger first), as
+ * BullMQ orders one queue: jobs without priority first, then priority 1, 2, ... (BullMQ: 1 is the
+ * highest), each in the order they came.
+ */
+function slotPriority(job: Job): number {
+  const priority = job.opts.priority;
+  return priority === undefined || priority === 0 ? Number.MAX_SAFE_INTEGER : -priority;
+}
+
+/**
+ * How long a hand-off to another partition may wait before a worker's heartbeat applies it: its
+ * transition's caller applies it at once, so one this old was left by a worker that died.
+ */
+const LATE_HANDOFF_MS = 5000;
+
+/** The partitions a worker serves: every one of `count`, or a non-empty list of them, each once. */
+function servedPartitions(partitions: unknown, count: number): number[] {
+  if (partitions === undefined) return Array.from({ length: count }, (_, i) => i);
+  if (!Array.isArray(partitions) || partitions.length === 0)
+    throw invalidOption('startWorker', 'servePartitions', 'a non-empty array of partition numbers', partitions);
+  partitions.forEach((partition: unknown, i) => {
+    if (!Number.isInteger(partition) || (partition as number) < 0 || (partition as number) >= count)
+      throw invalidOption('startWorker', `servePartitions[${i}]`, `a partition from 0 to ${count - 1}`, partition);
+  });
+  return [...new Set(partitions as number[])].sort((a, b) => a - b);
 }
 
 /** The queues a worker serves: a non-empty list of queue names, each once. */

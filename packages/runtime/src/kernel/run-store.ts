@@ -24,6 +24,12 @@ export interface RunStore {
    * held by a retained run, writes nothing and names that run instead.
    */
   create(run: NewRun): Promise<{ created: true } | { created: false; runId: string }>;
+  /**
+   * The id under which {@link RunStore.create} should write `run`: `run.id`, or another new id
+   * when the store places runs by id (a store split into partitions puts a run with an
+   * idempotency key in that key's partition). Optional: without it, `run.id`.
+   */
+  placeRun?(run: NewRun): string;
   /** Removes a run that could not be started (its first step could not be enqueued). */
   discard(runId: string): Promise<void>;
   /** The run's record, or `undefined` when there is none (never created, or expired). */

@@ -15,9 +15,10 @@ import { taskOptionsOf, type Scheduler } from './scheduler.js';
 export async function startRun(
   store: RunStore,
   scheduler: Scheduler,
-  run: NewRun,
+  given: NewRun,
   now: number,
 ): Promise<{ runId: string; created: boolean }> {
+  const run = store.placeRun ? { ...given, id: store.placeRun(given) } : given;
   const started = startRunSpan(run.flow, run.id);
   try {
     const created = await store.create({

@@ -110,6 +110,18 @@ export function queueList(value: string): string[] {
   }
 }
 
+/** A comma-separated list of partitions (`0,3,4`), each an integer from 0 (startWorker checks the upper bound). */
+export function partitionList(value: string): number[] {
+  return value.split(',').map((entry) => {
+    const number = Number(entry.trim());
+    if (entry.trim() === '' || !Number.isInteger(number) || number < 0)
+      throw new InvalidArgumentError(
+        `expected partitions from 0, comma-separated, got '${entry.trim()}' in '${value}'`,
+      );
+    return number;
+  });
+}
+
 /** A run's priority: an integer from 1 (runs first) to 2,097,151 (BullMQ's range). */
 export function priorityOption(value: string): number {
   const number = Number(value);

@@ -6,6 +6,7 @@ import {
   clusterOption,
   connectionOf,
   nonNegativeInteger,
+  partitionList,
   positiveInteger,
   prefixOption,
   queueList,
@@ -26,6 +27,12 @@ export function workerCommand(): Command {
     .addOption(clusterOption())
     .addOption(prefixOption())
     .option('--concurrency <n>', 'steps run at once, on each queue served', positiveInteger, 8)
+    .option(
+      '--partitions <n>',
+      'partitions of the store (stored once: must match the stored count; default: the stored one, else 1)',
+      positiveInteger,
+    )
+    .option('--serve-partitions <list>', 'partitions served, comma-separated (default: every one)', partitionList)
     .option(
       '--queues <names>',
       "queues served, comma-separated: steps of nodes whose `queue` is one of them (default: 'default')",
@@ -51,6 +58,8 @@ export function workerCommand(): Command {
           lockDuration?: number;
           stalledInterval?: number;
           continueSteps?: number;
+          partitions?: number;
+          servePartitions?: number[];
         },
       ) => {
         const flows = await loadFlows(options.flows);
@@ -67,6 +76,8 @@ export function workerCommand(): Command {
           ...(options.lockDuration ? { lockDurationMs: options.lockDuration } : {}),
           ...(options.stalledInterval ? { stalledIntervalMs: options.stalledInterval } : {}),
           ...(options.continueSteps === undefined ? {} : { continueSteps: options.continueSteps }),
+          ...(options.partitions === undefined ? {} : { partitions: options.partitions }),
+          ...(options.servePartitions ? { servePartitions: options.servePartitions } : {}),
         });
         ready = true;
         const names = flows.map((f) => f.name).join(', ');

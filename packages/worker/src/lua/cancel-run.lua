@@ -22,7 +22,7 @@ if not status then return { -1, {} } end
 if isFinal(status) then return { 0, {} } end
 local wakes = {}
 leaveWaiters(KEYS[1], o, o.runId)
-releaseReserved(KEYS[6], o, wakes)
+releaseReserved(KEYS[6], o, wakes, KEYS[1])
 redis.call('PUBLISH', o.channel, cjson.encode({ type = 'cancel', runId = o.runId }))
 finish({ KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8] }, o.runId, 'cancelled', o.now, o)
 -- Waiting on children: its fan-out is of its current step (one of an earlier step has fanned in).

@@ -146,7 +146,7 @@ if mode == 'failed' then
   if type(o.runError) == 'string' then redis.call('HSET', runKey, 'error', o.runError) end
   -- A step that failed in exec: its last try counts among the step's tries.
   if type(o.lastAttempt) == 'number' then redis.call('HSET', runKey, 'attempt', o.lastAttempt + 1) end
-  releaseReserved(KEYS[6], o, wakes)
+  releaseReserved(KEYS[6], o, wakes, runKey)
   finish(runKeys, runId, 'failed', now, o)
   local parent = toParent('failed', ARGV[4])
   local taken = takeWake(o, wakes)
@@ -154,8 +154,8 @@ if mode == 'failed' then
 end
 
 -- The step commits: what it received is consumed, what it sent leaves.
-redis.call('DEL', KEYS[6])
-deliverOutbox(o, o.outbox, wakes, retention)
+consumeReserved(KEYS[6], o, runKey)
+deliverOutbox(o, o.outbox, wakes, retention, runKey)
 if ARGV[3] ~= '' then pushRecord(KEYS[7], ARGV[3], o.maxRecords) end
 redis.call('HINCRBY', runKey, 'step', 1)
 redis.call('HSET', runKey, 'attempt', 0)

@@ -50,8 +50,8 @@ local now, runId = o.now, o.runId
 -- The step commits: what it received is consumed, what it sent leaves.
 leaveWaiters(runKey, o, runId)
 claimValues(runKey, runId, o.values, stagedValues(7), o)
-redis.call('DEL', KEYS[6])
-deliverOutbox(o, o.outbox, wakes, o.retention)
+consumeReserved(KEYS[6], o, runKey)
+deliverOutbox(o, o.outbox, wakes, o.retention, runKey)
 if ARGV[6] ~= '' then pushRecord(KEYS[7], ARGV[6], o.maxRecords) end
 redis.call('HDEL', runKey, 'replay', 'stepStartedAt', 'retryAt')
 

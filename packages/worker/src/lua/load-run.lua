@@ -11,7 +11,8 @@
   KEYS[1] run hash   KEYS[2] run reserved-messages hash
   ARGV[1] now (epoch ms)
   ARGV[2] the park count of the wake being run, or '' (not a wake)
-  ARGV[3] key prefix of mailboxes
+  ARGV[3] JSON { mailboxPrefix, partition, partitions }: mailboxes of another partition are not
+          read here (reserve-message.lua, hold-message.lua)
   ARGV[4..] pairs of flow name and graph fingerprint this worker runs
   Returns: { the hash as a flat list of fields and values (empty when there is no such run),
              the reserved hash as a flat list (`a<n>` address, `m<n>` message of receive n) }
@@ -30,10 +31,11 @@ end
 local reserved = {}
 if ARGV[2] ~= '' and run[1] == 'waiting' and (run[5] or '0') == ARGV[2] and run[6] then
   local parked = cjson.decode(run[6]).parked
-  if type(parked) == 'table' then
+  local m = cjson.decode(ARGV[3])
+  if type(parked) == 'table' and isLocal(m, parked.address) then
     local ordinal = string.format('%d', parked.ordinal)
     if redis.call('HEXISTS', KEYS[2], 'm' .. ordinal) == 0 then
-      local message = redis.call('LPOP', ARGV[3] .. parked.address)
+      local message = redis.call('LPOP', m.mailboxPrefix .. parked.address)
       if message then redis.call('HSET', KEYS[2], 'a' .. ordinal, parked.address, 'm' .. ordinal, message) end
     end
   end

@@ -35,10 +35,8 @@ leaveWaiters(KEYS[1], o, o.runId)
 local parkCount = redis.call('HINCRBY', KEYS[1], 'parkCount', 1)
 redis.call('HSET', KEYS[1], 'status', 'waiting', 'replay', o.replay, 'updatedAt', o.now)
 redis.call('HSETNX', KEYS[1], 'startedAt', o.now)
-deliverOutbox(o, o.outbox, wakes, o.retention)
-redis.call('SADD', waitersKey(o, o.address), o.runId .. '-' .. expectedStep .. '-p' .. parkCount)
-local ready = 0
-if redis.call('LLEN', mailboxKey(o, o.address)) > 0 then ready = 1 end
+deliverOutbox(o, o.outbox, wakes, o.retention, KEYS[1])
+local ready = waitOn(o, KEYS[1], o.runId, o.address, o.runId .. '-' .. expectedStep .. '-p' .. parkCount)
 changed(KEYS[1], o.runId, o)
 local taken = takeWake(o, wakes)
 return { 1, parkCount, ready, wakes, taken }

@@ -4,11 +4,18 @@
   the mailbox. A reserved message is consumed when the step commits, or given back when the run
   fails or is cancelled (commit-step.lua, cancel-run.lua).
 
-  KEYS[1] run hash   KEYS[2] run reserved-messages hash   KEYS[3] mailbox list
+  A mailbox of another partition (ARGV[4] 'remote') cannot be popped here: the reservation is
+  recorded (r<ordinal> = address) and the caller holds the message in the mailbox's partition
+  (hold-message.lua) under the run's hold epoch, which this returns; a commit consumes it there
+  and a failure or a cancel gives it back (releaseReserved, consumeReserved: by hand-offs).
+
+  KEYS[1] run hash   KEYS[2] run reserved-messages hash
+  KEYS[3] mailbox list (for a mailbox of another partition: KEYS[2] again)
   ARGV[1] the step counter of the step, then ':' and its park count (see atStep)
-  ARGV[2] receive call ordinal   ARGV[3] address
+  ARGV[2] receive call ordinal   ARGV[3] address   ARGV[4] 'remote' or ''
 
   Returns: { 1, message JSON } reserved; { 0 } the mailbox is empty;
+           { 2, hold epoch } (remote) hold it in the mailbox's partition;
            { -1 } the run has ended or moved past this step (a stale delivery): reserve nothing
 ]]
 local status = redis.call('HGET', KEYS[1], 'status')
@@ -16,6 +23,10 @@ local expectedStep, expectedParks = string.match(ARGV[1], '^(%d+):(%d+)$')
 if not status or isFinal(status) or not atStep(KEYS[1], expectedStep, expectedParks) then return { -1 } end
 local held = redis.call('HGET', KEYS[2], 'm' .. ARGV[2])
 if held then return { 1, held } end
+if ARGV[4] == 'remote' then
+  redis.call('HSET', KEYS[2], 'r' .. ARGV[2], ARGV[3])
+  return { 2, redis.call('HGET', KEYS[1], 'holdEpoch') or '0' }
+end
 local message = redis.call('LPOP', KEYS[3])
 if not message then return { 0 } end
 redis.call('HSET', KEYS[2], 'a' .. ARGV[2], ARGV[3], 'm' .. ARGV[2], message)

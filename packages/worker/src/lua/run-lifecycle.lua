@@ -239,9 +239,57 @@ local function makeChild(fanOut, priority, c, index)
 end
 
 -- Mailboxes: `m` holds the key prefixes redis-keys.ts builds ({ mailboxPrefix, waitersPrefix }),
--- to which an address is appended; they share the deployment's hash tag.
+-- to which an address is appended; they share the run's hash tag when the address lies in the
+-- run's partition.
 local function mailboxKey(m, address) return m.mailboxPrefix .. address end
 local function waitersKey(m, address) return m.waitersPrefix .. address end
+
+--[[
+  Partitions (partitions.ts, README "Scaling out"): a mailbox lives in the partition of its
+  address, CRC16 of the address's bytes mod 16384 mod the count; a run in that of its root id.
+  What a run's transition does to a mailbox of another partition cannot be done in this script
+  (a cluster refuses keys of another slot): it is handed off. The transition appends the hand-off
+  to the run's hand-off list (`<run key>:handoffs`, JSON, in order) and the run to its
+  partition's pending set (m.handoffs: run id -> when); the caller then applies the list in the
+  mailbox's partition (apply-handoffs.lua), each hand-off idempotent, and drops what it applied. A
+  crash in between leaves them pending: a worker's heartbeat applies what waits longer than a few
+  seconds, and the run's next hand-off applies its older ones first, so a run's messages to an
+  address keep their order. m: { partition, partitions, handoffs, now }
+]]
+local CRC16
+local function crc16(text)
+  if not CRC16 then
+    CRC16 = {}
+    for i = 0, 255 do
+      local crc = bit.lshift(i, 8)
+      for _ = 1, 8 do
+        if bit.band(crc, 0x8000) ~= 0 then crc = bit.band(bit.bxor(bit.lshift(crc, 1), 0x1021), 0xffff)
+        else crc = bit.band(bit.lshift(crc, 1), 0xffff) end
+      end
+      CRC16[i] = crc
+    end
+  end
+  local crc = 0
+  for i = 1, #text do
+    crc = bit.bxor(bit.band(bit.lshift(crc, 8), 0xffff), CRC16[bit.band(bit.bxor(bit.rshift(crc, 8), string.byte(text, i)), 0xff)])
+  end
+  return crc
+end
+
+-- Whether mailbox `address` lies in the partition of the run this script works on.
+local function isLocal(m, address)
+  local count = tonumber(m.partitions)
+  if not count or count <= 1 then return true end
+  return (crc16(address) % 16384) % count == tonumber(m.partition)
+end
+
+-- Hands `effect` off to the partition of its address (t: kind, a: address, ...; see apply-handoffs.lua).
+local function handOff(m, runKey, runId, effect)
+  effect.r = runId
+  effect.i = runId .. ':' .. redis.call('HINCRBY', runKey, 'handoffs', 1)
+  redis.call('RPUSH', runKey .. ':handoffs', cjson.encode(effect))
+  redis.call('ZADD', m.handoffs, 'NX', m.now, runId)
+end
 
 -- A message came to `address`: one run parked there leaves its waiters, its wake id into `wakes`
 -- (one message wakes one run; should that run not get it, it parks again and a later message or
@@ -260,11 +308,15 @@ local function pushMessage(m, address, message, retention)
   if ttl and ttl > 0 then redis.call('EXPIRE', key, ttl) end
 end
 
--- Delivers an outbox: a list of { address, message JSON } pairs.
-local function deliverOutbox(m, outbox, wakes, retention)
+-- Delivers the outbox of run `runKey`: a list of { address, message JSON } pairs.
+local function deliverOutbox(m, outbox, wakes, retention, runKey)
   for _, sent in ipairs(outbox or {}) do
-    pushMessage(m, sent[1], sent[2], retention)
-    collectWaiters(m, sent[1], wakes)
+    if isLocal(m, sent[1]) then
+      pushMessage(m, sent[1], sent[2], retention)
+      collectWaiters(m, sent[1], wakes)
+    else
+      handOff(m, runKey, m.runId, { t = 'send', a = sent[1], m = sent[2] })
+    end
   end
 end
 
@@ -275,7 +327,21 @@ local function leaveWaiters(runKey, m, runId)
   if not fields[1] then return end
   local parked = cjson.decode(fields[1]).parked
   if type(parked) ~= 'table' or type(parked.address) ~= 'string' then return end
-  redis.call('SREM', waitersKey(m, parked.address), runId .. '-' .. fields[2] .. '-p' .. (fields[3] or '0'))
+  local wake = runId .. '-' .. fields[2] .. '-p' .. (fields[3] or '0')
+  if isLocal(m, parked.address) then redis.call('SREM', waitersKey(m, parked.address), wake)
+  else handOff(m, runKey, runId, { t = 'unwait', a = parked.address, w = wake }) end
+end
+
+-- The run parks on `address` with wake job `wake`; returns 1 when a message waits there already
+-- (0 for a mailbox of another partition: the caller learns it as it applies the hand-off).
+local function waitOn(m, runKey, runId, address, wake)
+  if not isLocal(m, address) then
+    handOff(m, runKey, runId, { t = 'wait', a = address, w = wake })
+    return 0
+  end
+  redis.call('SADD', waitersKey(m, address), wake)
+  if redis.call('LLEN', mailboxKey(m, address)) > 0 then return 1 end
+  return 0
 end
 
 -- Direct hand-off (StepDriverOptions.continueSteps): the first run this transition woke is
@@ -290,19 +356,45 @@ local function takeWake(o, wakes)
 end
 
 -- A step that will not commit gives its reserved messages back, at the head of their mailboxes
--- and in their order. The reserved hash holds a<ordinal> = address, m<ordinal> = message.
-local function releaseReserved(reservedKey, m, wakes)
+-- and in their order. The reserved hash holds a<ordinal> = address, m<ordinal> = message, and
+-- r<ordinal> = address for a message held in another partition (hold-message.lua), which a
+-- hand-off gives back there. Holds are counted in epochs (`holdEpoch` on the run): those of one
+-- epoch end together, given back or consumed, and a hold of an ended epoch takes nothing.
+local function releaseReserved(reservedKey, m, wakes, runKey)
   local fields = redis.call('HGETALL', reservedKey)
   local ordinals, addresses, messages = {}, {}, {}
+  local remote = {}
   for i = 1, #fields, 2 do
     local kind, ordinal = string.sub(fields[i], 1, 1), tonumber(string.sub(fields[i], 2))
     if kind == 'a' then addresses[ordinal] = fields[i + 1]; table.insert(ordinals, ordinal) end
     if kind == 'm' then messages[ordinal] = fields[i + 1] end
+    if kind == 'r' then remote[fields[i + 1]] = true end
   end
   table.sort(ordinals, function(x, y) return x > y end)
   for _, ordinal in ipairs(ordinals) do
     redis.call('LPUSH', mailboxKey(m, addresses[ordinal]), messages[ordinal])
     collectWaiters(m, addresses[ordinal], wakes)
+  end
+  if next(remote) then
+    local epoch = redis.call('HGET', runKey, 'holdEpoch') or '0'
+    for address in pairs(remote) do handOff(m, runKey, m.runId, { t = 'release', a = address, e = epoch }) end
+    redis.call('HINCRBY', runKey, 'holdEpoch', 1)
+  end
+  redis.call('DEL', reservedKey)
+end
+
+-- The step commits: the messages it reserved are consumed (those held in another partition are
+-- dropped there by a hand-off).
+local function consumeReserved(reservedKey, m, runKey)
+  local fields = redis.call('HGETALL', reservedKey)
+  local remote = {}
+  for i = 1, #fields, 2 do
+    if string.sub(fields[i], 1, 1) == 'r' then remote[fields[i + 1]] = true end
+  end
+  if next(remote) then
+    local epoch = redis.call('HGET', runKey, 'holdEpoch') or '0'
+    for address in pairs(remote) do handOff(m, runKey, m.runId, { t = 'consume', a = address, e = epoch }) end
+    redis.call('HINCRBY', runKey, 'holdEpoch', 1)
   end
   redis.call('DEL', reservedKey)
 end

@@ -1,0 +1,165 @@
+import { Cluster } from 'ioredis';
+import { QueueflowError } from '@queueflow/runtime';
+import { invalidOption } from '@queueflow/runtime/kernel';
+import type { RedisConnection } from './connection.js';
+import { bytesSlot, keySlot } from './key-slot.js';
+import { RedisKeys } from './redis-keys.js';
+
+/** Hash slots of a Redis Cluster. */
+const SLOTS = 16384;
+
+/** Most partitions a deployment may have. */
+export const MAX_PARTITIONS = 1024;
+
+/**
+ * Partitions of a new deployment on a Redis Cluster unless told otherwise: room for 16 masters
+ * (on one server, a deployment has 1: its keys share one hash tag, as before partitions).
+ */
+export const CLUSTER_PARTITIONS = 16;
+
+/**
+ * The key prefixes of a deployment's `count` partitions, each with a hash tag of its own.
+ * Partition 0 is the deployment's prefix itself (`{qf}`), so a deployment of one partition names
+ * the keys it always did. Partition p \> 0 adds `:<n>` inside the hash tag (`{qf:7}`; a user's
+ * prefix cannot hold `:`, so no other deployment's prefix is one of these), with `n` picked so that
+ * the partitions' hash slots fall in `count` different equal ranges of the 16384 slots. A cluster
+ * gives each master a range of slots (`redis-cli --cluster create` even ones), so the partitions
+ * spread over the masters as evenly as their slots do.
+ *
+ * @see https://redis.io/docs/latest/operate/oss_and_stack/reference/cluster-spec/#hash-tags
+ */
+export function partitionPrefixes(prefix: string, count: number): string[] {
+  if (count === 1) return [prefix];
+  const open = prefix.indexOf('{');
+  const close = prefix.indexOf('}', open + 1);
+  const [before, tag, after] = [prefix.slice(0, open + 1), prefix.slice(open + 1, close), prefix.slice(close)];
+  const rangeOf = (slot: number): number => Math.floor((slot * count) / SLOTS);
+  const prefixes = [prefix];
+  const taken = new Set([rangeOf(keySlot(prefix))]);
+  for (let n = 0; prefixes.length < count; n++) {
+    const range = rangeOf(keySlot(`{${tag}:${n}}`));
+    if (taken.has(range)) continue;
+    taken.add(range);
+    prefixes.push(`${before}${tag}:${n}${after}`);
+  }
+  return prefixes;
+}
+
+/**
+ * Where each key of a deployment lives when its store is split into partitions (issue 18, README
+ * "Scaling out"). A partition is a hash tag: everything one transition script touches is in one
+ * partition, so each script stays atomic on a Redis Cluster, and the partitions spread over its
+ * masters. A run lives in the partition of its root run's id (a fan-out child with its parent), its
+ * tasks in that partition's BullMQ queues. Partition 0 is home to what the deployment shares: the
+ * partition count itself, the worker registry, budgets, schedules and their ticks.
+ */
+export class Partitions {
+  /** The keys of each partition, partition 0 first. */
+  readonly all: readonly RedisKeys[];
+
+  constructor(
+    /** The deployment's prefix (normalized: it holds a hash tag). */
+    readonly prefix: string,
+    /** How many partitions (1 to {@link MAX_PARTITIONS}). */
+    readonly count: number,
+  ) {
+    this.all = partitionPrefixes(prefix, count).map((each) => new RedisKeys(each));
+  }
+
+  /** Partition 0's keys: the deployment's shared keys live there. */
+  get home(): RedisKeys {
+    return this.all[0]!;
+  }
+
+  /**
+   * The partition of a run, or of a task (a task id starts with its run's id): that of its root run,
+   * the id before the first `.` (a fan-out child is `<parent>.<step>.<index>`) or `-` (a task id is
+   * `<run id>-<step>`, `…-p<park>`, `…-i<item>`; run ids hold no `-`).
+   */
+  indexOf(runOrTaskId: string): number {
+    if (this.count === 1) return 0;
+    const end = runOrTaskId.search(/[.-]/);
+    const root = end === -1 ? runOrTaskId : runOrTaskId.slice(0, end);
+    return keySlot(root) % this.count;
+  }
+
+  /** The keys of the partition of a run (or task): see {@link Partitions.indexOf}. */
+  of(runOrTaskId: string): RedisKeys {
+    return this.all[this.indexOf(runOrTaskId)]!;
+  }
+
+  /**
+   * The partition of a mailbox address: CRC16 of its UTF-8 bytes, mod 16384, mod the count
+   * (`isLocal` in lua/run-lifecycle.lua computes the same).
+   */
+  indexOfAddress(address: string): number {
+    return this.count === 1 ? 0 : bytesSlot(address) % this.count;
+  }
+
+  /** The keys of the partition of a mailbox address. */
+  ofAddress(address: string): RedisKeys {
+    return this.all[this.indexOfAddress(address)]!;
+  }
+}
+
+/**
+ * Checks a configured partition count.
+ * @throws TypeError naming `owner`, `partitions` and the value: not an integer from 1 to {@link MAX_PARTITIONS}.
+ */
+export function checkPartitions(owner: string, value: unknown): number | undefined {
+  if (value === undefined) return undefined;
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < 1 || value > MAX_PARTITIONS) {
+    throw invalidOption(owner, 'partitions', `an integer from 1 to ${MAX_PARTITIONS}`, value);
+  }
+  return value;
+}
+
+/**
+ * The partition count of the deployment under `prefix`, stored once in its settings hash
+ * (`<prefix>:settings`, field `partitions`) so that every client and worker agrees. A worker
+ * (`store`) that finds none stores `configured` ({@link CLUSTER_PARTITIONS} on a cluster, else 1,
+ * when unset); a client stores only a count it was given (a client that only reads writes
+ * nothing), and reads that default when none is stored.
+ *
+ * @throws QueueflowError `INVALID_OPTION` when `configured` differs from the stored count (naming
+ *   both and the key), when a count over 1 would be stored for a deployment that holds runs
+ *   already (they live in partition 0 of one), or when the stored one is not a count.
+ */
+export async function partitionsOf(
+  redis: RedisConnection,
+  prefix: string,
+  configured: number | undefined,
+  owner: string,
+  store: boolean,
+): Promise<Partitions> {
+  const keys = new RedisKeys(prefix);
+  const key = keys.settings();
+  const fallback = redis instanceof Cluster ? CLUSTER_PARTITIONS : 1;
+  let text = await redis.hget(key, 'partitions');
+  if (text === null && (store || configured !== undefined)) {
+    const count = configured ?? fallback;
+    if (count > 1 && (await redis.exists(keys.runs())) === 1) {
+      throw new QueueflowError(
+        'INVALID_OPTION',
+        `${owner}: \`partitions\` is ${count}, but the deployment under prefix ${prefix} holds runs of one partition already (and no count in ${key}): a deployment's count cannot change; use another prefix`,
+        { retryable: false },
+      );
+    }
+    await redis.hsetnx(key, 'partitions', count);
+    text = await redis.hget(key, 'partitions');
+  }
+  const stored = text === null ? fallback : Number(text);
+  if (!Number.isInteger(stored) || stored < 1 || stored > MAX_PARTITIONS) {
+    throw new QueueflowError('INVALID_OPTION', `${key} holds partitions = \`${String(text)}\`, not a partition count`, {
+      retryable: false,
+    });
+  }
+  if (configured !== undefined && configured !== stored) {
+    throw new QueueflowError(
+      'INVALID_OPTION',
+      `${owner}: \`partitions\` is ${configured}, but the deployment under prefix ${prefix} has ${stored} (stored in ${key}): every client and worker must use the same count; leave \`partitions\` unset to use the stored one`,
+      { retryable: false },
+    );
+  }
+  return new Partitions(prefix, stored);
+}

@@ -1,0 +1,50 @@
+/**
+ * Issue 18, item 2: a deployment's partitions, each with a hash tag of its own, spread evenly over
+ * the 16384 hash slots, and where runs, tasks and mailboxes live. No Redis needed.
+ */
+import { describe, expect, it } from 'vitest';
+import { Partitions, partitionPrefixes } from '@queueflow/worker';
+import { keySlot } from '../../packages/worker/src/key-slot.js';
+
+describe('partitionPrefixes', () => {
+  it('keeps the prefix itself for one partition, and as partition 0 of many', () => {
+    expect(partitionPrefixes('{qf}', 1)).toEqual(['{qf}']);
+    expect(partitionPrefixes('{qf}', 16)[0]).toBe('{qf}');
+    expect(partitionPrefixes('a{b}c', 4)[0]).toBe('a{b}c');
+  });
+
+  it.each([2, 3, 16, 64])('gives %i partitions hash slots in as many equal ranges', (count) => {
+    const prefixes = partitionPrefixes('{qf}', count);
+    expect(new Set(prefixes).size).toBe(count);
+    const ranges = prefixes.map((prefix) => Math.floor((keySlot(`${prefix}:run:x`) * count) / 16384));
+    expect(new Set(ranges).size).toBe(count);
+  });
+
+  it('puts the partition inside the hash tag, after a colon no user prefix can hold', () => {
+    for (const prefix of partitionPrefixes('a{b}c', 8).slice(1)) expect(prefix).toMatch(/^a\{b:\d+\}c$/);
+  });
+});
+
+describe('Partitions', () => {
+  const partitions = new Partitions('{qf}', 16);
+
+  it('puts a fan-out child and every task of a run in its root run’s partition', () => {
+    const root = 'Z0aB3x9QkLm2nP4rS6tUv';
+    const at = partitions.indexOf(root);
+    for (const id of [`${root}.3.17`, `${root}.3.17.0.2`, `${root}-4`, `${root}-4-p2`, `${root}.1.0-2-i9`])
+      expect(partitions.indexOf(id)).toBe(at);
+  });
+
+  it('spreads 1,000 run ids over every partition', () => {
+    const counts = new Array<number>(16).fill(0);
+    for (let i = 0; i < 1000; i++) counts[partitions.indexOf(`run${i}abcdefghijklmnop`)]! += 1;
+    expect(Math.min(...counts)).toBeGreaterThan(0);
+    expect(Math.max(...counts)).toBeLessThan(1000 / 4);
+  });
+
+  it('keeps everything in partition 0 with one partition', () => {
+    const one = new Partitions('{qf}', 1);
+    expect(one.of('anything.1.2').prefix).toBe('{qf}');
+    expect(one.ofAddress('inbox').prefix).toBe('{qf}');
+  });
+});
