@@ -1,8 +1,9 @@
 /**
- * Issue 18, item 4: on a Redis Cluster whose masters each have a replica, the master that holds
- * the runs is killed (SIGKILL) in the middle of them; its replica takes over, and every run
- * completes with each step committed once: `shared.seen` is 1, 2, …, n with no gap and no
- * duplicate, and the history has one record per step.
+ * Issue 18, item 4: on a Redis Cluster whose masters each have a replica, a store of 16
+ * partitions (the default on a cluster) spreads the runs over the masters; the master of the
+ * first run's partition is killed (SIGKILL) in the middle of them; its replica takes over, and
+ * every run completes with each step committed once: `shared.seen` is 1, 2, …, n with no gap and
+ * no duplicate, and the history has one record per step.
  *
  * Redis replicates asynchronously: writes a master acknowledged but had not yet sent to its
  * replica are lost with it (Redis Cluster's documented trade-off). So the master is killed while
@@ -12,7 +13,7 @@
 import { describe, expect, it } from 'vitest';
 import { Redis } from 'ioredis';
 import { defineFlow, Flow, Node } from '@queueflow/runtime';
-import { RedisEngine, startWorker, type QueueflowWorker } from '@queueflow/worker';
+import { CLUSTER_PARTITIONS, Partitions, RedisEngine, startWorker, type QueueflowWorker } from '@queueflow/worker';
 import { gate } from '../support/node-probes.js';
 import { startRedisCluster, type LocalRedisCluster } from '../support/redis-cluster.js';
 import { testPrefix } from '../support/test-redis.js';
@@ -77,7 +78,8 @@ describe('fault: a cluster master with a replica is killed in the middle of runs
       const results = handles.map((handle) => handle.result({ timeoutMs: 90_000 }));
       await waitFor('every run to wait in exec', () => waiting === RUNS, { timeoutMs: 60_000 });
 
-      const master = await masterOf(cluster, `${prefix}:run:x`);
+      const first = handles[0]!.id;
+      const master = await masterOf(cluster, new Partitions(prefix, CLUSTER_PARTITIONS).of(first).run(first));
       await untilReplicated(master.port);
       await master.kill();
       held.open();

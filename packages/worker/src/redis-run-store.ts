@@ -385,12 +385,18 @@ export class RedisRunStore implements RunStore {
       if (field.startsWith('m')) reserved.set(Number(field.slice(1)), decodeMessage(value));
       if (field.startsWith('r')) elsewhere.set(Number(field.slice(1)), value);
     }
-    if (this.remote(runId, parked.address) && !reserved.has(parked.ordinal))
-      elsewhere.set(parked.ordinal, parked.address);
-    for (const [ordinal, address] of [...elsewhere].sort(([a], [b]) => a - b)) {
-      // Held there before, or (the parked receive) held now: reserveMessage returns the same message.
-      const message = await this.reserveMessage(run, ordinal, address);
-      if (message && message !== 'stale') reserved.set(ordinal, message);
+    elsewhere.delete(parked.ordinal);
+    // Messages held in other partitions for earlier receives (read only: a receive that found its
+    // mailbox empty, or timed out, holds nothing and takes nothing now).
+    const epoch = hash.holdEpoch ?? '0';
+    for (const [ordinal, address] of elsewhere) {
+      const held = await this.redis.hget(this.partitions.ofAddress(address).held(runId), `${epoch}:${ordinal}`);
+      if (held !== null) reserved.set(ordinal, decodeMessage(held));
+    }
+    // The parked receive's own message, held now (as reserve-message.lua would take it here).
+    if (this.remote(runId, parked.address) && !reserved.has(parked.ordinal)) {
+      const message = await this.reserveMessage(run, parked.ordinal, parked.address);
+      if (message && message !== 'stale') reserved.set(parked.ordinal, message);
     }
     return reserved.size === 0 ? run : { ...run, reserved };
   }

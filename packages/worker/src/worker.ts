@@ -17,7 +17,7 @@ import { checkRedisConfig, probeServer } from './probe-server.js';
 import { RedisLiveness } from './redis-liveness.js';
 import { normalizePrefix } from './redis-keys.js';
 import { checkPartitions, partitionsOf } from './partitions.js';
-import PQueue from 'p-queue';
+import { SharedSlots } from './shared-slots.js';
 import { RetryStep, stepBackoff } from './retry-step.js';
 import { RedisRunEvents } from './redis-run-events.js';
 import { RedisRunStore } from './redis-run-store.js';
@@ -255,29 +255,30 @@ export async function startWorker(options: WorkerOptions): Promise<QueueflowWork
     }
   };
 
-  // One BullMQ worker per queue and partition served, each with `concurrency` slots; the steps
-  // of one queue share `concurrency` over its partitions: a job fetched beyond them waits, locked,
-  // for a slot, and the waiting job of the highest priority takes the next (BullMQ's order within a
-  // partition, kept across them). BullMQ does not close a connection it was given: ours to quit
-  // after `worker.close()`.
+  // One BullMQ worker per queue and partition served; the partitions of a queue share its
+  // `concurrency` slots (SharedSlots). BullMQ does not close a connection it was given: ours to
+  // quit after `worker.close()`.
   const consumers = queues.flatMap((queue) => served.map((partition) => ({ queue, partition })));
-  const slots = new Map(queues.map((queue) => [queue, new PQueue({ concurrency })]));
+  const slots = new Map(queues.map((queue) => [queue, new SharedSlots(concurrency)]));
   const workerConnections = consumers.map(() => redis.duplicate());
   const workers = consumers.map(({ queue, partition }, i) => {
     const slot = slots.get(queue)!;
     const partitionKeys = partitions.all[partition]!;
-    const run = (job: Job, token?: string): Promise<void> =>
-      slot.add(() => processJob(job, token), { priority: slotPriority(job), throwOnTimeout: true });
-    const worker = new Worker(partitionKeys.stepQueueOf(queue), run, {
-      connection: workerConnections[i]!,
-      prefix: partitionKeys.prefix,
-      concurrency,
-      lockDuration,
-      stalledInterval,
-      maxStalledCount,
-      skipVersionCheck,
-      settings: { backoffStrategy: stepBackoff },
-    });
+    const worker: Worker = new Worker(
+      partitionKeys.stepQueueOf(queue),
+      (job: Job, token?: string) => slot.run(worker, job, () => processJob(job, token)),
+      {
+        connection: workerConnections[i]!,
+        prefix: partitionKeys.prefix,
+        concurrency,
+        lockDuration,
+        stalledInterval,
+        maxStalledCount,
+        skipVersionCheck,
+        settings: { backoffStrategy: stepBackoff },
+      },
+    );
+    slot.add(worker);
     worker.on('error', onError);
     worker.on('failed', (job, error) => {
       if (!job) return;
@@ -353,16 +354,6 @@ export async function startWorker(options: WorkerOptions): Promise<QueueflowWork
         );
       })()),
   };
-}
-
-/**
- * The order in which jobs fetched from several partitions take a slot (p-queue: larger first), as
- * BullMQ orders one queue: jobs without priority first, then priority 1, 2, ... (BullMQ: 1 is the
- * highest), each in the order they came.
- */
-function slotPriority(job: Job): number {
-  const priority = job.opts.priority;
-  return priority === undefined || priority === 0 ? Number.MAX_SAFE_INTEGER : -priority;
 }
 
 /**
