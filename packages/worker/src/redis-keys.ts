@@ -210,21 +210,25 @@ export class RedisKeys {
   }
 
   /**
-   * Hash: the messages of this partition's mailboxes held for run `runId` of another partition
-   * (`<epoch>:<ordinal>` → message JSON; `<epoch>:done` once they are consumed or given back).
+   * Hash: the messages of mailbox `address` (of this partition) held for run `runId` of another
+   * partition (`<epoch>:<ordinal>` → message JSON; `<epoch>:done` once they are consumed or given
+   * back).
    */
-  held(runId: string): string {
-    return `${this.heldPrefix()}${runId}`;
+  held(runId: string, address: string): string {
+    return `${this.heldPrefix()}${runId}:${address}`;
   }
 
-  /** What every held hash key starts with (`held(runId)` is this plus the run id). */
+  /** What every held hash key starts with (`held(runId, address)` is this plus `<run id>:<address>`). */
   heldPrefix(): string {
     return `${this.prefix}:held:`;
   }
 
-  /** What the marker of a `send` hand-off applied starts with (the hand-off's id follows; kept a day). */
-  handoffSentPrefix(): string {
-    return `${this.prefix}:handoff-sent:`;
+  /**
+   * What the key of the highest hand-off of a run this partition applied starts with (the run id
+   * follows): apply-handoffs.lua applies each once. Kept for the retention.
+   */
+  handoffSeqPrefix(): string {
+    return `${this.prefix}:handoff-seq:`;
   }
 
   /** What every mailbox key starts with (`mailbox(address)` is this plus the address). */

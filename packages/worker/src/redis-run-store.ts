@@ -68,6 +68,9 @@ import type { ScriptedRedis } from './scripts.js';
 import type { RawStreamEntry, StreamReader } from './stream-reader.js';
 
 /** Settings of the Redis store. */
+/** The mark among a transition's wakes that it handed something off (HANDED_OFF in run-lifecycle.lua). */
+const HANDED_OFF = '@handoffs';
+
 export interface RedisStoreOptions {
   /** How long a finished run's record is kept, in seconds. */
   retentionSeconds: number;
@@ -201,17 +204,14 @@ export class RedisRunStore implements RunStore {
   }
 
   /**
-   * Whether a transition of run `at` may have handed something off to another partition: a
-   * message sent there, a park there (or one left), a message held there.
+   * Whether a transition handed something off to another partition: its script put the mark
+   * `@handoffs` among its wakes (handOff in run-lifecycle.lua), taken out here.
    */
-  private mayHandOff(at: StoredRun, outbox: readonly OutgoingMessage[] | undefined): boolean {
-    if (this.partitions.count === 1) return false;
-    const parked = at.replay.parked?.address;
-    return (
-      this.holding.has(at.id) ||
-      (parked !== undefined && this.remote(at.id, parked)) ||
-      (outbox ?? []).some(({ address }) => this.remote(at.id, address))
-    );
+  private handedOff(wakes: string[]): boolean {
+    const at = wakes.indexOf(HANDED_OFF);
+    if (at === -1) return false;
+    wakes.splice(at, 1);
+    return true;
   }
 
   /**
@@ -231,8 +231,6 @@ export class RedisRunStore implements RunStore {
     return wake;
   }
 
-  /** Runs whose current step holds a message in another partition (reserveMessage), as far as this process knows. */
-  private readonly holding = new Set<string>();
 
   /**
    * Applies run `runId`'s hand-offs (run-lifecycle.lua, handOff) in the partitions of their
@@ -259,7 +257,7 @@ export class RedisRunStore implements RunStore {
         mailboxPrefix: target.mailboxPrefix(),
         waitersPrefix: target.waitersPrefix(),
         heldPrefix: target.heldPrefix(),
-        sentPrefix: target.handoffSentPrefix(),
+        seqPrefix: target.handoffSeqPrefix(),
         retention: this.options.retentionSeconds,
       };
       const [woken, found] = (await this.redis.applyHandoffs(
@@ -390,7 +388,7 @@ export class RedisRunStore implements RunStore {
     // mailbox empty, or timed out, holds nothing and takes nothing now).
     const epoch = hash.holdEpoch ?? '0';
     for (const [ordinal, address] of elsewhere) {
-      const held = await this.redis.hget(this.partitions.ofAddress(address).held(runId), `${epoch}:${ordinal}`);
+      const held = await this.redis.hget(this.partitions.ofAddress(address).held(runId, address), `${epoch}:${ordinal}`);
       if (held !== null) reserved.set(ordinal, decodeMessage(held));
     }
     // The parked receive's own message, held now (as reserve-message.lua would take it here).
@@ -452,12 +450,11 @@ export class RedisRunStore implements RunStore {
     )) as [number, number, number, number, string[], string | null | undefined, (string | number)[] | null | undefined];
     if (code !== 1) await this.dropStaged(staged);
     let takenWake = taken ?? undefined;
-    if (code === 1 && this.mayHandOff(at, fields.outbox)) {
+    if (this.handedOff(wakes)) {
       const applied = await this.applyHandoffs(at.id);
       takenWake ??= await this.take(at.id, fields.takenBy, applied.wakes);
       wakes.push(...applied.wakes);
     }
-    if (code === 1 && mode !== 'retry' && mode !== 'throttled') this.holding.delete(at.id);
     if (takenWake !== undefined && fields.takenBy !== undefined) this.takenIn.set(takenWake, this.keysOf(at.id));
     let parent = report && parentCode !== -1 ? childEndedResult(parentCode, first, count) : undefined;
     if (parent?.type === 'recorded' && child) {
@@ -517,8 +514,7 @@ export class RedisRunStore implements RunStore {
       ...staged,
     )) as [number, string[]];
     if (code !== 1) await this.dropStaged(staged);
-    if (code === 1 && this.mayHandOff(at, fields.outbox)) wakes.push(...(await this.applyHandoffs(at.id)).wakes);
-    if (code === 1) this.holding.delete(at.id);
+    if (this.handedOff(wakes)) wakes.push(...(await this.applyHandoffs(at.id)).wakes);
     return { result: COMMIT_CODES[code] ?? 'stale', wakes };
   }
 
@@ -574,8 +570,7 @@ export class RedisRunStore implements RunStore {
       ...this.keysOf(runId).runKeys(runId),
       JSON.stringify(options),
     )) as [number, string[]];
-    this.holding.delete(runId);
-    if (this.partitions.count > 1) wakes.push(...(await this.applyHandoffs(runId)).wakes);
+    if (this.handedOff(wakes)) wakes.push(...(await this.applyHandoffs(runId)).wakes);
     return { result: CANCEL_CODES[code] ?? 'missing', wakes };
   }
 
@@ -635,10 +630,9 @@ export class RedisRunStore implements RunStore {
     if (code === -1) return 'stale';
     if (code !== 2) return code === 1 ? decodeMessage(reply!) : undefined;
     // Recorded in the run's partition: now held in the mailbox's (hold-message.lua).
-    this.holding.add(at.id);
     const mailbox = this.partitions.ofAddress(address);
     const held = (await this.redis.holdMessage(
-      mailbox.held(at.id),
+      mailbox.held(at.id, address),
       mailbox.mailbox(address),
       reply!,
       ordinal,
@@ -668,7 +662,7 @@ export class RedisRunStore implements RunStore {
     )) as [number, number, number, string[], string | null | undefined];
     let waiting = ready === 1;
     let takenWake = taken ?? undefined;
-    if (code === 1 && (this.mayHandOff(at, outbox) || this.remote(at.id, park.address))) {
+    if (this.handedOff(wakes)) {
       const applied = await this.applyHandoffs(at.id);
       takenWake ??= await this.take(at.id, takenBy, applied.wakes);
       wakes.push(...applied.wakes);

@@ -29,19 +29,21 @@ export class SharedSlots {
   /** Runs `task`, for a job `worker` fetched, once a slot is free. */
   async run<T>(worker: Worker, job: Job, task: () => Promise<T>): Promise<T> {
     const counts = this.consumers.get(worker)!;
+    const ran = this.slots.add(
+      async () => {
+        counts.running++;
+        this.adjust();
+        try {
+          return await task();
+        } finally {
+          counts.running--;
+        }
+      },
+      { priority: slotPriority(job), throwOnTimeout: true },
+    );
+    this.adjust(); // a job fetched: one slot fewer to fetch for
     try {
-      return await this.slots.add(
-        async () => {
-          counts.running++;
-          this.adjust();
-          try {
-            return await task();
-          } finally {
-            counts.running--;
-          }
-        },
-        { priority: slotPriority(job), throwOnTimeout: true },
-      );
+      return await ran;
     } finally {
       this.adjust();
     }
@@ -49,7 +51,8 @@ export class SharedSlots {
 
   /** Sets how far ahead each partition's BullMQ worker fetches (read by it before each fetch). */
   private adjust(): void {
-    const free = this.concurrency - this.slots.pending;
+    // Slots neither running nor promised to a job fetched already.
+    const free = Math.max(0, this.concurrency - this.slots.pending - this.slots.size);
     // One partition alone fetches as BullMQ would: no job waits locked for a slot.
     const head = this.consumers.size > 1 ? 1 : 0;
     for (const [worker, { running }] of this.consumers) worker.concurrency = Math.max(1, running + head + free);

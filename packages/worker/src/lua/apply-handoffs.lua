@@ -1,17 +1,19 @@
 --[[
   Applies, in the partition of their mailboxes, hand-offs a run's transitions recorded in the
-  run's partition (handOff in run-lifecycle.lua), in order; each may be applied again (after a
-  crash before the caller dropped it) and then does nothing more:
-    send     { a, m, i }  a message to address a: appended (once: a marker per hand-off id i,
-                          kept a day), and a run parked there is woken
-    wait     { a, w }     wake job w joins the waiters of address a (ready when a message waits)
-    unwait   { a, w }     wake job w leaves them
-    consume  { a, e, i }  the run's messages held at address a in epoch e are consumed
-    release  { a, e, i }  ... given back, at the head of the mailbox and in their order
-  A consume or a release marks the epoch done (hold-message.lua then holds nothing for it).
+  run's partition (handOff in run-lifecycle.lua), in order. Each is applied once: a hand-off's id
+  is `<run id>:<n>`, n counting the run's hand-offs, and this partition keeps the highest n it
+  applied of each run (`<seqPrefix><run id>`, kept for the retention); one at or below it (a
+  caller that read the list before another applied it) is skipped.
+    send     { a, m }  a message to address a: appended, and a run parked there is woken
+    wait     { a, w }  wake job w joins the waiters of address a (ready when a message waits)
+    unwait   { a, w }  wake job w leaves them
+    consume  { a, e }  the run's messages held at address a in epoch e are consumed
+    release  { a, e }  ... given back, at the head of the mailbox and in their order
+  A consume or a release marks the epoch done at that address (hold-message.lua then holds
+  nothing for it).
 
   KEYS[1] a key of the mailboxes' partition (the first hand-off's mailbox list), for routing
-  ARGV[1] options JSON { mailboxPrefix, waitersPrefix, heldPrefix, sentPrefix, retention }
+  ARGV[1] options JSON { mailboxPrefix, waitersPrefix, heldPrefix, seqPrefix, retention }
   ARGV[2] the hand-offs, JSON array, each with the run id `r` its transition came from
 
   Returns { wakes, ready }: wake ids of runs parked on the addresses a message came to, and the
@@ -20,18 +22,22 @@
 local o = cjson.decode(ARGV[1])
 local wakes, ready = {}, {}
 for _, h in ipairs(cjson.decode(ARGV[2])) do
+  local seqKey = o.seqPrefix .. h.r
+  local seq = tonumber(string.match(h.i, ':(%d+)$'))
+  if seq <= tonumber(redis.call('GET', seqKey) or '0') then
+    -- applied already
+  else
+  redis.call('SET', seqKey, seq, 'EX', o.retention)
   if h.t == 'send' then
-    if redis.call('SET', o.sentPrefix .. h.i, 1, 'NX', 'EX', 86400) then
-      pushMessage(o, h.a, h.m, o.retention)
-      collectWaiters(o, h.a, wakes)
-    end
+    pushMessage(o, h.a, h.m, o.retention)
+    collectWaiters(o, h.a, wakes)
   elseif h.t == 'wait' then
     redis.call('SADD', waitersKey(o, h.a), h.w)
     if redis.call('LLEN', mailboxKey(o, h.a)) > 0 then table.insert(ready, h.w) end
   elseif h.t == 'unwait' then
     redis.call('SREM', waitersKey(o, h.a), h.w)
   else
-    local heldKey = o.heldPrefix .. h.r
+    local heldKey = o.heldPrefix .. h.r .. ':' .. h.a
     local prefix = h.e .. ':'
     local fields = redis.call('HGETALL', heldKey)
     local ordinals, messages = {}, {}
@@ -52,6 +58,7 @@ for _, h in ipairs(cjson.decode(ARGV[2])) do
     end
     redis.call('HSET', heldKey, prefix .. 'done', 1)
     redis.call('EXPIRE', heldKey, o.retention)
+  end
   end
 end
 return { wakes, ready }

@@ -21,6 +21,7 @@ local status = redis.call('HGET', KEYS[1], 'status')
 if not status then return { -1, {} } end
 if isFinal(status) then return { 0, {} } end
 local wakes = {}
+o.wakes = wakes -- handOff marks them (HANDED_OFF)
 leaveWaiters(KEYS[1], o, o.runId)
 releaseReserved(KEYS[6], o, wakes, KEYS[1])
 redis.call('PUBLISH', o.channel, cjson.encode({ type = 'cancel', runId = o.runId }))

@@ -69,6 +69,7 @@ local runKeys = { KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7],
 local runKey = KEYS[1]
 local mode, now, runId, retention, channel = o.mode, o.now, o.runId, o.retention, o.channel
 local wakes = {}
+o.wakes = wakes -- handOff marks them (HANDED_OFF)
 
 local function toParent(status, outcome)
   local p = o.parent

@@ -41,6 +41,7 @@
 local o = cjson.decode(ARGV[1])
 local runKey = KEYS[1]
 local wakes = {}
+o.wakes = wakes -- handOff marks them (HANDED_OFF)
 local status = redis.call('HGET', runKey, 'status')
 if not status then return { -1, wakes } end
 if isFinal(status) then return { 0, wakes } end

@@ -5,8 +5,8 @@
   a hand-off (apply-handoffs.lua: consume or release) that marks the epoch done; a hold of a done
   epoch (a step that moved on meanwhile) takes nothing.
 
-  KEYS[1] the run's held hash in the mailbox's partition (`<epoch>:<ordinal>` -> message JSON,
-          `<epoch>:done` -> 1)
+  KEYS[1] the run's held hash of this address, in the mailbox's partition (`<epoch>:<ordinal>` ->
+          message JSON, `<epoch>:done` -> 1)
   KEYS[2] mailbox list
   ARGV[1] hold epoch   ARGV[2] receive call ordinal   ARGV[3] retention (seconds)
 

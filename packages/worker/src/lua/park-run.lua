@@ -31,6 +31,7 @@ if not status then return { -1, 0, 0, {} } end
 local expectedStep, expectedParks = string.match(o.at, '^(%d+):(%d+)$')
 if isFinal(status) or not atStep(KEYS[1], expectedStep, expectedParks) then return { 0, 0, 0, {} } end
 local wakes = {}
+o.wakes = wakes -- handOff marks them (HANDED_OFF)
 leaveWaiters(KEYS[1], o, o.runId)
 local parkCount = redis.call('HINCRBY', KEYS[1], 'parkCount', 1)
 redis.call('HSET', KEYS[1], 'status', 'waiting', 'replay', o.replay, 'updatedAt', o.now)

@@ -283,8 +283,16 @@ local function isLocal(m, address)
   return (crc16(address) % 16384) % count == tonumber(m.partition)
 end
 
+-- Among a transition's wakes (m.wakes), this mark tells the caller it handed something off (no
+-- task id starts with '@'); the caller takes it out and applies the run's hand-offs.
+local HANDED_OFF = '@handoffs'
+
 -- Hands `effect` off to the partition of its address (t: kind, a: address, ...; see apply-handoffs.lua).
 local function handOff(m, runKey, runId, effect)
+  if type(m.wakes) == 'table' and not m.handedOff then
+    m.handedOff = true
+    table.insert(m.wakes, HANDED_OFF)
+  end
   effect.r = runId
   effect.i = runId .. ':' .. redis.call('HINCRBY', runKey, 'handoffs', 1)
   redis.call('RPUSH', runKey .. ':handoffs', cjson.encode(effect))
@@ -349,10 +357,15 @@ end
 -- (`o.takenKey`; a survivor that takes over a dead worker makes them due); the caller promotes
 -- the others. Returns the wake id taken, or false.
 local function takeWake(o, wakes)
-  if type(o.takenKey) ~= 'string' or #wakes == 0 then return false end
-  local wake = table.remove(wakes, 1)
-  redis.call('SADD', o.takenKey, wake)
-  return wake
+  if type(o.takenKey) ~= 'string' then return false end
+  for i, wake in ipairs(wakes) do
+    if wake ~= HANDED_OFF then
+      table.remove(wakes, i)
+      redis.call('SADD', o.takenKey, wake)
+      return wake
+    end
+  end
+  return false
 end
 
 -- A step that will not commit gives its reserved messages back, at the head of their mailboxes
