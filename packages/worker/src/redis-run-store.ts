@@ -231,7 +231,6 @@ export class RedisRunStore implements RunStore {
     return wake;
   }
 
-
   /**
    * Applies run `runId`'s hand-offs (run-lifecycle.lua, handOff) in the partitions of their
    * mailboxes, oldest first, a script per stretch of one partition (apply-handoffs.lua), then
@@ -388,7 +387,10 @@ export class RedisRunStore implements RunStore {
     // mailbox empty, or timed out, holds nothing and takes nothing now).
     const epoch = hash.holdEpoch ?? '0';
     for (const [ordinal, address] of elsewhere) {
-      const held = await this.redis.hget(this.partitions.ofAddress(address).held(runId, address), `${epoch}:${ordinal}`);
+      const held = await this.redis.hget(
+        this.partitions.ofAddress(address).held(runId, address),
+        `${epoch}:${ordinal}`,
+      );
       if (held !== null) reserved.set(ordinal, decodeMessage(held));
     }
     // The parked receive's own message, held now (as reserve-message.lua would take it here).

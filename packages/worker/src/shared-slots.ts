@@ -7,10 +7,12 @@ import PQueue from 'p-queue';
  * worker). A job a partition fetched takes a slot when one is free, the job of the highest
  * priority first (as BullMQ orders one queue: no priority first, then 1, 2, …; p-queue).
  *
- * Each partition fetches no further ahead than it must: its running jobs, one job waiting for a
- * slot (its head, so that a step of high priority in any partition is seen; not with one
- * partition), and as many as there are free slots. A worker so holds at most `concurrency` plus one job per partition locked; the
- * rest stay in their queues for other workers.
+ * Each partition fetches no further ahead than it must: its running jobs and as many as there are
+ * free slots, and at least one (BullMQ's least), so that a partition with nothing running holds
+ * its head: the step of the highest priority there, which then competes for a slot with the other
+ * partitions' heads. A worker so holds at most `concurrency` plus one job per partition locked;
+ * the rest stay in their queues for other workers. Priority is exact within a partition (BullMQ's
+ * queue) and among the heads a worker holds.
  */
 export class SharedSlots {
   private readonly slots: PQueue;
@@ -53,9 +55,8 @@ export class SharedSlots {
   private adjust(): void {
     // Slots neither running nor promised to a job fetched already.
     const free = Math.max(0, this.concurrency - this.slots.pending - this.slots.size);
-    // One partition alone fetches as BullMQ would: no job waits locked for a slot.
-    const head = this.consumers.size > 1 ? 1 : 0;
-    for (const [worker, { running }] of this.consumers) worker.concurrency = Math.max(1, running + head + free);
+    // BullMQ fetches at least one job: a partition with none running so holds its head.
+    for (const [worker, { running }] of this.consumers) worker.concurrency = Math.max(1, running + free);
   }
 }
 
