@@ -256,17 +256,17 @@ export async function startWorker(options: WorkerOptions): Promise<QueueflowWork
   };
 
   // One BullMQ worker per queue and partition served; the partitions of a queue share its
-  // `concurrency` slots (SharedSlots). BullMQ does not close a connection it was given: ours to
-  // quit after `worker.close()`.
+  // `concurrency` slots (SharedSlots; one partition alone: BullMQ's own concurrency). BullMQ does
+  // not close a connection it was given: ours to quit after `worker.close()`.
   const consumers = queues.flatMap((queue) => served.map((partition) => ({ queue, partition })));
-  const slots = new Map(queues.map((queue) => [queue, new SharedSlots(concurrency)]));
+  const slots = new Map(queues.map((queue) => [queue, served.length > 1 ? new SharedSlots(concurrency) : undefined]));
   const workerConnections = consumers.map(() => redis.duplicate());
   const workers = consumers.map(({ queue, partition }, i) => {
-    const slot = slots.get(queue)!;
+    const slot = slots.get(queue);
     const partitionKeys = partitions.all[partition]!;
     const worker: Worker = new Worker(
       partitionKeys.stepQueueOf(queue),
-      (job: Job, token?: string) => slot.run(worker, job, () => processJob(job, token)),
+      slot ? (job: Job, token?: string) => slot.run(worker, job, () => processJob(job, token)) : processJob,
       {
         connection: workerConnections[i]!,
         prefix: partitionKeys.prefix,
@@ -278,7 +278,7 @@ export async function startWorker(options: WorkerOptions): Promise<QueueflowWork
         settings: { backoffStrategy: stepBackoff },
       },
     );
-    slot.add(worker);
+    slot?.add(worker);
     worker.on('error', onError);
     worker.on('failed', (job, error) => {
       if (!job) return;
