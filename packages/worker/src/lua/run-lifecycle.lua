@@ -368,6 +368,16 @@ local function takeWake(o, wakes)
   return false
 end
 
+-- The run's holds in other partitions end: a hand-off per address of `remote` (a set) consumes
+-- ('consume') or gives back ('release') what it holds there in the current epoch, and the next
+-- epoch begins.
+local function endHolds(m, runKey, remote, kind)
+  if not next(remote) then return end
+  local epoch = redis.call('HGET', runKey, 'holdEpoch') or '0'
+  for address in pairs(remote) do handOff(m, runKey, m.runId, { t = kind, a = address, e = epoch }) end
+  redis.call('HINCRBY', runKey, 'holdEpoch', 1)
+end
+
 -- A step that will not commit gives its reserved messages back, at the head of their mailboxes
 -- and in their order. The reserved hash holds a<ordinal> = address, m<ordinal> = message, and
 -- r<ordinal> = address for a message held in another partition (hold-message.lua), which a
@@ -388,11 +398,7 @@ local function releaseReserved(reservedKey, m, wakes, runKey)
     redis.call('LPUSH', mailboxKey(m, addresses[ordinal]), messages[ordinal])
     collectWaiters(m, addresses[ordinal], wakes)
   end
-  if next(remote) then
-    local epoch = redis.call('HGET', runKey, 'holdEpoch') or '0'
-    for address in pairs(remote) do handOff(m, runKey, m.runId, { t = 'release', a = address, e = epoch }) end
-    redis.call('HINCRBY', runKey, 'holdEpoch', 1)
-  end
+  endHolds(m, runKey, remote, 'release')
   redis.call('DEL', reservedKey)
 end
 
@@ -404,10 +410,6 @@ local function consumeReserved(reservedKey, m, runKey)
   for i = 1, #fields, 2 do
     if string.sub(fields[i], 1, 1) == 'r' then remote[fields[i + 1]] = true end
   end
-  if next(remote) then
-    local epoch = redis.call('HGET', runKey, 'holdEpoch') or '0'
-    for address in pairs(remote) do handOff(m, runKey, m.runId, { t = 'consume', a = address, e = epoch }) end
-    redis.call('HINCRBY', runKey, 'holdEpoch', 1)
-  end
+  endHolds(m, runKey, remote, 'consume')
   redis.call('DEL', reservedKey)
 end
