@@ -58,7 +58,12 @@ describe('tracing: one trace per run across the client and 2 worker processes', 
       concurrency: 1,
       env: { NODE_OPTIONS: `--import ${PRELOAD}`, QF_SPAN_DIR: spanDir },
     };
-    workers = await Promise.all([spawnWorker(options), spawnWorker(options)]);
+    // The first worker serves the default queue, the second `last`'s own: both take steps of the run
+    // whatever the timing (on one queue, the first could take them all).
+    workers = await Promise.all([
+      spawnWorker({ ...options, queues: ['default'] }),
+      spawnWorker({ ...options, queues: ['traced-last'] }),
+    ]);
     const address = `tracing-${prefix}`;
     // The caller's own span: the run joins the trace it is started in.
     const outer = trace.getTracer('test').startSpan('request');

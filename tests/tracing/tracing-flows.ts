@@ -1,8 +1,8 @@
 /**
  * Flows for the tracing test, loaded by worker processes. `traced`: `first` sends a message to
  * `params.address`, `loop` visits itself `loops` times, `fan` (a ParallelBatchFlow) runs two
- * child runs of `child`, `items` (a ParallelBatchNode) three items, and `last` fails its first
- * try. `listener` waits for the message `first` sent.
+ * child runs of `child`, `items` (a ParallelBatchNode) three items, and `last` (on queue
+ * `traced-last`) fails its first try. `listener` waits for the message `first` sent.
  */
 import { defineFlow, Flow, Node, ParallelBatchFlow, ParallelBatchNode } from '@queueflow/runtime';
 
@@ -56,7 +56,9 @@ class Items extends ParallelBatchNode<S> {
 
 class Last extends Node<S> {
   constructor() {
-    super({ name: 'last', maxRetries: 2 });
+    // A queue of its own, which only the second worker of the test serves: the run's steps
+    // deterministically run on both worker processes.
+    super({ name: 'last', maxRetries: 2, queue: 'traced-last' });
   }
   override exec(): void {
     if (this.currentRetry === 0) throw new Error('the first try of last fails');
