@@ -1025,19 +1025,36 @@ export class RedisRunStore implements RunStore {
 
   /**
    * Each partition keeps its own copy of a value its runs claimed (every claim stays within one
-   * script); a value is read from the first partition that holds it.
+   * script). With several partitions, one EXISTS per value and partition, all at once, finds which
+   * partitions hold each value, then each value is read once, from the first of them: two round
+   * trips, and no text read twice.
    */
   async values(hashes: readonly string[]): Promise<(string | undefined)[]> {
     if (hashes.length === 0) return [];
-    const texts: (string | undefined)[] = hashes.map(() => undefined);
-    for (const keys of this.partitions.all) {
-      const missing = hashes.flatMap((hash, i) => (texts[i] === undefined ? [i] : []));
-      if (missing.length === 0) break;
-      const read = await this.redis.mget(...missing.map((i) => keys.value(hashes[i]!)));
-      missing.forEach((i, k) => {
-        texts[i] = read[k] ?? undefined;
-      });
+    if (this.partitions.count === 1) {
+      const texts = await this.redis.mget(...hashes.map((hash) => this.home.value(hash)));
+      return texts.map((text) => text ?? undefined);
     }
+    const held = await Promise.all(
+      this.partitions.all.map(async (keys) => {
+        const pipeline = this.redis.pipeline();
+        for (const hash of hashes) pipeline.exists(keys.value(hash));
+        return ((await pipeline.exec()) ?? []).map(([, found]) => Number(found) === 1);
+      }),
+    );
+    const texts: (string | undefined)[] = hashes.map(() => undefined);
+    const byPartition = new Map<number, number[]>(); // partition -> indices of the hashes read there
+    hashes.forEach((_, i) => {
+      const partition = held.findIndex((found) => found[i]);
+      if (partition !== -1) byPartition.set(partition, [...(byPartition.get(partition) ?? []), i]);
+    });
+    await Promise.all(
+      [...byPartition].map(async ([partition, indices]) => {
+        const keys = this.partitions.all[partition]!;
+        const read = await this.redis.mget(...indices.map((i) => keys.value(hashes[i]!)));
+        indices.forEach((i, k) => (texts[i] = read[k] ?? undefined));
+      }),
+    );
     return texts;
   }
 
