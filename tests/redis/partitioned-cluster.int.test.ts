@@ -96,7 +96,7 @@ describe('a store of 16 partitions on a 3-master cluster', () => {
     }
   });
 
-  it('runs sequential runs and a fan-out whose children live with their parent', async () => {
+  it('runs sequential runs and a fan-out whose children go round the partitions', async () => {
     const { engine } = await open('partitioned-runs');
     const results = await Promise.all(Array.from({ length: 20 }, () => engine.run(counting, { n: 0 })));
     for (const result of results) expect(result).toMatchObject({ status: 'completed', shared: { n: 2 } });
@@ -106,7 +106,10 @@ describe('a store of 16 partitions on a 3-master cluster', () => {
     const partitions = new Partitions('{x}', PARTITIONS);
     const children = await engine.children(fanned.id, { limit: 40 });
     expect(children).toHaveLength(40);
-    for (const child of children) expect(partitions.indexOf(child.runId!)).toBe(partitions.indexOf(fanned.id));
+    const home = partitions.indexOf(fanned.id);
+    for (const child of children) expect(partitions.indexOf(child.runId!)).toBe((home + child.index) % PARTITIONS);
+    expect(new Set(children.map((child) => partitions.indexOf(child.runId!))).size).toBe(PARTITIONS);
+    expect(children.every((child) => child.status === 'completed')).toBe(true);
   });
 
   it('lists runs of every partition, newest first', async () => {

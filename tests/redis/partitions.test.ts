@@ -28,11 +28,23 @@ describe('partitionPrefixes', () => {
 describe('Partitions', () => {
   const partitions = new Partitions('{qf}', 16);
 
-  it('puts a fan-out child and every task of a run in its root run’s partition', () => {
+  it('puts every task of a run in its run’s partition', () => {
     const root = 'Z0aB3x9QkLm2nP4rS6tUv';
     const at = partitions.indexOf(root);
-    for (const id of [`${root}.3.17`, `${root}.3.17.0.2`, `${root}-4`, `${root}-4-p2`, `${root}.1.0-2-i9`])
-      expect(partitions.indexOf(id)).toBe(at);
+    for (const id of [`${root}-4`, `${root}-4-p2`, `${root}-1-i9`]) expect(partitions.indexOf(id)).toBe(at);
+    const child = `${root}.3.17`;
+    for (const id of [`${child}-0`, `${child}-2-p1`, `${child}-1-i9`])
+      expect(partitions.indexOf(id)).toBe(partitions.indexOf(child));
+  });
+
+  it('puts the children of a fan-out round the partitions, from their parent’s', () => {
+    const root = 'Z0aB3x9QkLm2nP4rS6tUv';
+    const at = partitions.indexOf(root);
+    expect(partitions.indexOf(`${root}.3.0`)).toBe(at);
+    const children = Array.from({ length: 32 }, (_, i) => partitions.indexOf(`${root}.3.${i}`));
+    expect(children).toEqual(children.map((_, i) => (at + i) % 16));
+    // Nested: a grandchild counts its parent's index and its own.
+    expect(partitions.indexOf(`${root}.3.5.1.2`)).toBe((at + 7) % 16);
   });
 
   it('spreads 1,000 run ids over every partition', () => {

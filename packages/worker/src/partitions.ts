@@ -49,9 +49,11 @@ export function partitionPrefixes(prefix: string, count: number): string[] {
  * Where each key of a deployment lives when its store is split into partitions (issue 18, README
  * "Scaling out"). A partition is a hash tag: everything one transition script touches is in one
  * partition, so each script stays atomic on a Redis Cluster, and the partitions spread over its
- * masters. A run lives in the partition of its root run's id (a fan-out child with its parent), its
- * tasks in that partition's BullMQ queues. Partition 0 is home to what the deployment shares: the
- * partition count itself, the worker registry, budgets, schedules and their ticks.
+ * masters. A root run lives in the partition of its id, its fan-out children round the partitions
+ * from there (see {@link Partitions.indexOf}); a run's tasks are in its partition's BullMQ queues.
+ * Partition 0 is home to what the deployment shares: the partition count itself, the worker
+ * registry, budgets, schedules and their ticks. What crosses partitions is handed off (README
+ * "Scaling out").
  */
 export class Partitions {
   /** The keys of each partition, partition 0 first. */
@@ -72,15 +74,23 @@ export class Partitions {
   }
 
   /**
-   * The partition of a run, or of a task (a task id starts with its run's id): that of its root run,
-   * the id before the first `.` (a fan-out child is `<parent>.<step>.<index>`) or `-` (a task id is
-   * `<run id>-<step>`, `…-p<park>`, `…-i<item>`; run ids hold no `-`).
+   * The partition of a run, or of a task (a task id is its run's id, `-`, and more: `<run>-<step>`,
+   * `…-p<park>`, `…-i<item>`; run ids hold no `-`). A root run lives in the partition of its id's
+   * hash slot; a fan-out child (`<parent>.<step>.<index>`, nested as deep as fan-outs nest) that
+   * many places further, counting the sum of the indices in its id: the children of one fan-out
+   * go round the partitions, so a large fan-out spreads over the masters.
    */
   indexOf(runOrTaskId: string): number {
     if (this.count === 1) return 0;
-    const end = runOrTaskId.search(/[.-]/);
-    const root = end === -1 ? runOrTaskId : runOrTaskId.slice(0, end);
-    return keySlot(root) % this.count;
+    const dash = runOrTaskId.indexOf('-');
+    const runId = dash === -1 ? runOrTaskId : runOrTaskId.slice(0, dash);
+    const dot = runId.indexOf('.');
+    if (dot === -1) return keySlot(runId) % this.count;
+    // `<root>.<step>.<index>[.<step>.<index>…]`: the indices are every other part from the third.
+    const parts = runId.split('.');
+    let offset = 0;
+    for (let i = 2; i < parts.length; i += 2) offset += Number(parts[i]);
+    return (keySlot(parts[0]!) + offset) % this.count;
   }
 
   /** The keys of the partition of a run (or task): see {@link Partitions.indexOf}. */

@@ -402,6 +402,7 @@ export class RedisRunStore implements RunStore {
   }
 
   async commit(at: StoredRun, mode: CommitMode, fields: CommitFields, report?: ChildReport): Promise<CommitReply> {
+    if (report && this.partitions.count > 1) return this.commitApart(at, mode, fields, report);
     const keys = report
       ? [...this.keysOf(at.id).runKeys(at.id), ...this.keysOf(report.parent.id).runKeys(report.parent.id)]
       : this.keysOf(at.id).runKeys(at.id);
@@ -474,6 +475,38 @@ export class RedisRunStore implements RunStore {
     };
   }
 
+  /**
+   * Commits a step of a fan-out child on a store of several partitions, where the child and its
+   * parent may live apart (Partitions.indexOf) and no script may touch both: the child's end is
+   * recorded in its own partition (commit-step.lua), then applied to its parent in the parent's
+   * (child-ended.lua, once per child index). Should the caller die in between, the child's task
+   * (its job, or its entry among the caller's taken tasks) is delivered again, finds the child
+   * ended and reports it (FanOutDriver.reportEnded). The child an end starts for the caller to take
+   * (ChildEndReport.take) is made next, in its own partition.
+   */
+  private async commitApart(
+    at: StoredRun,
+    mode: CommitMode,
+    fields: CommitFields,
+    report: ChildReport,
+  ): Promise<CommitReply> {
+    const reply = await this.commit(at, mode, fields);
+    if (reply.result !== 'committed' || (mode !== 'completed' && mode !== 'failed')) return reply;
+    const { parent: of, ...end } = report;
+    const outcome = report.outcome ?? childOutcomeOf(mode, fields);
+    const take = report.take === true && fields.takenBy !== undefined;
+    let parent = await this.childEnded(of.id, of.step, of.index, {
+      ...end,
+      ...(outcome ? { outcome } : {}),
+      take,
+    });
+    if (take && parent.type === 'recorded' && parent.start) {
+      const [made] = await this.makeChildren(of.id, of.step, [parent.start.first], fields.takenBy);
+      if (made) parent = { ...parent, made };
+    }
+    return { ...reply, parent };
+  }
+
   async stageInputs(runId: string, step: number, firstIndex: number, inputs: readonly string[]): Promise<void> {
     if (inputs.length === 0) return;
     const key = this.keysOf(runId).inputs(runId, step);
@@ -521,22 +554,84 @@ export class RedisRunStore implements RunStore {
   }
 
   async createChildren(parentId: string, parentStep: number, indices: readonly number[]): Promise<StoredRun[]> {
+    return this.makeChildren(parentId, parentStep, indices);
+  }
+
+  /**
+   * Makes the records of fan-out children as they start: those of the parent's partition in one
+   * script there (create-children.lua), which also reads the inputs of the others; those in one
+   * script per partition of theirs (place-children.lua). A child made elsewhere while its parent
+   * ended (cancelled, failed fast: its cascade found no record to cancel) is cancelled here.
+   *
+   * @param takenBy a worker that runs the first child made itself: that child's first step joins
+   *   the worker's taken tasks in the same script (ChildEndReport.take).
+   * @returns the records made, as {@link RedisRunStore.load} would give them.
+   */
+  private async makeChildren(
+    parentId: string,
+    parentStep: number,
+    indices: readonly number[],
+    takenBy?: string,
+  ): Promise<StoredRun[]> {
     if (indices.length === 0) return [];
+    const parentKeys = this.keysOf(parentId);
+    const home = this.partitions.indexOf(parentId);
+    const idOf = (index: number | string): string => childRunId(parentId, parentStep, Number(index));
+    const partitionOf = (index: number | string): number => this.partitions.indexOf(idOf(index));
+    const now = String(this.clock.now());
     const options = {
-      runPrefix: this.keysOf(parentId).runPrefix(),
+      runPrefix: parentKeys.runPrefix(),
       parentId,
       parentStep,
-      now: String(this.clock.now()),
-      indices,
+      now,
+      indices: indices.filter((index) => partitionOf(index) === home),
+      elsewhere: indices.filter((index) => partitionOf(index) !== home),
+      ...(takenBy === undefined ? {} : { takenKey: parentKeys.taken(takenBy) }),
     };
-    const made = (await this.redis.createChildren(
-      this.keysOf(parentId).fanOut(parentId),
-      this.keysOf(parentId).inputs(parentId, parentStep),
+    const [made, given] = (await this.redis.createChildren(
+      parentKeys.fanOut(parentId),
+      parentKeys.inputs(parentId, parentStep),
       JSON.stringify(options),
-    )) as [number, (string | number)[]][];
-    return made.map(([index, fields]) =>
-      runOfHash(childRunId(parentId, parentStep, index), hashOfList(fields.map(String))),
+    )) as [MadeChild[], [string, string, string, string, string[]] | []];
+    const runs = made.map((child) => childRecord(idOf(child[0]), child));
+    if (given.length === 0) return runs;
+    const [flow, fingerprint, childTarget, priority, inputs] = given;
+    const byPartition = new Map<number, string[]>(); // partition -> index, input pairs
+    for (let i = 0; i < inputs.length; i += 2) {
+      const partition = partitionOf(inputs[i]!);
+      byPartition.set(partition, [...(byPartition.get(partition) ?? []), inputs[i]!, inputs[i + 1]!]);
+    }
+    const placed = await Promise.all(
+      [...byPartition].map(async ([partition, pairs]) => {
+        const keys = this.partitions.all[partition]!;
+        const placement = {
+          runPrefix: keys.runPrefix(),
+          parentId,
+          parentStep,
+          now,
+          flow,
+          fingerprint,
+          childTarget,
+          priority,
+          ...(takenBy === undefined ? {} : { takenKey: keys.taken(takenBy) }),
+        };
+        const children = (await this.redis.placeChildren(
+          keys.run(idOf(pairs[0]!)),
+          JSON.stringify(placement),
+          ...pairs,
+        )) as MadeChild[];
+        return children.map((child) => childRecord(idOf(child[0]), child));
+      }),
     );
+    const elsewhere = placed.flat();
+    if (elsewhere.length === 0) return runs;
+    const [status, step] = await Promise.all([
+      this.redis.hget(parentKeys.run(parentId), 'status'),
+      this.redis.hget(parentKeys.fanOut(parentId), 'step'),
+    ]);
+    if (status === 'waiting' && step === String(parentStep)) return [...runs, ...elsewhere];
+    await Promise.all(elsewhere.map((child) => this.cancel(child.id)));
+    return runs;
   }
 
   async childEnded(
@@ -559,10 +654,18 @@ export class RedisRunStore implements RunStore {
       ...(report.values?.length ? { values: report.values } : {}),
       ...(report.take ? { take: true } : {}),
     };
+    // The child claimed them in its own partition: the parent's gets copies (a value's copies
+    // are per partition; see RedisRunStore.values).
+    const staged =
+      report.values?.length && this.partitions.count > 1
+        ? await this.stageValues(parentId, { refs: report.values, texts: {} }, true)
+        : [];
     const [code, first, count] = (await this.redis.childEnded(
       ...this.keysOf(parentId).runKeys(parentId),
       JSON.stringify(options),
+      ...staged,
     )) as [number, number, number];
+    await this.dropStaged(staged); // those not claimed (a duplicate end); the others were renamed
     return childEndedResult(code, first, count);
   }
 
@@ -1058,7 +1161,6 @@ export class RedisRunStore implements RunStore {
     return texts;
   }
 
-  /** What a script that claims or releases values reads (claimValues in run-lifecycle.lua). */
   /**
    * Stores the texts of a claim's values that may not be stored yet under staging keys, before the
    * transition that claims them, and returns the hash, staging key pairs its script takes after its
@@ -1067,10 +1169,14 @@ export class RedisRunStore implements RunStore {
    * A transition that is refused (stale, or an idempotency key held) leaves them to
    * {@link RedisRunStore.dropStaged}; a staged text expires after `STAGED_VALUE_SECONDS` should its
    * transition never reach Redis.
+   *
+   * @param copy also stage copies of the values `claim` references without bringing them that
+   *   `runId`'s partition does not hold ({@link RedisRunStore.copiedValues}): for a new run (fork,
+   *   retry), and a parent claiming its child's values.
    */
-  private async stageValues(runId: string, claim: ValueClaim | undefined, created = false): Promise<string[]> {
+  private async stageValues(runId: string, claim: ValueClaim | undefined, copy = false): Promise<string[]> {
     const texts = { ...claim?.texts };
-    if (created && claim && this.partitions.count > 1) Object.assign(texts, await this.copiedValues(runId, claim));
+    if (copy && claim && this.partitions.count > 1) Object.assign(texts, await this.copiedValues(runId, claim));
     const entries = Object.entries(texts);
     if (entries.length === 0) return [];
     const keys = this.keysOf(runId);
@@ -1087,9 +1193,9 @@ export class RedisRunStore implements RunStore {
   }
 
   /**
-   * The texts of the values a new run claims without bringing them (a fork's or a retry's, held by
-   * the run it came from) that its partition does not hold: read from another partition, to be
-   * copied into its own.
+   * The texts of the values a run claims without bringing them (a fork's or a retry's, held by the
+   * run it came from; a child's outcome's, claimed for its parent) that its partition does not
+   * hold: read from another partition, to be copied into its own.
    */
   private async copiedValues(runId: string, claim: ValueClaim): Promise<Record<string, string>> {
     const held = claim.refs.filter((hash) => claim.texts[hash] === undefined);
@@ -1176,6 +1282,13 @@ function streamEntryOf([id, flat]: RawStreamEntry): StoredStreamEntry {
     data: decodeJson(fields.d ?? 'null'),
     ...(fields.i === undefined ? {} : { item: Number(fields.i) }),
   };
+}
+
+/** A child record as create-children.lua and place-children.lua return it: index, flat fields. */
+type MadeChild = [number | string, (string | number)[]];
+
+function childRecord(id: string, [, fields]: MadeChild): StoredRun {
+  return runOfHash(id, hashOfList(fields.map(String)));
 }
 
 function childEndedResult(code: number, first: number, count: number): ChildEndedResult {

@@ -8,6 +8,7 @@ const SCRIPTS: Record<ScriptName, { file: string; keys?: number; budget?: true; 
   commitStep: { file: 'commit-step.lua' },
   fanOut: { file: 'fan-out.lua', keys: 9 },
   createChildren: { file: 'create-children.lua', keys: 2 },
+  placeChildren: { file: 'place-children.lua', keys: 1 },
   childEnded: { file: 'child-ended.lua', keys: 8 },
   cancelRun: { file: 'cancel-run.lua', keys: 8 },
   reopenRun: { file: 'reopen-run.lua', keys: 8 },
@@ -36,6 +37,7 @@ type ScriptName =
   | 'commitStep'
   | 'fanOut'
   | 'createChildren'
+  | 'placeChildren'
   | 'childEnded'
   | 'cancelRun'
   | 'reopenRun'

@@ -50,8 +50,11 @@ export interface RunStore {
 
   /**
    * Commits the outcome of the step the run stood at (`at`), only if it still stands there.
-   * For a fan-out child, `report` records its end on the parent in the same transition when the
-   * run ends here. See {@link CommitMode} for what each mode writes.
+   * For a fan-out child, `report` records its end on the parent when the run ends here: in the
+   * same transition where child and parent live together; else right after it, as
+   * {@link RunStore.childEnded} would (a store of several partitions). A caller that dies in
+   * between leaves the child's task to be delivered again, which finds the child ended and reports
+   * it (once per child index). See {@link CommitMode} for what each mode writes.
    */
   commit(at: StoredRun, mode: CommitMode, fields: CommitFields, report?: ChildReport): Promise<CommitReply>;
   /**
@@ -68,7 +71,9 @@ export interface RunStore {
    * Creates the records of the child runs at `indices` of the fan-out `parentId` made at
    * `parentStep`, from their staged inputs, as they start (a window of them at a time): `running`
    * (the parent has started them; its window is what runs at once), with `startedAt`. A record
-   * that exists is left as it is. Returns the records made, as {@link RunStore.load} would.
+   * that exists is left as it is, and a parent that no longer waits on the fan-out gets none (or,
+   * where children live apart from their parent, gets them cancelled). Returns the records made,
+   * as {@link RunStore.load} would.
    */
   createChildren(parentId: string, parentStep: number, indices: readonly number[]): Promise<StoredRun[]>;
   /**

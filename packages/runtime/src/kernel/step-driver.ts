@@ -841,7 +841,7 @@ export class StepDriver {
 
   /**
    * Commits, and does what follows a refused or cancelling commit. A fan-out child that ends
-   * here reports to its parent in the same commit.
+   * here reports to its parent with the commit (RunStore.commit).
    */
   private async commit(
     run: StoredRun,

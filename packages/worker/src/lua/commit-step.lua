@@ -100,8 +100,9 @@ local function takeChild(parent)
   local fanOutKey = KEYS[12]
   local fanOut = redis.call('HMGET', fanOutKey, 'flow', 'fingerprint', 'childTarget', 'inputs')
   if not fanOut[3] or not fanOut[4] then return false end
-  local c = { runPrefix = o.runPrefix, parentId = p.id, parentStep = tostring(p.step), inputsKey = fanOut[4], now = now }
-  local fields = makeChild(fanOut, redis.call('HGET', KEYS[9], 'priority'), c, parent[2])
+  local c = { runPrefix = o.runPrefix, parentId = p.id, parentStep = tostring(p.step), now = now }
+  local fields = makeChild(fanOut, redis.call('HGET', KEYS[9], 'priority'), c, parent[2],
+    redis.call('HGET', fanOut[4], parent[2]))
   if fields then redis.call('SADD', o.takenKey, p.id .. '.' .. c.parentStep .. '.' .. parent[2] .. '-0') end
   return fields
 end

@@ -5,24 +5,48 @@
   delta against the parent's snapshot) and the parent's priority (makeChild in run-lifecycle.lua).
   A record that exists (a redelivery) is left as it is; a fan-out that is not the parent's current
   one, or a parent that no longer waits on it (cancelled, failed fast), creates nothing.
+  Children that live in another partition (Partitions.indexOf) cannot be made here: their inputs
+  are returned, for place-children.lua in their partitions.
 
   KEYS[1] the parent's fan-out hash   KEYS[2] the fan-out's staged inputs (hash: index -> checkpoint)
   ARGV[1] options, JSON: runPrefix (key prefix of run hashes), parentId, parentStep, now (epoch ms),
-          indices (the children to create)
+          indices (the children to create here), elsewhere (the children of other partitions),
+          takenKey (optional: a worker's set of taken tasks; the first child made joins it as its
+          first step's task id `<child id>-0`: the worker runs it itself, ChildEndReport.take)
 
-  Returns the records created: for each, its index and its fields as a flat list of fields and
-  values (what HGETALL would give), so the caller needs no read to run its first step.
+  Returns { created, given }:
+    created: the records created, each as its index and its fields as a flat list of fields and
+             values (what HGETALL would give), so the caller needs no read to run its first step
+    given:   for `elsewhere` (empty when nothing may start): { flow, fingerprint, childTarget,
+             priority ('' none), inputs } with inputs a flat list of index, checkpoint pairs
 ]]
 local o = cjson.decode(ARGV[1])
 local fanOut = redis.call('HMGET', KEYS[1], 'step', 'flow', 'fingerprint', 'childTarget')
-if fanOut[1] ~= tostring(o.parentStep) or not fanOut[4] then return {} end
+if fanOut[1] ~= tostring(o.parentStep) or not fanOut[4] then return { {}, {} } end
 local parent = redis.call('HMGET', o.runPrefix .. o.parentId, 'status', 'priority')
-if parent[1] ~= 'waiting' then return {} end
-local c = { runPrefix = o.runPrefix, parentId = o.parentId, parentStep = tostring(o.parentStep), inputsKey = KEYS[2],
-  now = o.now }
+if parent[1] ~= 'waiting' then return { {}, {} } end
+local basics = { fanOut[2], fanOut[3], fanOut[4] }
+local c = { runPrefix = o.runPrefix, parentId = o.parentId, parentStep = tostring(o.parentStep), now = o.now }
 local created = {}
 for _, index in ipairs(o.indices) do
-  local fields = makeChild({ fanOut[2], fanOut[3], fanOut[4] }, parent[2], c, index)
-  if fields then table.insert(created, { index, fields }) end
+  local fields = makeChild(basics, parent[2], c, index, redis.call('HGET', KEYS[2], index))
+  if fields then
+    if type(o.takenKey) == 'string' and #created == 0 then
+      redis.call('SADD', o.takenKey, o.parentId .. '.' .. c.parentStep .. '.' .. index .. '-0')
+    end
+    table.insert(created, { index, fields })
+  end
 end
-return created
+local given = {}
+if type(o.elsewhere) == 'table' and #o.elsewhere > 0 then
+  local inputs = {}
+  for _, index in ipairs(o.elsewhere) do
+    local checkpoint = redis.call('HGET', KEYS[2], index)
+    if checkpoint then
+      table.insert(inputs, index)
+      table.insert(inputs, checkpoint)
+    end
+  end
+  given = { basics[1], basics[2], basics[3], parent[2] or '', inputs }
+end
+return { created, given }

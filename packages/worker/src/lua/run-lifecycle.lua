@@ -150,7 +150,8 @@ end
   keys: the parent's keys (runKeys in redis-keys.ts)
   c: { parentId, parentStep, index, outcome (JSON), ok ('1'|'0'), failFast ('1'|'0'),
        parentError (JSON, used when the parent fails fast), errorRecord (JSON or ''),
-       values (hashes the outcome references, claimed for the parent; stored already),
+       values (hashes the outcome references, claimed for the parent; stored already, or staged
+       as c.staged: hash -> staging key, see stagedValues),
        take (true: the caller runs the next child itself; see ChildEndReport.take),
        now, channel, changes, retention, maxErrors, valuePrefix, valuesSuffix }
   Returns { code, first, count }:
@@ -174,7 +175,8 @@ local function recordChildEnd(keys, c)
     if ended >= total then return { 3, -1, 0 } end
     return { 4, -1, 0 }
   end
-  claimValues(runKey, c.parentId, c.values, {}, c) -- the values the outcome's patch references
+  -- The values the outcome's patch references (c.staged: copies from the child's partition).
+  claimValues(runKey, c.parentId, c.values, c.staged or {}, c)
   if c.ok == '1' then
     -- A completed item's input is read no more (a retry runs again only what did not complete):
     -- it goes now, so a large fan-out holds the inputs of the items still to do, not of all.
@@ -216,16 +218,18 @@ local function recordChildEnd(keys, c)
 end
 
 --[[
-  Makes the record of child `index` of a waiting parent's fan-out, from its staged input, as it
-  starts: running (its parent started it), with its first checkpoint (a delta against the
-  parent's snapshot) and the parent's priority. A record that exists (a redelivery) is left as it
-  is. Returns its fields as a flat list (what HGETALL would give), or false when nothing was made.
-  fanOut: HMGET of the fan-out hash's flow, fingerprint, childTarget; priority: the parent's or nil
-  c: { runPrefix, parentId, parentStep, inputsKey (the staged inputs hash), now }
+  Makes the record of child `index` of a waiting parent's fan-out as it starts, from its staged
+  input `checkpoint` (a delta against the parent's snapshot; nil: none staged, nothing made):
+  running (its parent started it), with the parent's priority. A record that exists (a
+  redelivery) is left as it is. Returns its fields as a flat list (what HGETALL would give), or
+  false when nothing was made. The child may live in another partition than its parent
+  (Partitions.indexOf): then its parent's script read the input and this one runs in the child's
+  partition (place-children.lua).
+  fanOut: { flow, fingerprint, childTarget } of the fan-out; priority: the parent's or nil
+  c: { runPrefix (of the child's partition), parentId, parentStep, now }
 ]]
-local function makeChild(fanOut, priority, c, index)
+local function makeChild(fanOut, priority, c, index, checkpoint)
   local childKey = c.runPrefix .. c.parentId .. '.' .. c.parentStep .. '.' .. index
-  local checkpoint = redis.call('HGET', c.inputsKey, index)
   if not checkpoint or redis.call('EXISTS', childKey) == 1 then return false end
   local fields = { 'flow', fanOut[1], 'fingerprint', fanOut[2], 'status', 'running', 'step', 0, 'attempt', 0,
     'createdAt', c.now, 'startedAt', c.now, 'updatedAt', c.now, 'parentId', c.parentId,
