@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 
 const CLI = fileURLToPath(new URL('../../packages/worker/dist/cli.js', import.meta.url));
 
@@ -19,6 +19,11 @@ export interface WorkerProcessOptions {
   stalledIntervalMs?: number;
   /** Added to this process's environment. */
   env?: NodeJS.ProcessEnv;
+  /**
+   * A module the process imports before the CLI (`node --import`): a fault test's injection, such
+   * as a patched store method that kills the process at a chosen point.
+   */
+  preload?: string;
   /**
    * How long the worker may take to print `ready` before it is killed and the start fails with
    * its output, in ms: generous, so a loaded machine fails no test. @defaultValue 60000
@@ -45,6 +50,7 @@ export async function spawnWorker(options: WorkerProcessOptions): Promise<Worker
   const args = [
     '--import',
     'tsx',
+    ...(options.preload ? ['--import', pathToFileURL(options.preload).href] : []),
     CLI,
     'worker',
     '--flows',
