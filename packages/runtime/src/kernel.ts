@@ -63,7 +63,7 @@ export type { RunEventListener, RunEventSource } from './kernel/run-events.js';
 export { StepDriver, type StepDriverOptions } from './kernel/step-driver.js';
 export { RunClient, prepareRun, type RunClientOptions } from './kernel/run-client.js';
 export { ResultWaiter } from './kernel/result-waiter.js';
-export { cancelRun } from './kernel/cancel-run.js';
+export { cancelRun, resumeCascades } from './kernel/cancel-run.js';
 export {
   encodeCheckpoint,
   encodeChildStart,

@@ -204,6 +204,16 @@ export class RedisKeys {
     return `${this.prefix}:handoffs`;
   }
 
+  /**
+   * Sorted set: the runs of this partition whose fan-out's children are being cancelled (run id →
+   * when the cascade last went on, epoch ms): cancel-run.lua, or a child's end that failed its
+   * parent fast, adds the run; the cascade removes it when every child is cancelled; a worker's
+   * heartbeat finishes one whose canceller died (kernel/cancel-run.ts, resumeCascades).
+   */
+  cascades(): string {
+    return `${this.prefix}:cascades`;
+  }
+
   /** List: a run's hand-offs to other partitions, oldest first (JSON; the Lua prelude builds it as `run(id)` plus `:handoffs`). */
   runHandoffs(runId: string): string {
     return `${this.run(runId)}:handoffs`;

@@ -155,6 +155,7 @@ export class RedisRunStore implements RunStore {
       partition: index,
       partitions: this.partitions.count,
       handoffs: partition.handoffs(),
+      cascades: partition.cascades(),
       retention: options.retentionSeconds,
       maxErrors: options.maxErrors,
       maxRecords: options.maxStepRecords,
@@ -289,6 +290,20 @@ export class RedisRunStore implements RunStore {
       }
     }
     return woken;
+  }
+
+  async cascadesDue(olderThanMs: number, limit = 100): Promise<string[]> {
+    const before = this.clock.now() - olderThanMs;
+    const due = await Promise.all(
+      this.partitions.all.map((keys) => this.redis.zrangebyscore(keys.cascades(), '-inf', before, 'LIMIT', 0, limit)),
+    );
+    return due.flat();
+  }
+
+  async cascadeProgress(parentId: string, done: boolean): Promise<void> {
+    const key = this.keysOf(parentId).cascades();
+    if (done) await this.redis.zrem(key, parentId);
+    else await this.redis.zadd(key, 'XX', this.clock.now(), parentId);
   }
 
   async create(run: NewRun): Promise<{ created: true } | { created: false; runId: string }> {
@@ -685,6 +700,7 @@ export class RedisRunStore implements RunStore {
       now: String(this.clock.now()),
       changes: this.home.changes(),
       expiries: this.keysOf(runId).runsExpiries(),
+      cascades: this.keysOf(runId).cascades(),
       ...this.valueOptions(runId, undefined),
     };
     const [code, status, indices] = (await this.redis.reopenRun(

@@ -8,6 +8,7 @@ import {
   checkQueueName,
   invalidOption,
   observeGauges,
+  resumeCascades,
   runScheduleTick,
   systemClock,
 } from '@queueflow/runtime/kernel';
@@ -320,6 +321,8 @@ export async function startWorker(options: WorkerOptions): Promise<QueueflowWork
         driver.renewBudget(),
         // Hand-offs to other partitions whose transition's worker died before applying them.
         store.applyLateHandoffs(LATE_HANDOFF_MS).then((wakes) => scheduler.promote(wakes)),
+        // Cancels cascading to a fan-out's children whose canceller died in the middle.
+        resumeCascades(store, scheduler, LATE_CASCADE_MS),
       ]),
     recoverTaken: (taskIds) => driver.recoverTaken(taskIds),
     log,
@@ -361,6 +364,12 @@ export async function startWorker(options: WorkerOptions): Promise<QueueflowWork
  * transition's caller applies it at once, so one this old was left by a worker that died.
  */
 const LATE_HANDOFF_MS = 5000;
+
+/**
+ * How long a cascade of cancels may go without progress before a worker finishes it, in ms: its
+ * canceller reports progress after each batch of children (kernel/cancel-run.ts).
+ */
+const LATE_CASCADE_MS = 10_000;
 
 /** The partitions a worker serves: every one of `count`, or a non-empty list of them, each once. */
 function servedPartitions(partitions: unknown, count: number): number[] {

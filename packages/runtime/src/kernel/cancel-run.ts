@@ -1,4 +1,4 @@
-import { childRunId, type CancelResult, type RunStore } from './run-store.js';
+import { childRunId, isFinal, type CancelResult, type RunStore } from './run-store.js';
 import { taskOptionsOf, type Scheduler } from './scheduler.js';
 import { recordRunEnd } from '../telemetry/tracing.js';
 
@@ -26,7 +26,9 @@ export async function cancelRun(store: RunStore, scheduler: Scheduler, runId: st
 
 /**
  * Cancels the child runs of the fan-out `parentId` made at `parentStep`, and theirs in turn. Item
- * children need nothing: their tasks find the parent ended and stop.
+ * children need nothing: their tasks find the parent ended and stop. The store keeps the cascade
+ * recorded until it is done (RunStore.cascadesDue): should this process die in the middle, a
+ * worker finishes it ({@link resumeCascades}). Idempotent: a child cancelled already is left alone.
  */
 export async function cancelChildren(
   store: RunStore,
@@ -35,18 +37,34 @@ export async function cancelChildren(
   parentStep: number,
 ): Promise<void> {
   const fanOut = await store.fanOutOf(parentId);
-  if (!fanOut || fanOut.step !== parentStep || fanOut.request.kind !== 'runs') return;
-  // Only the children started have records (see RunStore.createChildren).
-  for (let first = 0; first < fanOut.started; first += CANCEL_BATCH) {
-    const ids = Array.from({ length: Math.min(CANCEL_BATCH, fanOut.started - first) }, (_, i) =>
-      childRunId(parentId, parentStep, first + i),
-    );
-    const cancelled = await Promise.all(ids.map((id) => cancelChild(store, scheduler, id)));
-    // Traced (the fan-out step had a trace context): each cancelled child's run span ends here.
-    const trace = fanOut.request.trace;
-    if (trace === undefined) continue;
-    const runs = await store.summaries(ids.filter((_, i) => cancelled[i]));
-    for (const run of runs) if (run) recordRunEnd({ ...run, trace }, 'cancelled', run.finishedAt ?? run.updatedAt);
+  if (fanOut && fanOut.step === parentStep && fanOut.request.kind === 'runs') {
+    // Only the children started have records (see RunStore.createChildren).
+    for (let first = 0; first < fanOut.started; first += CANCEL_BATCH) {
+      const ids = Array.from({ length: Math.min(CANCEL_BATCH, fanOut.started - first) }, (_, i) =>
+        childRunId(parentId, parentStep, first + i),
+      );
+      const cancelled = await Promise.all(ids.map((id) => cancelChild(store, scheduler, id)));
+      await store.cascadeProgress?.(parentId, false);
+      // Traced (the fan-out step had a trace context): each cancelled child's run span ends here.
+      const trace = fanOut.request.trace;
+      if (trace === undefined) continue;
+      const runs = await store.summaries(ids.filter((_, i) => cancelled[i]));
+      for (const run of runs) if (run) recordRunEnd({ ...run, trace }, 'cancelled', run.finishedAt ?? run.updatedAt);
+    }
+  }
+  await store.cascadeProgress?.(parentId, true);
+}
+
+/**
+ * Finishes the cascades of cancels whose canceller died (RunStore.cascadesDue, their last progress
+ * over `olderThanMs` ago): a worker's heartbeat calls it. A run reopened since (engine.retry) has
+ * left the store's record of cascades; one found not ended, or gone, is dropped from it.
+ */
+export async function resumeCascades(store: RunStore, scheduler: Scheduler, olderThanMs: number): Promise<void> {
+  for (const parentId of (await store.cascadesDue?.(olderThanMs)) ?? []) {
+    const parent = await store.position(parentId);
+    if (parent && isFinal(parent.status)) await cancelChildren(store, scheduler, parentId, parent.step);
+    else await store.cascadeProgress?.(parentId, true);
   }
 }
 

@@ -85,6 +85,15 @@ export interface RunStore {
   /** Cancels the run now (see {@link CancelResult}); messages its step reserved go back. */
   cancel(runId: string): Promise<{ result: CancelResult; wakes: string[] }>;
   /**
+   * The runs whose fan-out's children are being cancelled (a cancel that found the run waiting on
+   * them, {@link CancelResult} `cancelled-waiting`, or a child's end that failed it fast) and whose
+   * cascade has not gone on for `olderThanMs`: its canceller died. Optional: a store that lives and
+   * dies with its process has none to recover.
+   */
+  cascadesDue?(olderThanMs: number): Promise<string[]>;
+  /** Notes that the cascade of cancels from `parentId` goes on (now), or is `done`. See cascadesDue. */
+  cascadeProgress?(parentId: string, done: boolean): Promise<void>;
+  /**
    * Lets a `failed` or `cancelled` run go on from its last committed checkpoint: it becomes
    * `waiting` again when it waited on a fan-out (whose outcomes of children that did not complete
    * are dropped, their indices returned), `queued` when it never started, else `running`; its

@@ -8,7 +8,8 @@
              history list, stream
 
   ARGV[1] options, JSON: now (epoch ms), runId, retention (seconds), channel, changes,
-          mailboxPrefix, waitersPrefix
+          mailboxPrefix, waitersPrefix, cascades (the partition's runs whose children are being
+          cancelled: the run joins it with code 2, see RedisKeys.cascades)
 
   Returns { code, wakes }: code -1 no such run; 0 already ended; 1 cancelled now; 2 cancelled
           now while it was waiting on a fan-out (the caller cancels the children);
@@ -28,5 +29,9 @@ redis.call('PUBLISH', o.channel, cjson.encode({ type = 'cancel', runId = o.runId
 finish({ KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8] }, o.runId, 'cancelled', o.now, o)
 -- Waiting on children: its fan-out is of its current step (one of an earlier step has fanned in).
 local waitingOnChildren = status == 'waiting' and redis.call('HGET', KEYS[4], 'step') == redis.call('HGET', KEYS[1], 'step')
-if waitingOnChildren then return { 2, wakes } end
+if waitingOnChildren then
+  -- The caller cancels the children; should it die first, a worker's heartbeat does (cascades).
+  redis.call('ZADD', o.cascades, 'NX', o.now, o.runId)
+  return { 2, wakes }
+end
 return { 1, wakes }

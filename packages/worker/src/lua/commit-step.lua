@@ -84,7 +84,7 @@ local function toParent(status, outcome)
     failFast = failFast, parentError = p.parentError, errorRecord = errorRecord, now = now,
     channel = channel, changes = o.changes, retention = retention, maxErrors = o.maxErrors,
     runs = o.runs, expiries = o.expiries, values = p.values, valuePrefix = o.valuePrefix,
-    valuesSuffix = o.valuesSuffix, take = p.take,
+    valuesSuffix = o.valuesSuffix, take = p.take, cascades = o.cascades,
   })
 end
 

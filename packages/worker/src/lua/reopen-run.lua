@@ -10,7 +10,8 @@
 
   ARGV[1] options, JSON: runId, now (epoch ms), changes (channel), expiries (the runs index's
           expiry set: the run no longer expires), valuePrefix, valuesSuffix (its values no longer
-          expire either: holdValues in run-lifecycle.lua)
+          expire either: holdValues in run-lifecycle.lua), cascades (RedisKeys.cascades: the run
+          leaves it)
 
   Returns { code, status, indices }:
     code 1 reopened: `status` the run's new status, `indices` the children to run again
@@ -56,6 +57,7 @@ if idempotencyKey then redis.call('PERSIST', idempotencyKey) end
 local inputs = redis.call('HGET', KEYS[4], 'inputs')
 if inputs then redis.call('PERSIST', inputs) end
 redis.call('ZREM', o.expiries, o.runId)
+redis.call('ZREM', o.cascades, o.runId) -- a cascade not finished is void: its children go on too
 holdValues(KEYS[1], o.runId, o)
 changed(KEYS[1], o.runId, o)
 return { 1, status, indices }

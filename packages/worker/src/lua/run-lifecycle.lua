@@ -153,7 +153,8 @@ end
        values (hashes the outcome references, claimed for the parent; stored already, or staged
        as c.staged: hash -> staging key, see stagedValues),
        take (true: the caller runs the next child itself; see ChildEndReport.take),
-       now, channel, changes, retention, maxErrors, valuePrefix, valuesSuffix }
+       now, channel, changes, retention, maxErrors, valuePrefix, valuesSuffix,
+       cascades (RedisKeys.cascades: the parent joins it when it fails fast) }
   Returns { code, first, count }:
     0 ignored: the parent no longer waits on this fan-out
     1 recorded; start the `count` children from index `first` now (count 0: none)
@@ -194,6 +195,8 @@ local function recordChildEnd(keys, c)
     if c.failFast == '1' then
       redis.call('HSET', runKey, 'error', c.parentError)
       finish(keys, c.parentId, 'failed', c.now, c)
+      -- The caller cancels the siblings; should it die first, a worker's heartbeat does.
+      redis.call('ZADD', c.cascades, 'NX', c.now, c.parentId)
       return { 2, -1, 0 }
     end
   end
