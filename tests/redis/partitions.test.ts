@@ -31,10 +31,17 @@ describe('Partitions', () => {
   it('puts every task of a run in its run’s partition', () => {
     const root = 'Z0aB3x9QkLm2nP4rS6tUv';
     const at = partitions.indexOf(root);
-    for (const id of [`${root}-4`, `${root}-4-p2`, `${root}-1-i9`]) expect(partitions.indexOf(id)).toBe(at);
+    for (const id of [`${root}-4`, `${root}-4-p2`]) expect(partitions.indexOf(id)).toBe(at);
     const child = `${root}.3.17`;
-    for (const id of [`${child}-0`, `${child}-2-p1`, `${child}-1-i9`])
-      expect(partitions.indexOf(id)).toBe(partitions.indexOf(child));
+    for (const id of [`${child}-0`, `${child}-2-p1`]) expect(partitions.indexOf(id)).toBe(partitions.indexOf(child));
+  });
+
+  it('puts the tasks of a ParallelBatchNode’s items round the partitions, from their run’s', () => {
+    const root = 'Z0aB3x9QkLm2nP4rS6tUv';
+    const at = partitions.indexOf(root);
+    const items = Array.from({ length: 20 }, (_, i) => partitions.indexOf(`${root}-1-i${i}`));
+    expect(items).toEqual(items.map((_, i) => (at + i) % 16));
+    expect(partitions.indexOf(`${root}.3.17-1-i2`)).toBe((at + 19) % 16);
   });
 
   it('puts the children of a fan-out round the partitions, from their parent’s', () => {

@@ -11,7 +11,7 @@ import {
   type TaskOptions,
   type WakeTask,
 } from '@queueflow/runtime/kernel';
-import { Partitions } from './partitions.js';
+import { Partitions, groupBy } from './partitions.js';
 import type { RedisKeys } from './redis-keys.js';
 import { withScripts } from './scripts.js';
 
@@ -105,13 +105,8 @@ export class BullmqScheduler implements Scheduler {
   }
 
   async addFirstSteps(runIds: readonly string[], target: StepTarget, options: TaskOptions = {}): Promise<void> {
-    const byPartition = new Map<number, string[]>();
-    for (const runId of runIds) {
-      const partition = this.partitions.indexOf(runId);
-      byPartition.set(partition, [...(byPartition.get(partition) ?? []), runId]);
-    }
     await Promise.all(
-      [...byPartition].map(async ([partition, ids]) =>
+      [...groupBy(runIds, (runId) => this.partitions.indexOf(runId))].map(async ([partition, ids]) =>
         (await this.queueFor(target, partition)).addBulk(
           ids.map((runId) => jobOf({ type: 'step', runId, step: 0 }, target.maxAttempts, 0, options.priority)),
         ),
@@ -128,10 +123,13 @@ export class BullmqScheduler implements Scheduler {
   ): Promise<void> {
     if (items.length === 0) return;
     const { retry, priority } = options;
-    const queue = await this.queueFor(target, this.partitions.indexOf(runId));
-    await queue.addBulk(
-      items.map(({ index, item }) =>
-        jobOf({ type: 'item', runId, step, index, item, ...(retry ? { retry } : {}) }, target.maxAttempts, 0, priority),
+    // Items go round the partitions' queues (Partitions.indexOf): one bulk add per partition.
+    const jobs = items.map(({ index, item }) =>
+      jobOf({ type: 'item', runId, step, index, item, ...(retry ? { retry } : {}) }, target.maxAttempts, 0, priority),
+    );
+    await Promise.all(
+      [...groupBy(jobs, (job) => this.partitions.indexOf(job.opts.jobId!))].map(async ([partition, group]) =>
+        (await this.queueFor(target, partition)).addBulk(group),
       ),
     );
   }
@@ -235,7 +233,7 @@ export class BullmqScheduler implements Scheduler {
   }
 
   private async add(task: Task, target: StepTarget, delayMs: number, priority: number | undefined): Promise<void> {
-    const queue = await this.queueFor(target, this.partitions.indexOf(task.runId));
+    const queue = await this.queueFor(target, this.partitions.indexOf(taskId(task)));
     const { name, data, opts } = jobOf(task, target.maxAttempts, delayMs, priority);
     await queue.add(name, data, opts);
   }

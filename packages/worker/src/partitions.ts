@@ -5,6 +5,9 @@ import type { RedisConnection } from './connection.js';
 import { bytesSlot, keySlot } from './key-slot.js';
 import { RedisKeys } from './redis-keys.js';
 
+/** An item's task id ends so (taskId in the runtime's scheduler.ts): its index. */
+const ITEM_TASK = /-i(\d+)$/;
+
 /** Hash slots of a Redis Cluster. */
 const SLOTS = 16384;
 
@@ -78,17 +81,20 @@ export class Partitions {
    * `…-p<park>`, `…-i<item>`; run ids hold no `-`). A root run lives in the partition of its id's
    * hash slot; a fan-out child (`<parent>.<step>.<index>`, nested as deep as fan-outs nest) that
    * many places further, counting the sum of the indices in its id: the children of one fan-out
-   * go round the partitions, so a large fan-out spreads over the masters.
+   * go round the partitions, so a large fan-out spreads over the masters. The task of an item of a
+   * ParallelBatchNode (`<run>-<step>-i<index>`) goes round them the same way, from its run's: the
+   * item's job is in that partition's queue (the item's outcome is recorded on its run, in the
+   * run's partition).
    */
   indexOf(runOrTaskId: string): number {
     if (this.count === 1) return 0;
     const dash = runOrTaskId.indexOf('-');
     const runId = dash === -1 ? runOrTaskId : runOrTaskId.slice(0, dash);
-    const dot = runId.indexOf('.');
-    if (dot === -1) return keySlot(runId) % this.count;
+    const item = dash === -1 ? null : ITEM_TASK.exec(runOrTaskId);
+    let offset = item ? Number(item[1]) : 0;
+    if (!runId.includes('.')) return (keySlot(runId) + offset) % this.count;
     // `<root>.<step>.<index>[.<step>.<index>…]`: the indices are every other part from the third.
     const parts = runId.split('.');
-    let offset = 0;
     for (let i = 2; i < parts.length; i += 2) offset += Number(parts[i]);
     return (keySlot(parts[0]!) + offset) % this.count;
   }
@@ -110,6 +116,22 @@ export class Partitions {
   ofAddress(address: string): RedisKeys {
     return this.all[this.indexOfAddress(address)]!;
   }
+}
+
+/**
+ * `items` grouped by `keyOf` (their partition, mostly: a cluster takes a pipeline or a script
+ * only within one slot), each group in the items' order, groups in order of first appearance.
+ * (Node 20 has no `Map.groupBy`.)
+ */
+export function groupBy<T, K>(items: Iterable<T>, keyOf: (item: T) => K): Map<K, T[]> {
+  const groups = new Map<K, T[]>();
+  for (const item of items) {
+    const key = keyOf(item);
+    const group = groups.get(key);
+    if (group) group.push(item);
+    else groups.set(key, [item]);
+  }
+  return groups;
 }
 
 /**

@@ -59,7 +59,7 @@ import type { FinalRunStatus } from '@queueflow/runtime';
 import type { Clock } from '@queueflow/runtime';
 import type { Message } from '@queueflow/runtime';
 import { RedisBudgets } from './redis-budgets.js';
-import { Partitions } from './partitions.js';
+import { Partitions, groupBy } from './partitions.js';
 import type { RedisKeys } from './redis-keys.js';
 import { hashOfList, positionOf, runOfHash } from './run-hash.js';
 import { escapeGlob } from './purge-prefix.js';
@@ -611,13 +611,9 @@ export class RedisRunStore implements RunStore {
     const runs = made.map((child) => childRecord(idOf(child[0]), child));
     if (given.length === 0) return runs;
     const [flow, fingerprint, childTarget, priority, inputs] = given;
-    const byPartition = new Map<number, string[]>(); // partition -> index, input pairs
-    for (let i = 0; i < inputs.length; i += 2) {
-      const partition = partitionOf(inputs[i]!);
-      byPartition.set(partition, [...(byPartition.get(partition) ?? []), inputs[i]!, inputs[i + 1]!]);
-    }
+    const pairs = Array.from({ length: inputs.length / 2 }, (_, i) => [inputs[2 * i]!, inputs[2 * i + 1]!] as const);
     const placed = await Promise.all(
-      [...byPartition].map(async ([partition, pairs]) => {
+      [...groupBy(pairs, ([index]) => partitionOf(index))].map(async ([partition, group]) => {
         const keys = this.partitions.all[partition]!;
         const placement = {
           runPrefix: keys.runPrefix(),
@@ -631,9 +627,9 @@ export class RedisRunStore implements RunStore {
           ...(takenBy === undefined ? {} : { takenKey: keys.taken(takenBy) }),
         };
         const children = (await this.redis.placeChildren(
-          keys.run(idOf(pairs[0]!)),
+          keys.run(idOf(group[0]![0])),
           JSON.stringify(placement),
-          ...pairs,
+          ...group.flat(),
         )) as MadeChild[];
         return children.map((child) => childRecord(idOf(child[0]), child));
       }),
@@ -835,13 +831,8 @@ export class RedisRunStore implements RunStore {
     const sorted = [...addresses].sort();
     const found = new Map<string, StoredMailbox>();
     // One pipeline per partition: a cluster takes a pipeline only within one slot's node.
-    const byPartition = new Map<number, string[]>();
-    for (const address of sorted) {
-      const partition = this.partitions.indexOfAddress(address);
-      byPartition.set(partition, [...(byPartition.get(partition) ?? []), address]);
-    }
     await Promise.all(
-      [...byPartition].map(async ([partition, group]) => {
+      [...groupBy(sorted, (address) => this.partitions.indexOfAddress(address))].map(async ([partition, group]) => {
         const keys = this.partitions.all[partition]!;
         const pipeline = this.redis.pipeline();
         for (const address of group) {
@@ -882,12 +873,8 @@ export class RedisRunStore implements RunStore {
   async releaseTaken(worker: string, wakeIds: readonly string[]): Promise<void> {
     // Each task is in the taken set of the partition of the transition that took it: a child's
     // and a wake of a mailbox of that partition, its run's; a wake taken here, where takenIn says.
-    const byPartition = new Map<RedisKeys, string[]>();
-    for (const id of wakeIds) {
-      const keys = this.takenIn.get(id) ?? this.keysOf(id);
-      this.takenIn.delete(id);
-      byPartition.set(keys, [...(byPartition.get(keys) ?? []), id]);
-    }
+    const byPartition = groupBy(wakeIds, (id) => this.takenIn.get(id) ?? this.keysOf(id));
+    for (const id of wakeIds) this.takenIn.delete(id);
     await Promise.all([...byPartition].map(([keys, ids]) => this.redis.srem(keys.taken(worker), ...ids)));
   }
 
@@ -1112,14 +1099,7 @@ export class RedisRunStore implements RunStore {
 
   /** Run (or task) ids by the keys of their partition, each group in its given order. */
   private byPartition(ids: readonly string[]): Map<RedisKeys, string[]> {
-    const groups = new Map<RedisKeys, string[]>();
-    for (const id of ids) {
-      const keys = this.keysOf(id);
-      const group = groups.get(keys);
-      if (group) group.push(id);
-      else groups.set(keys, [id]);
-    }
-    return groups;
+    return groupBy(ids, (id) => this.keysOf(id));
   }
 
   async summaries(runIds: readonly string[]): Promise<(StoredRun | undefined)[]> {
@@ -1162,11 +1142,9 @@ export class RedisRunStore implements RunStore {
       }),
     );
     const texts: (string | undefined)[] = hashes.map(() => undefined);
-    const byPartition = new Map<number, number[]>(); // partition -> indices of the hashes read there
-    hashes.forEach((_, i) => {
-      const partition = held.findIndex((found) => found[i]);
-      if (partition !== -1) byPartition.set(partition, [...(byPartition.get(partition) ?? []), i]);
-    });
+    // Partition -> indices of the hashes read there (-1: held nowhere).
+    const byPartition = groupBy(hashes.keys(), (i) => held.findIndex((found) => found[i]));
+    byPartition.delete(-1);
     await Promise.all(
       [...byPartition].map(async ([partition, indices]) => {
         const keys = this.partitions.all[partition]!;
