@@ -54,6 +54,10 @@ describe('Partitions', () => {
     expect(partitions.indexOf(`${root}.3.5.1.2`)).toBe((at + 7) % 16);
   });
 
+  it('places an id that is no run’s (dots, no indices) by its whole slot', () => {
+    for (const id of ['a.b.c', 'x.1', 'run.1.x', '.', 'a..b']) expect(partitions.indexOf(id)).toBe(keySlot(id) % 16);
+  });
+
   it('spreads 1,000 run ids over every partition', () => {
     const counts = new Array<number>(16).fill(0);
     for (let i = 0; i < 1000; i++) counts[partitions.indexOf(`run${i}abcdefghijklmnop`)]! += 1;

@@ -38,7 +38,7 @@ type JobData =
  * (BullMQ forbids it) and are never plain integers. A task's tries are the job's `attempts`;
  * between tries it waits in the delayed set, holding no worker slot; its run's priority is the
  * job's `priority`. Each partition has its own queues ({@link Partitions}): a task goes to those
- * of its run's partition.
+ * of its partition (Partitions.indexOf: its run's, or, for an item, some places further).
  */
 export class BullmqScheduler implements Scheduler {
   /** The default queue's BullMQ queue of partition 0 (schedule ticks go there). */

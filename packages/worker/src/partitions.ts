@@ -5,8 +5,11 @@ import type { RedisConnection } from './connection.js';
 import { bytesSlot, keySlot } from './key-slot.js';
 import { RedisKeys } from './redis-keys.js';
 
-/** An item's task id ends so (taskId in the runtime's scheduler.ts): its index. */
-const ITEM_TASK = /-i(\d+)$/;
+/** An item's task id ends so (taskId in the runtime's scheduler.ts: `-i<index>`, `-r<retry>` when retried). */
+const ITEM_TASK = /-i(\d+)(?:-r\d+)?$/;
+
+/** A fan-out child's id: its root run's id, then `.<step>.<index>` once per level of fan-out. */
+const CHILD_ID = /^[^.]+(?:\.\d+\.\d+)+$/;
 
 /** Hash slots of a Redis Cluster. */
 const SLOTS = 16384;
@@ -92,7 +95,8 @@ export class Partitions {
     const runId = dash === -1 ? runOrTaskId : runOrTaskId.slice(0, dash);
     const item = dash === -1 ? null : ITEM_TASK.exec(runOrTaskId);
     let offset = item ? Number(item[1]) : 0;
-    if (!runId.includes('.')) return (keySlot(runId) + offset) % this.count;
+    // Not a child's id (a root's, or no run's id at all, as a mistyped one): the slot of the whole.
+    if (!runId.includes('.') || !CHILD_ID.test(runId)) return (keySlot(runId) + offset) % this.count;
     // `<root>.<step>.<index>[.<step>.<index>…]`: the indices are every other part from the third.
     const parts = runId.split('.');
     for (let i = 2; i < parts.length; i += 2) offset += Number(parts[i]);

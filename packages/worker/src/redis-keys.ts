@@ -214,6 +214,17 @@ export class RedisKeys {
     return `${this.prefix}:cascades`;
   }
 
+  /**
+   * Sorted set: placements of fan-out children in other partitions under way (`<parent id>
+   * <token>` → since when, epoch ms): create-children.lua adds one, the placer removes it once it
+   * has checked that the parent still waits. One left by a placer that died is looked at by a
+   * worker's heartbeat: a child it made for a parent that ended meanwhile is cancelled (the parent
+   * joins its partition's cascades).
+   */
+  placements(): string {
+    return `${this.prefix}:placements`;
+  }
+
   /** List: a run's hand-offs to other partitions, oldest first (JSON; the Lua prelude builds it as `run(id)` plus `:handoffs`). */
   runHandoffs(runId: string): string {
     return `${this.run(runId)}:handoffs`;

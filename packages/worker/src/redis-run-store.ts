@@ -30,6 +30,7 @@ import {
   type NewRun,
   childOutcomeOf,
   childRunId,
+  isFinal,
   type OutgoingMessage,
   type ReopenReply,
   type StoredMailbox,
@@ -292,18 +293,41 @@ export class RedisRunStore implements RunStore {
     return woken;
   }
 
+  /**
+   * Claims the cascades due in every partition, up to `limit` each (claim-due.lua: a claimed one
+   * is not due again for `olderThanMs`). A placement of children whose placer died (placements)
+   * becomes a cascade first when its parent has ended meanwhile: a child it made may run for a
+   * parent that no longer waits.
+   */
   async cascadesDue(olderThanMs: number, limit = 100): Promise<string[]> {
-    const before = this.clock.now() - olderThanMs;
+    const now = this.clock.now();
+    const before = now - olderThanMs;
     const due = await Promise.all(
-      this.partitions.all.map((keys) => this.redis.zrangebyscore(keys.cascades(), '-inf', before, 'LIMIT', 0, limit)),
+      this.partitions.all.map(async (keys) => {
+        const stale = (await this.redis.claimDue(keys.placements(), before, now, limit)) as string[];
+        for (const placement of stale) {
+          const parentId = placement.slice(0, placement.indexOf(' '));
+          const status = await this.redis.hget(keys.run(parentId), 'status');
+          if (isFinal((status ?? undefined) as RunStatus | undefined))
+            await this.redis.zadd(keys.cascades(), 'NX', 0, parentId);
+          await this.redis.zrem(keys.placements(), placement);
+        }
+        return (await this.redis.claimDue(keys.cascades(), before, now, limit)) as string[];
+      }),
     );
     return due.flat();
   }
 
-  async cascadeProgress(parentId: string, done: boolean): Promise<void> {
+  async cascadeProgress(parentId: string, done: boolean): Promise<boolean> {
     const key = this.keysOf(parentId).cascades();
-    if (done) await this.redis.zrem(key, parentId);
-    else await this.redis.zadd(key, 'XX', this.clock.now(), parentId);
+    if (done) return (await this.redis.zrem(key, parentId)) === 1;
+    // One transaction: whether the cascade is still recorded, and its time now.
+    const [[, score]] = (await this.redis
+      .multi()
+      .zscore(key, parentId)
+      .zadd(key, 'XX', this.clock.now(), parentId)
+      .exec()) as [[unknown, string | null], unknown];
+    return score !== null;
   }
 
   async create(run: NewRun): Promise<{ created: true } | { created: false; runId: string }> {
@@ -602,6 +626,9 @@ export class RedisRunStore implements RunStore {
       indices: indices.filter((index) => partitionOf(index) === home),
       elsewhere: indices.filter((index) => partitionOf(index) !== home),
       ...(takenBy === undefined ? {} : { takenKey: parentKeys.taken(takenBy) }),
+      // Should this process die before its check of the parent below, a worker looks (placements).
+      placements: parentKeys.placements(),
+      placement: `${parentId} ${nanoid(8)}`,
     };
     const [made, given] = (await this.redis.createChildren(
       parentKeys.fanOut(parentId),
@@ -635,14 +662,17 @@ export class RedisRunStore implements RunStore {
       }),
     );
     const elsewhere = placed.flat();
-    if (elsewhere.length === 0) return runs;
     const [status, step] = await Promise.all([
       this.redis.hget(parentKeys.run(parentId), 'status'),
       this.redis.hget(parentKeys.fanOut(parentId), 'step'),
     ]);
-    if (status === 'waiting' && step === String(parentStep)) return [...runs, ...elsewhere];
-    await Promise.all(elsewhere.map((child) => this.cancel(child.id)));
-    return runs;
+    const waits = status === 'waiting' && step === String(parentStep);
+    if (!waits && elsewhere.length > 0) {
+      await Promise.all(elsewhere.map((child) => this.cancel(child.id)));
+      if (takenBy !== undefined) await this.releaseTaken(takenBy, [`${elsewhere[0]!.id}-0`]);
+    }
+    await this.redis.zrem(parentKeys.placements(), options.placement);
+    return waits ? [...runs, ...elsewhere] : runs;
   }
 
   async childEnded(
@@ -871,8 +901,9 @@ export class RedisRunStore implements RunStore {
   }
 
   async releaseTaken(worker: string, wakeIds: readonly string[]): Promise<void> {
-    // Each task is in the taken set of the partition of the transition that took it: a child's
-    // and a wake of a mailbox of that partition, its run's; a wake taken here, where takenIn says.
+    // Each task is in a taken set of its own partition (a child's first step is taken where the
+    // child is made; a wake of a mailbox of the run's partition, by its run's transition), or of
+    // the partition takenIn says (a wake a hand-off woke, taken here).
     const byPartition = groupBy(wakeIds, (id) => this.takenIn.get(id) ?? this.keysOf(id));
     for (const id of wakeIds) this.takenIn.delete(id);
     await Promise.all([...byPartition].map(([keys, ids]) => this.redis.srem(keys.taken(worker), ...ids)));

@@ -21,6 +21,7 @@ const SCRIPTS: Record<ScriptName, { file: string; keys?: number; budget?: true; 
   applyHandoffs: { file: 'apply-handoffs.lua', keys: 1 },
   holdMessage: { file: 'hold-message.lua', keys: 2, bare: true },
   dropHandoffs: { file: 'drop-handoffs.lua', keys: 2, bare: true },
+  claimDue: { file: 'claim-due.lua', keys: 1, bare: true },
   workerRegistry: { file: 'worker-registry.lua', keys: 2 },
   trimRuns: { file: 'trim-runs.lua', keys: 2 },
   appendStream: { file: 'append-stream.lua', keys: 2 },
@@ -49,6 +50,7 @@ type ScriptName =
   | 'applyHandoffs'
   | 'holdMessage'
   | 'dropHandoffs'
+  | 'claimDue'
   | 'workerRegistry'
   | 'trimRuns'
   | 'appendStream'

@@ -23,8 +23,14 @@ export interface HeartbeatOptions {
   /** A line for the log. */
   log: (line: string) => void;
   onError: (error: Error) => void;
-  /** Also done at every beat (the worker measures its clock's offset to the server's). */
+  /** Also done at every beat, before it (the worker measures its clock's offset to the server's). */
   onBeat?: () => Promise<unknown>;
+  /**
+   * Recovery work done at each interval beside the beat, never delaying it (its length has no
+   * bound: finishing a dead canceller's cascade over a large fan-out), one at a time: the next
+   * starts at the first interval after it ended. Its errors go to `onError`.
+   */
+  sweep?: () => Promise<unknown>;
   /** Makes due the tasks a worker took to run itself and did not run (StepDriver.recoverTaken). */
   recoverTaken: (taskIds: readonly string[]) => Promise<void>;
 }
@@ -41,6 +47,7 @@ export interface HeartbeatOptions {
 export class WorkerHeartbeat {
   private timer: NodeJS.Timeout | undefined;
   private beating: Promise<void> | undefined;
+  private sweeping: Promise<unknown> | undefined;
 
   constructor(
     private readonly store: RunStore,
@@ -57,6 +64,11 @@ export class WorkerHeartbeat {
         .then(() => this.takeOverLapsed())
         .catch(this.options.onError)
         .finally(() => (this.beating = undefined));
+      if (this.options.sweep)
+        this.sweeping ??= this.options
+          .sweep()
+          .catch(this.options.onError)
+          .finally(() => (this.sweeping = undefined));
     }, HEARTBEAT_INTERVAL_MS);
     this.timer.unref();
   }

@@ -315,10 +315,9 @@ export async function startWorker(options: WorkerOptions): Promise<QueueflowWork
     },
     active: () => active,
     lapseMs: WORKER_LAPSE_MS,
-    onBeat: () =>
+    onBeat: () => Promise.all([clock.sync(), driver.renewBudget()]),
+    sweep: () =>
       Promise.all([
-        clock.sync(),
-        driver.renewBudget(),
         // Hand-offs to other partitions whose transition's worker died before applying them.
         store.applyLateHandoffs(LATE_HANDOFF_MS).then((wakes) => scheduler.promote(wakes)),
         // Cancels cascading to a fan-out's children whose canceller died in the middle.
@@ -367,7 +366,8 @@ const LATE_HANDOFF_MS = 5000;
 
 /**
  * How long a cascade of cancels may go without progress before a worker finishes it, in ms: its
- * canceller reports progress after each batch of children (kernel/cancel-run.ts).
+ * canceller reports progress before each batch of children (kernel/cancel-run.ts); a worker
+ * claims a due one for as long again.
  */
 const LATE_CASCADE_MS = 10_000;
 

@@ -91,8 +91,12 @@ export interface RunStore {
    * dies with its process has none to recover.
    */
   cascadesDue?(olderThanMs: number): Promise<string[]>;
-  /** Notes that the cascade of cancels from `parentId` goes on (now), or is `done`. See cascadesDue. */
-  cascadeProgress?(parentId: string, done: boolean): Promise<void>;
+  /**
+   * Notes that the cascade of cancels from `parentId` goes on (now), or is `done`. See
+   * cascadesDue. Resolves whether the cascade was still recorded: not, when the run was reopened
+   * since (RunStore.reopen drops it), and its children must be left alone.
+   */
+  cascadeProgress?(parentId: string, done: boolean): Promise<boolean>;
   /**
    * Lets a `failed` or `cancelled` run go on from its last committed checkpoint: it becomes
    * `waiting` again when it waited on a fan-out (whose outcomes of children that did not complete
@@ -445,7 +449,8 @@ export interface ChildEndReport {
   parentError: RunError;
   /**
    * Hashes of the values the outcome's patch references (stored already: the child claimed
-   * them), claimed for the parent when the end is recorded.
+   * them), claimed for the parent when the end is recorded (a store whose child lives apart from
+   * its parent copies them to the parent's side first).
    */
   values?: string[];
   /** Epoch ms. */
@@ -454,8 +459,9 @@ export interface ChildEndReport {
    * The caller runs the next child itself (a chain, StepDriverOptions.continueSteps): an end
    * that leaves room in the fan-out's window starts a child at once, even when the window's
    * `refill` would wait for more room, so that the child that ends hands its slot to the next.
-   * Reported by a commit with {@link CommitFields.takenBy}, the first child started is made in
-   * the same transition and taken by that worker (`ChildEndedResult` `made`).
+   * Reported by a commit with {@link CommitFields.takenBy}, the first child started is made with
+   * the commit and taken by that worker (`ChildEndedResult` `made`): in the same transition, or
+   * (where children live apart from their parent) in one right after it.
    */
   take?: boolean;
 }
@@ -476,7 +482,7 @@ export type ChildEndedResult =
       /** Start these children now, if any. */
       start: ChildRange | undefined;
       /**
-       * The first of them, made in the same transition and taken by the committing worker (see
+       * The first of them, made with the commit and taken by the committing worker (see
        * {@link ChildEndReport.take}): its record, and its first step's task id is among the
        * worker's taken tasks. The caller starts the others.
        */

@@ -1,7 +1,9 @@
 --[[
   Commits the outcome of one step of a run, only if the run still stands at that step, so a step
-  delivered twice never commits twice (DESIGN: Steps). When a fan-out child ends here, its
-  outcome is recorded on the parent in the same script (no window between the two).
+  delivered twice never commits twice (DESIGN: Steps). When a fan-out child ends here and its
+  parent's keys are given (a store of one partition), its outcome is recorded on the parent in
+  the same script (no window between the two); on a store of several, the caller applies it next,
+  in the parent's partition (child-ended.lua; RedisRunStore.commitApart).
 
   KEYS[1] run hash           KEYS[2] run error list      KEYS[3] run conflict list
   KEYS[4] run fan-out hash   KEYS[5] run outcome hash    KEYS[6] run reserved-messages hash

@@ -12,7 +12,9 @@
   ARGV[1] options, JSON: runPrefix (key prefix of run hashes), parentId, parentStep, now (epoch ms),
           indices (the children to create here), elsewhere (the children of other partitions),
           takenKey (optional: a worker's set of taken tasks; the first child made joins it as its
-          first step's task id `<child id>-0`: the worker runs it itself, ChildEndReport.take)
+          first step's task id `<child id>-0`: the worker runs it itself, ChildEndReport.take),
+          placements, placement (with `elsewhere`: the partition's placements under way and this
+          one's member, added here; see RedisKeys.placements)
 
   Returns { created, given }:
     created: the records created, each as its index and its fields as a flat list of fields and
@@ -48,5 +50,6 @@ if type(o.elsewhere) == 'table' and #o.elsewhere > 0 then
     end
   end
   given = { basics[1], basics[2], basics[3], parent[2] or '', inputs }
+  if #inputs > 0 then redis.call('ZADD', o.placements, o.now, o.placement) end
 end
 return { created, given }

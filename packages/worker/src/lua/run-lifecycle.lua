@@ -253,7 +253,8 @@ local function waitersKey(m, address) return m.waitersPrefix .. address end
 
 --[[
   Partitions (partitions.ts, README "Scaling out"): a mailbox lives in the partition of its
-  address, CRC16 of the address's bytes mod 16384 mod the count; a run in that of its root id.
+  address, CRC16 of the address's bytes mod 16384 mod the count; a run in that of its id
+  (Partitions.indexOf: a root's slot, a fan-out child's some places further).
   What a run's transition does to a mailbox of another partition cannot be done in this script
   (a cluster refuses keys of another slot): it is handed off. The transition appends the hand-off
   to the run's hand-off list (`<run key>:handoffs`, JSON, in order) and the run to its
