@@ -295,11 +295,11 @@ export class RedisRunStore implements RunStore {
 
   /**
    * Claims the cascades due in every partition, up to `limit` each (claim-due.lua: a claimed one
-   * is not due again for `olderThanMs`). A placement of children whose placer died (placements)
+   * is not due again for `olderThanMs`, so a few are claimed at a time). A placement of children whose placer died (placements)
    * becomes a cascade first when its parent has ended meanwhile: a child it made may run for a
    * parent that no longer waits.
    */
-  async cascadesDue(olderThanMs: number, limit = 100): Promise<string[]> {
+  async cascadesDue(olderThanMs: number, limit = 4): Promise<string[]> {
     const now = this.clock.now();
     const before = now - olderThanMs;
     const due = await Promise.all(
@@ -308,8 +308,13 @@ export class RedisRunStore implements RunStore {
         for (const placement of stale) {
           const parentId = placement.slice(0, placement.indexOf(' '));
           const status = await this.redis.hget(keys.run(parentId), 'status');
-          if (isFinal((status ?? undefined) as RunStatus | undefined))
-            await this.redis.zadd(keys.cascades(), 'NX', 0, parentId);
+          // A cascade of the parent still recorded may have passed the child placed: the placement
+          // waits (claimed) until a cascade of its own can be recorded.
+          if (
+            isFinal((status ?? undefined) as RunStatus | undefined) &&
+            Number(await this.redis.zadd(keys.cascades(), 'NX', 0, parentId)) === 0
+          )
+            continue;
           await this.redis.zrem(keys.placements(), placement);
         }
         return (await this.redis.claimDue(keys.cascades(), before, now, limit)) as string[];
@@ -534,13 +539,18 @@ export class RedisRunStore implements RunStore {
     const { parent: of, ...end } = report;
     const outcome = report.outcome ?? childOutcomeOf(mode, fields);
     const take = report.take === true && fields.takenBy !== undefined;
-    let parent = await this.childEnded(of.id, of.step, of.index, {
-      ...end,
-      ...(outcome ? { outcome } : {}),
-      take,
-    });
-    if (take && parent.type === 'recorded' && parent.start) {
-      const [made] = await this.makeChildren(of.id, of.step, [parent.start.first], fields.takenBy);
+    // The next child it starts comes back with the end, to be placed in its partition at once.
+    const placement = take ? this.placement(of.id) : undefined;
+    const { result, given } = await this.recordChildEnd(
+      of.id,
+      of.step,
+      of.index,
+      { ...end, ...(outcome ? { outcome } : {}), take },
+      placement,
+    );
+    let parent = result;
+    if (parent.type === 'recorded' && given && placement) {
+      const [made] = await this.placeChildren(of.id, of.step, given, placement, fields.takenBy);
       if (made) parent = { ...parent, made };
     }
     return { ...reply, parent };
@@ -599,8 +609,7 @@ export class RedisRunStore implements RunStore {
   /**
    * Makes the records of fan-out children as they start: those of the parent's partition in one
    * script there (create-children.lua), which also reads the inputs of the others; those in one
-   * script per partition of theirs (place-children.lua). A child made elsewhere while its parent
-   * ended (cancelled, failed fast: its cascade found no record to cancel) is cancelled here.
+   * script per partition of theirs ({@link RedisRunStore.placeChildren}).
    *
    * @param takenBy a worker that runs the first child made itself: that child's first step joins
    *   the worker's taken tasks in the same script (ChildEndReport.take).
@@ -615,34 +624,58 @@ export class RedisRunStore implements RunStore {
     if (indices.length === 0) return [];
     const parentKeys = this.keysOf(parentId);
     const home = this.partitions.indexOf(parentId);
-    const idOf = (index: number | string): string => childRunId(parentId, parentStep, Number(index));
-    const partitionOf = (index: number | string): number => this.partitions.indexOf(idOf(index));
-    const now = String(this.clock.now());
+    const partitionOf = (index: number): number => this.partitions.indexOf(childRunId(parentId, parentStep, index));
+    const placement = this.placement(parentId);
     const options = {
       runPrefix: parentKeys.runPrefix(),
       parentId,
       parentStep,
-      now,
       indices: indices.filter((index) => partitionOf(index) === home),
       elsewhere: indices.filter((index) => partitionOf(index) !== home),
       ...(takenBy === undefined ? {} : { takenKey: parentKeys.taken(takenBy) }),
-      // Should this process die before its check of the parent below, a worker looks (placements).
-      placements: parentKeys.placements(),
-      placement: `${parentId} ${nanoid(8)}`,
+      ...placement,
     };
     const [made, given] = (await this.redis.createChildren(
       parentKeys.fanOut(parentId),
       parentKeys.inputs(parentId, parentStep),
       JSON.stringify(options),
-    )) as [MadeChild[], [string, string, string, string, string[]] | []];
-    const runs = made.map((child) => childRecord(idOf(child[0]), child));
+    )) as [MadeChild[], GivenChildren | []];
+    const runs = made.map((child) => childRecord(childRunId(parentId, parentStep, Number(child[0])), child));
     if (given.length === 0) return runs;
-    const [flow, fingerprint, childTarget, priority, inputs] = given;
+    return [...runs, ...(await this.placeChildren(parentId, parentStep, given, placement, takenBy))];
+  }
+
+  /** A placement of children under way (giveChildren in run-lifecycle.lua; RedisKeys.placements). */
+  private placement(parentId: string): { placements: string; placement: string; now: string } {
+    return {
+      placements: this.keysOf(parentId).placements(),
+      placement: `${parentId} ${nanoid(8)}`,
+      now: String(this.clock.now()),
+    };
+  }
+
+  /**
+   * Makes, in their partitions, the records of children whose inputs their parent's partition gave
+   * (place-children.lua, one script per partition), then checks that the parent still waits on
+   * them: a child made while its parent ended (cancelled, failed fast: its cascade found no record
+   * to cancel) is cancelled here. Should this process die before that check, the placement it
+   * leaves recorded makes a worker look (RedisRunStore.cascadesDue).
+   *
+   * @returns the records made (none when the parent no longer waits).
+   */
+  private async placeChildren(
+    parentId: string,
+    parentStep: number,
+    [flow, fingerprint, childTarget, priority, inputs]: GivenChildren,
+    { placements, placement, now }: { placements: string; placement: string; now: string },
+    takenBy?: string,
+  ): Promise<StoredRun[]> {
+    const idOf = (index: number | string): string => childRunId(parentId, parentStep, Number(index));
     const pairs = Array.from({ length: inputs.length / 2 }, (_, i) => [inputs[2 * i]!, inputs[2 * i + 1]!] as const);
     const placed = await Promise.all(
-      [...groupBy(pairs, ([index]) => partitionOf(index))].map(async ([partition, group]) => {
+      [...groupBy(pairs, ([index]) => this.partitions.indexOf(idOf(index)))].map(async ([partition, group]) => {
         const keys = this.partitions.all[partition]!;
-        const placement = {
+        const options = {
           runPrefix: keys.runPrefix(),
           parentId,
           parentStep,
@@ -655,24 +688,27 @@ export class RedisRunStore implements RunStore {
         };
         const children = (await this.redis.placeChildren(
           keys.run(idOf(group[0]![0])),
-          JSON.stringify(placement),
+          JSON.stringify(options),
           ...group.flat(),
         )) as MadeChild[];
         return children.map((child) => childRecord(idOf(child[0]), child));
       }),
     );
-    const elsewhere = placed.flat();
-    const [status, step] = await Promise.all([
-      this.redis.hget(parentKeys.run(parentId), 'status'),
-      this.redis.hget(parentKeys.fanOut(parentId), 'step'),
-    ]);
-    const waits = status === 'waiting' && step === String(parentStep);
-    if (!waits && elsewhere.length > 0) {
-      await Promise.all(elsewhere.map((child) => this.cancel(child.id)));
-      if (takenBy !== undefined) await this.releaseTaken(takenBy, [`${elsewhere[0]!.id}-0`]);
+    const made = placed.flat();
+    const parentKeys = this.keysOf(parentId);
+    // One round trip: how the parent stands, and the placement done (it is checked here).
+    const [[, status], [, step]] = (await this.redis
+      .multi()
+      .hget(parentKeys.run(parentId), 'status')
+      .hget(parentKeys.fanOut(parentId), 'step')
+      .zrem(placements, placement)
+      .exec()) as [[unknown, string | null], [unknown, string | null], unknown];
+    if (status === 'waiting' && step === String(parentStep)) return made;
+    if (made.length > 0) {
+      await Promise.all(made.map((child) => this.cancel(child.id)));
+      if (takenBy !== undefined) await this.releaseTaken(takenBy, [`${made[0]!.id}-0`]);
     }
-    await this.redis.zrem(parentKeys.placements(), options.placement);
-    return waits ? [...runs, ...elsewhere] : runs;
+    return [];
   }
 
   async childEnded(
@@ -681,6 +717,21 @@ export class RedisRunStore implements RunStore {
     index: number,
     report: ChildEndReport,
   ): Promise<ChildEndedResult> {
+    return (await this.recordChildEnd(parentId, parentStep, index, report)).result;
+  }
+
+  /**
+   * Records a child's end on its parent (child-ended.lua). With `placement`, the first child the
+   * end starts is given, to be placed by the caller (the end of a child that lives apart from its
+   * parent, whose worker takes the next child: RedisRunStore.commitApart).
+   */
+  private async recordChildEnd(
+    parentId: string,
+    parentStep: number,
+    index: number,
+    report: ChildEndReport,
+    placement?: { placements: string; placement: string },
+  ): Promise<{ result: ChildEndedResult; given?: GivenChildren }> {
     const outcome: ChildOutcome = report.outcome ?? { status: 'cancelled' };
     const options = {
       ...this.common(parentId, report.now),
@@ -694,6 +745,7 @@ export class RedisRunStore implements RunStore {
       errorRecord: outcome.status === 'failed' ? encodeErrorRecord(outcome.error) : '',
       ...(report.values?.length ? { values: report.values } : {}),
       ...(report.take ? { take: true } : {}),
+      ...(placement ? { give: true, placements: placement.placements, placement: placement.placement } : {}),
     };
     // The child claimed them in its own partition: the parent's gets copies (a value's copies
     // are per partition; see RedisRunStore.values).
@@ -701,13 +753,13 @@ export class RedisRunStore implements RunStore {
       report.values?.length && this.partitions.count > 1
         ? await this.stageValues(parentId, { refs: report.values, texts: {} }, true)
         : [];
-    const [code, first, count] = (await this.redis.childEnded(
+    const [code, first, count, given] = (await this.redis.childEnded(
       ...this.keysOf(parentId).runKeys(parentId),
       JSON.stringify(options),
       ...staged,
-    )) as [number, number, number];
+    )) as [number, number, number, GivenChildren?];
     await this.dropStaged(staged); // those not claimed (a duplicate end); the others were renamed
-    return childEndedResult(code, first, count);
+    return { result: childEndedResult(code, first, count), ...(given ? { given } : {}) };
   }
 
   async cancel(runId: string): Promise<{ result: CancelResult; wakes: string[] }> {
@@ -1308,6 +1360,9 @@ function streamEntryOf([id, flat]: RawStreamEntry): StoredStreamEntry {
     ...(fields.i === undefined ? {} : { item: Number(fields.i) }),
   };
 }
+
+/** What giveChildren (run-lifecycle.lua) returns: flow, fingerprint, childTarget, priority, input pairs. */
+type GivenChildren = [string, string, string, string, string[]];
 
 /** A child record as create-children.lua and place-children.lua return it: index, flat fields. */
 type MadeChild = [number | string, (string | number)[]];

@@ -27,10 +27,12 @@ export interface HeartbeatOptions {
   onBeat?: () => Promise<unknown>;
   /**
    * Recovery work done at each interval beside the beat, never delaying it (its length has no
-   * bound: finishing a dead canceller's cascade over a large fan-out), one at a time: the next
-   * starts at the first interval after it ended. Its errors go to `onError`.
+   * bound: finishing a dead canceller's cascade over a large fan-out). Each sweep runs one at a
+   * time (the next run starts at the first interval after the last ended), apart from the others;
+   * its errors go to `onError`. `signal` aborts when the heartbeat stops: a sweep then ends soon,
+   * leaving the rest to others.
    */
-  sweep?: () => Promise<unknown>;
+  sweeps?: readonly ((signal: AbortSignal) => Promise<unknown>)[];
   /** Makes due the tasks a worker took to run itself and did not run (StepDriver.recoverTaken). */
   recoverTaken: (taskIds: readonly string[]) => Promise<void>;
 }
@@ -47,7 +49,9 @@ export interface HeartbeatOptions {
 export class WorkerHeartbeat {
   private timer: NodeJS.Timeout | undefined;
   private beating: Promise<void> | undefined;
-  private sweeping: Promise<unknown> | undefined;
+  /** The run of each sweep under way, by its index in `sweeps`. */
+  private readonly sweeping = new Map<number, Promise<unknown>>();
+  private readonly stopping = new AbortController();
 
   constructor(
     private readonly store: RunStore,
@@ -64,11 +68,13 @@ export class WorkerHeartbeat {
         .then(() => this.takeOverLapsed())
         .catch(this.options.onError)
         .finally(() => (this.beating = undefined));
-      if (this.options.sweep)
-        this.sweeping ??= this.options
-          .sweep()
+      this.options.sweeps?.forEach((sweep, i) => {
+        if (this.sweeping.has(i) || this.stopping.signal.aborted) return;
+        const run = sweep(this.stopping.signal)
           .catch(this.options.onError)
-          .finally(() => (this.sweeping = undefined));
+          .finally(() => this.sweeping.delete(i));
+        this.sweeping.set(i, run);
+      });
     }, HEARTBEAT_INTERVAL_MS);
     this.timer.unref();
   }
@@ -79,7 +85,8 @@ export class WorkerHeartbeat {
    */
   async stop(): Promise<void> {
     clearInterval(this.timer);
-    await this.beating?.catch(() => {});
+    this.stopping.abort();
+    await Promise.all([this.beating?.catch(() => {}), ...this.sweeping.values()]);
     await this.store
       .claimTaken(this.options.worker.id)
       .then((taken) => this.options.recoverTaken(taken))

@@ -316,13 +316,12 @@ export async function startWorker(options: WorkerOptions): Promise<QueueflowWork
     active: () => active,
     lapseMs: WORKER_LAPSE_MS,
     onBeat: () => Promise.all([clock.sync(), driver.renewBudget()]),
-    sweep: () =>
-      Promise.all([
-        // Hand-offs to other partitions whose transition's worker died before applying them.
-        store.applyLateHandoffs(LATE_HANDOFF_MS).then((wakes) => scheduler.promote(wakes)),
-        // Cancels cascading to a fan-out's children whose canceller died in the middle.
-        resumeCascades(store, scheduler, LATE_CASCADE_MS),
-      ]),
+    sweeps: [
+      // Hand-offs to other partitions whose transition's worker died before applying them.
+      () => store.applyLateHandoffs(LATE_HANDOFF_MS).then((wakes) => scheduler.promote(wakes)),
+      // Cancels cascading to a fan-out's children whose canceller died in the middle.
+      (signal) => resumeCascades(store, scheduler, LATE_CASCADE_MS, signal),
+    ],
     recoverTaken: (taskIds) => driver.recoverTaken(taskIds),
     log,
     onError,

@@ -1,5 +1,5 @@
 import { childRunId, isFinal, type CancelResult, type RunStore } from './run-store.js';
-import { taskOptionsOf, type Scheduler } from './scheduler.js';
+import { taskId, taskOptionsOf, type Scheduler } from './scheduler.js';
 import { recordRunEnd } from '../telemetry/tracing.js';
 
 /** Children cancelled at once when a fan-out ends early (each batch runs concurrently). */
@@ -24,31 +24,42 @@ export async function cancelRun(store: RunStore, scheduler: Scheduler, runId: st
   return result;
 }
 
+/** How a cascade of cancels goes (cancelChildren). */
+export interface CascadeOptions {
+  /** The cascades this one is part of (a parent's parent's…): their records are renewed too. */
+  ancestors?: readonly string[];
+  /** Stops the cascade between batches (a worker that closes); its record stays, for another. */
+  signal?: AbortSignal;
+}
+
 /**
  * Cancels the child runs of the fan-out `parentId` made at `parentStep`, and theirs in turn. Item
  * children need nothing: their tasks find the parent ended and stop. The store keeps the cascade
- * recorded until it is done (RunStore.cascadesDue), its time renewed after each batch, its
- * `ancestors`' too (the cascades this one is part of): should this process die in the middle, a
- * worker finishes it ({@link resumeCascades}). A cascade whose record is gone (the parent was
- * reopened since, engine.retry) stops. Idempotent: a child cancelled already is left alone.
+ * recorded until it is done (RunStore.cascadesDue), its time renewed before each batch, with its
+ * ancestors': should this process die in the middle, a worker finishes it ({@link resumeCascades}).
+ * A cascade whose record is gone stops: the parent was reopened since (engine.retry), or another
+ * cascade of it finished. Idempotent: a child cancelled already is left alone.
+ *
+ * @returns whether the cascade went to its end (not stopped by its record gone or `signal`).
  */
 export async function cancelChildren(
   store: RunStore,
   scheduler: Scheduler,
   parentId: string,
   parentStep: number,
-  ancestors: readonly string[] = [],
-): Promise<void> {
+  { ancestors = [], signal }: CascadeOptions = {},
+): Promise<boolean> {
   const fanOut = await store.fanOutOf(parentId);
   if (fanOut && fanOut.step === parentStep && fanOut.request.kind === 'runs') {
     // Only the children started have records (see RunStore.createChildren).
     for (let first = 0; first < fanOut.started; first += CANCEL_BATCH) {
-      if ((await store.cascadeProgress?.(parentId, false)) === false) return;
+      if (signal?.aborted || (await store.cascadeProgress?.(parentId, false)) === false) return false;
       await Promise.all(ancestors.map((id) => store.cascadeProgress?.(id, false)));
       const ids = Array.from({ length: Math.min(CANCEL_BATCH, fanOut.started - first) }, (_, i) =>
         childRunId(parentId, parentStep, first + i),
       );
-      const cancelled = await Promise.all(ids.map((id) => cancelChild(store, scheduler, id, [parentId, ...ancestors])));
+      const inner = { ancestors: [parentId, ...ancestors], ...(signal ? { signal } : {}) };
+      const cancelled = await Promise.all(ids.map((id) => cancelChild(store, scheduler, id, inner)));
       // Traced (the fan-out step had a trace context): each cancelled child's run span ends here.
       const trace = fanOut.request.trace;
       if (trace === undefined) continue;
@@ -57,24 +68,38 @@ export async function cancelChildren(
     }
   }
   await store.cascadeProgress?.(parentId, true);
+  return true;
 }
 
 /**
  * Finishes the cascades of cancels whose canceller died (RunStore.cascadesDue: no progress for
- * `olderThanMs`): a worker calls it now and then. A run reopened since (engine.retry) has left
- * the store's record of cascades; one found not ended, or gone, is dropped from it. A fan-out
- * child among them is reported to its own parent again (its canceller may have died before).
+ * `olderThanMs`), a few claimed at a time, until none is due or `signal` aborts: a worker calls it
+ * now and then. One found not ended (reopened since), or gone, is dropped. A fan-out child among
+ * them is reported to its own parent again (its canceller may have died before doing it).
  */
-export async function resumeCascades(store: RunStore, scheduler: Scheduler, olderThanMs: number): Promise<void> {
-  for (const parentId of (await store.cascadesDue?.(olderThanMs)) ?? []) {
-    const parent = await store.load(parentId);
-    if (!parent || !isFinal(parent.status)) {
-      await store.cascadeProgress?.(parentId, true);
-      continue;
+export async function resumeCascades(
+  store: RunStore,
+  scheduler: Scheduler,
+  olderThanMs: number,
+  signal?: AbortSignal,
+): Promise<void> {
+  while (!signal?.aborted) {
+    const due = (await store.cascadesDue?.(olderThanMs)) ?? [];
+    if (due.length === 0) return;
+    for (const parentId of due) {
+      const parent = await store.load(parentId);
+      if (!parent || !isFinal(parent.status)) {
+        await store.cascadeProgress?.(parentId, true);
+        continue;
+      }
+      const done = await cancelChildren(store, scheduler, parentId, parent.step, signal ? { signal } : {});
+      if (!done || !parent.parent) continue;
+      // Its step's task finds it ended and reports it (an end is recorded once); a failed job of
+      // that id, kept for inspection, would swallow the add.
+      const task = taskId({ type: 'step', runId: parentId, step: parent.step });
+      await scheduler.forgetFailed([task]);
+      await scheduler.addStep(parentId, parent.step, parent.target, taskOptionsOf(parent));
     }
-    await cancelChildren(store, scheduler, parentId, parent.step);
-    // Its step's task finds it ended and reports it (idempotent: an end is recorded once).
-    if (parent.parent) await scheduler.addStep(parentId, parent.step, parent.target, taskOptionsOf(parent));
   }
 }
 
@@ -83,12 +108,12 @@ async function cancelChild(
   store: RunStore,
   scheduler: Scheduler,
   id: string,
-  ancestors: readonly string[],
+  options: CascadeOptions,
 ): Promise<boolean> {
   const { result, wakes } = await store.cancel(id);
   await scheduler.promote(wakes);
   if (result !== 'cancelled-waiting') return result === 'cancelled';
   const child = await store.position(id);
-  if (child) await cancelChildren(store, scheduler, id, child.step, ancestors); // it waited on a fan-out of its own
+  if (child) await cancelChildren(store, scheduler, id, child.step, options); // it waited on a fan-out of its own
   return true;
 }

@@ -85,16 +85,18 @@ export interface RunStore {
   /** Cancels the run now (see {@link CancelResult}); messages its step reserved go back. */
   cancel(runId: string): Promise<{ result: CancelResult; wakes: string[] }>;
   /**
-   * The runs whose fan-out's children are being cancelled (a cancel that found the run waiting on
-   * them, {@link CancelResult} `cancelled-waiting`, or a child's end that failed it fast) and whose
-   * cascade has not gone on for `olderThanMs`: its canceller died. Optional: a store that lives and
-   * dies with its process has none to recover.
+   * Claims the runs whose fan-out's children are being cancelled (a cancel that found the run
+   * waiting on them, {@link CancelResult} `cancelled-waiting`, or a child's end that failed it
+   * fast) and whose cascade has not gone on for `olderThanMs`: its canceller died. A claimed one is
+   * not due again for `olderThanMs` (another worker leaves it alone); a few are claimed at a time.
+   * Optional: a store that lives and dies with its process has none to recover.
    */
   cascadesDue?(olderThanMs: number): Promise<string[]>;
   /**
    * Notes that the cascade of cancels from `parentId` goes on (now), or is `done`. See
    * cascadesDue. Resolves whether the cascade was still recorded: not, when the run was reopened
-   * since (RunStore.reopen drops it), and its children must be left alone.
+   * since (RunStore.reopen drops it) or another cascade of it finished, and its children must be
+   * left alone.
    */
   cascadeProgress?(parentId: string, done: boolean): Promise<boolean>;
   /**

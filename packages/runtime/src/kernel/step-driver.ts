@@ -424,9 +424,12 @@ export class StepDriver {
     const record = recordOfFailedTask(task, error, attemptsMade, this.options.clock.now());
     const run = await this.store.load(task.runId);
     if (!run) return;
-    // An ended child whose end may not have reached its parent: where they live apart, the end
-    // is applied after the child's commit, and this task was the one to do it (RunStore.commit).
-    if (isFinal(run.status)) return run.parent && task.type !== 'item' ? this.ensureProgress(run) : undefined;
+    if (isFinal(run.status)) {
+      // An ended child whose end may not have reached its parent: where they live apart, the end
+      // is applied after the child's commit, by the task of its last step (RunStore.commit).
+      const last = task.type === 'step' && task.step >= run.step - 1;
+      return run.parent && last ? this.ensureProgress(run) : undefined;
+    }
     // Past the task's step: the task ran its run's steps on (continueSteps) and failed in a later
     // one, or another task moved the run on. Whatever the run needs next is added again.
     if (task.type !== 'item' && run.step > task.step) return this.ensureProgress(run);

@@ -18,9 +18,20 @@
   ARGV[2..] hash, staging key pairs: copies of the values of `values` that the parent's partition
           may not hold (the child's commit claimed them in its own partition; stagedValues)
 
-  Returns { code, first, count } as recordChildEnd says.
+  With `give` (and placements, placement): the first child this end starts is given to the
+  caller to place in its partition (giveChildren in run-lifecycle.lua), and its placement recorded.
+
+  Returns { code, first, count, given } as recordChildEnd says; `given` with `give` only.
   Emits: PUBLISH <channel> {type:'ended', ...} when the parent ends here.
 ]]
 local c = cjson.decode(ARGV[1])
 c.staged = stagedValues(2)
-return recordChildEnd({ KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8] }, c)
+local ended = recordChildEnd({ KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8] }, c)
+if c.give and ended[1] == 1 and ended[3] > 0 then
+  local fanOut = redis.call('HMGET', KEYS[4], 'flow', 'fingerprint', 'childTarget', 'inputs')
+  if fanOut[3] and fanOut[4] then
+    local given = giveChildren(fanOut, redis.call('HGET', KEYS[1], 'priority'), fanOut[4], { ended[2] }, c)
+    table.insert(ended, given)
+  end
+end
+return ended

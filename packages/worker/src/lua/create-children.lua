@@ -19,8 +19,8 @@
   Returns { created, given }:
     created: the records created, each as its index and its fields as a flat list of fields and
              values (what HGETALL would give), so the caller needs no read to run its first step
-    given:   for `elsewhere` (empty when nothing may start): { flow, fingerprint, childTarget,
-             priority ('' none), inputs } with inputs a flat list of index, checkpoint pairs
+    given:   for `elsewhere` (empty when nothing may start): giveChildren's answer
+             (run-lifecycle.lua)
 ]]
 local o = cjson.decode(ARGV[1])
 local fanOut = redis.call('HMGET', KEYS[1], 'step', 'flow', 'fingerprint', 'childTarget')
@@ -41,15 +41,6 @@ for _, index in ipairs(o.indices) do
 end
 local given = {}
 if type(o.elsewhere) == 'table' and #o.elsewhere > 0 then
-  local inputs = {}
-  for _, index in ipairs(o.elsewhere) do
-    local checkpoint = redis.call('HGET', KEYS[2], index)
-    if checkpoint then
-      table.insert(inputs, index)
-      table.insert(inputs, checkpoint)
-    end
-  end
-  given = { basics[1], basics[2], basics[3], parent[2] or '', inputs }
-  if #inputs > 0 then redis.call('ZADD', o.placements, o.now, o.placement) end
+  given = giveChildren(basics, parent[2], KEYS[2], o.elsewhere, o)
 end
 return { created, given }

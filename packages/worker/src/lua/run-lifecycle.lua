@@ -245,6 +245,28 @@ local function makeChild(fanOut, priority, c, index, checkpoint)
   return fields
 end
 
+--[[
+  What the partitions of fan-out children other than their parent's need to make their records
+  (place-children.lua there), read here in the parent's: the fan-out's basics, the parent's
+  priority, and each child's staged input. A placement under way is recorded (RedisKeys.placements)
+  until the placer has checked that the parent still waits (a worker looks at one left behind).
+  fanOut: { flow, fingerprint, childTarget }; priority: the parent's or nil
+  c: { placements, placement (its member), now }
+  Returns { flow, fingerprint, childTarget, priority ('' none), inputs (index, input pairs) }.
+]]
+local function giveChildren(fanOut, priority, inputsKey, indices, c)
+  local inputs = {}
+  for _, index in ipairs(indices) do
+    local input = redis.call('HGET', inputsKey, index)
+    if input then
+      table.insert(inputs, index)
+      table.insert(inputs, input)
+    end
+  end
+  if #inputs > 0 then redis.call('ZADD', c.placements, c.now, c.placement) end
+  return { fanOut[1], fanOut[2], fanOut[3], priority or '', inputs }
+end
+
 -- Mailboxes: `m` holds the key prefixes redis-keys.ts builds ({ mailboxPrefix, waitersPrefix }),
 -- to which an address is appended; they share the run's hash tag when the address lies in the
 -- run's partition.
