@@ -29,7 +29,7 @@ class Hold extends Node<JsonObject, { parent: string }> {
 
 class Holds extends ParallelBatchFlow<JsonObject> {
   override prep(shared: JsonObject): JsonObject[] {
-    return Array.from({ length: CHILDREN }, (_, i) => ({ i, parent: String(shared.parent) }));
+    return Array.from({ length: CHILDREN }, (_, i) => ({ i, parent: shared.parent as string }));
   }
 }
 
@@ -118,7 +118,7 @@ describe('a cancel cascade of a run retried since', () => {
 /** The ParallelBatchFlow of the placement case: its children go one at a time (`concurrency: 1`). */
 class OneAtATime extends ParallelBatchFlow<JsonObject> {
   override prep(shared: JsonObject): JsonObject[] {
-    return Array.from({ length: 2 }, (_, i) => ({ i, parent: String(shared.parent) }));
+    return Array.from({ length: 2 }, (_, i) => ({ i, parent: shared.parent as string }));
   }
 }
 const oneAtATime = defineFlow(

@@ -208,18 +208,18 @@ export class RedisKeys {
    * Sorted set: the runs of this partition whose fan-out's children are being cancelled (run id →
    * when the cascade last went on, epoch ms): cancel-run.lua, or a child's end that failed its
    * parent fast, adds the run; the cascade removes it when every child is cancelled; a worker's
-   * heartbeat finishes one whose canceller died (kernel/cancel-run.ts, resumeCascades).
+   * recovery sweep finishes one whose canceller died (kernel/cancel-run.ts, resumeCascades).
    */
   cascades(): string {
     return `${this.prefix}:cascades`;
   }
 
   /**
-   * Sorted set: placements of fan-out children in other partitions under way (`<parent id>
-   * <token>` → since when, epoch ms): create-children.lua adds one, the placer removes it once it
-   * has checked that the parent still waits. One left by a placer that died is looked at by a
-   * worker's heartbeat: a child it made for a parent that ended meanwhile is cancelled (the parent
-   * joins its partition's cascades).
+   * Sorted set: placements of fan-out children in other partitions under way (the parent's id, a
+   * space and a token → since when, epoch ms): create-children.lua or child-ended.lua adds one,
+   * the placer removes it once it has checked that the parent still waits. One left by a placer
+   * that died is looked at by a worker's recovery sweep: a child it made for a parent that ended
+   * meanwhile is cancelled (the parent joins its partition's cascades).
    */
   placements(): string {
     return `${this.prefix}:placements`;

@@ -611,7 +611,7 @@ export class RedisRunStore implements RunStore {
    * script there (create-children.lua), which also reads the inputs of the others; those in one
    * script per partition of theirs ({@link RedisRunStore.placeChildren}).
    *
-   * @param takenBy a worker that runs the first child made itself: that child's first step joins
+   * @param takenBy - a worker that runs the first child made itself: that child's first step joins
    *   the worker's taken tasks in the same script (ChildEndReport.take).
    * @returns the records made, as {@link RedisRunStore.load} would give them.
    */
@@ -1247,7 +1247,7 @@ export class RedisRunStore implements RunStore {
    * {@link RedisRunStore.dropStaged}; a staged text expires after `STAGED_VALUE_SECONDS` should its
    * transition never reach Redis.
    *
-   * @param copy also stage copies of the values `claim` references without bringing them that
+   * @param copy - also stage copies of the values `claim` references without bringing them that
    *   `runId`'s partition does not hold ({@link RedisRunStore.copiedValues}): for a new run (fork,
    *   retry), and a parent claiming its child's values.
    */

@@ -54,7 +54,7 @@ export async function cancelChildren(
     // Only the children started have records (see RunStore.createChildren).
     for (let first = 0; first < fanOut.started; first += CANCEL_BATCH) {
       if (signal?.aborted || (await store.cascadeProgress?.(parentId, false)) === false) return false;
-      await Promise.all(ancestors.map((id) => store.cascadeProgress?.(id, false)));
+      if (store.cascadeProgress) await Promise.all(ancestors.map((id) => store.cascadeProgress!(id, false)));
       const ids = Array.from({ length: Math.min(CANCEL_BATCH, fanOut.started - first) }, (_, i) =>
         childRunId(parentId, parentStep, first + i),
       );
