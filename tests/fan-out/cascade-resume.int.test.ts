@@ -9,9 +9,9 @@
  */
 import { describe, expect, it } from 'vitest';
 import { Flow, Node, ParallelBatchFlow, defineFlow, type JsonObject } from '@queueflow/runtime';
-import { RedisRunStore, withScripts } from '@queueflow/worker';
+import { RedisRunStore, withScripts, type RedisConnection } from '@queueflow/worker';
 import { aborted } from '../support/node-probes.js';
-import { useRedisHarness } from '../support/redis-harness.js';
+import { useRedisHarness, type RedisHarness } from '../support/redis-harness.js';
 import { inspectingConnection } from '../support/redis-prefix.js';
 import { waitFor } from '../support/wait-for.js';
 
@@ -34,6 +34,15 @@ class Holds extends ParallelBatchFlow<JsonObject> {
 }
 
 const holding = defineFlow('cascade-holds', () => new Holds(new Flow(new Hold({ name: 'hold' })), { name: 'holds' }));
+
+/** A store of the harness's deployment, on a connection of the test's (as a canceller's would be). */
+function storeOn(redis: RedisConnection, h: RedisHarness): RedisRunStore {
+  return new RedisRunStore(withScripts(redis), h.partitions, {
+    retentionSeconds: 3600,
+    maxErrors: 50,
+    maxStepRecords: 1000,
+  });
+}
 
 describe('a cancel cascade whose canceller died is finished by a worker', () => {
   const setup = useRedisHarness();
@@ -91,11 +100,7 @@ describe('a cancel cascade of a run retried since', () => {
     await waitFor('every child to run', () => running.get(parent) === CHILDREN);
     const redis = inspectingConnection(h.url);
     try {
-      const store = new RedisRunStore(withScripts(redis), h.partitions, {
-        retentionSeconds: 3600,
-        maxErrors: 50,
-        maxStepRecords: 1000,
-      });
+      const store = storeOn(redis, h);
       // The canceller cancels the parent and dies; the run is retried before anyone goes on.
       expect((await store.cancel(run.id)).result).toBe('cancelled-waiting');
       expect(await store.cascadeProgress(run.id, false)).toBe(true);
@@ -137,11 +142,7 @@ describe('a child placed in another partition while its parent was cancelled, by
     const redis = inspectingConnection(h.url);
     try {
       const scripted = withScripts(redis);
-      const store = new RedisRunStore(scripted, h.partitions, {
-        retentionSeconds: 3600,
-        maxErrors: 50,
-        maxStepRecords: 1000,
-      });
+      const store = storeOn(scripted, h);
       // Child 1 starts, as child 0's end would start it (the fan-out counts it started first).
       const keys = h.partitions.of(run.id);
       await h.connection.hincrby(keys.fanOut(run.id), 'started', 1);

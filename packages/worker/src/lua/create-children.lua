@@ -28,16 +28,11 @@ if fanOut[1] ~= tostring(o.parentStep) or not fanOut[4] then return { {}, {} } e
 local parent = redis.call('HMGET', o.runPrefix .. o.parentId, 'status', 'priority')
 if parent[1] ~= 'waiting' then return { {}, {} } end
 local basics = { fanOut[2], fanOut[3], fanOut[4] }
-local c = { runPrefix = o.runPrefix, parentId = o.parentId, parentStep = tostring(o.parentStep), now = o.now }
+local c = { runPrefix = o.runPrefix, parentId = o.parentId, parentStep = tostring(o.parentStep), now = o.now,
+  takenKey = o.takenKey }
 local created = {}
 for _, index in ipairs(o.indices) do
-  local fields = makeChild(basics, parent[2], c, index, redis.call('HGET', KEYS[2], index))
-  if fields then
-    if type(o.takenKey) == 'string' and #created == 0 then
-      redis.call('SADD', o.takenKey, o.parentId .. '.' .. c.parentStep .. '.' .. index .. '-0')
-    end
-    table.insert(created, { index, fields })
-  end
+  addChild(created, basics, parent[2], c, index, redis.call('HGET', KEYS[2], index))
 end
 local given = {}
 if type(o.elsewhere) == 'table' and #o.elsewhere > 0 then

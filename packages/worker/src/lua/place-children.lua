@@ -18,16 +18,8 @@ local o = cjson.decode(ARGV[1])
 local basics = { o.flow, o.fingerprint, o.childTarget }
 local priority = o.priority
 if priority == '' then priority = nil end
-local c = { runPrefix = o.runPrefix, parentId = o.parentId, parentStep = tostring(o.parentStep), now = o.now }
+local c = { runPrefix = o.runPrefix, parentId = o.parentId, parentStep = tostring(o.parentStep), now = o.now,
+  takenKey = o.takenKey }
 local created = {}
-for i = 2, #ARGV, 2 do
-  local index = ARGV[i]
-  local fields = makeChild(basics, priority, c, index, ARGV[i + 1])
-  if fields then
-    if type(o.takenKey) == 'string' and #created == 0 then
-      redis.call('SADD', o.takenKey, c.parentId .. '.' .. c.parentStep .. '.' .. index .. '-0')
-    end
-    table.insert(created, { index, fields })
-  end
-end
+for i = 2, #ARGV, 2 do addChild(created, basics, priority, c, ARGV[i], ARGV[i + 1]) end
 return created

@@ -245,6 +245,18 @@ local function makeChild(fanOut, priority, c, index, checkpoint)
   return fields
 end
 
+-- Makes child `index` (makeChild) into `created` ({ index, fields } each). With c.takenKey (a
+-- worker's taken tasks, ChildEndReport.take), the first child made joins it as its first step's
+-- task id `<child id>-0`: the worker runs it itself.
+local function addChild(created, fanOut, priority, c, index, checkpoint)
+  local fields = makeChild(fanOut, priority, c, index, checkpoint)
+  if not fields then return end
+  if type(c.takenKey) == 'string' and #created == 0 then
+    redis.call('SADD', c.takenKey, c.parentId .. '.' .. c.parentStep .. '.' .. index .. '-0')
+  end
+  table.insert(created, { index, fields })
+end
+
 --[[
   What the partitions of fan-out children other than their parent's need to make their records
   (place-children.lua there), read here in the parent's: the fan-out's basics, the parent's
