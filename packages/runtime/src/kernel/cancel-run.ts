@@ -1,4 +1,4 @@
-import { childRunId, isFinal, type CancelResult, type RunStore } from './run-store.js';
+import { childRunId, isFinal, type CancelResult, type RunStore, type StoredFanOut } from './run-store.js';
 import { taskId, taskOptionsOf, type Scheduler } from './scheduler.js';
 import { recordRunEnd } from '../telemetry/tracing.js';
 
@@ -38,7 +38,8 @@ export interface CascadeOptions {
  * recorded until it is done (RunStore.cascadesDue), its time renewed before each batch, with its
  * ancestors': should this process die in the middle, a worker finishes it ({@link resumeCascades}).
  * A cascade whose record is gone stops: the parent was reopened since (engine.retry), or another
- * cascade of it finished. Idempotent: a child cancelled already is left alone.
+ * cascade of it finished (having cancelled every child started by its end). Idempotent: a child
+ * cancelled already is left alone.
  *
  * @returns whether the cascade went to its end (not stopped by its record gone or `signal`).
  */
@@ -49,10 +50,14 @@ export async function cancelChildren(
   parentStep: number,
   { ancestors = [], signal }: CascadeOptions = {},
 ): Promise<boolean> {
-  const fanOut = await store.fanOutOf(parentId);
-  if (fanOut && fanOut.step === parentStep && fanOut.request.kind === 'runs') {
-    // Only the children started have records (see RunStore.createChildren).
-    for (let first = 0; first < fanOut.started; first += CANCEL_BATCH) {
+  // Only the children started have records (see RunStore.createChildren). Read again once they
+  // are cancelled: the run may have been retried and cancelled again meanwhile (this cascade then
+  // goes on under the new cancel's record), with more children started since; they go too.
+  const ofRuns = (fanOut: StoredFanOut | undefined): fanOut is StoredFanOut =>
+    fanOut?.step === parentStep && fanOut.request.kind === 'runs';
+  let covered = 0;
+  for (let fanOut = await store.fanOutOf(parentId); ofRuns(fanOut) && covered < fanOut.started;) {
+    for (let first = covered; first < fanOut.started; first += CANCEL_BATCH) {
       if (signal?.aborted || (await store.cascadeProgress?.(parentId, false)) === false) return false;
       if (store.cascadeProgress) await Promise.all(ancestors.map((id) => store.cascadeProgress!(id, false)));
       const ids = Array.from({ length: Math.min(CANCEL_BATCH, fanOut.started - first) }, (_, i) =>
@@ -63,9 +68,11 @@ export async function cancelChildren(
       // Traced (the fan-out step had a trace context): each cancelled child's run span ends here.
       const trace = fanOut.request.trace;
       if (trace === undefined) continue;
-      const runs = await store.summaries(ids.filter((_, i) => cancelled[i]));
-      for (const run of runs) if (run) recordRunEnd({ ...run, trace }, 'cancelled', run.finishedAt ?? run.updatedAt);
+      const ended = await store.summaries(ids.filter((_, i) => cancelled[i]));
+      for (const run of ended) if (run) recordRunEnd({ ...run, trace }, 'cancelled', run.finishedAt ?? run.updatedAt);
     }
+    covered = fanOut.started;
+    fanOut = await store.fanOutOf(parentId);
   }
   await store.cascadeProgress?.(parentId, true);
   return true;
