@@ -349,12 +349,12 @@ describe.each(engines)('%s: retry a failed or cancelled run', (name) => {
     gateOf(`${token}:fail`).open(); // child 2 fails: the parent fails fast, child 3 is cancelled
     const failed = await handle.result();
     expect(failed.status).toBe('failed');
-    expect((await engine.children(handle.id)).map((child) => child.status)).toEqual([
-      'completed',
-      'completed',
-      'failed',
-      'cancelled',
-    ]);
+    // The siblings are cancelled after the parent's end (the cascade follows the script that ended it).
+    const statuses = await waitFor('child 3 to be cancelled', async () => {
+      const found = (await engine.children(handle.id)).map((child) => child.status);
+      return found[3] === 'running' ? undefined : found;
+    });
+    expect(statuses).toEqual(['completed', 'completed', 'failed', 'cancelled']);
     await harness.idle();
 
     broken.delete(token);
