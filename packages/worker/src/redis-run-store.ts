@@ -295,9 +295,9 @@ export class RedisRunStore implements RunStore {
 
   /**
    * Claims the cascades due in every partition, up to `limit` each (claim-due.lua: a claimed one
-   * is not due again for `olderThanMs`, so a few are claimed at a time). A placement of children whose placer died (placements)
-   * becomes a cascade first when its parent has ended meanwhile: a child it made may run for a
-   * parent that no longer waits.
+   * is not due again for `olderThanMs`, so a few are claimed at a time). A placement of children
+   * whose placer died (placements) becomes a cascade first when its parent has ended meanwhile: a
+   * child it made may run for a parent that no longer waits.
    */
   async cascadesDue(olderThanMs: number, limit = 4): Promise<string[]> {
     const now = this.clock.now();
@@ -602,37 +602,26 @@ export class RedisRunStore implements RunStore {
     return { result: COMMIT_CODES[code] ?? 'stale', wakes };
   }
 
-  async createChildren(parentId: string, parentStep: number, indices: readonly number[]): Promise<StoredRun[]> {
-    return this.makeChildren(parentId, parentStep, indices);
-  }
-
   /**
-   * Makes the records of fan-out children as they start: those of the parent's partition in one
-   * script there (create-children.lua), which also reads the inputs of the others; those in one
-   * script per partition of theirs ({@link RedisRunStore.placeChildren}).
-   *
-   * @param takenBy - a worker that runs the first child made itself: that child's first step joins
-   *   the worker's taken tasks in the same script (ChildEndReport.take).
-   * @returns the records made, as {@link RedisRunStore.load} would give them.
+   * Children of the parent's partition are made in one script there (create-children.lua), which
+   * also reads the inputs of the others; those are made in their partitions
+   * ({@link RedisRunStore.placeChildren}).
    */
-  private async makeChildren(
-    parentId: string,
-    parentStep: number,
-    indices: readonly number[],
-    takenBy?: string,
-  ): Promise<StoredRun[]> {
+  async createChildren(parentId: string, parentStep: number, indices: readonly number[]): Promise<StoredRun[]> {
     if (indices.length === 0) return [];
     const parentKeys = this.keysOf(parentId);
     const home = this.partitions.indexOf(parentId);
     const partitionOf = (index: number): number => this.partitions.indexOf(childRunId(parentId, parentStep, index));
-    const placement = this.placement(parentId);
+    const elsewhere = indices.filter((index) => partitionOf(index) !== home);
+    // Recorded only for children made elsewhere (a store of one partition has none).
+    const placement = elsewhere.length > 0 ? this.placement(parentId) : undefined;
     const options = {
       runPrefix: parentKeys.runPrefix(),
       parentId,
       parentStep,
-      indices: indices.filter((index) => partitionOf(index) === home),
-      elsewhere: indices.filter((index) => partitionOf(index) !== home),
-      ...(takenBy === undefined ? {} : { takenKey: parentKeys.taken(takenBy) }),
+      now: placement?.now ?? String(this.clock.now()),
+      indices: elsewhere.length > 0 ? indices.filter((index) => partitionOf(index) === home) : indices,
+      elsewhere,
       ...placement,
     };
     const [made, given] = (await this.redis.createChildren(
@@ -641,8 +630,8 @@ export class RedisRunStore implements RunStore {
       JSON.stringify(options),
     )) as [MadeChild[], GivenChildren | []];
     const runs = made.map((child) => childRecord(childRunId(parentId, parentStep, Number(child[0])), child));
-    if (given.length === 0) return runs;
-    return [...runs, ...(await this.placeChildren(parentId, parentStep, given, placement, takenBy))];
+    if (given.length === 0 || !placement) return runs;
+    return [...runs, ...(await this.placeChildren(parentId, parentStep, given, placement))];
   }
 
   /** A placement of children under way (giveChildren in run-lifecycle.lua; RedisKeys.placements). */

@@ -11,8 +11,6 @@
   KEYS[1] the parent's fan-out hash   KEYS[2] the fan-out's staged inputs (hash: index -> checkpoint)
   ARGV[1] options, JSON: runPrefix (key prefix of run hashes), parentId, parentStep, now (epoch ms),
           indices (the children to create here), elsewhere (the children of other partitions),
-          takenKey (optional: a worker's set of taken tasks; the first child made joins it as its
-          first step's task id `<child id>-0`: the worker runs it itself, ChildEndReport.take),
           placements, placement (with `elsewhere`: the partition's placements under way and this
           one's member, added here; see RedisKeys.placements)
 
@@ -28,8 +26,7 @@ if fanOut[1] ~= tostring(o.parentStep) or not fanOut[4] then return { {}, {} } e
 local parent = redis.call('HMGET', o.runPrefix .. o.parentId, 'status', 'priority')
 if parent[1] ~= 'waiting' then return { {}, {} } end
 local basics = { fanOut[2], fanOut[3], fanOut[4] }
-local c = { runPrefix = o.runPrefix, parentId = o.parentId, parentStep = tostring(o.parentStep), now = o.now,
-  takenKey = o.takenKey }
+local c = { runPrefix = o.runPrefix, parentId = o.parentId, parentStep = tostring(o.parentStep), now = o.now }
 local created = {}
 for _, index in ipairs(o.indices) do
   addChild(created, basics, parent[2], c, index, redis.call('HGET', KEYS[2], index))
