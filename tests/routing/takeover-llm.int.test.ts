@@ -28,7 +28,10 @@ describe('queues: a dead worker serving default and llm', () => {
     expect((result.shared as unknown as RoutedShared).ran).toEqual([{ node: 'hang', pid: survivor.pid }]);
     expect(marker('again')).toBe(String(survivor.pid));
     // The survivor claimed the dead worker and handed its llm step back (BullMQ's lock, 30 s by
-    // default, had not expired: the step was not taken as stalled).
-    expect(survivor.output()).toMatch(new RegExp(`stopped heartbeating .* took over 1 step\\(s\\): ${handle.id}-0`));
+    // default, had not expired: the step was not taken as stalled). It logs that once the step is
+    // back in the queue, where it may run and complete first: the line is awaited.
+    const line = new RegExp(`stopped heartbeating .* took over 1 step\\(s\\): ${handle.id}-0`);
+    await waitFor('the survivor to log the takeover', () => line.test(survivor.output()));
+    expect(survivor.output()).toMatch(line);
   }, 120_000);
 });
