@@ -98,9 +98,12 @@ it('forks a run from a step with an edited shared: the new run starts there and 
 
   await page.waitForURL((url) => url.pathname.startsWith('/runs/') && !url.pathname.endsWith(source.id));
   const forkId = decodeURIComponent(new URL(page.url()).pathname.split('/').pop()!);
-  // The fork runs its steps now: on CI's busiest pass (a CPU burner beside parallel test files) it
-  // once took longer than the page's default 15 s; the claim is about what it holds, not its speed.
-  await badge().filter({ hasText: 'completed' }).waitFor({ timeout: 30_000 });
+  // The fork runs its steps now. Its end is awaited in the store first (on CI's busiest pass, a
+  // CPU burner beside parallel test files, that can take long); then the page must show it within
+  // its default timeout: a page still on an older status then missed a live update.
+  const ended = await untilRun(s.engine, forkId, 'the fork to end', (info) => info.finishedAt !== undefined);
+  expect(ended.status).toBe('completed');
+  await badge().filter({ hasText: 'completed' }).waitFor();
   await page.getByRole('link', { name: source.id }).waitFor(); // "forked from <source> after step 1"
   const fork = (await s.engine.get(forkId))!;
   expect(fork.forkedFrom).toEqual({ runId: source.id, step: 1 });

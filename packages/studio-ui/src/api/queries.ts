@@ -4,6 +4,7 @@
  */
 import { keepPreviousData, useQuery } from '@tanstack/preact-query';
 import { api } from './client';
+import { keys } from './query-keys';
 import type {
   ChildrenPage,
   CountsBody,
@@ -17,19 +18,6 @@ import type {
   StepRecord,
   WorkerInfo,
 } from './types';
-
-export const keys = {
-  runs: ['runs'] as const,
-  counts: ['counts'] as const,
-  run: (id: string) => ['run', id] as const,
-  history: (id: string) => ['history', id] as const,
-  children: (id: string) => ['children', id] as const,
-  diff: (id: string, step: number) => ['diff', id, step] as const,
-  sharedAt: (id: string, step: number) => ['sharedAt', id, step] as const,
-  graph: (flow: string) => ['graph', flow] as const,
-  workers: ['workers'] as const,
-  mailboxes: ['mailboxes'] as const,
-};
 
 export interface RunsFilter {
   status?: RunStatus | undefined;

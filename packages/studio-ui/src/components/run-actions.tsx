@@ -2,7 +2,8 @@ import { useMutation, useQueryClient } from '@tanstack/preact-query';
 import { useState } from 'preact/hooks';
 import { useLocation } from 'wouter-preact';
 import { api } from '../api/client';
-import { keys } from '../api/queries';
+import { keys } from '../api/query-keys';
+import { refreshQueries } from '../api/refresh-queries';
 import { FINAL_STATUSES, type RunInfo } from '../api/types';
 import { ConfirmDialog } from './confirm-dialog';
 import { ForkDialog } from './fork-dialog';
@@ -16,9 +17,9 @@ export function RunActions({ run }: { run: RunInfo }) {
   const [, navigate] = useLocation();
   const client = useQueryClient();
   const refresh = () => {
-    void client.invalidateQueries({ queryKey: keys.run(run.id) });
-    void client.invalidateQueries({ queryKey: keys.history(run.id) });
-    void client.invalidateQueries({ queryKey: keys.runs });
+    void refreshQueries(client, { queryKey: keys.run(run.id) });
+    void refreshQueries(client, { queryKey: keys.history(run.id) });
+    void refreshQueries(client, { queryKey: keys.runs });
   };
   const cancel = useMutation({
     mutationFn: () => api.post(`/api/runs/${encodeURIComponent(run.id)}/cancel`),
@@ -88,7 +89,7 @@ export function RunActions({ run }: { run: RunInfo }) {
           onClose={() => setOpen(undefined)}
           onForked={(id) => {
             setOpen(undefined);
-            void client.invalidateQueries({ queryKey: keys.runs });
+            void refreshQueries(client, { queryKey: keys.runs });
             navigate(`/runs/${id}`);
           }}
         />

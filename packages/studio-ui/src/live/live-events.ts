@@ -1,14 +1,16 @@
 /**
- * The page's one event stream (`/api/events`, Server-Sent Events): run changes invalidate the
- * queries that show those runs; counts, workers and mailboxes arrive whole and replace theirs.
+ * The page's one event stream (`/api/events`, Server-Sent Events): run changes refresh the
+ * queries that show those runs (refresh-changed-runs.ts); counts, workers and mailboxes arrive whole and replace theirs.
  * After a reconnect everything is read again (events may have been missed meanwhile).
  */
 import type { QueryClient } from '@tanstack/preact-query';
 import { useEffect, useState } from 'preact/hooks';
 import { apiUrl } from '../api/client';
-import { keys } from '../api/queries';
+import { keys } from '../api/query-keys';
+import { refreshQueries } from '../api/refresh-queries';
 import type { CountsBody, MailboxInfo, RunChange, WorkerInfo } from '../api/types';
 import { config } from '../config';
+import { refreshChangedRuns } from './refresh-changed-runs';
 
 export type LiveState = 'connecting' | 'live' | 'reconnecting' | 'off';
 
@@ -29,32 +31,16 @@ export function connectLiveEvents(client: QueryClient): void {
   // `hello` comes once the server watches the runs for this page (at the first connection and
   // after each reconnect): what the page read before may have changed unseen, so it reads again.
   source.addEventListener('hello', () => {
-    void client.invalidateQueries();
+    void refreshQueries(client);
     setState('live');
   });
   source.addEventListener('error', () => setState(source.readyState === EventSource.CLOSED ? 'off' : 'reconnecting'));
   source.addEventListener('problem', (event) =>
     setState('live', (JSON.parse((event as MessageEvent<string>).data) as { message: string }).message),
   );
-  source.addEventListener('runs', (event) => {
-    const changes = JSON.parse((event as MessageEvent<string>).data) as RunChange[];
-    // A fan-out child's id is its parent's followed by `.<step>.<index>`; lists show top-level runs.
-    if (changes.some((change) => !change.runId.includes('.'))) void client.invalidateQueries({ queryKey: keys.runs });
-    void client.invalidateQueries({
-      queryKey: ['children'],
-      predicate: (query) => {
-        const parent = query.queryKey[1] as string;
-        return changes.some((change) => change.runId === parent || change.runId.startsWith(`${parent}.`));
-      },
-    });
-    for (const change of changes) {
-      void client.invalidateQueries({ queryKey: keys.run(change.runId) });
-      void client.invalidateQueries({ queryKey: keys.history(change.runId) });
-      // A child's change moves its parent's progress: `<parent>.<step>.<index>`.
-      const parent = change.runId.split('.').slice(0, -2).join('.');
-      if (parent) void client.invalidateQueries({ queryKey: keys.run(parent) });
-    }
-  });
+  source.addEventListener('runs', (event) =>
+    refreshChangedRuns(client, JSON.parse((event as MessageEvent<string>).data) as RunChange[]),
+  );
   source.addEventListener('counts', (event) =>
     client.setQueryData(keys.counts, JSON.parse((event as MessageEvent<string>).data) as CountsBody),
   );

@@ -2,7 +2,9 @@ import { useMutation, useQueryClient } from '@tanstack/preact-query';
 import { useState } from 'preact/hooks';
 import { Link } from 'wouter-preact';
 import { api } from '../api/client';
-import { keys, useMailboxes } from '../api/queries';
+import { keys } from '../api/query-keys';
+import { refreshQueries } from '../api/refresh-queries';
+import { useMailboxes } from '../api/queries';
 import type { Json, MailboxInfo, Message, ParkedRun } from '../api/types';
 import { config } from '../config';
 import { count, dateTime } from '../components/format';
@@ -143,7 +145,7 @@ function Question({
     mutationFn: (body: Json) => api.post('/api/answers', { address, messageId: message.id, body }),
     onSuccess: () => {
       setText('');
-      void client.invalidateQueries({ queryKey: keys.mailboxes });
+      void refreshQueries(client, { queryKey: keys.mailboxes });
     },
   });
   const id = `answer-${message.id.replace(/\W/g, '_')}`;

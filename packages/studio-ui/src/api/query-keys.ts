@@ -1,0 +1,16 @@
+/**
+ * The keys of the page's queries (TanStack Query): the live event stream refreshes them by key,
+ * actions after they changed something.
+ */
+export const keys = {
+  runs: ['runs'] as const,
+  counts: ['counts'] as const,
+  run: (id: string) => ['run', id] as const,
+  history: (id: string) => ['history', id] as const,
+  children: (id: string) => ['children', id] as const,
+  diff: (id: string, step: number) => ['diff', id, step] as const,
+  sharedAt: (id: string, step: number) => ['sharedAt', id, step] as const,
+  graph: (flow: string) => ['graph', flow] as const,
+  workers: ['workers'] as const,
+  mailboxes: ['mailboxes'] as const,
+};

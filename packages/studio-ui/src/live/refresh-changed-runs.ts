@@ -1,0 +1,26 @@
+import type { QueryClient } from '@tanstack/preact-query';
+import { keys } from '../api/query-keys';
+import { refreshQueries } from '../api/refresh-queries';
+import type { RunChange } from '../api/types';
+
+/**
+ * Reads again what a batch of run changes (a `runs` event) makes out of date: the runs lists when
+ * a top-level run changed, each changed run and its step history, its parent's progress and the
+ * parent's children pages. A fan-out child's id is its parent's followed by `.<step>.<index>`.
+ */
+export function refreshChangedRuns(client: QueryClient, changes: RunChange[]): void {
+  if (changes.some((change) => !change.runId.includes('.'))) void refreshQueries(client, { queryKey: keys.runs });
+  void refreshQueries(client, {
+    queryKey: ['children'],
+    predicate: (query) => {
+      const parent = query.queryKey[1] as string;
+      return changes.some((change) => change.runId === parent || change.runId.startsWith(`${parent}.`));
+    },
+  });
+  for (const change of changes) {
+    void refreshQueries(client, { queryKey: keys.run(change.runId) });
+    void refreshQueries(client, { queryKey: keys.history(change.runId) });
+    const parent = change.runId.split('.').slice(0, -2).join('.');
+    if (parent) void refreshQueries(client, { queryKey: keys.run(parent) });
+  }
+}
