@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RedisEngine } from '@queueflow/worker';
 import { startRedisServer, type LocalRedisServer } from '../support/redis-server.js';
 import { testPrefix } from '../support/test-redis.js';
-import { waitFor } from '../support/wait-for.js';
+import { waitFor, within } from '../support/wait-for.js';
 import { spawnWorker, stopWorkers, type WorkerProcess } from '../support/worker-process.js';
 import { countdown, countdownShared, oneTo } from './fault-flows.js';
 
@@ -13,7 +13,8 @@ const FLOWS = fileURLToPath(new URL('./fault-flows.ts', import.meta.url));
 /**
  * Redis closes every client connection (CLIENT KILL), as a failover, a proxy restart or a
  * network blip would, three times while runs are in flight. Workers and the client reconnect:
- * nothing is lost, nothing committed twice, and `result()` still resolves.
+ * nothing is lost, nothing committed twice, and `result()` still resolves. A live view
+ * (`engine.watch`) is told to read again once its subscription is back.
  */
 describe('fault: Redis drops every client connection in the middle of runs', () => {
   const prefix = testPrefix('dropped');
@@ -71,4 +72,18 @@ describe('fault: Redis drops every client connection in the middle of runs', () 
     }
     for (const handle of handles) expect((await engine.get(handle.id))?.steps).toBe(80);
   }, 120_000);
+
+  it('tells a watcher to read again once its subscription is back; changes reach it again', async () => {
+    const heard: string[] = [];
+    let resubscribed!: () => void;
+    const back = new Promise<void>((resolve) => (resubscribed = resolve));
+    const unwatch = await engine.watch((change) => heard.push(change.runId), { resync: () => resubscribed() });
+    const dropped = (await admin.client('KILL', 'TYPE', 'pubsub', 'SKIPME', 'yes')) as number;
+    expect(dropped, 'subscriptions closed by Redis').toBeGreaterThan(0);
+    await within(back, 30_000, 'the watcher was never told to read again');
+    // Told only once subscribed again: a change published right away is heard.
+    const handle = await engine.start(countdown, countdownShared(1));
+    await waitFor("the new run's change", () => heard.includes(handle.id));
+    unwatch();
+  });
 });

@@ -57,6 +57,7 @@ export type {
   MailboxInfo,
   ParkedRun,
   RunChange,
+  WatchOptions,
   ChildSummary,
   FlowGraph,
   StreamEntry,

@@ -19,6 +19,7 @@ import {
   type MailboxesOptions,
   type MailboxInfo,
   type RunChange,
+  type WatchOptions,
   type ChildSummary,
   type FlowGraph,
   type Clock,
@@ -247,8 +248,8 @@ export class RedisEngine implements Engine {
   }
 
   /** @see Engine.watch */
-  async watch(listener: (change: RunChange) => void): Promise<() => void> {
-    return this.call((client) => client.watch(listener));
+  async watch(listener: (change: RunChange) => void, options?: WatchOptions): Promise<() => void> {
+    return this.call((client) => client.watch(listener, options));
   }
 
   /** @see Engine.sharedAt */

@@ -48,10 +48,25 @@ export class RedisRunEvents implements RunEventSource {
         else listener.cancelled?.(event.runId);
       }
     });
-    this.subscriber.on('ready', () => {
-      for (const listener of this.listeners) listener.resync?.();
-    });
+    this.subscriber.on('ready', () => void this.resync());
     await this.subscriber.subscribe(this.channel);
+  }
+
+  /**
+   * After a reconnect: ioredis subscribes again to the channels once it has emitted `ready`, so
+   * the listeners are told to read again only once a SUBSCRIBE of ours, sent after those on the
+   * same connection, has been answered (Redis ignores a SUBSCRIBE to a channel already
+   * subscribed). What they read then is followed by every later event. Should the connection drop
+   * again meanwhile, the next `ready` does this again.
+   */
+  private async resync(): Promise<void> {
+    const channels = this.changes && this.changesChannel ? [this.channel, this.changesChannel] : [this.channel];
+    try {
+      await this.subscriber.subscribe(...channels);
+    } catch {
+      return;
+    }
+    for (const listener of this.listeners) listener.resync?.();
   }
 }
 

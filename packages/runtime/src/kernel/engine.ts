@@ -231,8 +231,12 @@ export interface Engine {
    * Calls `listener` as runs change (a step committed, a run parked or ended, a child ended: each
    * child of a fan-out of up to 199, every ⌊n / 100⌋-th of a fan-out of n children, about every 1 %, beyond), for live views. One subscription
    * per engine however many listeners. Resolves once listening.
+   *
+   * Changes are announced over Redis pub/sub on a RedisEngine, which loses what is published while
+   * the connection is down: `options.resync` is called once it is back, so that a view reads again
+   * what it shows.
    */
-  watch(listener: (event: RunChange) => void): Promise<() => void>;
+  watch(listener: (event: RunChange) => void, options?: WatchOptions): Promise<() => void>;
   /**
    * The run's `shared` after `step` committed steps (0: as it started), rebuilt from its history.
    * @throws QueueflowError RUN_NOT_FOUND; `INVALID_OPTION` for a step it has no record of.
@@ -385,6 +389,16 @@ export interface ChildSummary {
   startedAt?: number;
   finishedAt?: number;
   error?: RunError;
+}
+
+/** Options of {@link Engine.watch}. */
+export interface WatchOptions {
+  /**
+   * Called when changes may have been missed: the subscription was made again after its
+   * connection was lost (a Redis restart or failover). Read again what you show. Never called by
+   * a LocalEngine.
+   */
+  resync?: () => void;
 }
 
 /** A change to a run, for live views. */

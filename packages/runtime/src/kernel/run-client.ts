@@ -22,6 +22,7 @@ import type {
   MailboxesOptions,
   MailboxInfo,
   RunChange,
+  WatchOptions,
   RunHandle,
   RunInfo,
   RunOptions,
@@ -359,8 +360,8 @@ export class RunClient {
   }
 
   /** See {@link Engine.watch}. */
-  watch(listener: (change: RunChange) => void): Promise<() => void> {
-    return this.events.subscribe({ changed: listener });
+  watch(listener: (change: RunChange) => void, options: WatchOptions = {}): Promise<() => void> {
+    return this.events.subscribe({ changed: listener, ...(options.resync ? { resync: options.resync } : {}) });
   }
 
   /** See {@link Engine.children}. */

@@ -15,6 +15,7 @@ import type {
   MailboxesOptions,
   MailboxInfo,
   RunChange,
+  WatchOptions,
   RunHandle,
   RunInfo,
   RunOptions,
@@ -251,8 +252,8 @@ export class LocalEngine implements Engine {
   }
 
   /** @see Engine.watch */
-  async watch(listener: (change: RunChange) => void): Promise<() => void> {
-    return this.client.watch(listener);
+  async watch(listener: (change: RunChange) => void, options?: WatchOptions): Promise<() => void> {
+    return this.client.watch(listener, options);
   }
 
   /** @see Engine.sharedAt */

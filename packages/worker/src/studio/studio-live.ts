@@ -24,7 +24,8 @@ const MAX_BUFFERED_BYTES = 4 * 1024 * 1024;
  * counts per status follow as `counts` events, at most once per `countsEveryMs`; workers and
  * mailboxes, which no run event announces (a worker starting, a message sent to no one), are read
  * once per `snapshotEveryMs` for all pages together and sent as `workers` / `mailboxes` events
- * when they changed.
+ * when they changed. When the engine's subscription is made again after a lost connection, every
+ * page gets `hello` again and reads anew what it shows.
  */
 export class StudioLive {
   private readonly clients = new Set<ServerResponse>();
@@ -96,7 +97,7 @@ export class StudioLive {
 
   private start(): void {
     this.unwatch ??= this.engine
-      .watch((change) => this.changed(change))
+      .watch((change) => this.changed(change), { resync: () => this.resync() })
       .catch((error: unknown) => {
         this.broadcast('problem', { message: `live run updates are off: ${(error as Error).message}` });
         return undefined;
@@ -106,6 +107,16 @@ export class StudioLive {
     this.snapshots = setInterval(() => void this.readSnapshots(), this.options.snapshotEveryMs);
     this.snapshots.unref();
     void this.readSnapshots();
+  }
+
+  /**
+   * The engine's subscription was made again after a lost connection: changes published meanwhile
+   * are gone, so every page is told `hello` again (it reads again what it shows), and the counts
+   * follow.
+   */
+  private resync(): void {
+    this.broadcast('hello', { at: Date.now(), watching: true });
+    this.scheduleCounts();
   }
 
   private leave(res: ServerResponse): void {

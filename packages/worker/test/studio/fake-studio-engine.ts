@@ -14,6 +14,7 @@ import type {
   MailboxInfo,
   MailboxesOptions,
   RunChange,
+  WatchOptions,
   RunHandle,
   RunInfo,
   RunSummary,
@@ -40,6 +41,7 @@ export class FakeStudioEngine implements StudioEngine {
   workerList: WorkerInfo[] = [];
   mailboxList: MailboxInfo[] = [];
   readonly listeners = new Set<(event: RunChange) => void>();
+  private readonly resyncs = new Set<() => void>();
   /** Every call, in order: `[method, ...args]`. */
   readonly calls: unknown[][] = [];
   /** Subscriptions made so far (the studio should make one however many pages are open). */
@@ -180,10 +182,19 @@ export class FakeStudioEngine implements StudioEngine {
     }
   }
 
-  async watch(listener: (event: RunChange) => void): Promise<() => void> {
+  async watch(listener: (event: RunChange) => void, options: WatchOptions = {}): Promise<() => void> {
     this.watchCount += 1;
     this.listeners.add(listener);
-    return () => this.listeners.delete(listener);
+    if (options.resync) this.resyncs.add(options.resync);
+    return () => {
+      this.listeners.delete(listener);
+      if (options.resync) this.resyncs.delete(options.resync);
+    };
+  }
+
+  /** Tells the watchers their subscription was made again (changes may have been missed). */
+  resync(): void {
+    for (const resync of this.resyncs) resync();
   }
 
   async sharedAt(runId: string, step: number): Promise<JsonObject> {

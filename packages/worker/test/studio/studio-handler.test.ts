@@ -415,6 +415,21 @@ describe('live events', () => {
     await expect.poll(() => engine.listeners.size).toBe(0);
   });
 
+  it("tells every page hello again, then the counts, when the engine's subscription was made again", async () => {
+    const { url, engine } = await serve({ live: { countsEveryMs: 50, snapshotEveryMs: 60_000 } });
+    const pages = (await Promise.all([fetch(`${url}/api/events`), fetch(`${url}/api/events`)])).map(eventStream);
+    await Promise.all(pages.map((page) => page.until(has('hello'))));
+
+    engine.resync(); // changes published while the connection was down are lost: pages read again
+    for (const page of pages) {
+      const seen = await page.until(has('counts'));
+      const hellos = seen.filter((e) => e.event === 'hello');
+      expect(hellos).toHaveLength(1);
+      expect(hellos[0]!.data).toMatchObject({ watching: true });
+    }
+    for (const page of pages) await page.close();
+  });
+
   it('sends workers and mailboxes, read once for all pages, when they change', async () => {
     const { url, engine } = await serve({ live: { snapshotEveryMs: 30 } });
     const page = eventStream(await fetch(`${url}/api/events`));
