@@ -89,7 +89,7 @@ describe.each(engines)('%s: a run that cannot go on', (name) => {
       await setCheckpoint(h, handle.id, corrupt(checkpoint));
 
       await engine.send(address, 'wake up');
-      const info = await h.until(handle.id, 'failed', (run) => run.status === 'failed', 10_000);
+      const info = await h.until(handle.id, 'failed', (run) => run.status === 'failed');
       const message = new RegExp(`^run '${handle.id}' of flow 'corrupt-run' cannot go on: ${problem.source}`);
       expect(info.error).toMatchObject({ code: 'CORRUPT_RUN', message: expect.stringMatching(message) });
       // Failed at once: one error record, no retry of a step that cannot be mended.
