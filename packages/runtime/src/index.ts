@@ -53,6 +53,7 @@ export type {
   StepRecord,
   ForkOptions,
   WorkerInfo,
+  WorkerPartitions,
   MailboxesOptions,
   MailboxInfo,
   ParkedRun,
