@@ -193,12 +193,36 @@ describe('a store of 16 partitions on a 3-master cluster', () => {
 
   it('refuses a client whose partition count differs from the stored one, naming both', async () => {
     const { client, engine } = await open('partitioned-mismatch', 0);
-    await engine.list(); // the first to connect stores the count
+    await engine.start(counting, { n: 0 }); // a client's first run stores the count
     const other = client({ partitions: 4 });
     const error = await other.list().catch((caught: unknown) => caught);
     expect(error).toBeInstanceOf(QueueflowError);
     expect(error).toMatchObject({ code: 'INVALID_OPTION' });
     expect((error as Error).message).toMatch(/`partitions` is 4, but the deployment under prefix .* has 16/);
+  });
+
+  it('stores the count when a client connects first: a worker with another is refused, none lost', async () => {
+    // A client that starts runs before any worker wrote them under its default count (16 on a
+    // cluster); a worker then given another count must not take the deployment over.
+    const redis = await setup('partitioned-client-first', { flows, cluster: true, workers: 0 });
+    const handles = await Promise.all(Array.from({ length: 6 }, () => redis.engine.start(counting, { n: 0 })));
+    const refused = await redis.worker({ partitions: 1 }).catch((caught: unknown) => caught);
+    expect(refused).toMatchObject({ code: 'INVALID_OPTION' });
+    expect((refused as Error).message).toMatch(/`partitions` is 1, but the deployment under prefix .* has 16/);
+    await redis.worker(); // the stored count
+    for (const handle of handles) expect((await handle.result()).status).toBe('completed');
+  });
+
+  it("refuses a client's first run when another count was stored after it connected", async () => {
+    const redis = await setup('partitioned-stored-since', { flows, cluster: true, workers: 0 });
+    await redis.engine.list(); // connected, and read no count: it takes 16, and stores nothing yet
+    await redis.worker({ partitions: 4 });
+    const error = await redis.engine.start(counting, { n: 0 }).catch((caught: unknown) => caught);
+    expect(error).toMatchObject({
+      code: 'INVALID_OPTION',
+      message: expect.stringMatching(/took 16 partitions under prefix .*, but 4 has been stored since/),
+    });
+    expect(await redis.client().list()).toEqual([]); // no run was written
   });
 
   it("delivers a run's message to a mailbox of another partition once, through a hand-off", async () => {

@@ -152,41 +152,30 @@ export function checkPartitions(owner: string, value: unknown): number | undefin
 
 /**
  * The partition count of the deployment under `prefix`, stored once in its settings hash
- * (`<prefix>:settings`, field `partitions`) so that every client and worker agrees. A worker
- * (`store`) that finds none stores `configured` ({@link CLUSTER_PARTITIONS} on a cluster, else 1,
- * when unset); a client stores only a count it was given (a client that only reads writes
- * nothing), and reads that default when none is stored.
+ * (`<prefix>:settings`, field `partitions`) so that every client and worker agrees: the stored
+ * one, else `configured`, else {@link CLUSTER_PARTITIONS} on a cluster and 1 on one server. Reads
+ * only; `stored` says whether a count was stored, else {@link storePartitions} must store it
+ * before anything is written under it (a worker at its start, a client at its first write: a
+ * client that only reads writes nothing).
  *
  * @throws QueueflowError `INVALID_OPTION` when `configured` differs from the stored count (naming
- *   both and the key), when a count over 1 would be stored for a deployment that holds runs
- *   already (they live in partition 0 of one), or when the stored one is not a count.
+ *   both and the key), or when the stored one is not a count.
  */
-export async function partitionsOf(
+export async function readPartitions(
   redis: RedisConnection,
   prefix: string,
   configured: number | undefined,
   owner: string,
-  store: boolean,
-): Promise<Partitions> {
-  const keys = new RedisKeys(prefix);
-  const key = keys.settings();
-  const fallback = redis instanceof Cluster ? CLUSTER_PARTITIONS : 1;
-  let text = await redis.hget(key, 'partitions');
-  if (text === null && (store || configured !== undefined)) {
-    const count = configured ?? fallback;
-    if (count > 1 && (await redis.exists(keys.runs())) === 1) {
-      throw new QueueflowError(
-        'INVALID_OPTION',
-        `${owner}: \`partitions\` is ${count}, but the deployment under prefix ${prefix} holds runs of one partition already (and no count in ${key}): a deployment's count cannot change; use another prefix`,
-        { retryable: false },
-      );
-    }
-    await redis.hsetnx(key, 'partitions', count);
-    text = await redis.hget(key, 'partitions');
+): Promise<{ partitions: Partitions; stored: boolean }> {
+  const key = new RedisKeys(prefix).settings();
+  const text = await redis.hget(key, 'partitions');
+  if (text === null) {
+    const count = configured ?? (redis instanceof Cluster ? CLUSTER_PARTITIONS : 1);
+    return { partitions: new Partitions(prefix, count), stored: false };
   }
-  const stored = text === null ? fallback : Number(text);
+  const stored = Number(text);
   if (!Number.isInteger(stored) || stored < 1 || stored > MAX_PARTITIONS) {
-    throw new QueueflowError('INVALID_OPTION', `${key} holds partitions = \`${String(text)}\`, not a partition count`, {
+    throw new QueueflowError('INVALID_OPTION', `${key} holds partitions = \`${text}\`, not a partition count`, {
       retryable: false,
     });
   }
@@ -197,5 +186,55 @@ export async function partitionsOf(
       { retryable: false },
     );
   }
-  return new Partitions(prefix, stored);
+  return { partitions: new Partitions(prefix, stored), stored: true };
+}
+
+/**
+ * Stores `count` as the deployment's partition count unless one is stored already (`HSETNX`),
+ * before the first thing written under it: what a client wrote under a count nobody stored would
+ * be lost to workers that store another (its runs in partitions they do not have).
+ *
+ * @throws QueueflowError `INVALID_OPTION` when another count was stored meanwhile (naming both),
+ *   or when a count over 1 would be stored for a deployment that holds runs already (from before
+ *   partitions: they live in partition 0 of one).
+ */
+export async function storePartitions(
+  redis: RedisConnection,
+  prefix: string,
+  count: number,
+  owner: string,
+): Promise<void> {
+  const keys = new RedisKeys(prefix);
+  const key = keys.settings();
+  if (count > 1 && (await redis.hexists(key, 'partitions')) === 0 && (await redis.exists(keys.runs())) === 1) {
+    throw new QueueflowError(
+      'INVALID_OPTION',
+      `${owner}: \`partitions\` is ${count}, but the deployment under prefix ${prefix} holds runs of one partition already (and no count in ${key}): a deployment's count cannot change; use another prefix`,
+      { retryable: false },
+    );
+  }
+  await redis.hsetnx(key, 'partitions', count);
+  const stored = await redis.hget(key, 'partitions');
+  if (stored !== String(count)) {
+    throw new QueueflowError(
+      'INVALID_OPTION',
+      `${owner}: took ${count} partitions under prefix ${prefix}, where none was stored when it connected, but ${String(stored)} has been stored since (in ${key}): every client and worker must use the same count; create this one again to use the stored count`,
+      { retryable: false },
+    );
+  }
+}
+
+/**
+ * The partition count of the deployment under `prefix`, stored now if none was
+ * ({@link readPartitions}, then {@link storePartitions}): for a worker, which writes at once.
+ */
+export async function partitionsOf(
+  redis: RedisConnection,
+  prefix: string,
+  configured: number | undefined,
+  owner: string,
+): Promise<Partitions> {
+  const { partitions, stored } = await readPartitions(redis, prefix, configured, owner);
+  if (!stored) await storePartitions(redis, prefix, partitions.count, owner);
+  return partitions;
 }

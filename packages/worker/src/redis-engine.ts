@@ -43,7 +43,7 @@ import { BullmqScheduler } from './bullmq-scheduler.js';
 import { connectAll, createRedis, redisTimeoutOf, serverOf, type ConnectionOption } from './connection.js';
 import { probeServer } from './probe-server.js';
 import { normalizePrefix } from './redis-keys.js';
-import { checkPartitions, partitionsOf } from './partitions.js';
+import { checkPartitions, readPartitions, storePartitions, type Partitions } from './partitions.js';
 import { RedisRunEvents } from './redis-run-events.js';
 import { RedisRunStore } from './redis-run-store.js';
 import { withScripts } from './scripts.js';
@@ -72,8 +72,8 @@ export interface RedisEngineOptions extends StoreSettings {
   /**
    * Partitions of the deployment's store (README "Scaling out"): each has a hash tag, and so a
    * Redis Cluster slot, of its own; runs spread over them by id. Stored once, in partition 0's
-   * settings (`<prefix>:settings`): unset, the stored count is used; set, it must equal the
-   * stored one.
+   * settings (`<prefix>:settings`), by the first worker to start or client to write: unset,
+   * the stored count is used; set, it must equal the stored one.
    * @defaultValue the stored count, else 16 on a Redis Cluster and 1 on one server
    * @throws TypeError (from the constructor) for a count that is not an integer from 1 to 1024;
    *   QueueflowError `INVALID_OPTION` (from the first call) for one that differs from the stored count.
@@ -98,6 +98,9 @@ export interface RedisEngineOptions extends StoreSettings {
 
 interface Connected {
   redis: RedisConnection;
+  partitions: Partitions;
+  /** Whether the partition count was stored when this connected, or has been by a write since. */
+  countStored: Promise<void> | undefined;
   subscriber: RedisConnection;
   reader: StreamReader;
   scheduler: BullmqScheduler;
@@ -174,7 +177,7 @@ export class RedisEngine implements Engine {
       clock: this.options.clock ?? systemClock,
       ...this.settings,
     });
-    return this.call((client) => client.startPrepared(run));
+    return this.write((client) => client.startPrepared(run));
   }
 
   /**
@@ -214,7 +217,7 @@ export class RedisEngine implements Engine {
    *   for one over `MAX_MESSAGE_BYTES` (1 MiB); TypeError (code `INVALID_ARGUMENT`) for a bad address.
    */
   async send(address: string, body: Json): Promise<string> {
-    return this.call((client) => client.send(address, body));
+    return this.write((client) => client.send(address, body));
   }
 
   /** @see Engine.history */
@@ -229,7 +232,7 @@ export class RedisEngine implements Engine {
 
   /** @see Engine.fork */
   async fork(runId: string, options: ForkOptions): Promise<RunHandle> {
-    return this.call((client) => client.fork(runId, options));
+    return this.write((client) => client.fork(runId, options));
   }
 
   /** The live workers, from their heartbeats (a worker that stopped heartbeating drops out). */
@@ -244,7 +247,7 @@ export class RedisEngine implements Engine {
 
   /** @see Engine.answer */
   async answer(address: string, messageId: string, body: Json): Promise<void> {
-    return this.call((client) => client.answer(address, messageId, body));
+    return this.write((client) => client.answer(address, messageId, body));
   }
 
   /** @see Engine.watch */
@@ -292,7 +295,10 @@ export class RedisEngine implements Engine {
   ): Promise<void> {
     // Bad input is refused before connecting: nothing is written then.
     const definition = checkSchedule(this.registry, name, flow, options, shared, runOptions);
-    await this.withConnection(({ schedules }) => schedules.upsert(definition));
+    await this.withConnection(async (connected) => {
+      await this.storeCount(connected);
+      await connected.schedules.upsert(definition);
+    });
   }
 
   /**
@@ -331,6 +337,32 @@ export class RedisEngine implements Engine {
     return this.withConnection(({ client }) => body(client));
   }
 
+  /**
+   * As {@link RedisEngine.call}, for a call that makes something new (a run, a message): the
+   * deployment's partition count is stored first if nobody had stored it when this client
+   * connected (see `storePartitions`). Calls on what exists (cancel, retry) found it under the
+   * count this client reads, and store nothing.
+   */
+  private async write<T>(body: (client: RunClient) => Promise<T>): Promise<T> {
+    return this.withConnection(async (connected) => {
+      await this.storeCount(connected);
+      return body(connected.client);
+    });
+  }
+
+  private storeCount(connected: Connected): Promise<void> {
+    connected.countStored ??= storePartitions(
+      connected.redis,
+      this.prefix,
+      connected.partitions.count,
+      'RedisEngine',
+    ).catch((error: unknown) => {
+      connected.countStored = undefined; // the next write checks again
+      throw error;
+    });
+    return connected.countStored;
+  }
+
   /** As {@link RedisEngine.call}, with everything the connection holds. */
   private async withConnection<T>(body: (connected: Connected) => Promise<T>): Promise<T> {
     try {
@@ -351,7 +383,7 @@ export class RedisEngine implements Engine {
       const redis = createRedis(this.options.connection, 'client', onError, settings);
       const subscriber = createRedis(this.options.connection, 'subscriber', onError, settings);
       await connectAll([redis, subscriber]); // on failure, the next call opens new ones
-      const partitions = await partitionsOf(redis, this.prefix, this.partitions, 'RedisEngine', false).catch(
+      const { partitions, stored } = await readPartitions(redis, this.prefix, this.partitions, 'RedisEngine').catch(
         (error: unknown) => {
           redis.disconnect();
           subscriber.disconnect();
@@ -393,7 +425,8 @@ export class RedisEngine implements Engine {
         throw error;
       }
       const schedules = new RedisSchedules(redis, keys, scheduler);
-      return { redis, subscriber, scheduler, waiter, client, reader, schedules };
+      const countStored = stored ? Promise.resolve() : undefined;
+      return { redis, partitions, countStored, subscriber, scheduler, waiter, client, reader, schedules };
     })();
     this.connected.catch(() => {
       this.connected = undefined; // the next call tries again

@@ -50,8 +50,8 @@ export interface WorkerOptions extends StoreSettings {
   /**
    * Partitions of the deployment's store (README "Scaling out"): each has a hash tag, and so a
    * Redis Cluster slot, of its own, and its own BullMQ queues. Stored once, in partition 0's
-   * settings (`<prefix>:settings`): unset, the stored count is used; set, it must equal the
-   * stored one.
+   * settings (`<prefix>:settings`), by the first worker to start or client to write: unset,
+   * the stored count is used; set, it must equal the stored one.
    * @defaultValue the stored count, else 16 on a Redis Cluster and 1 on one server
    * @throws TypeError (from `startWorker`) for a count that is not an integer from 1 to 1024;
    *   QueueflowError `INVALID_OPTION` for one that differs from the stored count.
@@ -184,7 +184,7 @@ export async function startWorker(options: WorkerOptions): Promise<QueueflowWork
   const subscriber = createRedis(options.connection, 'subscriber', onError, { readyCheck: server.info });
   await connectAll([redis, subscriber]);
   const { partitions, served } = await (async () => {
-    const stored = await partitionsOf(redis, prefix, configuredPartitions, 'startWorker', true);
+    const stored = await partitionsOf(redis, prefix, configuredPartitions, 'startWorker');
     return { partitions: stored, served: servedPartitions(options.servePartitions, stored.count) };
   })().catch(async (error: unknown) => {
     await Promise.all([redis.quit().catch(() => {}), subscriber.quit().catch(() => {})]);

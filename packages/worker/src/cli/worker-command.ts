@@ -29,7 +29,7 @@ export function workerCommand(): Command {
     .option('--concurrency <n>', 'steps run at once, on each queue served', positiveInteger, 8)
     .option(
       '--partitions <n>',
-      'partitions of the store (stored once: must match the stored count; default: the stored one, else 1)',
+      'partitions of the store (stored once: must match the stored count; default: the stored one, else 16 on a cluster and 1 on one server)',
       positiveInteger,
     )
     .option('--serve-partitions <list>', 'partitions served, comma-separated (default: every one)', partitionList)
