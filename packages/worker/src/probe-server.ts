@@ -1,6 +1,15 @@
 import { Cluster } from 'ioredis';
+import { QueueflowError } from '@queueflow/runtime';
 import { warn } from '@queueflow/runtime/kernel';
-import { COMMAND_TIMED_OUT, connectAll, createRedis, unavailable, type ConnectionOption } from './connection.js';
+import {
+  COMMAND_TIMED_OUT,
+  connectAll,
+  createRedis,
+  serverOf,
+  unavailable,
+  type ConnectionOption,
+  type RedisConnection,
+} from './connection.js';
 
 /**
  * What a client or worker learns of the server before it opens its connections: whether this
@@ -23,7 +32,8 @@ export type ServerInfo =
  *
  * @param commandTimeoutMs - longest wait for the answer, in ms. @defaultValue no limit
  * @throws QueueflowError `REDIS_UNAVAILABLE` as {@link connectAll} does; `REDIS_TIMEOUT` when the
- *   server does not answer within `commandTimeoutMs`.
+ *   server does not answer within `commandTimeoutMs`; `INVALID_OPTION` when the server has no
+ *   database of the connection's number.
  */
 export async function probeServer(
   connection: ConnectionOption | undefined,
@@ -35,6 +45,12 @@ export async function probeServer(
     ...(commandTimeoutMs === undefined ? {} : { commandTimeoutMs }),
   });
   await connectAll([redis]);
+  try {
+    await checkDatabase(redis);
+  } catch (error) {
+    redis.disconnect();
+    throw error;
+  }
   try {
     // On a cluster, every master is asked: one that may evict is enough to lose keys.
     const servers = redis instanceof Cluster ? redis.nodes('master') : [redis];
@@ -71,6 +87,26 @@ export function checkRedisConfig(server: ServerInfo): void {
     warn(
       'QF_REDIS_CONFIG',
       `Redis maxmemory-policy is '${policy}': Redis may evict run records and jobs. Set it to 'noeviction' (see infra/redis.conf).`,
+    );
+  }
+}
+
+/**
+ * ioredis SELECTs the connection's database (`db`, or the URL's path) as it connects and, should
+ * the server refuse (`ERR DB index is out of range`), only emits the error and goes on in
+ * database 0: every key would then land there. Selecting it again here makes that refusal an
+ * error. A cluster has database 0 only (a URL naming another is refused before).
+ */
+async function checkDatabase(redis: RedisConnection): Promise<void> {
+  const db = redis instanceof Cluster ? 0 : (redis.options.db ?? 0);
+  if (db === 0) return;
+  try {
+    await redis.select(db);
+  } catch (error) {
+    throw new QueueflowError(
+      'INVALID_OPTION',
+      `Redis at ${serverOf(redis)} has no database ${db} (the connection's \`db\`, or its URL's path): ${(error as Error).message}`,
+      { retryable: false, cause: error },
     );
   }
 }
