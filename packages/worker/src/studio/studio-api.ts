@@ -2,6 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import FindMyWay from 'find-my-way';
 import jsonPatch from 'fast-json-patch';
 import type { Json, JsonObject } from '@queueflow/runtime';
+import { isFinal } from '@queueflow/runtime/kernel';
 import type { RunCensus } from './run-census.js';
 import { countsBody, summaryOf, type ChildrenPageBody, type RunsPageBody, type StepDiffBody } from './studio-bodies.js';
 import type { PatchOperation, StudioEngine, RunSummary } from './studio-engine.js';
@@ -103,6 +104,10 @@ export class StudioApi {
 
     post('/api/runs/:id/cancel', async (c) => {
       const id = runIdOf(c.params.id);
+      // The engine's cancel of an ended run changes nothing: say so rather than answer "cancelled".
+      const run = await this.need('get')(id);
+      if (run && isFinal(run.status))
+        throw new StudioHttpError(409, 'RUN_ENDED', `run '${id}' has already ended (${run.status}): nothing to cancel`);
       await this.need('cancel')(id);
       return { id, cancelled: true };
     });
@@ -237,6 +242,9 @@ export class StudioApi {
     const offset = optionalIntegerOf(query.get('offset') ?? undefined, 'offset', 0, 0, Number.MAX_SAFE_INTEGER);
     const limit = optionalIntegerOf(query.get('limit') ?? undefined, 'limit', 100, 1, MAX_PAGE);
     const children = await this.need('children')(runId, { offset, limit: limit + 1 });
+    // The engine lists no child for an unknown run; the API answers 404 for it, as for its other parts.
+    if (children.length === 0 && !(await this.need('get')(runId)))
+      throw new StudioHttpError(404, 'RUN_NOT_FOUND', `no run '${runId}' (never started, or expired)`);
     return { children: children.slice(0, limit), offset, limit, hasMore: children.length > limit };
   }
 

@@ -14,6 +14,8 @@ export type StudioErrorCode =
   | 'NOT_IMPLEMENTED'
   | 'UNAVAILABLE'
   | 'INTERNAL'
+  /** A cancel of a run that has already ended (409). */
+  | 'RUN_ENDED'
   // engine codes passed through as they are
   | 'RUN_NOT_FOUND'
   | 'MESSAGE_NOT_FOUND'

@@ -209,6 +209,27 @@ describe('the API: actions', () => {
     expect((await json(refused)).error.code).toBe('RUN_NOT_RETRYABLE');
   });
 
+  it('a cancel of a run that has ended is a 409 naming its status, and changes nothing', async () => {
+    const { url, engine } = await serve();
+    const refused = await post(`${url}/api/runs/completedReview1/cancel`, {});
+    expect(refused.status).toBe(409);
+    expect((await json(refused)).error).toEqual({
+      code: 'RUN_ENDED',
+      message: "run 'completedReview1' has already ended (completed): nothing to cancel",
+    });
+    expect(engine.runs.get('completedReview1')!.info.status).toBe('completed');
+    expect((await post(`${url}/api/runs/no-such-run/cancel`, {})).status).toBe(404);
+  });
+
+  it('children of an unknown run is a 404, as its other parts are; of a run without a fan-out, none', async () => {
+    const { url } = await serve();
+    const unknown = await fetch(`${url}/api/runs/no-such-run/children`);
+    expect(unknown.status).toBe(404);
+    expect((await json(unknown)).error.code).toBe('RUN_NOT_FOUND');
+    const none = await fetch(`${url}/api/runs/completedReview1/children`);
+    expect(await json(none)).toMatchObject({ children: [], hasMore: false });
+  });
+
   it('forks from a step with an edited shared, turned into a JSON Patch', async () => {
     const { url, engine } = await serve();
     const edited = { title: 'A post', draft: 'Queues are great', log: [], tags: ['edited'] };
