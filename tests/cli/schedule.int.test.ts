@@ -138,6 +138,18 @@ describe('queueflow schedule', () => {
     const run = await queueflow(['run', 'cli-greet', '--flows', FLOWS, '--priority', '0', '--detach', ...at(prefix)]);
     expect(run.code).toBe(1);
     expect(run.stderr).toContain('expected `--priority` to be an integer from 1 (runs first) to 2097151');
+    const text = await queueflow([
+      'run',
+      'cli-greet',
+      '--flows',
+      FLOWS,
+      '--priority',
+      'abc',
+      '--detach',
+      ...at(prefix),
+    ]);
+    expect(text.code).toBe(1);
+    expect(text.stderr).toContain('got "abc" (string)');
     const started = await queueflow([
       'run',
       'cli-greet',

@@ -126,7 +126,8 @@ export function partitionList(value: string): number[] {
 export function priorityOption(value: string): number {
   const number = Number(value);
   try {
-    return checkPriority(number, '--priority')!;
+    // Text that is no number is checked as given: its message would name NaN.
+    return checkPriority(Number.isNaN(number) ? value : number, '--priority')!;
   } catch (error) {
     throw new InvalidArgumentError((error as Error).message);
   }
