@@ -6,9 +6,11 @@ import { describe, expect, it } from 'vitest';
 import {
   BatchNode,
   Flow,
+  LocalEngine,
   Node,
   ParallelBatchFlow,
   ParallelBatchNode,
+  type LocalEngineOptions,
   type NodeOptions,
   type ParallelOptions,
 } from '../src/index.js';
@@ -193,5 +195,12 @@ describe('other options', () => {
       'Flow: expected `start` to be a node (BaseNode), got `undefined` (undefined)',
     );
     expect(thrown(() => new Flow({} as unknown as Node)).message).toMatch(/^Flow: expected `start`/);
+  });
+
+  it('an engine needs its flows: an array or a module of them, named when missing', () => {
+    const options = {} as unknown as LocalEngineOptions;
+    expect(thrown(() => new LocalEngine(options)).message).toBe(
+      'flows: expected `flows` to be an array of FlowDefinitions made by defineFlow, or a module of them, got `undefined` (undefined)',
+    );
   });
 });

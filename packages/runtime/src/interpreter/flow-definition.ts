@@ -47,6 +47,14 @@ export class FlowRegistry {
   private readonly graphs = new Map<string, CompiledGraph>();
 
   constructor(flows: FlowsOption) {
+    // Checked for callers without types: `Object.values(undefined)` would throw a bare TypeError.
+    if (typeof flows !== 'object' || flows === null)
+      throw invalidOption(
+        'flows',
+        'flows',
+        'an array of FlowDefinitions made by defineFlow, or a module of them',
+        flows,
+      );
     const candidates = Array.isArray(flows) ? flows : Object.values(flows);
     for (const candidate of candidates) {
       if (!isFlowDefinition(candidate)) {
