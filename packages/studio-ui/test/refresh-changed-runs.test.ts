@@ -48,6 +48,21 @@ describe('refreshChangedRuns', () => {
     run.unsubscribe();
   });
 
+  it('does not cancel a first read however often its run changes: the view loads, then reads again', async () => {
+    const reads: Read[] = [];
+    const run = view(newClient(), keys.run('r1'), reads);
+    await vi.waitFor(() => expect(reads).toHaveLength(1));
+    for (let i = 0; i < 3; i++) refreshChangedRuns(client, [change('r1', 'running')]);
+    reads[0]!.answer({ status: 'running' });
+    await vi.waitFor(() => expect(run.data()).toEqual({ status: 'running' })); // not cancelled: shown
+    await vi.waitFor(() => expect(reads.length).toBeGreaterThan(1));
+    await vi.waitFor(() => {
+      for (const read of reads.slice(1)) read.answer({ status: 'completed' }); // those restarted too
+      expect(run.data()).toEqual({ status: 'completed' });
+    });
+    run.unsubscribe();
+  });
+
   it('reads a run with data again, and leaves the views of other runs alone', async () => {
     const reads: Read[] = [];
     const run = view(newClient(), keys.run('r1'), reads);
