@@ -1,7 +1,9 @@
 import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { RedisEngine } from '@queueflow/worker';
+import { Flow, Node, defineFlow } from '@queueflow/runtime';
+import { RedisEngine, RedisKeys, startWorker } from '@queueflow/worker';
+import { aborted } from '../support/node-probes.js';
 import { startRedisServer, type LocalRedisServer } from '../support/redis-server.js';
 import { testPrefix } from '../support/test-redis.js';
 import { waitFor, within } from '../support/wait-for.js';
@@ -9,6 +11,17 @@ import { spawnWorker, stopWorkers, type WorkerProcess } from '../support/worker-
 import { countdown, countdownShared, oneTo } from './fault-flows.js';
 
 const FLOWS = fileURLToPath(new URL('./fault-flows.ts', import.meta.url));
+
+/** Runs whose step is in `exec`: what aborted it, once it is. */
+const inExec = new Map<string, Promise<unknown>>();
+class WaitForAbort extends Node {
+  override async exec(): Promise<void> {
+    const reason = aborted(this.signal);
+    inExec.set(this.runContext!.runId, reason);
+    throw await reason;
+  }
+}
+const waitsForAbort = defineFlow('dropped-waits-for-abort', () => new Flow(new WaitForAbort({ name: 'wait' })));
 
 /**
  * Redis closes every client connection (CLIENT KILL), as a failover, a proxy restart or a
@@ -26,7 +39,7 @@ describe('fault: Redis drops every client connection in the middle of runs', () 
   beforeAll(async () => {
     server = await startRedisServer();
     admin = new Redis(server.url);
-    engine = new RedisEngine({ connection: server.url, flows: [countdown], prefix });
+    engine = new RedisEngine({ connection: server.url, flows: [countdown, waitsForAbort], prefix });
   });
 
   afterAll(async () => {
@@ -72,6 +85,23 @@ describe('fault: Redis drops every client connection in the middle of runs', () 
     }
     for (const handle of handles) expect((await engine.get(handle.id))?.steps).toBe(80);
   }, 120_000);
+
+  it("aborts a running step whose run was cancelled while the worker's subscription was down", async () => {
+    const worker = await startWorker({ connection: server.url, flows: [waitsForAbort], prefix, concurrency: 1 });
+    try {
+      const handle = await engine.start(waitsForAbort, {});
+      await waitFor('the step to be in exec', () => inExec.has(handle.id));
+      // The cancel's event lost: its record says cancelled, and no event came (as if published
+      // while the subscription was down).
+      await admin.hset(new RedisKeys(prefix).run(handle.id), 'status', 'cancelled');
+      const dropped = (await admin.client('KILL', 'TYPE', 'pubsub', 'SKIPME', 'yes')) as number;
+      expect(dropped, 'subscriptions closed by Redis').toBeGreaterThan(0);
+      const reason = await within(inExec.get(handle.id)!, 30_000, 'the step was never aborted');
+      expect(reason).toMatchObject({ code: 'RUN_CANCELLED' });
+    } finally {
+      await worker.close();
+    }
+  });
 
   it('tells a watcher to read again once its subscription is back; changes reach it again', async () => {
     const heard: string[] = [];

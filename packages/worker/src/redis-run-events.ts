@@ -1,6 +1,10 @@
+import { Cluster } from 'ioredis';
 import type { RedisConnection } from './connection.js';
 import type { RunChange } from '@queueflow/runtime';
 import type { RunEventListener, RunEventSource } from '@queueflow/runtime/kernel';
+
+/** How often the connection a cluster subscribes over is checked for a new one, in ms. */
+const CLUSTER_SUBSCRIBER_CHECK_MS = 1000;
 
 /** A message on the events channel (published by the scripts: run-lifecycle.lua, cancel-run.lua). */
 type RunEventMessage = { type: 'ended'; runId: string; status: string } | { type: 'cancel'; runId: string };
@@ -8,7 +12,8 @@ type RunEventMessage = { type: 'ended'; runId: string; status: string } | { type
 /**
  * The Redis store's event feed: one pub/sub subscription per process, however many listeners.
  * Pub/sub loses what is published while a connection is down: after a reconnect, listeners are
- * told to `resync` (ioredis resubscribes by itself).
+ * told to `resync` (ioredis resubscribes by itself), and so on a cluster when ioredis moves the
+ * subscription to another node.
  */
 export class RedisRunEvents implements RunEventSource {
   private readonly listeners = new Set<RunEventListener>();
@@ -49,7 +54,30 @@ export class RedisRunEvents implements RunEventSource {
       }
     });
     this.subscriber.on('ready', () => void this.resync());
+    if (this.subscriber instanceof Cluster) this.watchClusterSubscriber(this.subscriber);
     await this.subscriber.subscribe(this.channel);
+  }
+
+  /**
+   * On a cluster, ioredis subscribes over one node's connection and, when that connection ends (its
+   * node failed or dropped it), picks another node and subscribes again by itself, telling no one:
+   * no `ready`, and what was published in between is lost. So the connection in use is looked at
+   * every second, and a new one leads to a resync. It is ioredis's ClusterSubscriber (not public
+   * API, checked in the 5.x line): should a version not have it, this check finds nothing to
+   * compare and stays off.
+   */
+  private watchClusterSubscriber(cluster: Cluster): void {
+    const inUse = (): unknown =>
+      (cluster as unknown as { subscriber?: { getInstance?: () => unknown } }).subscriber?.getInstance?.() ?? undefined;
+    let seen = inUse();
+    const timer = setInterval(() => {
+      if (cluster.status === 'end') return clearInterval(timer);
+      const now = inUse();
+      if (now === undefined || now === seen) return;
+      seen = now;
+      void this.resync();
+    }, CLUSTER_SUBSCRIBER_CHECK_MS);
+    timer.unref();
   }
 
   /**

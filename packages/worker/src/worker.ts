@@ -209,8 +209,12 @@ export async function startWorker(options: WorkerOptions): Promise<QueueflowWork
     budgetLeaseMs: WORKER_LAPSE_MS,
   });
 
-  // Cancel requests abort the `exec` of a step running here.
-  await new RedisRunEvents(subscriber, keys.events()).subscribe({ cancelled: (runId) => driver.abort(runId) });
+  // Cancel requests abort the `exec` of a step running here; those lost while the subscription
+  // was down are found by reading the runs of the steps running here.
+  await new RedisRunEvents(subscriber, keys.events()).subscribe({
+    cancelled: (runId) => driver.abort(runId),
+    resync: () => void driver.abortCancelled().catch(onError),
+  });
 
   /** Runs a job's task; a retry or a deferral goes back to BullMQ's delayed set, holding no slot. */
   let active = 0;

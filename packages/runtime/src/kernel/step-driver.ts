@@ -404,6 +404,19 @@ export class StepDriver {
   }
 
   /**
+   * Aborts the steps running here whose run has been cancelled, read from the store: for when
+   * cancel events may have been lost (the event feed's `resync`, after its subscription was down).
+   */
+  async abortCancelled(): Promise<void> {
+    const ids = [...this.running.keys()];
+    if (ids.length === 0) return;
+    const runs = await this.store.summaries(ids);
+    runs.forEach((run, i) => {
+      if (run?.status === 'cancelled') this.abort(ids[i]!);
+    });
+  }
+
+  /**
    * Fan-out children this driver just made: their first step starts from the record, as the
    * next step of a run this driver committed does (no read; the commit's step check guards it).
    */
