@@ -633,15 +633,16 @@ describe.concurrent('queueflow with bad input: a clear error, a non-zero exit, n
     expect(wait).toEqual(expected); // a command that retried forever would be killed at its deadline: a hang fails above
   });
 
-  it('a --redis database the server does not have: run and worker fail, naming it, and write nothing', async () => {
+  it('a --redis database the server does not have: run, worker and purge fail, naming it, and touch nothing', async () => {
     const prefix = prefixFor('no-db');
     const url = new URL(redisUrl());
     url.pathname = '/999'; // ioredis would go on in database 0 after the server refused to SELECT it
-    const [run, worker] = await Promise.all([
+    const [run, worker, purge] = await Promise.all([
       queueflow(['run', 'cli-greet', '--flows', FLOWS, '--redis', url.href, '--prefix', prefix, '--detach']),
       queueflow(['worker', '--flows', FLOWS, '--redis', url.href, '--prefix', prefix]),
+      queueflow(['purge', '--yes', '--redis', url.href, '--prefix', prefix]), // would purge database 0
     ]);
-    for (const out of [run, worker]) {
+    for (const out of [run, worker, purge]) {
       expect(out.code).toBe(1);
       expect(out.stderr).toMatch(
         /^queueflow: Redis at redis:\/\/\S+ has no database 999 .*: ERR DB index is out of range\n$/,

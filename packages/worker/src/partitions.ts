@@ -192,21 +192,23 @@ export async function readPartitions(
 /**
  * Stores `count` as the deployment's partition count unless one is stored already (`HSETNX`),
  * before the first thing written under it: what a client wrote under a count nobody stored would
- * be lost to workers that store another (its runs in partitions they do not have).
+ * be lost to workers that store another (its runs in partitions they do not have). Returns the
+ * stored count: `count`, or one another client or worker stored meanwhile.
  *
- * @throws QueueflowError `INVALID_OPTION` when another count was stored meanwhile (naming both),
- *   or when a count over 1 would be stored for a deployment that holds runs already (from before
- *   partitions: they live in partition 0 of one).
+ * @throws QueueflowError `INVALID_OPTION` when a count over 1 would be stored for a deployment
+ *   that holds runs written with no count stored: from before partitions (every writer stores the
+ *   count first), they live in partition 0 of one.
  */
 export async function storePartitions(
   redis: RedisConnection,
   prefix: string,
   count: number,
   owner: string,
-): Promise<void> {
+): Promise<number> {
   const keys = new RedisKeys(prefix);
   const key = keys.settings();
-  if (count > 1 && (await redis.hexists(key, 'partitions')) === 0 && (await redis.exists(keys.runs())) === 1) {
+  // Runs first, then the count: a writer that stored the count just now has stored it before its run.
+  if (count > 1 && (await redis.exists(keys.runs())) === 1 && (await redis.hget(key, 'partitions')) === null) {
     throw new QueueflowError(
       'INVALID_OPTION',
       `${owner}: \`partitions\` is ${count}, but the deployment under prefix ${prefix} holds runs of one partition already (and no count in ${key}): a deployment's count cannot change; use another prefix`,
@@ -214,19 +216,25 @@ export async function storePartitions(
     );
   }
   await redis.hsetnx(key, 'partitions', count);
-  const stored = await redis.hget(key, 'partitions');
-  if (stored !== String(count)) {
-    throw new QueueflowError(
-      'INVALID_OPTION',
-      `${owner}: took ${count} partitions under prefix ${prefix}, where none was stored when it connected, but ${String(stored)} has been stored since (in ${key}): every client and worker must use the same count; create this one again to use the stored count`,
-      { retryable: false },
-    );
-  }
+  return Number(await redis.hget(key, 'partitions'));
+}
+
+/**
+ * The error of a client that took `took` partitions, none being stored when it connected, and
+ * found `stored` stored since: its reads and writes would miss the deployment's partitions.
+ */
+export function countStoredSince(owner: string, prefix: string, took: number, stored: number): QueueflowError {
+  return new QueueflowError(
+    'INVALID_OPTION',
+    `${owner}: took ${took} partitions under prefix ${prefix}, where none was stored when it connected, but ${stored} has been stored since (in ${new RedisKeys(prefix).settings()}): every client and worker must use the same count; create this one again to use the stored count`,
+    { retryable: false },
+  );
 }
 
 /**
  * The partition count of the deployment under `prefix`, stored now if none was
  * ({@link readPartitions}, then {@link storePartitions}): for a worker, which writes at once.
+ * @throws QueueflowError `INVALID_OPTION` as those do.
  */
 export async function partitionsOf(
   redis: RedisConnection,
@@ -235,6 +243,7 @@ export async function partitionsOf(
   owner: string,
 ): Promise<Partitions> {
   const { partitions, stored } = await readPartitions(redis, prefix, configured, owner);
-  if (!stored) await storePartitions(redis, prefix, partitions.count, owner);
-  return partitions;
+  if (stored || (await storePartitions(redis, prefix, partitions.count, owner)) === partitions.count) return partitions;
+  // Another client or worker stored a count meanwhile: take it, as if it had been there.
+  return (await readPartitions(redis, prefix, configured, owner)).partitions;
 }

@@ -46,7 +46,7 @@ export async function probeServer(
   });
   await connectAll([redis]);
   try {
-    await checkDatabase(redis);
+    await checkDatabase(redis, () => lastError);
   } catch (error) {
     redis.disconnect();
     throw error;
@@ -94,18 +94,28 @@ export function checkRedisConfig(server: ServerInfo): void {
 /**
  * ioredis SELECTs the connection's database (`db`, or the URL's path) as it connects and, should
  * the server refuse (`ERR DB index is out of range`), only emits the error and goes on in
- * database 0: every key would then land there. Selecting it again here makes that refusal an
- * error. A cluster has database 0 only (a URL naming another is refused before).
+ * database 0: every key would then land there. Selecting it again on `redis`, connected, makes
+ * that refusal an error. A cluster has database 0 only (a URL naming another is refused before).
+ *
+ * @param lastError - the connection's last error event: without a ready check, a refused
+ *   password first shows as this command's failure, and the event says why.
+ * @throws QueueflowError `INVALID_OPTION` naming the database the server does not have;
+ *   `REDIS_UNAVAILABLE` (or `REDIS_TIMEOUT`) when SELECT fails otherwise.
  */
-async function checkDatabase(redis: RedisConnection): Promise<void> {
+export async function checkDatabase(
+  redis: RedisConnection,
+  lastError: () => Error | undefined = () => undefined,
+): Promise<void> {
   const db = redis instanceof Cluster ? 0 : (redis.options.db ?? 0);
   if (db === 0) return;
   try {
     await redis.select(db);
   } catch (error) {
+    const { message } = error as Error;
+    if (!/DB index is out of range/i.test(message)) throw unavailable(redis, lastError() ?? (error as Error));
     throw new QueueflowError(
       'INVALID_OPTION',
-      `Redis at ${serverOf(redis)} has no database ${db} (the connection's \`db\`, or its URL's path): ${(error as Error).message}`,
+      `Redis at ${serverOf(redis)} has no database ${db} (the connection's \`db\`, or its URL's path): ${message}`,
       { retryable: false, cause: error },
     );
   }

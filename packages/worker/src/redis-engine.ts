@@ -43,7 +43,7 @@ import { BullmqScheduler } from './bullmq-scheduler.js';
 import { connectAll, createRedis, redisTimeoutOf, serverOf, type ConnectionOption } from './connection.js';
 import { probeServer } from './probe-server.js';
 import { normalizePrefix } from './redis-keys.js';
-import { checkPartitions, readPartitions, storePartitions, type Partitions } from './partitions.js';
+import { checkPartitions, countStoredSince, readPartitions, storePartitions, type Partitions } from './partitions.js';
 import { RedisRunEvents } from './redis-run-events.js';
 import { RedisRunStore } from './redis-run-store.js';
 import { withScripts } from './scripts.js';
@@ -351,15 +351,15 @@ export class RedisEngine implements Engine {
   }
 
   private storeCount(connected: Connected): Promise<void> {
-    connected.countStored ??= storePartitions(
-      connected.redis,
-      this.prefix,
-      connected.partitions.count,
-      'RedisEngine',
-    ).catch((error: unknown) => {
-      connected.countStored = undefined; // the next write checks again
-      throw error;
-    });
+    const { count } = connected.partitions;
+    connected.countStored ??= storePartitions(connected.redis, this.prefix, count, 'RedisEngine')
+      .then((stored) => {
+        if (stored !== count) throw countStoredSince('RedisEngine', this.prefix, count, stored);
+      })
+      .catch((error: unknown) => {
+        connected.countStored = undefined; // the next write checks again
+        throw error;
+      });
     return connected.countStored;
   }
 

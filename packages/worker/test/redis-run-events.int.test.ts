@@ -27,7 +27,7 @@ function cluster(connectionName?: string): Cluster {
 /** The node holding the subscriber connection named after `name`, and that connection's id. */
 async function subscriberOf(admin: Cluster, name: string): Promise<{ node: Redis; id: string } | undefined> {
   for (const node of admin.nodes('all')) {
-    const list = (await node.client('LIST', 'TYPE', 'pubsub')) as string;
+    const list = (await node.call('CLIENT', 'LIST', 'TYPE', 'pubsub')) as string;
     const line = list.split('\n').find((entry) => entry.includes(`name=ioredis-cluster(subscriber):${name} `));
     const id = line && /\bid=(\d+)/.exec(line)?.[1];
     if (id) return { node, id };

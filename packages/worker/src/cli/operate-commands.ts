@@ -4,6 +4,7 @@ import type { JsonObject, StepRecord, WorkerPartitions } from '@queueflow/runtim
 import type { PatchOperation } from '@queueflow/runtime/kernel';
 import { connectAll, createRedis } from '../connection.js';
 import { loadFlows } from '../load-flows.js';
+import { checkDatabase } from '../probe-server.js';
 import { normalizePrefix } from '../redis-keys.js';
 import { purgePrefix } from '../purge-prefix.js';
 import { awaitResult } from './run-commands.js';
@@ -202,6 +203,7 @@ function purgeCommand(): Command {
       const redis = createRedis(connectionOf(options), 'client');
       try {
         await connectAll([redis]);
+        await checkDatabase(redis); // else a database the server does not have would purge database 0
         const deleted = await purgePrefix(redis, prefix);
         console.log(`deleted ${deleted} keys under '${prefix}'`);
       } finally {
