@@ -53,7 +53,6 @@ export type {
   StepRecord,
   ForkOptions,
   WorkerInfo,
-  WorkerPartitions,
   MailboxesOptions,
   MailboxInfo,
   ParkedRun,

@@ -313,7 +313,6 @@ export async function startWorker(options: WorkerOptions): Promise<QueueflowWork
       concurrency,
       flows: registry.names(),
       queues,
-      ...(partitions.count > 1 ? { partitions: { served, count: partitions.count } } : {}),
       startedAt: clock.now(),
       // The BullMQ worker ids, which prefix its jobs' lock tokens, one per queue served.
       meta: { bullmq: workers.map((worker) => worker.id).join(',') },

@@ -348,18 +348,8 @@ export interface WorkerInfo {
   flows: string[];
   /** The queues it serves (a worker's `queues`; LocalEngine: every queue its flows name). */
   queues: string[];
-  /** On a store of more than one partition: those it serves. Absent on a store of one. */
-  partitions?: WorkerPartitions;
   startedAt: number;
   lastSeenAt: number;
-}
-
-/** The partitions a worker serves, of a store's `count` (see the worker's `servePartitions`). */
-export interface WorkerPartitions {
-  /** The partition numbers it serves, from 0, ascending: all of them unless told otherwise. */
-  served: number[];
-  /** The partitions of the store. */
-  count: number;
 }
 
 export interface MailboxesOptions {

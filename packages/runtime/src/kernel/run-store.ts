@@ -3,7 +3,7 @@ import type { ChildOutcome, FanOutRequest, StepTarget } from '../interpreter/ste
 import type { MergeConflict } from '../json/merge-patches.js';
 import type { OutgoingMessage, ParkRequest, StepReplay } from '../interpreter/step-types.js';
 import type { Json } from '../json/json.js';
-import type { FinalRunStatus, ListRunsOptions, RunError, RunStatus, WorkerPartitions } from './engine.js';
+import type { FinalRunStatus, ListRunsOptions, RunError, RunStatus } from './engine.js';
 import type { StreamEntry } from '../stream/stream-types.js';
 import type { Message } from '../mailbox/message.js';
 import type { ValueClaim } from './claim-check.js';
@@ -270,8 +270,6 @@ export interface WorkerBeat {
   flows: string[];
   /** The queues it serves; absent (a worker from before queues): `['default']`. */
   queues?: string[];
-  /** On a store of more than one partition: those it serves. */
-  partitions?: WorkerPartitions;
   startedAt: number;
   /** Scheduler-specific facts (BullMQ: its worker id, which prefixes its jobs' lock tokens). */
   meta?: Record<string, string>;

@@ -1,16 +1,10 @@
 import { useWorkers } from '../api/queries';
-import type { WorkerInfo } from '../api/types';
 import { TimeAgo } from '../components/time-text';
 import { useNow } from '../components/use-now';
 import { Problem } from '../components/problem';
 import { useTitle } from '../components/use-title';
 
-/** "all 16", or "0, 3 of 16". */
-function servedText({ served, count }: NonNullable<WorkerInfo['partitions']>): string {
-  return served.length === count ? `all ${count}` : `${served.join(', ')} of ${count}`;
-}
-
-/** The live workers (from their heartbeats): what each runs now and its concurrency, the queues and partitions it serves. */
+/** The live workers (from their heartbeats): what each runs now and its concurrency. */
 export function WorkersView() {
   const workers = useWorkers();
   useTitle('Workers');
@@ -42,7 +36,6 @@ export function WorkersView() {
                   PID
                 </th>
                 <th scope="col">Running now</th>
-                <th scope="col">Serves</th>
                 <th scope="col">Flows</th>
                 <th scope="col">Started</th>
                 <th scope="col">Last heartbeat</th>
@@ -64,15 +57,6 @@ export function WorkersView() {
                       aria-label={`${worker.active} of ${worker.concurrency} slots busy`}
                     />{' '}
                     {worker.active} / {worker.concurrency}
-                  </td>
-                  <td>
-                    {worker.queues.join(', ')}
-                    {worker.partitions && (
-                      <span class="muted" data-testid="worker-partitions">
-                        {' '}
-                        · partitions {servedText(worker.partitions)}
-                      </span>
-                    )}
                   </td>
                   <td>{worker.flows.join(', ')}</td>
                   <td>

@@ -1,6 +1,6 @@
 import { createInterface } from 'node:readline/promises';
 import { Command } from 'commander';
-import type { JsonObject, StepRecord, WorkerPartitions } from '@queueflow/runtime';
+import type { JsonObject, StepRecord } from '@queueflow/runtime';
 import type { PatchOperation } from '@queueflow/runtime/kernel';
 import { connectAll, createRedis } from '../connection.js';
 import { loadFlows } from '../load-flows.js';
@@ -151,7 +151,7 @@ function parsePatch(value: string): PatchOperation[] {
 function workersCommand(): Command {
   return new Command('workers')
     .description(
-      'list the live workers (from their heartbeats): host, pid, queues and partitions, flows, steps running and concurrency',
+      'list the live workers (from their heartbeats): host, pid, queues, flows, steps running and concurrency',
     )
     .addOption(jsonOption())
     .addOption(redisOption())
@@ -166,18 +166,12 @@ function workersCommand(): Command {
         }
         for (const worker of workers) {
           const seen = Math.max(0, Math.round((Date.now() - worker.lastSeenAt) / 100) / 10);
-          const partitions = worker.partitions ? `  partitions ${servedText(worker.partitions)}` : '';
           console.log(
-            `${worker.id}  ${worker.host}  pid ${worker.pid}  running ${worker.active}/${worker.concurrency}  queues ${worker.queues.join(', ')}${partitions}  flows ${worker.flows.join(', ')}  seen ${seen} s ago`,
+            `${worker.id}  ${worker.host}  pid ${worker.pid}  running ${worker.active}/${worker.concurrency}  queues ${worker.queues.join(', ')}  flows ${worker.flows.join(', ')}  seen ${seen} s ago`,
           );
         }
       });
     });
-}
-
-/** "all 16", or "0, 3 of 16". */
-function servedText({ served, count }: WorkerPartitions): string {
-  return served.length === count ? `all ${count}` : `${served.join(', ')} of ${count}`;
 }
 
 function purgeCommand(): Command {
