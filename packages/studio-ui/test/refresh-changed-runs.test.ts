@@ -63,6 +63,25 @@ describe('refreshChangedRuns', () => {
     run.unsubscribe();
   });
 
+  it('lets a read of a run with data finish however often the run changes, then reads it once more', async () => {
+    const reads: Read[] = [];
+    const run = view(newClient(), keys.run('r1'), reads);
+    await vi.waitFor(() => expect(reads).toHaveLength(1));
+    reads[0]!.answer({ status: 'running', steps: 1 });
+    await vi.waitFor(() => expect(run.data()).toEqual({ status: 'running', steps: 1 }));
+
+    refreshChangedRuns(client, [change('r1', 'running')]);
+    await vi.waitFor(() => expect(reads).toHaveLength(2));
+    for (let i = 0; i < 5; i++) refreshChangedRuns(client, [change('r1', 'running'), change('r1.1.0', 'running')]);
+    reads[1]!.answer({ status: 'running', steps: 2 });
+    await vi.waitFor(() => expect(run.data()).toEqual({ status: 'running', steps: 2 })); // not cancelled: shown
+    await vi.waitFor(() => expect(reads).toHaveLength(3)); // one more read for the changes since
+    reads[2]!.answer({ status: 'completed', steps: 3 });
+    await vi.waitFor(() => expect(run.data()).toEqual({ status: 'completed', steps: 3 }));
+    expect(reads).toHaveLength(3);
+    run.unsubscribe();
+  });
+
   it('reads a run with data again, and leaves the views of other runs alone', async () => {
     const reads: Read[] = [];
     const run = view(newClient(), keys.run('r1'), reads);

@@ -1,20 +1,38 @@
-import type { QueryClient, QueryFilters } from '@tanstack/preact-query';
+import type { Query, QueryClient, QueryFilters } from '@tanstack/preact-query';
+
+/** Queries that read again once their read under way is done. */
+const readAgain = new WeakSet<Query>();
 
 /**
- * Reads the queries `filters` match again, because what they show has changed.
+ * Reads the queries `filters` match again, because what they show has changed: an idle one now,
+ * one being read once that read is done. The read under way may have been answered before the
+ * change, and the page's queries never go stale by themselves (`staleTime: Infinity`): without
+ * the second read, a page opened just as its run ended would show it running for good.
  *
- * TanStack Query's `invalidateQueries` alone is not enough: it restarts the read of a query that
- * has data, but joins a first read still under way. That read may have been answered before the
- * change, and its answer then stands as fresh: the page's queries never go stale by themselves
- * (`staleTime: Infinity`), so a page opened just as its run ended would show the run running for
- * good. Such queries are read once more when their first read is done. (Not cancelled: a view
- * whose run changes more often than a read takes, a large fan-out's parent, would never load.)
+ * Not TanStack Query's `invalidateQueries` alone: it joins a first read under way (so its answer,
+ * maybe older than the change, stands), and cancels and restarts the read of a query with data,
+ * so a view whose run changes more often than a read takes (a large fan-out's parent) would never
+ * get an answer. Here a query has at most one read under way and one to come.
  */
-export async function refreshQueries(client: QueryClient, filters: QueryFilters = {}): Promise<void> {
-  const firstReads = client
-    .getQueryCache()
-    .findAll(filters)
-    .filter((query) => query.state.data === undefined && query.state.fetchStatus === 'fetching');
-  await client.invalidateQueries(filters); // settles once the reads it started or joined are done
-  if (firstReads.length > 0) await client.invalidateQueries({ predicate: (query) => firstReads.includes(query) });
+export function refreshQueries(client: QueryClient, filters: QueryFilters = {}): Promise<void> {
+  const idle: Query[] = [];
+  for (const query of client.getQueryCache().findAll(filters)) {
+    if (query.state.fetchStatus !== 'fetching') idle.push(query);
+    else if (!readAgain.has(query)) {
+      readAgain.add(query);
+      void query
+        .fetch(undefined, { cancelRefetch: false }) // joins the read under way
+        .catch(() => undefined)
+        .then(() => {
+          readAgain.delete(query);
+          return invalidate(client, [query]);
+        });
+    }
+  }
+  return invalidate(client, idle);
+}
+
+function invalidate(client: QueryClient, queries: Query[]): Promise<void> {
+  if (queries.length === 0) return Promise.resolve();
+  return client.invalidateQueries({ predicate: (query) => queries.includes(query) }, { cancelRefetch: false });
 }

@@ -17,10 +17,13 @@ export function refreshChangedRuns(client: QueryClient, changes: RunChange[]): v
       return changes.some((change) => change.runId === parent || change.runId.startsWith(`${parent}.`));
     },
   });
-  for (const change of changes) {
-    void refreshQueries(client, { queryKey: keys.run(change.runId) });
-    void refreshQueries(client, { queryKey: keys.history(change.runId) });
-    const parent = change.runId.split('.').slice(0, -2).join('.');
-    if (parent) void refreshQueries(client, { queryKey: keys.run(parent) });
+  // Each run once, however many of its children changed in the batch.
+  const runs = new Set<string>();
+  for (const { runId } of changes) {
+    runs.add(runId);
+    const parent = runId.split('.').slice(0, -2).join('.');
+    if (parent) runs.add(parent);
   }
+  for (const runId of runs) void refreshQueries(client, { queryKey: keys.run(runId) });
+  for (const { runId } of changes) void refreshQueries(client, { queryKey: keys.history(runId) });
 }
