@@ -177,7 +177,7 @@ export class RedisEngine implements Engine {
       clock: this.options.clock ?? systemClock,
       ...this.settings,
     });
-    return this.write((client) => client.startPrepared(run));
+    return this.write(({ client }) => client.startPrepared(run));
   }
 
   /**
@@ -217,7 +217,7 @@ export class RedisEngine implements Engine {
    *   for one over `MAX_MESSAGE_BYTES` (1 MiB); TypeError (code `INVALID_ARGUMENT`) for a bad address.
    */
   async send(address: string, body: Json): Promise<string> {
-    return this.write((client) => client.send(address, body));
+    return this.write(({ client }) => client.send(address, body));
   }
 
   /** @see Engine.history */
@@ -232,7 +232,7 @@ export class RedisEngine implements Engine {
 
   /** @see Engine.fork */
   async fork(runId: string, options: ForkOptions): Promise<RunHandle> {
-    return this.write((client) => client.fork(runId, options));
+    return this.write(({ client }) => client.fork(runId, options));
   }
 
   /** The live workers, from their heartbeats (a worker that stopped heartbeating drops out). */
@@ -247,7 +247,7 @@ export class RedisEngine implements Engine {
 
   /** @see Engine.answer */
   async answer(address: string, messageId: string, body: Json): Promise<void> {
-    return this.write((client) => client.answer(address, messageId, body));
+    return this.write(({ client }) => client.answer(address, messageId, body));
   }
 
   /** @see Engine.watch */
@@ -295,10 +295,7 @@ export class RedisEngine implements Engine {
   ): Promise<void> {
     // Bad input is refused before connecting: nothing is written then.
     const definition = checkSchedule(this.registry, name, flow, options, shared, runOptions);
-    await this.withConnection(async (connected) => {
-      await this.storeCount(connected);
-      await connected.schedules.upsert(definition);
-    });
+    await this.write(({ schedules }) => schedules.upsert(definition));
   }
 
   /**
@@ -338,15 +335,15 @@ export class RedisEngine implements Engine {
   }
 
   /**
-   * As {@link RedisEngine.call}, for a call that makes something new (a run, a message): the
-   * deployment's partition count is stored first if nobody had stored it when this client
-   * connected (see `storePartitions`). Calls on what exists (cancel, retry) found it under the
-   * count this client reads, and store nothing.
+   * As {@link RedisEngine.withConnection}, for a call that makes something new (a run, a message,
+   * a schedule): the deployment's partition count is stored first if nobody had stored it when
+   * this client connected (see `storePartitions`). Calls on what exists (cancel, retry) found it
+   * under the count this client reads, and store nothing.
    */
-  private async write<T>(body: (client: RunClient) => Promise<T>): Promise<T> {
+  private async write<T>(body: (connected: Connected) => Promise<T>): Promise<T> {
     return this.withConnection(async (connected) => {
       await this.storeCount(connected);
-      return body(connected.client);
+      return body(connected);
     });
   }
 

@@ -1,6 +1,7 @@
 /**
  * The page's one event stream (`/api/events`, Server-Sent Events): run changes refresh the
- * queries that show those runs (refresh-changed-runs.ts); counts, workers and mailboxes arrive whole and replace theirs.
+ * queries that show those runs (refresh-changed-runs.ts); counts, workers and mailboxes arrive
+ * whole and replace theirs.
  * After a reconnect everything is read again (events may have been missed meanwhile).
  */
 import type { QueryClient } from '@tanstack/preact-query';
