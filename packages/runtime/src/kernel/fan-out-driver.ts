@@ -48,6 +48,12 @@ const DEFAULT_WINDOW = 1000;
  */
 const DEFAULT_REFILL = 100;
 
+/**
+ * How often a duplicate child end may make this driver ensure its parent's children, in ms
+ * (FanOutDriver `duplicate`): a safety net for an end whose follow-up was lost, not a hot path.
+ */
+const ENSURE_AFTER_DUPLICATE_MS = 5000;
+
 /** What the fan-out driver needs from the step driver it works for. */
 export interface FanOutHost {
   ensureProgress(run: StoredRun): Promise<void>;
@@ -87,6 +93,8 @@ export interface ChildTaker {
  */
 export class FanOutDriver {
   private readonly cache: FanOutCache;
+  /** When a duplicate child end last ensured a parent's children here, by `<parent>.<step>` (epoch ms). */
+  private readonly ensuredAt = new Map<string, number>();
 
   constructor(
     private readonly store: RunStore,
@@ -284,6 +292,12 @@ export class FanOutDriver {
         return;
       }
       case 'duplicate': {
+        // A child that ran twice (a redelivery, a worker taken over while it lived): what its
+        // end started may have been lost with a dead worker, so the parent's children are
+        // ensured, at most once per ENSURE_AFTER_DUPLICATE_MS here. Each time reads every
+        // outcome and every pending child: after a takeover, duplicates come by the hundred,
+        // and ensuring each one's parent swamped the workers (reliability-under-load issue).
+        if (!this.ensureDue(parentId, parentStep)) return;
         const parent = await this.store.load(parentId);
         if (parent) await this.host.ensureProgress(parent);
         return;
@@ -291,6 +305,17 @@ export class FanOutDriver {
       case 'ignored':
         return;
     }
+  }
+
+  /** Whether a duplicate end of a child of `parentId` at `parentStep` may ensure its siblings now. */
+  private ensureDue(parentId: string, parentStep: number): boolean {
+    const key = `${parentId}.${parentStep}`;
+    const now = this.options.clock.now();
+    if (now - (this.ensuredAt.get(key) ?? -Infinity) < ENSURE_AFTER_DUPLICATE_MS) return false;
+    this.ensuredAt.delete(key);
+    this.ensuredAt.set(key, now);
+    if (this.ensuredAt.size > 1000) this.ensuredAt.delete(this.ensuredAt.keys().next().value!);
+    return true;
   }
 
   /** Adds the first task of the children at `indices` (idempotent: deterministic task ids). */
