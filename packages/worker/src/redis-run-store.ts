@@ -66,6 +66,7 @@ import { hashOfList, positionOf, runOfHash } from './run-hash.js';
 import { escapeGlob } from './purge-prefix.js';
 import { scanKeys } from './scan-keys.js';
 import type { ScriptedRedis } from './scripts.js';
+import { beatWorker, readRegistry, type RegistryKeys } from './worker-registry.js';
 import type { RawStreamEntry, StreamReader } from './stream-reader.js';
 
 /** Settings of the Redis store. */
@@ -925,16 +926,21 @@ export class RedisRunStore implements RunStore {
     return sorted.map((address) => found.get(address)!);
   }
 
-  async heartbeat(worker: WorkerBeat): Promise<void> {
-    await this.redis.workerRegistry(this.home.workers(), this.home.workersSeen(), 'beat', JSON.stringify(worker));
+  async heartbeat(worker: WorkerBeat, join = false): Promise<'alive' | 'fenced'> {
+    return beatWorker(this.redis, this.registryKeys(), worker, join);
   }
 
   async workers(lapseMs: number): Promise<StoredWorker[]> {
-    return this.registry('live', lapseMs);
+    return readRegistry(this.redis, this.registryKeys(), 'live', lapseMs);
   }
 
   async claimLapsed(lapseMs: number): Promise<StoredWorker[]> {
-    return this.registry('claim', lapseMs);
+    return readRegistry(this.redis, this.registryKeys(), 'claim', lapseMs);
+  }
+
+  /** The worker registry's keys (partition 0). */
+  registryKeys(): RegistryKeys {
+    return { workers: this.home.workers(), seen: this.home.workersSeen() };
   }
 
   async removeWorker(id: string): Promise<void> {
@@ -959,17 +965,6 @@ export class RedisRunStore implements RunStore {
       }),
     );
     return claimed.flat();
-  }
-
-  private async registry(op: 'live' | 'claim', lapseMs: number): Promise<StoredWorker[]> {
-    const lapse = Number.isFinite(lapseMs) ? Math.round(lapseMs) : 1e15;
-    const found = (await this.redis.workerRegistry(
-      this.home.workers(),
-      this.home.workersSeen(),
-      op,
-      lapse,
-    )) as string[];
-    return found.map((json) => JSON.parse(json) as StoredWorker);
   }
 
   async fanOutOf(parentId: string): Promise<StoredFanOut | undefined> {

@@ -1,11 +1,23 @@
+import { existsSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { Worker } from 'node:worker_threads';
 import type { Job } from 'bullmq';
 import { DEFAULT_QUEUE } from '@queueflow/runtime';
-import type { RedisConnection } from './connection.js';
+import type { ConnectionOption, RedisConnection } from './connection.js';
+import { HeartbeatState, monotonicMs, type FromHeartbeat, type ToHeartbeat } from './heartbeat-state.js';
+import type { HeartbeatThreadData } from './heartbeat-thread.js';
+import type { RegistryKeys } from './worker-registry.js';
 import type { RunStore, StoredWorker, WorkerBeat } from '@queueflow/runtime/kernel';
 import { taskOfJob, type BullmqScheduler } from './bullmq-scheduler.js';
 
 /** How often a worker tells the store it is alive, in ms. */
 const HEARTBEAT_INTERVAL_MS = 2000;
+
+/** How often the main event loop tells the heartbeat thread it turns, in ms. */
+const LOOP_TICK_MS = 250;
+
+/** How long the main event loop may go without a turn and its worker still beat, in ms (HeartbeatOptions.maxLoopLagMs). */
+export const DEFAULT_MAX_LOOP_LAG_MS = 60_000;
 
 /**
  * How long a worker may go without a heartbeat and still count as live, in ms: three missed
@@ -20,9 +32,26 @@ export interface HeartbeatOptions {
   active: () => number;
   /** How long a worker may go without a heartbeat before its steps are handed back, in ms. */
   lapseMs: number;
+  /**
+   * How long the main event loop may go without a turn before the heartbeat thread stops beating
+   * (the worker is then taken over as a dead one), in ms. @defaultValue 60000
+   */
+  maxLoopLagMs: number;
+  /**
+   * Where the heartbeat thread connects, and whether its connection runs ioredis's ready check:
+   * the worker's own connection option. Options that cannot cross to a thread (functions, such
+   * as a `retryStrategy`) make the main thread beat instead.
+   */
+  thread: { connection: ConnectionOption | undefined; readyCheck: boolean; keys: RegistryKeys };
   /** A line for the log. */
   log: (line: string) => void;
   onError: (error: Error) => void;
+  /**
+   * Told when a beat finds this worker fenced: another worker claimed it (its heartbeat had
+   * lapsed while it lived) and took its steps over. The worker stops its steps and {@link
+   * WorkerHeartbeat.rejoin}s under a new id.
+   */
+  onFenced: () => void;
   /** Also done at every beat, before it (the worker measures its clock's offset to the server's). */
   onBeat?: () => Promise<unknown>;
   /**
@@ -38,33 +67,58 @@ export interface HeartbeatOptions {
 }
 
 /**
- * A worker's heartbeat (DESIGN "Operating runs"): every {@link HEARTBEAT_INTERVAL_MS} it records
- * itself in the store's worker registry, and looks for workers whose heartbeat lapsed. The first
- * worker to claim a lapsed one (an atomic claim: exactly one does) hands that worker's active
- * steps back to the queue at once, with the lock tokens the dead worker held (BullMQ's
- * `moveToWait`), instead of waiting for the lock to expire and a stalled-job check to see it
- * (30 to 45 s with BullMQ's defaults). A worker that is only slow (its event loop blocked past the
- * lapse) loses its steps the same way; its late commits are refused by the step counter.
+ * A worker's heartbeat (DESIGN "Operating runs"). Every {@link HEARTBEAT_INTERVAL_MS} a thread of
+ * its own records the worker in the store's worker registry (heartbeat-thread.ts), so that a main
+ * event loop starved of CPU does not make a live worker look dead; and the main thread looks for
+ * workers whose heartbeat lapsed, on the store's clock. The first worker to claim a lapsed one
+ * (an atomic claim: exactly one does) hands that worker's active steps back to the queue at once,
+ * with the lock tokens the dead worker held (BullMQ's `moveToWait`), instead of waiting for the
+ * lock to expire and a stalled-job check to see it (30 to 45 s with BullMQ's defaults).
+ *
+ * A worker that was only paused (SIGSTOP, a VM migration, a laptop lid) past the lapse is claimed
+ * the same way. When it comes back, its next beat finds it fenced: it stops its steps, drops
+ * their results and rejoins under a new id ({@link HeartbeatOptions.onFenced}); a late commit of
+ * its would be refused by the step counter.
  */
 export class WorkerHeartbeat {
   private timer: NodeJS.Timeout | undefined;
+  private ticker: NodeJS.Timeout | undefined;
   private beating: Promise<void> | undefined;
   /** The run of each sweep under way, by its index in `sweeps`. */
   private readonly sweeping = new Map<number, Promise<unknown>>();
   private readonly stopping = new AbortController();
+  private readonly state = new HeartbeatState();
+  /** The heartbeat thread; `undefined` when the main thread beats (see HeartbeatOptions.thread). */
+  private thread: Worker | undefined;
+  private worker: Omit<WorkerBeat, 'active'>;
+  /** The main thread's beats only: whether the next one joins (after a rejoin). */
+  private joinNext = false;
+  /** Set while a fence is being handled: `onFenced` is told once per incarnation. */
+  private fenced = false;
 
   constructor(
     private readonly store: RunStore,
     private readonly scheduler: BullmqScheduler,
     private readonly redis: RedisConnection,
     private readonly options: HeartbeatOptions,
-  ) {}
+  ) {
+    this.worker = options.worker;
+  }
 
-  /** Records the worker now, then every interval. */
+  /** This worker's id in the registry now (a new one after each rejoin). */
+  get workerId(): string {
+    return this.worker.id;
+  }
+
+  /** Records the worker now, then beats every interval from its thread. */
   async start(): Promise<void> {
-    await this.beat();
+    await this.store.heartbeat({ ...this.worker, active: this.options.active() }, true);
+    this.tick();
+    this.ticker = setInterval(() => this.tick(), LOOP_TICK_MS);
+    this.ticker.unref();
+    this.thread = this.startThread();
     this.timer = setInterval(() => {
-      this.beating ??= this.beat()
+      this.beating ??= (this.thread ? this.onBeat() : this.onBeat().then(() => this.beatHere()))
         .then(() => this.takeOverLapsed())
         .catch(this.options.onError)
         .finally(() => (this.beating = undefined));
@@ -79,24 +133,105 @@ export class WorkerHeartbeat {
     this.timer.unref();
   }
 
+  /** Records the worker again under `id`, after it was fenced (its old id's steps are others' now). */
+  rejoin(id: string): void {
+    this.worker = { ...this.worker, id };
+    this.fenced = false;
+    if (this.thread) this.thread.postMessage({ type: 'rejoin', worker: this.worker } satisfies ToHeartbeat);
+    else this.joinNext = true;
+  }
+
   /**
    * Stops beating and leaves the registry (a clean stop: nothing to take over). Tasks it took
    * and did not run (wakes, CommitFields.takenBy; children, RunStore.createChildren) are made due.
    */
   async stop(): Promise<void> {
     clearInterval(this.timer);
+    clearInterval(this.ticker);
     this.stopping.abort();
-    await Promise.all([this.beating?.catch(() => {}), ...this.sweeping.values()]);
+    await Promise.all([this.beating?.catch(() => {}), ...this.sweeping.values(), this.stopThread()]);
     await this.store
-      .claimTaken(this.options.worker.id)
+      .claimTaken(this.worker.id)
       .then((taken) => this.options.recoverTaken(taken))
       .catch(() => {});
-    await this.store.removeWorker(this.options.worker.id).catch(() => {});
+    await this.store.removeWorker(this.worker.id).catch(() => {});
   }
 
-  private async beat(): Promise<void> {
-    await this.options.onBeat?.();
-    await this.store.heartbeat({ ...this.options.worker, active: this.options.active() });
+  /** The main loop's turn: what the heartbeat thread reports. */
+  private tick(): void {
+    this.state.loopTickAt = monotonicMs();
+    this.state.active = this.options.active();
+  }
+
+  /** Starts the heartbeat thread, or says why the main thread beats instead. */
+  private startThread(): Worker | undefined {
+    const file = new URL('./heartbeat-thread.js', import.meta.url);
+    let connection: ConnectionOption | undefined;
+    try {
+      connection = structuredClone(this.options.thread.connection);
+    } catch {
+      this.options.log(
+        'the connection options cannot cross to a thread (functions?): heartbeats come from the main thread, ' +
+          'so a main loop starved of CPU for the lapse may be taken for dead',
+      );
+      return undefined;
+    }
+    if (!existsSync(fileURLToPath(file))) return undefined; // run from sources (tsx): no compiled thread
+    const data: HeartbeatThreadData = {
+      connection,
+      readyCheck: this.options.thread.readyCheck,
+      keys: this.options.thread.keys,
+      worker: this.worker,
+      intervalMs: HEARTBEAT_INTERVAL_MS,
+      maxLoopLagMs: this.options.maxLoopLagMs,
+      state: this.state.buffer,
+    };
+    const thread = new Worker(file, { workerData: data });
+    thread.unref();
+    thread.on('message', (message: FromHeartbeat) => {
+      if (message.type === 'fenced') this.fence(message.id);
+      else if (message.type === 'error') this.options.onError(new Error(`heartbeat: ${message.message}`));
+      else if (message.type === 'stuck')
+        this.options.log(
+          `the main event loop has not run for ${Math.round(message.lagMs / 100) / 10} s: no heartbeat until it runs ` +
+            '(other workers take this one over once its heartbeat lapses)',
+        );
+    });
+    thread.on('error', this.options.onError);
+    return thread;
+  }
+
+  private async stopThread(): Promise<void> {
+    const thread = this.thread;
+    if (!thread) return;
+    this.thread = undefined;
+    const stopped = new Promise<void>((resolve) => {
+      thread.on('message', (message: FromHeartbeat) => message.type === 'stopped' && resolve());
+      thread.once('exit', () => resolve());
+      setTimeout(resolve, 2000).unref();
+    });
+    thread.postMessage({ type: 'stop' } satisfies ToHeartbeat);
+    await stopped;
+    await thread.terminate();
+  }
+
+  /** A beat from the main thread (no heartbeat thread). */
+  private async beatHere(): Promise<void> {
+    if (this.fenced) return;
+    const join = this.joinNext;
+    this.joinNext = false;
+    const reply = await this.store.heartbeat({ ...this.worker, active: this.options.active() }, join);
+    if (reply === 'fenced') this.fence(this.worker.id);
+  }
+
+  private fence(id: string): void {
+    if (this.fenced || id !== this.worker.id) return;
+    this.fenced = true;
+    this.options.onFenced();
+  }
+
+  private onBeat(): Promise<unknown> {
+    return this.options.onBeat?.() ?? Promise.resolve();
   }
 
   /** Hands back the active steps of every worker whose heartbeat lapsed and that this one claimed. */
@@ -107,7 +242,8 @@ export class WorkerHeartbeat {
       // Parked runs it had woken and children it had started, to run itself: due now.
       const woken = await this.store.claimTaken(dead.id);
       await this.options.recoverTaken(woken);
-      const ago = Math.round((Date.now() - dead.lastSeenAt) / 100) / 10;
+      // How long it was silent, on the store's clock (this worker's own may have been paused).
+      const ago = Math.round((dead.silentMs ?? this.options.lapseMs) / 100) / 10;
       this.options.log(
         `worker ${dead.id} (${dead.host} pid ${dead.pid}) stopped heartbeating ${ago} s ago; ` +
           (taken.length === 0 ? 'it held no steps' : `took over ${taken.length} step(s): ${taken.join(', ')}`) +

@@ -26,7 +26,8 @@ import { RedisSchedules, TICK_JOB, tickOfJob } from './redis-schedules.js';
 import { withScripts } from './scripts.js';
 import { ServerClock } from './server-clock.js';
 import { storeOptions, type StoreSettings } from './store-settings.js';
-import { WORKER_LAPSE_MS, WorkerHeartbeat } from './worker-heartbeat.js';
+import { DEFAULT_MAX_LOOP_LAG_MS, WORKER_LAPSE_MS, WorkerHeartbeat } from './worker-heartbeat.js';
+import { LostJobs, lostStep } from './lost-jobs.js';
 
 /** How long a step or tick this worker cannot run (other code, no such flow) waits before another try, in ms. */
 const REFUSAL_DELAY_MS = 5000;
@@ -122,6 +123,13 @@ export interface WorkerOptions extends StoreSettings {
    * waits for Redis (BullMQ's behaviour). @defaultValue 5000
    */
   pingTimeoutMs?: number;
+  /**
+   * How long this worker's main event loop may go without a turn (a long synchronous `exec`, a
+   * GC pause, CPU starvation) and its heartbeat go on, in ms. Heartbeats come from a thread of
+   * their own, so a busy worker is not taken for dead; past this lag it is, and its steps are
+   * taken over (README "Workers: busy is not dead"). @defaultValue 60000
+   */
+  maxLoopLagMs?: number;
   /** Called with errors outside any run (connection errors, a failed recovery, Redis not answering). @defaultValue log to stderr */
   onError?: (error: Error) => void;
   /** Lines worth a log: a dead worker's steps taken over, Redis answering again. @defaultValue stdout, prefixed with the pid */
@@ -191,7 +199,8 @@ export async function startWorker(options: WorkerOptions): Promise<QueueflowWork
     throw error;
   });
   const keys = partitions.home;
-  const workerId = `${hostname()}:${process.pid}:${nanoid(6)}`;
+  const newWorkerId = (): string => `${hostname()}:${process.pid}:${nanoid(6)}`;
+  const workerId = newWorkerId();
   const clock = new ServerClock(redis, options.clock ?? systemClock);
   await clock.sync();
   const scheduler = new BullmqScheduler(redis, partitions, onError, { skipVersionCheck });
@@ -227,8 +236,11 @@ export async function startWorker(options: WorkerOptions): Promise<QueueflowWork
     clock,
     maxCheckpointBytes: settings.maxCheckpointBytes,
   };
-  const processJob = async (job: Job, token?: string): Promise<void> => {
+  /** The jobs running here, by id: a fenced worker gives every one of them up. */
+  const runningJobs = new Set<string>();
+  const processJob = async (job: Job, token?: string, signal?: AbortSignal): Promise<void> => {
     active++;
+    if (job.id !== undefined) runningJobs.add(job.id);
     try {
       if (job.name === TICK_JOB) {
         const { schedule, at } = tickOfJob(job);
@@ -240,7 +252,10 @@ export async function startWorker(options: WorkerOptions): Promise<QueueflowWork
         await runScheduleTick(schedule, at, tickHost);
         return;
       }
-      const result = await driver.run(taskOfJob(job), job.attemptsMade);
+      const result = await driver.run(taskOfJob(job), job.attemptsMade, signal);
+      // Its lock was lost (another worker runs the step now) or this worker was fenced: BullMQ
+      // would refuse to finish the job anyway; the step's try was dropped, uncommitted.
+      if (signal?.aborted) return;
       if (result.type === 'retry') throw new RetryStep(result.error, result.delayMs);
       if (result.type === 'defer') {
         await job.moveToDelayed(Date.now() + result.delayMs, token);
@@ -257,12 +272,15 @@ export async function startWorker(options: WorkerOptions): Promise<QueueflowWork
       }
     } finally {
       active--;
+      if (job.id !== undefined) runningJobs.delete(job.id);
     }
   };
 
   // One BullMQ worker per queue and partition served; the partitions of a queue share its
   // `concurrency` slots (SharedSlots; one partition alone: BullMQ's own concurrency). BullMQ does
   // not close a connection it was given: ours to quit after `worker.close()`.
+  const log = options.onLog ?? ((line: string) => console.log(`queueflow worker ${process.pid}: ${line}`));
+  const lostJobs = new LostJobs();
   const consumers = queues.flatMap((queue) => served.map((partition) => ({ queue, partition })));
   const slots = new Map(queues.map((queue) => [queue, served.length > 1 ? new SharedSlots(concurrency) : undefined]));
   const workerConnections = consumers.map(() => redis.duplicate());
@@ -271,7 +289,10 @@ export async function startWorker(options: WorkerOptions): Promise<QueueflowWork
     const partitionKeys = partitions.all[partition]!;
     const worker: Worker = new Worker(
       partitionKeys.stepQueueOf(queue),
-      slot ? (job: Job, token?: string) => slot.run(worker, job, () => processJob(job, token)) : processJob,
+      slot
+        ? (job: Job, token?: string, signal?: AbortSignal) =>
+            slot.run(worker, job, () => processJob(job, token, signal))
+        : processJob,
       {
         connection: workerConnections[i]!,
         prefix: partitionKeys.prefix,
@@ -284,7 +305,22 @@ export async function startWorker(options: WorkerOptions): Promise<QueueflowWork
       },
     );
     slot?.add(worker);
-    worker.on('error', onError);
+    worker.on('error', (error) => {
+      // BullMQ's word on a job this worker gave up (lost lock, fenced): said once, by lostJobs.
+      if (!lostJobs.covers(error)) onError(error);
+    });
+    // Another worker took the job (its stalled check, or a takeover while this worker was paused
+    // or starved): the step stops here and its result is dropped, once, rather than running on
+    // and retrying the lock every few seconds.
+    worker.on('lockRenewalFailed', (jobIds: string[]) => {
+      for (const jobId of jobIds) {
+        lostJobs.add(jobId);
+        worker.cancelJob(jobId, lostStep(`the lock of job ${jobId} was lost: another worker runs its step`) as never);
+      }
+      log(
+        `lost the lock of ${jobIds.length} job(s): ${jobIds.join(', ')}; stopped their steps and dropped their results`,
+      );
+    });
     worker.on('failed', (job, error) => {
       if (!job) return;
       if (job.name === TICK_JOB) {
@@ -302,9 +338,26 @@ export async function startWorker(options: WorkerOptions): Promise<QueueflowWork
     return worker;
   });
   await Promise.all(workers.map((worker) => worker.waitUntilReady()));
-  const log = options.onLog ?? ((line: string) => console.log(`queueflow worker ${process.pid}: ${line}`));
   const liveness = new RedisLiveness(redis, { server: serverOf(redis), timeoutMs: pingTimeoutMs, onError, log });
   liveness.start();
+  /**
+   * This worker was declared dead while it lived (paused or starved past the lapse) and its steps
+   * were taken over: it stops them, drops their results, and rejoins under a new id.
+   */
+  const onFenced = (): void => {
+    const fencedId = heartbeat.workerId;
+    const reason = `worker ${fencedId} was declared dead by another worker (no heartbeat for ${WORKER_LAPSE_MS / 1000} s)`;
+    const stopped = driver.fence(reason);
+    for (const jobId of runningJobs) lostJobs.add(jobId);
+    for (const worker of workers) worker.cancelAllJobs(lostStep(reason) as never);
+    const rejoined = newWorkerId();
+    driver.rejoin(rejoined);
+    heartbeat.rejoin(rejoined);
+    log(
+      `fenced: ${reason}, which took its steps over (was it paused or starved?); stopped ${stopped} step(s) ` +
+        `here and dropped their results; rejoined as ${rejoined}`,
+    );
+  };
   const heartbeat = new WorkerHeartbeat(store, scheduler, redis, {
     worker: {
       id: workerId,
@@ -319,6 +372,9 @@ export async function startWorker(options: WorkerOptions): Promise<QueueflowWork
     },
     active: () => active,
     lapseMs: WORKER_LAPSE_MS,
+    maxLoopLagMs: positiveInteger('maxLoopLagMs', options.maxLoopLagMs, DEFAULT_MAX_LOOP_LAG_MS),
+    thread: { connection: options.connection, readyCheck: server.info, keys: store.registryKeys() },
+    onFenced,
     onBeat: () => Promise.all([clock.sync(), driver.renewBudget()]),
     sweeps: [
       // Hand-offs to other partitions whose transition's worker died before applying them.

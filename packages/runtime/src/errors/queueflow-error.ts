@@ -24,6 +24,7 @@ export type QueueflowErrorCode =
   | 'REDIS_TIMEOUT'
   | 'CORRUPT_RUN'
   | 'RATE_LIMITED'
+  | 'WORKER_FENCED'
   | 'INTERNAL';
 
 /**

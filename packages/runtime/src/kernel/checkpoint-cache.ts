@@ -29,4 +29,8 @@ export class CheckpointCache {
   forget(runId: string): void {
     this.entries.delete(runId);
   }
+
+  clear(): void {
+    this.entries.clear();
+  }
 }

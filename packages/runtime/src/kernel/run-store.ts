@@ -142,8 +142,12 @@ export interface RunStore {
   /** Addresses with messages waiting or runs parked, with up to `messages` messages each (oldest first). */
   mailboxes(messages: number): Promise<StoredMailbox[]>;
 
-  /** Records that a worker is alive (its `lastSeenAt` becomes the store's clock now). */
-  heartbeat(worker: WorkerBeat): Promise<void>;
+  /**
+   * Records that a worker is alive (its `lastSeenAt` becomes the store's clock now). A worker
+   * joins once (`join`), then beats: a beat of a worker no longer in the registry (another claimed
+   * it, {@link claimLapsed}, while it lived) records nothing and answers `'fenced'`.
+   */
+  heartbeat(worker: WorkerBeat, join?: boolean): Promise<'alive' | 'fenced'>;
   /** Workers seen within the last `lapseMs`. */
   workers(lapseMs: number): Promise<StoredWorker[]>;
   /**
@@ -279,6 +283,8 @@ export interface WorkerBeat {
 export interface StoredWorker extends WorkerBeat {
   /** When its last heartbeat came, on the store's clock (epoch ms). */
   lastSeenAt: number;
+  /** From {@link RunStore.claimLapsed}: how long it had been silent when claimed, on the store's clock (ms). */
+  silentMs?: number;
 }
 
 /** A flow this worker runs and the fingerprint of its graph. */

@@ -29,11 +29,13 @@ export class StepChain {
     private readonly maxSteps: number,
     /** Epoch ms after which the chain ends. */
     private readonly endsAt: number,
+    /** Aborted when the task's lock is lost or its worker fenced: the chain ends at once. */
+    readonly signal?: AbortSignal,
   ) {}
 
   /** Whether the chain may run one more step at `now` (epoch ms). */
   mayGoOn(now: number): boolean {
-    return this.steps < this.maxSteps && now < this.endsAt;
+    return this.steps < this.maxSteps && now < this.endsAt && this.signal?.aborted !== true;
   }
 }
 

@@ -143,6 +143,8 @@ export class StepDriver {
   private readonly budgetLeases = new BudgetLeases();
   /** Set when the worker stops: chains end at their next step (the steps in flight finish). */
   private draining = false;
+  /** Who commits: StepDriverOptions.workerId, replaced when a fenced worker rejoins ({@link rejoin}). */
+  private workerId: string | undefined;
 
   constructor(
     private readonly store: RunStore,
@@ -150,6 +152,7 @@ export class StepDriver {
     private readonly registry: FlowRegistry,
     private readonly options: StepDriverOptions,
   ) {
+    this.workerId = options.workerId;
     this.runnable = registry.names().map((name) => [name, registry.graph(name).fingerprint] as const);
     this.values = new LargeValues(store, options.largeValueBytes ?? DEFAULT_LARGE_VALUE_BYTES);
     this.fanOut = new FanOutDriver(store, scheduler, options, this, this.values);
@@ -160,13 +163,13 @@ export class StepDriver {
    * `attemptsMade`). Never throws for what node code does; a store or scheduler error propagates
    * (the scheduler retries the task).
    */
-  async run(task: Task, attemptsMade: number): Promise<TaskResult> {
+  async run(task: Task, attemptsMade: number, signal?: AbortSignal): Promise<TaskResult> {
     if (task.type === 'item') return this.fanOut.runItem(task, attemptsMade);
     const chain = this.options.continueSteps
-      ? new StepChain(this.options.continueSteps, this.options.clock.now() + CONTINUE_SLICE_MS)
+      ? new StepChain(this.options.continueSteps, this.options.clock.now() + CONTINUE_SLICE_MS, signal)
       : undefined;
     try {
-      const result = await this.runChain(task, attemptsMade, chain);
+      const result = await this.runChain(task, attemptsMade, chain, false, signal);
       if (chain) await this.runTaken(chain);
       return result.type === 'not-here' || result.type === 'continue' ? DONE : result;
     } finally {
@@ -188,8 +191,7 @@ export class StepDriver {
     } catch {
       // Left in the taken set: a survivor, or this worker's stop, makes them due.
     }
-    if (chain.childrenDone.length > 0)
-      void this.store.releaseTaken(this.options.workerId!, chain.childrenDone).catch(() => {});
+    if (chain.childrenDone.length > 0) void this.store.releaseTaken(this.workerId!, chain.childrenDone).catch(() => {});
   }
 
   /**
@@ -209,8 +211,9 @@ export class StepDriver {
     attemptsMade: number,
     chain: StepChain | undefined,
     taken = false,
+    signal?: AbortSignal,
   ): Promise<StepResult> {
-    let result = await this.runStep(task, attemptsMade, chain, taken);
+    let result = await this.runStep(task, attemptsMade, chain, taken, signal);
     if (taken && (result.type === 'retry' || result.type === 'defer'))
       return this.handBack(stepTaskOf(task.runId, task.step), chain!, result);
     while (result.type === 'continue') {
@@ -226,7 +229,7 @@ export class StepDriver {
       const current = stepTaskOf(task.runId, at.step);
       chain!.steps++;
       try {
-        result = await this.runStep(current, 0, chain);
+        result = await this.runStep(current, 0, chain, false, signal);
       } catch (error) {
         // A store or scheduler error (Redis failing over, say): the step gets a task of its own,
         // whose tries and failure are the step's (this task's would not name it). Should that
@@ -265,7 +268,7 @@ export class StepDriver {
     const task = stepTaskOf(child.runId, 0);
     let result: StepResult;
     try {
-      result = await this.runChain(task, 0, chain, true);
+      result = await this.runChain(task, 0, chain, true, chain.signal);
     } catch (error) {
       await this.addChildren(chain, [child, ...chain.children.splice(0)]);
       throw error;
@@ -313,7 +316,7 @@ export class StepDriver {
       chain.steps++;
       let result: StepResult;
       try {
-        result = await this.runChain(task, 0, chain, true);
+        result = await this.runChain(task, 0, chain, true, chain.signal);
       } catch (error) {
         await this.giveBack([wake, ...chain.taken.splice(0)]);
         throw error;
@@ -324,7 +327,7 @@ export class StepDriver {
       }
       // Its wake task (delayed to the park's deadline) is not needed any more. Neither call is
       // awaited: should either be lost, the wake finds its run moved on, and a takeover too.
-      void this.store.releaseTaken(this.options.workerId!, [wake]).catch(() => {});
+      void this.store.releaseTaken(this.workerId!, [wake]).catch(() => {});
       void this.scheduler.dropWakes([wake], chain.queue!).catch(() => {});
     }
   }
@@ -332,7 +335,7 @@ export class StepDriver {
   /** Makes taken wakes due in the scheduler after all, and releases them. */
   private async giveBack(wakeIds: string[]): Promise<void> {
     await this.scheduler.promote(wakeIds);
-    await this.store.releaseTaken(this.options.workerId!, wakeIds);
+    await this.store.releaseTaken(this.workerId!, wakeIds);
   }
 
   /**
@@ -368,7 +371,7 @@ export class StepDriver {
 
   /** Whether steps that commit in `chain` take a run they wake (direct hand-off). */
   private takes(chain: StepChain | undefined): chain is StepChain {
-    return this.options.workerId !== undefined && this.goesOn(chain);
+    return this.workerId !== undefined && this.goesOn(chain);
   }
 
   /** Whether the step of `run` that now commits goes on to `next` in the same task. */
@@ -430,6 +433,24 @@ export class StepDriver {
   }
 
   /**
+   * Fences this driver: its worker was declared dead while it lived (paused, starved), so others
+   * run its steps now. Every step running here stops and drops its result (QueueflowError
+   * `WORKER_FENCED`), chains end, and nothing remembered of a run is trusted any more. Returns
+   * how many steps it stopped. Its commits that still come would be refused by the step counter.
+   */
+  fence(reason: string): number {
+    const stopped = this.running.size;
+    this.abortAll(new QueueflowError('WORKER_FENCED', reason));
+    this.runs.clear();
+    return stopped;
+  }
+
+  /** Commits from now on under `workerId` (a fenced worker rejoins under a new id). */
+  rejoin(workerId: string): void {
+    this.workerId = workerId;
+  }
+
+  /**
    * A task failed for good outside the interpreter (it stalled too often, or kept failing on an
    * infrastructure error): record that on the run, as an ordinary failure, so nothing waits forever.
    */
@@ -457,7 +478,10 @@ export class StepDriver {
     attemptsMade: number,
     chain?: StepChain,
     taken = false,
+    signal?: AbortSignal,
   ): Promise<StepResult> {
+    // The task's lock was lost or its worker fenced before the step began: another worker runs it.
+    if (signal?.aborted) return DONE;
     // A wake always reads the run: it follows a park, which no cache of this driver saw.
     const cached = task.type === 'step' ? this.runs.take(task.runId, task.step) : undefined;
     const loaded: LoadedRun | undefined =
@@ -527,6 +551,9 @@ export class StepDriver {
     }
     const controller = new AbortController();
     this.running.set(run.id, controller);
+    // A lost lock or a fenced worker stops the step's `exec`; its result is dropped (lostHere).
+    const onLost = (): void => controller.abort(signal?.reason);
+    signal?.addEventListener('abort', onLost, { once: true });
     try {
       let fanIn: { total: number; outcomes: (ChildOutcome | undefined)[] } | undefined;
       if (run.status === 'waiting' && !parked) {
@@ -583,12 +610,14 @@ export class StepDriver {
         if (fanIn) {
           const resumed = await span.run(() => resumeFanOut(graph, checkpoint, fanIn.outcomes, ctx));
           ended = resumed.outcome;
+          if (lostHere(controller)) return DONE;
           await stream.flush();
           if (cancelledHere(controller)) return await this.droppedByCancel(run);
           start.merged = { children: fanIn.total, conflicts: resumed.conflicts };
           conflicts = resumed.conflicts;
         } else {
           ended = await span.run(() => executeStep(graph, checkpoint, ctx));
+          if (lostHere(controller)) return DONE;
           // The step's entries are stored before its outcome: a follower sees them before the end.
           await stream.flush();
           if (cancelledHere(controller)) return await this.droppedByCancel(run);
@@ -604,6 +633,7 @@ export class StepDriver {
         );
       }
     } finally {
+      signal?.removeEventListener('abort', onLost);
       // The run's next step may have started here already (its task is added with this commit):
       // its controller is not this one's to drop.
       if (this.running.get(run.id) === controller) this.running.delete(run.id);
@@ -803,7 +833,7 @@ export class StepDriver {
         tries: start.attempt + 1,
         startedAt: start.startedAt,
         endedAt: now,
-        worker: this.options.workerId,
+        worker: this.workerId,
         ...(outcome.type === 'fan-out' ? { fannedOut: true } : {}),
         ...(start.merged ? { merged: start.merged } : {}),
       },
@@ -836,7 +866,7 @@ export class StepDriver {
       outcome.park,
       outcome.replay,
       outcome.outbox,
-      takes ? this.options.workerId : undefined,
+      takes ? this.workerId : undefined,
     );
     if (takes && reply.taken !== undefined) chain.taken.push(reply.taken);
     await this.scheduler.promote(reply.wakes);
@@ -875,12 +905,7 @@ export class StepDriver {
       ? { runs: (target) => queueOf(target) === chain.queue, take: (child) => chain.children.push(child) }
       : undefined;
     const report = run.parent ? await this.fanOut.childReport(run, mode, fields, taker) : undefined;
-    const reply = await this.store.commit(
-      run,
-      mode,
-      takes ? { ...fields, takenBy: this.options.workerId! } : fields,
-      report,
-    );
+    const reply = await this.store.commit(run, mode, takes ? { ...fields, takenBy: this.workerId! } : fields, report);
     if (takes && reply.taken !== undefined) chain.taken.push(reply.taken);
     if (reply.result === 'committed' && (mode === 'completed' || mode === 'failed')) {
       recordRunEnd({ ...run, trace: await this.traceOf(run) }, mode, fields.now, fields.runError);
@@ -937,6 +962,17 @@ export class StepDriver {
     }
     return problem;
   }
+}
+
+/**
+ * Whether the step `controller` belongs to was stopped because this worker may no longer commit
+ * it: its task's lock was lost, or the worker was fenced (declared dead while it lived). Another
+ * worker runs the step; this try's result is dropped, uncommitted.
+ */
+function lostHere(controller: AbortController): boolean {
+  return (
+    controller.signal.aborted && (controller.signal.reason as { code?: string } | undefined)?.code === 'WORKER_FENCED'
+  );
 }
 
 /** Whether a cancel of the run aborted the step `controller` belongs to (not the engine closing). */

@@ -558,8 +558,10 @@ export class MemoryRunStore implements RunStore, RunEventSource {
     });
   }
 
-  async heartbeat(worker: WorkerBeat): Promise<void> {
+  async heartbeat(worker: WorkerBeat, join = false): Promise<'alive' | 'fenced'> {
+    if (!join && !this.registry.has(worker.id)) return 'fenced';
     this.registry.set(worker.id, { ...worker, flows: [...worker.flows], lastSeenAt: this.clock.now() });
+    return 'alive';
   }
 
   async workers(lapseMs: number): Promise<StoredWorker[]> {
@@ -569,9 +571,10 @@ export class MemoryRunStore implements RunStore, RunEventSource {
 
   async claimLapsed(lapseMs: number): Promise<StoredWorker[]> {
     const since = this.clock.now() - lapseMs;
+    const now = this.clock.now();
     const lapsed = [...this.registry.values()].filter((worker) => worker.lastSeenAt < since);
     for (const worker of lapsed) this.registry.delete(worker.id);
-    return lapsed;
+    return lapsed.map((worker) => ({ ...worker, silentMs: now - worker.lastSeenAt }));
   }
 
   async removeWorker(id: string): Promise<void> {

@@ -1,0 +1,84 @@
+/**
+ * The heartbeat thread (a `worker_threads` Worker started by WorkerHeartbeat): it records the
+ * worker in the registry every interval from its own thread and its own Redis connection, so a
+ * worker whose main event loop is starved of CPU (busy loops, a GC pause, a long synchronous
+ * parse) is still seen alive, as Temporal keeps an activity's heartbeat apart from its work.
+ * It reads what it reports from memory shared with the main thread ({@link HeartbeatState}),
+ * and stops beating once the main loop has not ticked for `maxLoopLagMs`: a loop stuck that long
+ * is treated as dead, and others take its steps over.
+ */
+import { parentPort, workerData } from 'node:worker_threads';
+import type { WorkerBeat } from '@queueflow/runtime/kernel';
+import { connectAll, createRedis, type ConnectionOption } from './connection.js';
+import { withScripts } from './scripts.js';
+import { beatWorker, type RegistryKeys } from './worker-registry.js';
+import { HeartbeatState, monotonicMs, type FromHeartbeat, type ToHeartbeat } from './heartbeat-state.js';
+
+/** What the main thread gives the heartbeat thread when it starts it. */
+export interface HeartbeatThreadData {
+  connection: ConnectionOption | undefined;
+  readyCheck: boolean;
+  keys: RegistryKeys;
+  /** What the worker says of itself, but for `active` (read from `state` at each beat). */
+  worker: Omit<WorkerBeat, 'active'>;
+  intervalMs: number;
+  maxLoopLagMs: number;
+  state: SharedArrayBuffer;
+}
+
+const data = workerData as HeartbeatThreadData;
+const port = parentPort!;
+const post = (message: FromHeartbeat): void => port.postMessage(message);
+const state = new HeartbeatState(data.state);
+const redis = withScripts(
+  createRedis(data.connection, 'worker', (error) => post({ type: 'error', message: error.message }), {
+    readyCheck: data.readyCheck,
+  }),
+);
+let worker = data.worker;
+/** Whether the next beat joins (the first, and the first after a rejoin under a new id). */
+let join = false;
+/** Set once this thread found the worker fenced: no beat until the main thread rejoins. */
+let fenced = false;
+/** Whether the main loop is past `maxLoopLagMs` (said once each time it gets there). */
+let stuck = false;
+let beating: Promise<void> | undefined;
+
+async function beat(): Promise<void> {
+  const lagMs = monotonicMs() - state.loopTickAt;
+  if (lagMs > data.maxLoopLagMs) {
+    if (!stuck) post({ type: 'stuck', lagMs });
+    stuck = true;
+    return;
+  }
+  stuck = false;
+  if (fenced) return;
+  const meta = { ...worker.meta, loopLagMs: String(Math.round(lagMs)) };
+  const reply = await beatWorker(redis, data.keys, { ...worker, meta, active: state.active }, join);
+  join = false;
+  if (reply === 'fenced') {
+    fenced = true;
+    post({ type: 'fenced', id: worker.id });
+  } else state.beatAt = monotonicMs();
+}
+
+port.on('message', (message: ToHeartbeat) => {
+  if (message.type === 'rejoin') {
+    worker = message.worker;
+    join = true;
+    fenced = false;
+    return;
+  }
+  clearInterval(timer);
+  void (beating ?? Promise.resolve())
+    .then(() => redis.quit())
+    .catch(() => {})
+    .finally(() => post({ type: 'stopped' }));
+});
+
+await connectAll([redis]).catch((error: Error) => post({ type: 'error', message: error.message }));
+const timer = setInterval(() => {
+  beating ??= beat()
+    .catch((error: Error) => post({ type: 'error', message: error.message }))
+    .finally(() => (beating = undefined));
+}, data.intervalMs);
