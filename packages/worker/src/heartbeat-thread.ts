@@ -3,7 +3,8 @@
  * worker in the registry every interval from its own thread and its own Redis connection, so a
  * worker whose main event loop is starved of CPU (busy loops, a GC pause, a long synchronous
  * parse) is still seen alive, as Temporal keeps an activity's heartbeat apart from its work.
- * It reads what it reports from memory shared with the main thread ({@link HeartbeatState}),
+ * The main thread joins the registry (at the start, and under a new id after a fence); this
+ * thread only beats. It reads what it reports from memory shared with the main thread ({@link HeartbeatState}),
  * and stops beating once the main loop has not ticked for `maxLoopLagMs`: a loop stuck that long
  * is treated as dead, and others take its steps over.
  */
@@ -36,10 +37,8 @@ const redis = withScripts(
   }),
 );
 let worker = data.worker;
-/** Whether the next beat joins (the first, and the first after a rejoin under a new id). */
-let join = false;
-/** Set once this thread found the worker fenced: no beat until the main thread rejoins. */
-let fenced = false;
+/** The id a beat found fenced: no beat under it again (the main thread rejoins under another). */
+let fencedId: string | undefined;
 /** Whether the main loop is past `maxLoopLagMs` (said once each time it gets there). */
 let stuck = false;
 let beating: Promise<void> | undefined;
@@ -52,21 +51,19 @@ async function beat(): Promise<void> {
     return;
   }
   stuck = false;
-  if (fenced) return;
-  const meta = { ...worker.meta, loopLagMs: String(Math.round(lagMs)) };
-  const reply = await beatWorker(redis, data.keys, { ...worker, meta, active: state.active }, join);
-  join = false;
+  const beating = worker;
+  if (fencedId === beating.id) return;
+  const meta = { ...beating.meta, loopLagMs: String(Math.round(lagMs)) };
+  const reply = await beatWorker(redis, data.keys, { ...beating, meta, active: state.active }, false);
   if (reply === 'fenced') {
-    fenced = true;
-    post({ type: 'fenced', id: worker.id });
+    fencedId = beating.id;
+    post({ type: 'fenced', id: beating.id });
   } else state.beatAt = monotonicMs();
 }
 
 port.on('message', (message: ToHeartbeat) => {
   if (message.type === 'rejoin') {
-    worker = message.worker;
-    join = true;
-    fenced = false;
+    worker = message.worker; // joined by the main thread already
     return;
   }
   clearInterval(timer);

@@ -91,8 +91,6 @@ export class WorkerHeartbeat {
   /** The heartbeat thread; `undefined` when the main thread beats (see HeartbeatOptions.thread). */
   private thread: Worker | undefined;
   private worker: Omit<WorkerBeat, 'active'>;
-  /** The main thread's beats only: whether the next one joins (after a rejoin). */
-  private joinNext = false;
   /** Set while a fence is being handled: `onFenced` is told once per incarnation. */
   private fenced = false;
 
@@ -133,12 +131,15 @@ export class WorkerHeartbeat {
     this.timer.unref();
   }
 
-  /** Records the worker again under `id`, after it was fenced (its old id's steps are others' now). */
-  rejoin(id: string): void {
+  /**
+   * Records the worker again under `id`, after it was fenced (its old id's steps are others' now),
+   * before it takes another step: a worker that died unregistered would be taken over by nobody.
+   */
+  async rejoin(id: string): Promise<void> {
     this.worker = { ...this.worker, id };
+    await this.store.heartbeat({ ...this.worker, active: this.options.active() }, true);
     this.fenced = false;
-    if (this.thread) this.thread.postMessage({ type: 'rejoin', worker: this.worker } satisfies ToHeartbeat);
-    else this.joinNext = true;
+    this.thread?.postMessage({ type: 'rejoin', worker: this.worker } satisfies ToHeartbeat);
   }
 
   /**
@@ -218,10 +219,9 @@ export class WorkerHeartbeat {
   /** A beat from the main thread (no heartbeat thread). */
   private async beatHere(): Promise<void> {
     if (this.fenced) return;
-    const join = this.joinNext;
-    this.joinNext = false;
-    const reply = await this.store.heartbeat({ ...this.worker, active: this.options.active() }, join);
-    if (reply === 'fenced') this.fence(this.worker.id);
+    const { id } = this.worker;
+    const reply = await this.store.heartbeat({ ...this.worker, active: this.options.active() });
+    if (reply === 'fenced') this.fence(id);
   }
 
   private fence(id: string): void {

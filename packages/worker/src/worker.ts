@@ -347,16 +347,24 @@ export async function startWorker(options: WorkerOptions): Promise<QueueflowWork
   const onFenced = (): void => {
     const fencedId = heartbeat.workerId;
     const reason = `worker ${fencedId} was declared dead by another worker (no heartbeat for ${WORKER_LAPSE_MS / 1000} s)`;
+    // No new job until it has joined again under its new id: a step taken meanwhile by a worker
+    // that then died unregistered would wait for BullMQ's lock expiry.
+    for (const worker of workers) void worker.pause(true);
     const stopped = driver.fence(reason);
     for (const jobId of runningJobs) lostJobs.add(jobId);
     for (const worker of workers) worker.cancelAllJobs(lostStep(reason) as never);
     const rejoined = newWorkerId();
     driver.rejoin(rejoined);
-    heartbeat.rejoin(rejoined);
-    log(
-      `fenced: ${reason}, which took its steps over (was it paused or starved?); stopped ${stopped} step(s) ` +
-        `here and dropped their results; rejoined as ${rejoined}`,
-    );
+    heartbeat
+      .rejoin(rejoined)
+      .then(() => {
+        for (const worker of workers) worker.resume();
+        log(
+          `fenced: ${reason}, which took its steps over (was it paused or starved?); stopped ${stopped} step(s) ` +
+            `here and dropped their results; rejoined as ${rejoined}`,
+        );
+      })
+      .catch(onError);
   };
   const heartbeat = new WorkerHeartbeat(store, scheduler, redis, {
     worker: {
