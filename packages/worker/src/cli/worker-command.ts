@@ -49,12 +49,18 @@ export function workerCommand(): Command {
       'how often to look for stalled steps, in ms (default: half the lock duration)',
       positiveInteger,
     )
+    .option(
+      '--max-loop-lag <ms>',
+      'how long the main event loop may not turn (a long synchronous step, CPU starvation) and the worker still count as live, in ms (default 60000)',
+      positiveInteger,
+    )
     .action(
       async (
         options: ConnectionFlags & {
           flows: string;
           concurrency: number;
           queues?: string[];
+          maxLoopLag?: number;
           lockDuration?: number;
           stalledInterval?: number;
           continueSteps?: number;
@@ -74,6 +80,7 @@ export function workerCommand(): Command {
           concurrency: options.concurrency,
           ...(options.queues ? { queues: options.queues } : {}),
           ...(options.lockDuration ? { lockDurationMs: options.lockDuration } : {}),
+          ...(options.maxLoopLag ? { maxLoopLagMs: options.maxLoopLag } : {}),
           ...(options.stalledInterval ? { stalledIntervalMs: options.stalledInterval } : {}),
           ...(options.continueSteps === undefined ? {} : { continueSteps: options.continueSteps }),
           ...(options.partitions === undefined ? {} : { partitions: options.partitions }),
