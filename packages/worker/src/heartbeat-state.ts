@@ -38,7 +38,11 @@ export class HeartbeatState {
 }
 
 /** Messages from the main thread to the heartbeat thread. */
-export type ToHeartbeat = { type: 'rejoin'; worker: Omit<WorkerBeat, 'active'> } | { type: 'stop' };
+export type ToHeartbeat =
+  | { type: 'rejoin'; worker: Omit<WorkerBeat, 'active'> }
+  /** The concurrency leases the worker holds now, as JSON (`meta.leases` of its beats). */
+  | { type: 'leases'; leases: string }
+  | { type: 'stop' };
 
 /** Messages from the heartbeat thread to the main thread. */
 export type FromHeartbeat =

@@ -63,7 +63,11 @@ async function beat(): Promise<void> {
 
 port.on('message', (message: ToHeartbeat) => {
   if (message.type === 'rejoin') {
-    worker = message.worker; // joined by the main thread already
+    worker = message.worker; // joined by the main thread already, with its leases in `meta`
+    return;
+  }
+  if (message.type === 'leases') {
+    worker = { ...worker, meta: { ...worker.meta, leases: message.leases } };
     return;
   }
   clearInterval(timer);
@@ -74,8 +78,11 @@ port.on('message', (message: ToHeartbeat) => {
 });
 
 await connectAll([redis]).catch((error: Error) => post({ type: 'error', message: error.message }));
-const timer = setInterval(() => {
+const timer = setInterval(beatOnce, data.intervalMs);
+
+/** A beat, unless one is under way. */
+function beatOnce(): void {
   beating ??= beat()
     .catch((error: Error) => post({ type: 'error', message: error.message }))
     .finally(() => (beating = undefined));
-}, data.intervalMs);
+}

@@ -1,4 +1,5 @@
 import { existsSync } from 'node:fs';
+import { hostname } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import type { Job } from 'bullmq';
@@ -7,7 +8,17 @@ import type { ConnectionOption, RedisConnection } from './connection.js';
 import { HeartbeatState, monotonicMs, type FromHeartbeat, type ToHeartbeat } from './heartbeat-state.js';
 import type { HeartbeatThreadData } from './heartbeat-thread.js';
 import type { RegistryKeys } from './worker-registry.js';
-import type { RunStore, StoredWorker, WorkerBeat } from '@queueflow/runtime/kernel';
+
+/** Whether a process `pid` exists on this host (a stopped one does; signal 0 only checks). */
+function processExists(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+import type { BudgetHold, RunStore, StoredWorker, WorkerBeat } from '@queueflow/runtime/kernel';
 import { taskOfJob, type BullmqScheduler } from './bullmq-scheduler.js';
 
 /** How often a worker tells the store it is alive, in ms. */
@@ -64,6 +75,10 @@ export interface HeartbeatOptions {
   sweeps?: readonly ((signal: AbortSignal) => Promise<unknown>)[];
   /** Makes due the tasks a worker took to run itself and did not run (StepDriver.recoverTaken). */
   recoverTaken: (taskIds: readonly string[]) => Promise<void>;
+  /** The concurrency leases of a node's `limits` this worker holds now (StepDriver.budgetHolds). */
+  leases: () => readonly BudgetHold[];
+  /** Gives back the leases a dead worker held, and wakes their waiters. */
+  releaseLeases: (holds: readonly BudgetHold[]) => Promise<void>;
 }
 
 /**
@@ -158,10 +173,32 @@ export class WorkerHeartbeat {
     await this.store.removeWorker(this.worker.id).catch(() => {});
   }
 
+  /**
+   * A try took concurrency leases: the registry names them at once (a beat now), so that a worker
+   * that dies right after is not left holding them until their lease ends.
+   */
+  leasesTaken(): void {
+    this.noteLeases(true);
+  }
+
   /** The main loop's turn: what the heartbeat thread reports. */
   private tick(): void {
     this.state.loopTickAt = monotonicMs();
     this.state.active = this.options.active();
+    this.noteLeases(false); // given back since: said at the next beat
+  }
+
+  /**
+   * Tells the heartbeat thread the leases held now; `beatNow`: records them at once from this
+   * thread (whose loop runs: it just took them), as the heartbeat thread may not have started yet
+   * or be between beats.
+   */
+  private noteLeases(beatNow: boolean): void {
+    const leases = JSON.stringify(this.options.leases());
+    if (leases === this.worker.meta?.leases) return;
+    this.worker = { ...this.worker, meta: { ...this.worker.meta, leases } };
+    this.thread?.postMessage({ type: 'leases', leases } satisfies ToHeartbeat);
+    if (beatNow && this.timer) void this.beatHere().catch(this.options.onError);
   }
 
   /** Starts the heartbeat thread, or says why the main thread beats instead. */
@@ -239,6 +276,7 @@ export class WorkerHeartbeat {
     const lapsed = await this.store.claimLapsed(this.options.lapseMs);
     for (const dead of lapsed) {
       const taken = await this.handBack(dead);
+      const leases = await this.releaseLeasesOf(dead);
       // Parked runs it had woken and children it had started, to run itself: due now.
       const woken = await this.store.claimTaken(dead.id);
       await this.options.recoverTaken(woken);
@@ -247,9 +285,30 @@ export class WorkerHeartbeat {
       this.options.log(
         `worker ${dead.id} (${dead.host} pid ${dead.pid}) stopped heartbeating ${ago} s ago; ` +
           (taken.length === 0 ? 'it held no steps' : `took over ${taken.length} step(s): ${taken.join(', ')}`) +
-          (woken.length === 0 ? '' : `; made due ${woken.length} task(s) it had taken: ${woken.join(', ')}`),
+          (woken.length === 0 ? '' : `; made due ${woken.length} task(s) it had taken: ${woken.join(', ')}`) +
+          leases,
       );
     }
+  }
+
+  /**
+   * Gives back the concurrency slots a claimed worker held (its beats named them), once it is known
+   * dead: a worker on this host whose process still exists is only paused (SIGSTOP) or starved, and
+   * keeps its slots until it fences itself (which gives them back) or their lease ends. A worker on
+   * another host cannot be told from a dead one: its slots go back now. What the log line adds.
+   */
+  private async releaseLeasesOf(dead: StoredWorker): Promise<string> {
+    let holds: BudgetHold[];
+    try {
+      holds = JSON.parse(dead.meta?.leases ?? '[]') as BudgetHold[];
+    } catch {
+      return '';
+    }
+    if (holds.length === 0) return '';
+    if (dead.host === hostname() && processExists(dead.pid))
+      return `; its process still exists (paused?): its ${holds.length} budget slot(s) stay its own until it comes back`;
+    await this.options.releaseLeases(holds);
+    return `; gave back its ${holds.length} budget slot(s)`;
   }
 
   /** Hands back the active jobs of every queue (in every partition) the dead worker served that it held the lock of. */

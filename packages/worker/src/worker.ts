@@ -213,10 +213,14 @@ export async function startWorker(options: WorkerOptions): Promise<QueueflowWork
     parkRecheckMs: positiveInteger('parkRecheckMs', options.parkRecheckMs, 60_000),
     workerId,
     continueSteps: nonNegativeInteger('continueSteps', options.continueSteps, DEFAULT_CONTINUE_STEPS),
-    // A concurrency lease of a node's `limits` lives as long as this worker's heartbeat: a
-    // worker killed while holding one stops renewing it, and it expires (never a slot lost).
-    budgetLeaseMs: WORKER_LAPSE_MS,
+    // A concurrency lease of a node's `limits` is given back by the worker that claims this one
+    // once it is known dead (WorkerHeartbeat), or by this one when it is fenced; its expiry, renewed
+    // at each beat, is the last safety net (never a slot lost for good).
+    budgetLeaseMs: BUDGET_LEASE_MS,
+    onBudgetLeases: () => leasesTaken(),
   });
+  /** Set once the heartbeat exists (a step may take leases before). */
+  let leasesTaken = (): void => {};
 
   // Cancel requests abort the `exec` of a step running here; those lost while the subscription
   // was down are found by reading the runs of the steps running here.
@@ -350,14 +354,16 @@ export async function startWorker(options: WorkerOptions): Promise<QueueflowWork
     // No new job until it has joined again under its new id: a step taken meanwhile by a worker
     // that then died unregistered would wait for BullMQ's lock expiry.
     for (const worker of workers) void worker.pause(true);
-    const stopped = driver.fence(reason);
     for (const jobId of runningJobs) lostJobs.add(jobId);
     for (const worker of workers) worker.cancelAllJobs(lostStep(reason) as never);
     const rejoined = newWorkerId();
-    driver.rejoin(rejoined);
-    heartbeat
-      .rejoin(rejoined)
-      .then(() => {
+    void (async () => {
+      const stopped = await driver.fence(reason);
+      driver.rejoin(rejoined);
+      await heartbeat.rejoin(rejoined);
+      return stopped;
+    })()
+      .then((stopped) => {
         for (const worker of workers) worker.resume();
         log(
           `fenced: ${reason}, which took its steps over (was it paused or starved?); stopped ${stopped} step(s) ` +
@@ -391,10 +397,13 @@ export async function startWorker(options: WorkerOptions): Promise<QueueflowWork
       (signal) => resumeCascades(store, scheduler, LATE_CASCADE_MS, signal),
     ],
     recoverTaken: (taskIds) => driver.recoverTaken(taskIds),
+    leases: () => driver.budgetHolds(),
+    releaseLeases: async (holds) => scheduler.promote((await store.releaseBudget(holds)).wakes),
     log,
     onError,
   });
   await heartbeat.start();
+  leasesTaken = () => heartbeat.leasesTaken();
   // Metrics the application's reader collects (no-ops without a MeterProvider).
   const unobserve = observeGauges({
     queueDepth: async () => {
@@ -424,6 +433,12 @@ export async function startWorker(options: WorkerOptions): Promise<QueueflowWork
       })()),
   };
 }
+
+/**
+ * How long a concurrency lease of a node's `limits` lasts unless renewed (at every beat), in ms: a
+ * safety net behind the takeover, which gives a dead worker's leases back within the lapse.
+ */
+const BUDGET_LEASE_MS = 60_000;
 
 /**
  * How long a hand-off to another partition may wait before a worker's heartbeat applies it: its

@@ -22,8 +22,13 @@ const BUDGET_WAKE_MAX = 32;
 export class BudgetLeases {
   private readonly held = new Map<string, readonly BudgetHold[]>();
 
+  /** `onAdded`: told of each admission's leases as they are taken (a worker names them in its beats). */
+  constructor(private readonly onAdded?: () => void) {}
+
   add(holder: string, holds: readonly BudgetHold[]): void {
-    if (holds.length > 0) this.held.set(holder, holds);
+    if (holds.length === 0) return;
+    this.held.set(holder, holds);
+    this.onAdded?.();
   }
 
   delete(holder: string): void {
@@ -33,6 +38,13 @@ export class BudgetLeases {
   /** Every lease held here now. */
   all(): BudgetHold[] {
     return [...this.held.values()].flat();
+  }
+
+  /** Every lease held here now, forgotten here (they are to be given back at once). */
+  takeAll(): BudgetHold[] {
+    const all = this.all();
+    this.held.clear();
+    return all;
   }
 }
 

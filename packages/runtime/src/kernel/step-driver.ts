@@ -29,6 +29,7 @@ import {
   type Runnable,
   type StoredRun,
 } from './run-store.js';
+import type { BudgetHold } from './budget-store.js';
 import {
   taskId,
   taskOptionsOf,
@@ -75,6 +76,12 @@ export interface StepDriverOptions {
    * StepDriver.renewBudget}), in ms; `undefined`: until given back (one process).
    */
   budgetLeaseMs?: number;
+  /**
+   * Told when a try takes concurrency leases (flow control), before its `exec` runs: a worker's
+   * beat names its leases at once (see {@link StepDriver.budgetHolds}), so whoever takes it over
+   * can give them back.
+   */
+  onBudgetLeases?: () => void;
 }
 
 /** What a step's record needs beside its outcome. */
@@ -140,7 +147,7 @@ export class StepDriver {
   /** Runs whose refused step has been warned about (a refused step comes back every few seconds). */
   private readonly refusalsWarned = new Set<string>();
   /** Concurrency leases of the tries running here (flow control). */
-  private readonly budgetLeases = new BudgetLeases();
+  private readonly budgetLeases: BudgetLeases;
   /** Set when the worker stops: chains end at their next step (the steps in flight finish). */
   private draining = false;
   /** Who commits: StepDriverOptions.workerId, replaced when a fenced worker rejoins ({@link rejoin}). */
@@ -153,6 +160,7 @@ export class StepDriver {
     private readonly options: StepDriverOptions,
   ) {
     this.workerId = options.workerId;
+    this.budgetLeases = new BudgetLeases(options.onBudgetLeases);
     this.runnable = registry.names().map((name) => [name, registry.graph(name).fingerprint] as const);
     this.values = new LargeValues(store, options.largeValueBytes ?? DEFAULT_LARGE_VALUE_BYTES);
     this.fanOut = new FanOutDriver(store, scheduler, options, this, this.values);
@@ -436,13 +444,23 @@ export class StepDriver {
    * Fences this driver: its worker was declared dead while it lived (paused, starved), so others
    * run its steps now. Every step running here stops and drops its result (QueueflowError
    * `WORKER_FENCED`), chains end, and nothing remembered of a run is trusted any more. Returns
-   * how many steps it stopped. Its commits that still come would be refused by the step counter.
+   * how many steps it stopped, once their budget leases are given back. Its commits that still
+   * come would be refused by the step counter.
    */
-  fence(reason: string): number {
+  async fence(reason: string): Promise<number> {
     const stopped = this.running.size;
     this.abortAll(new QueueflowError('WORKER_FENCED', reason));
     this.runs.clear();
+    // Its concurrency slots go back now: the steps that held them are others' (an `exec` that
+    // ignores its signal runs on, but no longer counts against its budget).
+    const holds = this.budgetLeases.takeAll();
+    if (holds.length > 0) await this.scheduler.promote((await this.store.releaseBudget(holds)).wakes);
     return stopped;
+  }
+
+  /** The concurrency leases of the tries running here (a worker's heartbeat names them). */
+  budgetHolds(): BudgetHold[] {
+    return this.budgetLeases.all();
   }
 
   /** Commits from now on under `workerId` (a fenced worker rejoins under a new id). */
