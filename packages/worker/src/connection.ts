@@ -224,7 +224,7 @@ export const COMMAND_TIMED_OUT = 'Command timed out';
  * @param server - where Redis is, as {@link serverOf} names it.
  * @param timeoutMs - the `commandTimeout` the command had, in ms.
  */
-export function redisTimeoutOf(error: unknown, server: string, timeoutMs: number | undefined): unknown {
+function redisTimeoutOf(error: unknown, server: string, timeoutMs: number | undefined): unknown {
   if (!(error instanceof Error) || error.message !== COMMAND_TIMED_OUT) return error;
   return new QueueflowError(
     'REDIS_TIMEOUT',

@@ -398,9 +398,9 @@ export class RedisEngine implements Engine {
 
   /**
    * The one place where an error of a call's Redis commands becomes queueflow's (redisErrorOf):
-   * an unanswered command `REDIS_TIMEOUT`; one refused because Redis went away (ioredis's `Stream
-   * isn't writeable...`) `REDIS_UNAVAILABLE`, saying why as an engine that could not connect
-   * at all does (the connection's last error, e.g. `connect ECONNREFUSED ...`).
+   * an unanswered command `REDIS_TIMEOUT`; one refused because Redis went away (ioredis's
+   * "Stream isn't writeable...") `REDIS_UNAVAILABLE`, saying why as an engine that could not
+   * connect at all does (the connection's last error, e.g. `connect ECONNREFUSED ...`).
    */
   private errorOf(error: unknown, connected: Connected | undefined): unknown {
     const lastError = connected && (lastErrorOf(connected.redis) ?? lastErrorOf(connected.subscriber));
