@@ -334,6 +334,8 @@ export async function startWorker(options: WorkerOptions): Promise<QueueflowWork
       () => store.applyLateHandoffs(LATE_HANDOFF_MS).then((wakes) => scheduler.promote(wakes)),
       // Cancels cascading to a fan-out's children whose canceller died in the middle.
       (signal) => resumeCascades(store, scheduler, LATE_CASCADE_MS, signal),
+      // Ids of expired runs left in the runs index (list() drops them too, but may never come).
+      (signal) => store.trimIndex({ minIntervalMs: TRIM_INDEX_INTERVAL_MS, signal }),
     ],
     recoverTaken: (taskIds) => driver.recoverTaken(taskIds),
     log,
@@ -375,6 +377,9 @@ export async function startWorker(options: WorkerOptions): Promise<QueueflowWork
  * transition's caller applies it at once, so one this old was left by a worker that died.
  */
 const LATE_HANDOFF_MS = 5000;
+
+/** How often a worker drops the ids of expired runs from the runs index, in ms (RedisRunStore.trimIndex). */
+const TRIM_INDEX_INTERVAL_MS = 60_000;
 
 /**
  * How long a cascade of cancels may go without progress before a worker finishes it, in ms: its
