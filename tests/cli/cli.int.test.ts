@@ -651,8 +651,11 @@ describe.concurrent('queueflow with bad input: a clear error, a non-zero exit, n
     expect(await keysUnder(redis, prefix)).toEqual([]); // nothing in database 0 either
   });
 
-  it('an unreachable --redis for a worker: it exits with one line naming the Redis and the cause', async () => {
-    expect(await queueflow(['worker', '--flows', FLOWS, '--redis', 'redis://127.0.0.1:1'])).toEqual({
+  it('an unreachable --redis for a worker with --exit-on-unreachable: it exits with one line naming the Redis and the cause', async () => {
+    // Without the flag it waits for Redis (tests/redis/worker-waits-for-redis.int.test.ts).
+    expect(
+      await queueflow(['worker', '--flows', FLOWS, '--redis', 'redis://127.0.0.1:1', '--exit-on-unreachable']),
+    ).toEqual({
       code: 1,
       stdout: '',
       stderr: 'queueflow: cannot connect to Redis at redis://127.0.0.1:1: connect ECONNREFUSED 127.0.0.1:1\n',

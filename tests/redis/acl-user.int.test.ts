@@ -229,5 +229,10 @@ describe('Redis with ACL users', () => {
     } finally {
       await engine.close();
     }
+    // A worker waits for a Redis it cannot reach, not for a password Redis refuses.
+    await expect(startWorker({ connection: wrong, flows, prefix, onError: () => {} })).rejects.toMatchObject({
+      code: 'REDIS_UNAVAILABLE',
+      message: expect.stringMatching(/: WRONGPASS/),
+    });
   });
 });

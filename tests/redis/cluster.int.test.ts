@@ -132,7 +132,7 @@ describe('a { cluster } connection', () => {
     } finally {
       await engine.close();
     }
-    await expect(startWorker({ connection: NOWHERE, flows: [talk] })).rejects.toMatchObject({
+    await expect(startWorker({ connection: NOWHERE, flows: [talk], exitOnUnreachable: true })).rejects.toMatchObject({
       code: 'REDIS_UNAVAILABLE',
     });
   });

@@ -1,6 +1,7 @@
 /**
- * A client or worker that cannot reach Redis fails with REDIS_UNAVAILABLE naming the server, and
- * leaves no connection retrying behind: the process that tried exits on its own.
+ * A client, or a worker started with `exitOnUnreachable` (without it, a worker waits for Redis:
+ * worker-waits-for-redis.int.test.ts), that cannot reach Redis fails with REDIS_UNAVAILABLE naming
+ * the server, and leaves no connection retrying behind: the process that tried exits on its own.
  */
 import { execFile } from 'node:child_process';
 import { fileURLToPath } from 'node:url';

@@ -37,6 +37,8 @@ export interface RedisServerOptions {
    * is then `rediss://…`, trusted by clients that trust `caFile`.
    */
   tls?: { certFile: string; keyFile: string; caFile: string };
+  /** Listen on this port (a test that started a client before its server). @defaultValue a free port */
+  port?: number;
 }
 
 /** A free TCP port on 127.0.0.1. */
@@ -55,7 +57,7 @@ export function freePort(): Promise<number> {
 
 /** Starts `redis-server` on a free port with no persistence (or AOF `always`). */
 export async function startRedisServer(options: RedisServerOptions = {}): Promise<LocalRedisServer> {
-  const port = await freePort();
+  const port = options.port ?? (await freePort());
   const dir = mkdtempSync(join(tmpdir(), 'queueflow-redis-'));
   const { aclUser } = options;
   const credentials = aclUser ? `${encodeURIComponent(aclUser.name)}:${encodeURIComponent(aclUser.password)}@` : '';

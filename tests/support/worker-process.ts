@@ -29,6 +29,8 @@ export interface WorkerProcessOptions {
    * its output, in ms: generous, so a loaded machine fails no test. @defaultValue 60000
    */
   readyTimeoutMs?: number;
+  /** `--exit-on-unreachable`: exit when Redis cannot be reached at start instead of waiting. */
+  exitOnUnreachable?: boolean;
 }
 
 /** A `queueflow worker` running in its own process, as a user would start it. */
@@ -42,11 +44,40 @@ export interface WorkerProcess {
   kill(signal: NodeJS.Signals): void;
 }
 
+/** A worker process whose output can be awaited. */
+export interface WatchedWorkerProcess extends WorkerProcess {
+  /**
+   * Resolves once the process has printed `text` (stdout or stderr).
+   * @throws Error with everything it printed when it exits first.
+   */
+  printed(text: string): Promise<void>;
+}
+
 /**
  * Starts a worker process and resolves once it has printed that it is ready.
  * @throws Error with everything it printed when it exits first, or is not ready within `readyTimeoutMs`.
  */
 export async function spawnWorker(options: WorkerProcessOptions): Promise<WorkerProcess> {
+  const worker = startWorkerProcess(options);
+  const readyTimeoutMs = options.readyTimeoutMs ?? 60_000;
+  let deadline: NodeJS.Timeout | undefined;
+  await Promise.race([
+    worker.printed(': ready'),
+    new Promise<never>((_, reject) => {
+      deadline = setTimeout(() => {
+        worker.kill('SIGKILL');
+        reject(new Error(`worker not ready after ${readyTimeoutMs} ms (killed); it printed:\n${worker.output()}`));
+      }, readyTimeoutMs);
+    }),
+  ]).finally(() => clearTimeout(deadline));
+  return worker;
+}
+
+/**
+ * Starts a worker process and returns at once, before it is ready (a test that starts its Redis
+ * later): `printed(': ready')` says when it is.
+ */
+export function startWorkerProcess(options: WorkerProcessOptions): WatchedWorkerProcess {
   const args = [
     '--import',
     'tsx',
@@ -64,6 +95,7 @@ export async function spawnWorker(options: WorkerProcessOptions): Promise<Worker
   if (options.queues) args.push('--queues', options.queues.join(','));
   if (options.lockDurationMs) args.push('--lock-duration', String(options.lockDurationMs));
   if (options.stalledIntervalMs) args.push('--stalled-interval', String(options.stalledIntervalMs));
+  if (options.exitOnUnreachable) args.push('--exit-on-unreachable');
   const child = spawn(process.execPath, args, {
     stdio: ['ignore', 'pipe', 'pipe'],
     env: { ...process.env, NODE_NO_WARNINGS: '1', ...options.env },
@@ -72,28 +104,38 @@ export async function spawnWorker(options: WorkerProcessOptions): Promise<Worker
   const exited = new Promise<number | string>((resolve) =>
     child.once('exit', (code, signal) => resolve(code ?? signal ?? -1)),
   );
-  const readyTimeoutMs = options.readyTimeoutMs ?? 60_000;
-  let deadline: NodeJS.Timeout | undefined;
-  await new Promise<void>((resolve, reject) => {
-    const onData = (chunk: Buffer): void => {
-      output += chunk.toString();
-      if (output.includes(': ready')) resolve();
-    };
-    child.stdout!.on('data', onData);
-    child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
-    // Not awaited: `exited` never rejects, and once ready this late reject() is a no-op.
-    void exited.then((code) => reject(new Error(`worker exited (${code}) before it was ready:\n${output}`)));
-    deadline = setTimeout(() => {
-      child.kill('SIGKILL');
-      reject(new Error(`worker not ready after ${readyTimeoutMs} ms (killed); it printed:\n${output}`));
-    }, readyTimeoutMs);
-  }).finally(() => clearTimeout(deadline));
+  /** Texts awaited by `printed`, resolved as the output grows. */
+  const awaited = new Set<{ text: string; resolve: () => void }>();
+  const onData = (chunk: Buffer): void => {
+    output += chunk.toString();
+    for (const wait of awaited) if (output.includes(wait.text)) wait.resolve();
+  };
+  child.stdout!.on('data', onData);
+  child.stderr!.on('data', onData);
+  const printed = (text: string): Promise<void> =>
+    new Promise<void>((resolve, reject) => {
+      if (output.includes(text)) return resolve();
+      const wait = {
+        text,
+        resolve: () => {
+          awaited.delete(wait);
+          resolve();
+        },
+      };
+      awaited.add(wait);
+      // Not awaited: `exited` never rejects, and once printed this late reject() is a no-op.
+      void exited.then((code) => {
+        awaited.delete(wait);
+        reject(new Error(`worker exited (${code}) before it printed '${text}':\n${output}`));
+      });
+    });
   return {
     child,
     pid: child.pid!,
     output: () => output,
     exited,
     kill: (signal) => child.kill(signal),
+    printed,
   };
 }
 

@@ -132,12 +132,30 @@ export function createRedis(
   if (isClusterConnection(connection)) {
     const cluster = createCluster(connection, role, roleOptions);
     cluster.on('error', onError);
+    rememberErrors(cluster);
     return cluster;
   }
   const { url, ...options } = redisOptionsOf(connection, roleOptions);
   const redis = url ? new Redis(url, options) : new Redis(options);
   redis.on('error', onError);
+  rememberErrors(redis);
   return redis;
+}
+
+/** The last error each connection {@link createRedis} made reported since it was last ready. */
+const lastErrors = new WeakMap<RedisConnection, Error>();
+
+function rememberErrors(redis: RedisConnection): void {
+  redis.on('error', (error: Error) => lastErrors.set(redis, error));
+  redis.on('ready', () => lastErrors.delete(redis));
+}
+
+/**
+ * Why `redis` cannot reach its server now, as ioredis last reported it (e.g. `connect
+ * ECONNREFUSED 127.0.0.1:6379`); `undefined` once it is ready again.
+ */
+export function lastErrorOf(redis: RedisConnection): Error | undefined {
+  return lastErrors.get(redis);
 }
 
 /**
@@ -206,13 +224,79 @@ export const COMMAND_TIMED_OUT = 'Command timed out';
  * @param server - where Redis is, as {@link serverOf} names it.
  * @param timeoutMs - the `commandTimeout` the command had, in ms.
  */
-export function redisTimeoutOf(error: unknown, server: string, timeoutMs: number | undefined): unknown {
+function redisTimeoutOf(error: unknown, server: string, timeoutMs: number | undefined): unknown {
   if (!(error instanceof Error) || error.message !== COMMAND_TIMED_OUT) return error;
   return new QueueflowError(
     'REDIS_TIMEOUT',
     `Redis at ${server} did not answer within ${timeoutMs} ms (commandTimeoutMs); what the call asked may still happen once Redis answers`,
     { cause: error },
   );
+}
+
+/**
+ * Messages of the errors ioredis rejects a command with when it could not reach the server (as
+ * opposed to what the server answered): a client's connection that is down (`enableOfflineQueue:
+ * false`), a command whose connection closed under it and that ran out of tries.
+ */
+const CONNECTION_LOST = [
+  "Stream isn't writeable and enableOfflineQueue options is false",
+  "Cluster isn't ready and enableOfflineQueue options is false",
+  'Connection is closed.',
+  'None of startup nodes is available',
+];
+
+/** Error codes of a socket that could not reach or lost the server. */
+const SOCKET_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENOTFOUND']);
+
+/**
+ * The one place where what ioredis (or BullMQ, on the same connection) rejects a command with
+ * becomes queueflow's vocabulary: a command unanswered after its `commandTimeout` becomes
+ * QueueflowError `REDIS_TIMEOUT` (see {@link redisTimeoutOf}); a command refused because Redis
+ * cannot be reached (`Stream isn't writeable and enableOfflineQueue options is false`, ioredis's
+ * `MaxRetriesPerRequestError`, `Connection is closed.`, a socket error) becomes `REDIS_UNAVAILABLE`
+ * with the message a client that could not connect at all gets: `cannot connect to Redis at
+ * <server>: <why>`, `why` being the connection's last error (e.g. `connect ECONNREFUSED ...`)
+ * when it reported one. Any other error (a server's reply, a QueueflowError) is returned as it is.
+ *
+ * @param server - where Redis is, as {@link serverOf} names it.
+ * @param timeoutMs - the `commandTimeout` the command had, in ms.
+ * @param lastError - the connection's last error ({@link lastErrorOf}), if known.
+ */
+export function redisErrorOf(
+  error: unknown,
+  server: string,
+  timeoutMs: number | undefined,
+  lastError?: Error,
+): unknown {
+  const timeout = redisTimeoutOf(error, server, timeoutMs);
+  if (timeout !== error || !isConnectionLoss(error)) return timeout;
+  return unreachable(server, (lastError ?? error).message, error);
+}
+
+/**
+ * QueueflowError `REDIS_UNAVAILABLE` when a client's connection `redis` is down now (its commands
+ * would be refused at once, and BullMQ's would wait for it), else `undefined`: a call checks
+ * first, and fails fast, as {@link redisErrorOf} words it.
+ *
+ * @param server - where Redis is, as {@link serverOf} names it.
+ */
+export function unavailableNow(redis: RedisConnection, server: string): QueueflowError | undefined {
+  if (redis.status === 'ready') return undefined;
+  const lastError = lastErrorOf(redis);
+  return unreachable(server, lastError?.message ?? `the connection is ${redis.status}`, lastError);
+}
+
+function unreachable(server: string, reason: string, cause: unknown): QueueflowError {
+  return new QueueflowError('REDIS_UNAVAILABLE', `cannot connect to Redis at ${server}: ${reason}`, {
+    ...(cause === undefined ? {} : { cause }),
+  });
+}
+
+function isConnectionLoss(error: unknown): error is Error {
+  if (!(error instanceof Error) || error instanceof QueueflowError) return false;
+  if (error.name === 'MaxRetriesPerRequestError' || CONNECTION_LOST.includes(error.message)) return true;
+  const { code } = error as Error & { code?: unknown };
+  return typeof code === 'string' && SOCKET_CODES.has(code);
 }
 
 /**

@@ -40,7 +40,15 @@ import {
   systemClock,
 } from '@queueflow/runtime/kernel';
 import { BullmqScheduler } from './bullmq-scheduler.js';
-import { connectAll, createRedis, redisTimeoutOf, serverOf, type ConnectionOption } from './connection.js';
+import {
+  connectAll,
+  createRedis,
+  lastErrorOf,
+  redisErrorOf,
+  serverOf,
+  unavailableNow,
+  type ConnectionOption,
+} from './connection.js';
 import { probeServer } from './probe-server.js';
 import { normalizePrefix } from './redis-keys.js';
 import { checkPartitions, countStoredSince, readPartitions, storePartitions, type Partitions } from './partitions.js';
@@ -115,8 +123,9 @@ interface Connected {
  * uses two Redis connections (commands, events) however many runs it awaits, opened on the first
  * call, and a third (blocking stream reads) however many runs it follows, opened on the first
  * `stream`. Every method rejects with QueueflowError `REDIS_UNAVAILABLE` (naming the server and the
- * reason) when they cannot be opened; while Redis is unreachable later, commands fail fast rather
- * than queue (BullMQ's advice for producers), and the call may be retried. A Redis that does not
+ * reason) when they cannot be opened; while Redis is unreachable later, calls fail fast rather
+ * than queue (BullMQ's advice for producers), with the same error, and may be retried: the
+ * connections come back on their own when Redis does. A Redis that does not
  * answer (frozen, overloaded) fails a call with `REDIS_TIMEOUT` after `commandTimeoutMs`.
  *
  * @example
@@ -270,8 +279,13 @@ export class RedisEngine implements Engine {
    * on the first follow), however many runs they follow.
    */
   async *stream(runId: string, options?: StreamOptions): AsyncGenerator<StreamEntry, void, undefined> {
-    const { client } = await this.connect();
-    yield* client.stream(runId, options);
+    let connected: Connected | undefined;
+    try {
+      connected = await this.ready();
+      yield* connected.client.stream(runId, options);
+    } catch (error) {
+      throw this.errorOf(error, connected);
+    }
   }
 
   /** @see Engine.graph */
@@ -327,8 +341,8 @@ export class RedisEngine implements Engine {
   }
 
   /**
-   * Runs `body` with the run client, connecting first; the one place where an unanswered command
-   * (ioredis's, or BullMQ's on the same connection) becomes `REDIS_TIMEOUT`.
+   * Runs `body` with the run client, connecting first; errors of its Redis commands (ioredis's,
+   * or BullMQ's on the same connection) become queueflow's as {@link RedisEngine.errorOf} says.
    */
   private async call<T>(body: (client: RunClient) => Promise<T>): Promise<T> {
     return this.withConnection(({ client }) => body(client));
@@ -362,11 +376,35 @@ export class RedisEngine implements Engine {
 
   /** As {@link RedisEngine.call}, with everything the connection holds. */
   private async withConnection<T>(body: (connected: Connected) => Promise<T>): Promise<T> {
+    let connected: Connected | undefined;
     try {
-      return await body(await this.connect());
+      connected = await this.ready();
+      return await body(connected);
     } catch (error) {
-      throw redisTimeoutOf(error, this.server, this.commandTimeoutMs);
+      throw this.errorOf(error, connected);
     }
+  }
+
+  /**
+   * The connections, opened on the first call; rejects at once with `REDIS_UNAVAILABLE` while
+   * the command connection is down (BullMQ would wait for it to come back, and ioredis refuses).
+   */
+  private async ready(): Promise<Connected> {
+    const connected = await this.connect();
+    const down = unavailableNow(connected.redis, this.server);
+    if (down) throw down;
+    return connected;
+  }
+
+  /**
+   * The one place where an error of a call's Redis commands becomes queueflow's (redisErrorOf):
+   * an unanswered command `REDIS_TIMEOUT`; one refused because Redis went away (ioredis's
+   * "Stream isn't writeable...") `REDIS_UNAVAILABLE`, saying why as an engine that could not
+   * connect at all does (the connection's last error, e.g. `connect ECONNREFUSED ...`).
+   */
+  private errorOf(error: unknown, connected: Connected | undefined): unknown {
+    const lastError = connected && (lastErrorOf(connected.redis) ?? lastErrorOf(connected.subscriber));
+    return redisErrorOf(error, this.server, this.commandTimeoutMs, lastError);
   }
 
   private connect(): Promise<Connected> {

@@ -138,6 +138,8 @@ const STAGED_VALUE_SECONDS = 3600;
 export class RedisRunStore implements RunStore {
   /** Where each key lives: the partition of each run (one, `keys` itself, unless given {@link Partitions}). */
   readonly partitions: Partitions;
+  /** When {@link RedisRunStore.trimIndex} last trimmed, on the store's clock (epoch ms). */
+  private trimmedAt = 0;
 
   constructor(
     private readonly redis: ScriptedRedis,
@@ -1146,12 +1148,23 @@ export class RedisRunStore implements RunStore {
     }
   }
 
-  /** Drops the ids of expired runs from each partition's runs index, a batch at a time. */
-  private async trimIndex(): Promise<void> {
+  /**
+   * Drops the ids of expired runs from each partition's runs index, a batch of 1000 at a time (up
+   * to 100 batches per partition and call): `list` does it first, and workers' recovery sweeps
+   * (about 127 bytes per id stay behind each expired run until then).
+   *
+   * @param options - `minIntervalMs`: do nothing when this store trimmed less than this long ago,
+   *   in ms (a sweep beside every heartbeat trims once a minute; default 0, trim now); `signal`:
+   *   aborted, stop after the batch under way.
+   */
+  async trimIndex(options: { minIntervalMs?: number; signal?: AbortSignal } = {}): Promise<void> {
+    const now = this.clock.now();
+    if (options.minIntervalMs !== undefined && now - this.trimmedAt < options.minIntervalMs) return;
+    this.trimmedAt = now;
     const batch = 1000;
     await Promise.all(
       this.partitions.all.map(async (keys) => {
-        for (let round = 0; round < 100; round++) {
+        for (let round = 0; round < 100 && !options.signal?.aborted; round++) {
           const dropped = (await this.redis.trimRuns(
             keys.runs(),
             keys.runsExpiries(),

@@ -13,8 +13,8 @@ import {
   systemClock,
 } from '@queueflow/runtime/kernel';
 import { BullmqScheduler, taskOfJob } from './bullmq-scheduler.js';
-import { connectAll, createRedis, serverOf, type ConnectionOption } from './connection.js';
-import { checkRedisConfig, probeServer } from './probe-server.js';
+import { serverOf, type ConnectionOption } from './connection.js';
+import { checkRedisConfig } from './probe-server.js';
 import { RedisLiveness } from './redis-liveness.js';
 import { normalizePrefix } from './redis-keys.js';
 import { checkPartitions, partitionsOf } from './partitions.js';
@@ -26,6 +26,7 @@ import { RedisSchedules, TICK_JOB, tickOfJob } from './redis-schedules.js';
 import { withScripts } from './scripts.js';
 import { ServerClock } from './server-clock.js';
 import { storeOptions, type StoreSettings } from './store-settings.js';
+import { waitForRedis } from './wait-for-redis.js';
 import { DEFAULT_MAX_LOOP_LAG_MS, WORKER_LAPSE_MS, WorkerHeartbeat } from './worker-heartbeat.js';
 import { LostJobs, lostStep } from './lost-jobs.js';
 
@@ -130,9 +131,17 @@ export interface WorkerOptions extends StoreSettings {
    * taken over (README "Workers: busy is not dead"). @defaultValue 60000
    */
   maxLoopLagMs?: number;
+  /**
+   * Fail at once, as `startWorker` did before, when Redis cannot be reached as the worker starts
+   * (`queueflow worker --exit-on-unreachable`). Unset, the worker waits for Redis as long as it
+   * takes, trying again after 0.5 s, 1 s, 2 s... at most 10 s apart and logging one line (`onLog`)
+   * per wait; a refusal waiting cannot mend (a wrong password, an unknown database) still fails
+   * at once. @defaultValue false
+   */
+  exitOnUnreachable?: boolean;
   /** Called with errors outside any run (connection errors, a failed recovery, Redis not answering). @defaultValue log to stderr */
   onError?: (error: Error) => void;
-  /** Lines worth a log: a dead worker's steps taken over, Redis answering again. @defaultValue stdout, prefixed with the pid */
+  /** Lines worth a log: a dead worker's steps taken over, Redis answering again, each wait for Redis at start. @defaultValue stdout, prefixed with the pid */
   onLog?: (line: string) => void;
   /**
    * This machine's clock. Deadlines and timestamps are taken on the Redis server's clock through
@@ -157,8 +166,12 @@ export interface QueueflowWorker {
  * when Redis may evict keys, or when its Redis user may not read `maxmemory-policy` (INFO is
  * forbidden to a least-privilege user: README "Production Redis"), and goes on.
  *
+ * Started while Redis cannot be reached, it waits for Redis (see `exitOnUnreachable`) and
+ * resolves once Redis is up and the worker takes steps.
+ *
  * @throws TypeError for invalid options; QueueflowError `REDIS_UNAVAILABLE` (naming the server and
- *   the reason) when Redis cannot be reached, with every connection it opened closed again.
+ *   the reason) when Redis refuses the worker's password or user, or, with `exitOnUnreachable`,
+ *   cannot be reached, with every connection it opened closed again.
  * @example
  * ```ts
  * const worker = await startWorker({ connection: 'redis://127.0.0.1:6379', flows: [review], concurrency: 4 });
@@ -183,14 +196,11 @@ export async function startWorker(options: WorkerOptions): Promise<QueueflowWork
   const onError = options.onError ?? ((error: Error) => console.error(`queueflow worker: ${error.message}`));
   for (const name of registry.names()) registry.graph(name); // build every graph once, now: fail early
 
-  // May this user run INFO? A least-privilege one may not (README "Production Redis"): then the
-  // worker warns that it cannot check maxmemory-policy, and goes on.
-  const server = await probeServer(options.connection);
+  const log = options.onLog ?? ((line: string) => console.log(`queueflow worker ${process.pid}: ${line}`));
+  const exitOnUnreachable = options.exitOnUnreachable ?? false;
+  const { server, redis, subscriber } = await waitForRedis(options.connection, { exitOnUnreachable, log, onError });
   checkRedisConfig(server);
   const skipVersionCheck = !server.info;
-  const redis = createRedis(options.connection, 'worker', onError, { readyCheck: server.info });
-  const subscriber = createRedis(options.connection, 'subscriber', onError, { readyCheck: server.info });
-  await connectAll([redis, subscriber]);
   const { partitions, served } = await (async () => {
     const stored = await partitionsOf(redis, prefix, configuredPartitions, 'startWorker');
     return { partitions: stored, served: servedPartitions(options.servePartitions, stored.count) };
@@ -283,7 +293,6 @@ export async function startWorker(options: WorkerOptions): Promise<QueueflowWork
   // One BullMQ worker per queue and partition served; the partitions of a queue share its
   // `concurrency` slots (SharedSlots; one partition alone: BullMQ's own concurrency). BullMQ does
   // not close a connection it was given: ours to quit after `worker.close()`.
-  const log = options.onLog ?? ((line: string) => console.log(`queueflow worker ${process.pid}: ${line}`));
   const lostJobs = new LostJobs();
   const consumers = queues.flatMap((queue) => served.map((partition) => ({ queue, partition })));
   const slots = new Map(queues.map((queue) => [queue, served.length > 1 ? new SharedSlots(concurrency) : undefined]));
@@ -395,6 +404,8 @@ export async function startWorker(options: WorkerOptions): Promise<QueueflowWork
       () => store.applyLateHandoffs(LATE_HANDOFF_MS).then((wakes) => scheduler.promote(wakes)),
       // Cancels cascading to a fan-out's children whose canceller died in the middle.
       (signal) => resumeCascades(store, scheduler, LATE_CASCADE_MS, signal),
+      // Ids of expired runs left in the runs index (list() drops them too, but may never come).
+      (signal) => store.trimIndex({ minIntervalMs: TRIM_INDEX_INTERVAL_MS, signal }),
     ],
     recoverTaken: (taskIds) => driver.recoverTaken(taskIds),
     leases: () => driver.budgetHolds(),
@@ -445,6 +456,9 @@ const BUDGET_LEASE_MS = 60_000;
  * transition's caller applies it at once, so one this old was left by a worker that died.
  */
 const LATE_HANDOFF_MS = 5000;
+
+/** How often a worker drops the ids of expired runs from the runs index, in ms (RedisRunStore.trimIndex). */
+const TRIM_INDEX_INTERVAL_MS = 60_000;
 
 /**
  * How long a cascade of cancels may go without progress before a worker finishes it, in ms: its

@@ -16,8 +16,9 @@ import {
 import { DEFAULT_QUEUE } from '@queueflow/runtime';
 
 /**
- * `queueflow worker`: a worker process for the flows a module exports. SIGTERM or SIGINT lets the
- * steps in flight finish first; a second signal exits at once.
+ * `queueflow worker`: a worker process for the flows a module exports. Started while Redis cannot
+ * be reached, it waits for Redis, one line per wait (`--exit-on-unreachable`: exits at once).
+ * SIGTERM or SIGINT lets the steps in flight finish first; a second signal exits at once.
  */
 export function workerCommand(): Command {
   return new Command('worker')
@@ -45,6 +46,10 @@ export function workerCommand(): Command {
       nonNegativeInteger,
     )
     .option(
+      '--exit-on-unreachable',
+      'exit (status 1) when Redis cannot be reached at start, instead of waiting for it with backoff',
+    )
+    .option(
       '--stalled-interval <ms>',
       'how often to look for stalled steps, in ms (default: half the lock duration)',
       positiveInteger,
@@ -66,6 +71,7 @@ export function workerCommand(): Command {
           continueSteps?: number;
           partitions?: number;
           servePartitions?: number[];
+          exitOnUnreachable?: boolean;
         },
       ) => {
         const flows = await loadFlows(options.flows);
@@ -85,6 +91,7 @@ export function workerCommand(): Command {
           ...(options.continueSteps === undefined ? {} : { continueSteps: options.continueSteps }),
           ...(options.partitions === undefined ? {} : { partitions: options.partitions }),
           ...(options.servePartitions ? { servePartitions: options.servePartitions } : {}),
+          exitOnUnreachable: options.exitOnUnreachable ?? false,
         });
         ready = true;
         const names = flows.map((f) => f.name).join(', ');
