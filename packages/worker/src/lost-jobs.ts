@@ -13,6 +13,10 @@ export class LostJobs {
     if (this.ids.size > 10_000) this.ids.delete(this.ids.values().next().value!);
   }
 
+  has(jobId: string): boolean {
+    return this.ids.has(jobId);
+  }
+
   /** Whether `error` is BullMQ's word on a job given up here, or on a lock lost while fenced. */
   covers(error: Error): boolean {
     const match = /(?:Missing (?:lock|key) for job|could not renew lock for job) (\S+?)\.?(?: |$)/.exec(error.message);

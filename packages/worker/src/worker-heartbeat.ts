@@ -131,7 +131,10 @@ export class WorkerHeartbeat {
     this.ticker.unref();
     this.thread = this.startThread();
     this.timer = setInterval(() => {
-      this.beating ??= (this.thread ? this.onBeat() : this.onBeat().then(() => this.beatHere()))
+      // The main thread beats until the heartbeat thread's first beat (starting a thread takes a
+      // moment, more on a loaded machine), and again should the thread die.
+      const threadBeats = this.thread !== undefined && this.state.beatAt > 0;
+      this.beating ??= (threadBeats ? this.onBeat() : this.onBeat().then(() => this.beatHere()))
         .then(() => this.takeOverLapsed())
         .catch(this.options.onError)
         .finally(() => (this.beating = undefined));
@@ -236,6 +239,9 @@ export class WorkerHeartbeat {
         );
     });
     thread.on('error', this.options.onError);
+    thread.once('exit', () => {
+      if (this.thread === thread) this.thread = undefined; // the main thread beats from now on
+    });
     return thread;
   }
 

@@ -325,14 +325,16 @@ export async function startWorker(options: WorkerOptions): Promise<QueueflowWork
     // Another worker took the job (its stalled check, or a takeover while this worker was paused
     // or starved): the step stops here and its result is dropped, once, rather than running on
     // and retrying the lock every few seconds.
-    worker.on('lockRenewalFailed', (jobIds: string[]) => {
+    worker.on('lockRenewalFailed', (ids: string[]) => {
+      const jobIds = ids.filter((jobId) => !lostJobs.has(jobId));
       for (const jobId of jobIds) {
         lostJobs.add(jobId);
         worker.cancelJob(jobId, lostStep(`the lock of job ${jobId} was lost: another worker runs its step`) as never);
       }
-      log(
-        `lost the lock of ${jobIds.length} job(s): ${jobIds.join(', ')}; stopped their steps and dropped their results`,
-      );
+      if (jobIds.length > 0)
+        log(
+          `lost the lock of ${jobIds.length} job(s): ${jobIds.join(', ')}; stopped their steps and dropped their results`,
+        );
     });
     worker.on('failed', (job, error) => {
       if (!job) return;

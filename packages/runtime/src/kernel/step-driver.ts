@@ -634,8 +634,14 @@ export class StepDriver {
           start.merged = { children: fanIn.total, conflicts: resumed.conflicts };
           conflicts = resumed.conflicts;
         } else {
-          ended = await span.run(() => executeStep(graph, checkpoint, ctx));
-          if (lostHere(controller)) return DONE;
+          // A step this worker may no longer commit is let go at once, even while its `exec`
+          // ignores the signal: its job is finished here and its lock no longer renewed.
+          const outcome = await Promise.race([
+            span.run(() => executeStep(graph, checkpoint, ctx)),
+            untilLost(controller),
+          ]);
+          if (outcome === LOST || lostHere(controller)) return DONE;
+          ended = outcome;
           // The step's entries are stored before its outcome: a follower sees them before the end.
           await stream.flush();
           if (cancelledHere(controller)) return await this.droppedByCancel(run);
@@ -991,6 +997,19 @@ function lostHere(controller: AbortController): boolean {
   return (
     controller.signal.aborted && (controller.signal.reason as { code?: string } | undefined)?.code === 'WORKER_FENCED'
   );
+}
+
+const LOST = Symbol('lost');
+
+/** Resolves once the step `controller` belongs to is lost to this worker ({@link lostHere}); never otherwise. */
+function untilLost(controller: AbortController): Promise<typeof LOST> {
+  return new Promise((resolve) => {
+    const onAbort = (): void => {
+      if (lostHere(controller)) resolve(LOST);
+    };
+    if (controller.signal.aborted) onAbort();
+    else controller.signal.addEventListener('abort', onAbort, { once: true });
+  });
 }
 
 /** Whether a cancel of the run aborted the step `controller` belongs to (not the engine closing). */
