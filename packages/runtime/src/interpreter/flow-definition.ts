@@ -15,6 +15,14 @@ export interface FlowDefinition {
 const FLOW_NAME = /^[A-Za-z0-9_.-]+$/;
 
 /**
+ * Whether `name` can name a flow (see {@link defineFlow}): a run record whose `flow` cannot (a
+ * module path, say) was not written by queueflow.
+ */
+export function isFlowName(name: unknown): boolean {
+  return typeof name === 'string' && FLOW_NAME.test(name);
+}
+
+/**
  * Registers a flow under `name`.
  *
  * @param name - letters, digits, `_`, `.`, `-` (it appears in Redis keys and job ids).
@@ -31,7 +39,7 @@ const FLOW_NAME = /^[A-Za-z0-9_.-]+$/;
  * ```
  */
 export function defineFlow(name: string, build: () => BaseNode<any, any>): FlowDefinition {
-  if (typeof name !== 'string' || !FLOW_NAME.test(name)) {
+  if (!isFlowName(name)) {
     throw invalidOption('defineFlow', 'name', 'a string of letters, digits, _ . or -', name);
   }
   if (typeof build !== 'function') throw invalidOption('defineFlow', 'build', 'a function returning a node', build);

@@ -137,6 +137,32 @@ export function leafTarget(node: GraphNode): StepTarget {
   return { node: node.id, maxAttempts: node.maxAttempts, ...(node.queue === undefined ? {} : { queue: node.queue }) };
 }
 
+/** The nodes each flow of a graph walks, by the flow's id (see {@link nodesWalkedBy}), built on first use. */
+const walked = new WeakMap<CompiledGraph, Map<string, ReadonlySet<string>>>();
+
+/**
+ * The ids of the nodes the walk of flow `flowId` of `graph` can stand at: its start and every
+ * node reachable from it through successors (a nested flow's own nodes are that flow's, not
+ * this one's). Empty for a node that is not a flow.
+ */
+export function nodesWalkedBy(graph: CompiledGraph, flowId: string): ReadonlySet<string> {
+  let byFlow = walked.get(graph);
+  if (!byFlow) walked.set(graph, (byFlow = new Map<string, ReadonlySet<string>>()));
+  let nodes = byFlow.get(flowId);
+  if (nodes) return nodes;
+  const found = new Set<string>();
+  const start = graph.nodes.get(flowId)?.start;
+  const pending = start === undefined ? [] : [start];
+  for (let id = pending.pop(); id !== undefined; id = pending.pop()) {
+    if (found.has(id)) continue;
+    found.add(id);
+    for (const successor of graph.nodes.get(id)?.successors.values() ?? []) pending.push(successor);
+  }
+  nodes = found;
+  byFlow.set(flowId, nodes);
+  return nodes;
+}
+
 /** The node with `id`, or an INTERNAL error naming the flow (a checkpoint from other code). */
 export function graphNode(graph: CompiledGraph, id: string): GraphNode {
   const node = graph.nodes.get(id);

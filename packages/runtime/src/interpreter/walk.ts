@@ -2,7 +2,7 @@ import { BaseNode } from '../core/base-node.js';
 import { warn } from '../core/warnings.js';
 import { corruptRunError } from '../errors/error-record.js';
 import type { Checkpoint, Frame, FrameKind } from './checkpoint.js';
-import { graphNode, isLeaf, leafTarget, type CompiledGraph } from './graph.js';
+import { graphNode, isLeaf, leafTarget, nodesWalkedBy, type CompiledGraph } from './graph.js';
 import type { JsonObject } from '../json/json.js';
 import type { StepTarget } from './step-types.js';
 
@@ -52,8 +52,10 @@ const FRAME_KINDS: ReadonlySet<string> = new Set<FrameKind>(['run', 'flow', 'bat
 
 /**
  * Checks that a step can resume from `checkpoint` on `graph`: it has frames, and every frame is
- * one, walks a flow of the graph and stands at a node of it. The fingerprint check has already
- * made sure that the graph is the run's own, so a name the graph lacks means a corrupted record.
+ * one, walks a flow of the graph and stands at a node of that flow's walk; the bottom frame is the
+ * run's (at the graph's root) or a fan-out child's, and every frame above walks the flow the frame
+ * below it stands at. The fingerprint check has already made sure that the graph is the run's
+ * own, so a name the graph lacks, or a node of another flow, means a corrupted record.
  *
  * @param runId - the run, named in the error.
  * @throws QueueflowError `CORRUPT_RUN` naming the run, the flow and the first problem found.
@@ -75,6 +77,33 @@ function positionProblem(graph: CompiledGraph, frames: readonly Frame[]): string
     if (frame.node !== undefined && !graph.nodes.has(frame.node)) {
       return `frame ${i} (${frame.kind}) stands at node '${frame.node}', which the flow does not have`;
     }
+    const problem = placeProblem(graph, frames, i);
+    if (problem) return `frame ${i} (${frame.kind}) ${problem}`;
+  }
+  return undefined;
+}
+
+/** Frames whose kind says they are the bottom one (a run, a fan-out child's run). */
+const BOTTOM_KINDS: ReadonlySet<FrameKind> = new Set<FrameKind>(['run', 'child']);
+
+/** What is wrong with the place of frame `i` (whose flow and node the graph has), if anything. */
+function placeProblem(graph: CompiledGraph, frames: readonly Frame[], i: number): string | undefined {
+  const frame = frames[i]!;
+  if (BOTTOM_KINDS.has(frame.kind) !== (i === 0)) {
+    return i === 0 ? 'is at the bottom, where a run or child frame belongs' : 'belongs at the bottom only';
+  }
+  if (frame.kind === 'run') {
+    if (frame.flow !== graph.rootId) return `walks '${frame.flow}', not the flow's root '${graph.rootId}'`;
+    if (frame.node !== undefined && frame.node !== graph.rootId)
+      return `stands at node '${frame.node}', not at the flow's root '${graph.rootId}'`;
+    return undefined;
+  }
+  const below = frames[i - 1];
+  if (below && below.node !== frame.flow) {
+    return `walks flow '${frame.flow}', but the frame below stands at '${below.node ?? '(its end)'}'`;
+  }
+  if (frame.node !== undefined && !nodesWalkedBy(graph, frame.flow).has(frame.node)) {
+    return `stands at node '${frame.node}', which flow '${frame.flow}' does not walk (a node of another flow)`;
   }
   return undefined;
 }

@@ -1,8 +1,8 @@
-import { recordOfFailedTask, runErrorOf, toErrorRecord } from '../errors/error-record.js';
+import { corruptRunError, recordOfFailedTask, runErrorOf, toErrorRecord } from '../errors/error-record.js';
 import { QueueflowError } from '../errors/queueflow-error.js';
 import { warn } from '../core/warnings.js';
 import type { Checkpoint } from '../interpreter/checkpoint.js';
-import type { FlowRegistry } from '../interpreter/flow-definition.js';
+import { isFlowName, type FlowRegistry } from '../interpreter/flow-definition.js';
 import type { CompiledGraph } from '../interpreter/graph.js';
 import { resumeFanOut } from '../interpreter/fan-out.js';
 import { executeStep } from '../interpreter/step-interpreter.js';
@@ -555,17 +555,20 @@ export class StepDriver {
         reason: `try ${run.attempt + 1} of step ${run.step} of run '${run.id}' came ${earlyMs} ms before its retry wait ended`,
       };
     }
+    // A flow name no flow can have (a module path, say) was not written by queueflow: no worker
+    // will ever take the step, and a refusal would send it round for ever.
+    if (!isFlowName(run.flow)) {
+      const problem = `its record names flow '${run.flow}', which is no flow name (letters, digits, _ . or -)`;
+      return this.failCorrupt(run, corruptRunError({ id: run.id, flow: run.flow }, problem));
+    }
     const graph = await this.graphFor(run);
     if (typeof graph === 'string') return { type: 'defer', delayMs: this.options.refusalDelayMs, reason: graph };
     let checkpoint: Checkpoint;
     try {
       checkpoint = await this.checkpointOf(run);
     } catch (error) {
-      // A record no step can resume from fails its run now: no retry can mend it.
       if ((error as { code?: unknown }).code !== 'CORRUPT_RUN') throw error;
-      const record = toErrorRecord(error, { at: this.options.clock.now() });
-      await this.commit(run, 'failed', { errorRecords: [record], runError: runErrorOf(record), now: record.at! });
-      return DONE;
+      return this.failCorrupt(run, error);
     }
     const controller = new AbortController();
     this.running.set(run.id, controller);
@@ -662,6 +665,13 @@ export class StepDriver {
       // its controller is not this one's to drop.
       if (this.running.get(run.id) === controller) this.running.delete(run.id);
     }
+  }
+
+  /** Fails a run whose record no step can resume from (CORRUPT_RUN) now: no retry can mend it. */
+  private async failCorrupt(run: StoredRun, error: unknown): Promise<TaskResult> {
+    const record = toErrorRecord(error, { at: this.options.clock.now() });
+    await this.commit(run, 'failed', { errorRecords: [record], runError: runErrorOf(record), now: record.at! });
+    return DONE;
   }
 
   /** The trace context a run's spans join: its own, or (a fan-out child) its parent's fan-out step's. */
