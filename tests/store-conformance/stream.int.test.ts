@@ -1,8 +1,9 @@
 /**
  * Store conformance: a run's stream. `appendStream` appends the entries a try of a step wrote, in
  * order, with the try's attempt (above an earlier writer's of the same step when that one was
- * cut short), capped per run, never after the run's end; the transition that ends a run appends
- * an end marker; `readStream` reads after an id, and with `blockMs` waits for the next entry
+ * cut short), after a restart entry when that one was cut short (no transition of the step ended
+ * it), capped per run, never after the run's end; the transition that ends a run appends an end
+ * marker; `readStream` reads after an id, and with `blockMs` waits for the next entry
  * (RedisRunStore: every blocked read on one connection, through a StreamReader).
  */
 import { describe, expect, it } from 'vitest';
@@ -14,13 +15,13 @@ function write(
   step: number,
   attempt: number,
   data: unknown[],
-  extra: { token?: string | undefined; item?: number } = {},
+  extra: { token?: string | undefined; item?: number; worker?: string } = {},
 ): StreamWrite {
   const token = 'token' in extra ? extra.token : 'try-a';
   return {
     step,
     attempt,
-    ...(token === undefined ? {} : { token }),
+    ...(token === undefined ? {} : { token, worker: extra.worker ?? `worker-${token}` }),
     ...(extra.item === undefined ? {} : { item: extra.item }),
     entries: data.map((d, i) => ({ node: 'talker', at: 1000 + i, data: JSON.stringify(d) })),
   };
@@ -33,7 +34,11 @@ async function all(h: StoreHarness, runId: string): Promise<StoredStreamEntry[]>
 
 /** Entries as data, attempts and ends, for comparing. */
 function shape(entries: StoredStreamEntry[]): unknown[] {
-  return entries.map((e) => ('end' in e ? { end: e.end } : { step: e.step, attempt: e.attempt, data: e.data }));
+  return entries.map((e) =>
+    'end' in e
+      ? { end: e.end }
+      : { step: e.step, attempt: e.attempt, data: e.data, ...(e.restart ? { restart: e.restart } : {}) },
+  );
 }
 
 describe.each(stores)('%s: appendStream', (name) => {
@@ -60,33 +65,75 @@ describe.each(stores)('%s: appendStream', (name) => {
     expect(order[1]![0] > order[0]![0] || order[1]![1] > order[0]![1]).toBe(true);
   });
 
-  it('gives a try after one cut short an attempt above it; the same try keeps its attempt', async () => {
+  it('gives a try after one cut short an attempt above it, after a restart entry; a try keeps its attempt', async () => {
     const h = await open();
     const run = await h.started();
     await h.store.appendStream(run.id, write(0, 0, ['first try'], { token: 'a' }));
+    expect((await h.load(run.id)).streamWriter).toEqual({ step: 0, attempt: 0, worker: 'worker-a', ended: false });
     // The worker died; BullMQ runs the step again, still attempt 0, as another try.
     const again = await h.store.appendStream(run.id, write(0, 0, ['after the crash'], { token: 'b' }));
     expect(again).toMatchObject({ attempt: 1 });
+    expect(again.result === 'appended' && again.ids).toHaveLength(2); // the restart entry, then its own
     expect(await h.store.appendStream(run.id, write(0, 0, ['same try'], { token: 'b' }))).toMatchObject({
       attempt: 1,
     });
-    // A retry whose attempt is above the last writer's keeps its own; another step starts afresh.
+    // The cut try still writing (its worker only paused) keeps its attempt, and restarts nothing.
+    expect(await h.store.appendStream(run.id, write(0, 0, ['late'], { token: 'a' }))).toMatchObject({ attempt: 0 });
+    // The try fails: a transition ends it, and the next try is no restart, with its own attempt.
+    await h.store.commit(run, 'retry', { errorRecords: [errorRecord('try 1', { attempt: 1 })], now: h.now() });
+    expect((await h.load(run.id)).streamWriter).toMatchObject({ attempt: 1, worker: 'worker-b', ended: true });
     expect(await h.store.appendStream(run.id, write(0, 3, ['retry'], { token: 'c' }))).toMatchObject({ attempt: 3 });
-    expect(await h.store.appendStream(run.id, write(1, 0, ['next step'], { token: 'd' }))).toMatchObject({
+    // A try that starts and writes nothing yet (a restart: StepDriver) writes the restart entry alone.
+    const opening = { ...write(0, 2, [], { token: 'd' }), node: 'talker', at: 5000 };
+    expect(await h.store.appendStream(run.id, opening)).toMatchObject({ attempt: 4 });
+    // Another step starts afresh.
+    expect(await h.store.appendStream(run.id, write(1, 0, ['next step'], { token: 'e' }))).toMatchObject({
       attempt: 0,
     });
-    // Items (no token) keep the attempt they give.
+    // Items (no token) keep the attempt they give, and are no tries of their own.
     expect(await h.store.appendStream(run.id, write(1, 0, ['item'], { token: undefined, item: 0 }))).toMatchObject({
       attempt: 0,
     });
+    const restart = (attempt: number, stopped: string, worker: string) => ({
+      step: 0,
+      attempt,
+      data: null,
+      restart: { attempt: stopped === 'worker-a' ? 0 : 3, stoppedWorker: stopped, worker },
+    });
     expect(shape(await all(h, run.id))).toEqual([
       { step: 0, attempt: 0, data: 'first try' },
+      restart(1, 'worker-a', 'worker-b'),
       { step: 0, attempt: 1, data: 'after the crash' },
       { step: 0, attempt: 1, data: 'same try' },
+      { step: 0, attempt: 0, data: 'late' },
       { step: 0, attempt: 3, data: 'retry' },
+      restart(4, 'worker-c', 'worker-d'),
       { step: 1, attempt: 0, data: 'next step' },
       { step: 1, attempt: 0, data: 'item' },
     ]);
+    const entries = await all(h, run.id);
+    expect(entries[6]).toMatchObject({ node: 'talker', at: 5000 });
+  });
+
+  it('a park and a reopen end the try: the step run again is no restart', async () => {
+    const h = await open();
+    const parked = await h.started();
+    await h.store.appendStream(parked.id, write(0, 0, ['before the park'], { token: 'a' }));
+    const park = { ordinal: 0, address: 'inbox', deadline: null };
+    await h.store.park(parked, park, { sent: 0, parked: park }, []);
+    await h.store.appendStream(parked.id, write(0, 0, ['woken'], { token: 'b' }));
+
+    const cancelled = await h.started();
+    await h.store.appendStream(cancelled.id, write(0, 0, ['before the cancel'], { token: 'a' }));
+    await h.store.cancel(cancelled.id);
+    await h.store.reopen(cancelled.id);
+    await h.store.appendStream(cancelled.id, write(0, 0, ['retried'], { token: 'b' }));
+
+    for (const run of [parked, cancelled]) {
+      const entries = (await all(h, run.id)).filter((e) => !('end' in e));
+      expect(entries.filter((e) => 'restart' in e && e.restart)).toEqual([]);
+      expect(entries).toHaveLength(2);
+    }
   });
 
   it('writes nothing for a run that has ended or does not exist', async () => {

@@ -62,6 +62,7 @@ export type {
   FlowGraph,
   StreamEntry,
   StreamOptions,
+  StreamRestart,
   ScheduleOptions,
   ScheduleRunOptions,
   ScheduleInfo,

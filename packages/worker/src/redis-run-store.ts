@@ -56,7 +56,7 @@ import {
   systemClock,
   type ValueClaim,
 } from '@queueflow/runtime/kernel';
-import type { FinalRunStatus } from '@queueflow/runtime';
+import type { FinalRunStatus, StreamRestart } from '@queueflow/runtime';
 import type { Clock } from '@queueflow/runtime';
 import type { Message } from '@queueflow/runtime';
 import { RedisBudgets } from './redis-budgets.js';
@@ -1047,6 +1047,9 @@ export class RedisRunStore implements RunStore {
       attempt: write.attempt,
       ...(write.token === undefined ? {} : { token: write.token }),
       ...(write.item === undefined ? {} : { item: write.item }),
+      ...(write.worker === undefined ? {} : { worker: write.worker }),
+      ...(write.node === undefined ? {} : { node: write.node }),
+      ...(write.at === undefined ? {} : { at: write.at }),
       maxLen: this.options.maxStreamEntries ?? DEFAULT_MAX_STREAM_ENTRIES,
     };
     const [code, attempt, ids] = (await this.redis.appendStream(
@@ -1355,6 +1358,7 @@ function streamEntryOf([id, flat]: RawStreamEntry): StoredStreamEntry {
     at: Number(fields.t),
     data: decodeJson(fields.d ?? 'null'),
     ...(fields.i === undefined ? {} : { item: Number(fields.i) }),
+    ...(fields.r === undefined ? {} : { restart: decodeJson(fields.r) as unknown as StreamRestart }),
   };
 }
 

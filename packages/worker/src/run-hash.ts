@@ -1,5 +1,5 @@
 import type { RunStatus } from '@queueflow/runtime';
-import { decodeReplay, decodeRunError, decodeTarget, type StoredRun } from '@queueflow/runtime/kernel';
+import { decodeJson, decodeReplay, decodeRunError, decodeTarget, type StoredRun } from '@queueflow/runtime/kernel';
 
 /**
  * A run's record as its Redis hash holds it: the fields scripts read and write (`status`, `step`,
@@ -37,6 +37,22 @@ export function runOfHash(id: string, hash: Record<string, string | undefined>):
     ...(hash.parentId !== undefined
       ? { parent: { id: hash.parentId, step: Number(hash.parentStep), index: Number(hash.childIndex) } }
       : {}),
+    ...streamWriterOf(hash.streamTry),
+  };
+}
+
+/**
+ * The latest writer of a run's stream from its `streamTry` field (append-stream.lua: JSON
+ * `{ step, tries: [{ t, a, w }], ended }`), as {@link StoredRun.streamWriter}; nothing for none
+ * (or the field of an older version, `<step>:<token>:<attempt>`).
+ */
+function streamWriterOf(field: string | undefined): Pick<StoredRun, 'streamWriter'> {
+  if (field === undefined || !field.startsWith('{')) return {};
+  const record = decodeJson(field) as { step?: string; tries?: { a: number; w: string }[]; ended?: boolean };
+  const latest = Array.isArray(record.tries) ? record.tries.at(-1) : undefined;
+  if (!latest) return {};
+  return {
+    streamWriter: { step: Number(record.step), attempt: latest.a, worker: latest.w, ended: record.ended === true },
   };
 }
 

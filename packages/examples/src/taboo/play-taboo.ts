@@ -159,7 +159,7 @@ async function follow(
   onSay: (said: TabooSaid, entry: StreamEntry) => void,
 ): Promise<void> {
   try {
-    for await (const entry of engine.stream(runId)) onSay(entry.data as TabooSaid, entry);
+    for await (const entry of engine.stream(runId)) if (!entry.restart) onSay(entry.data as TabooSaid, entry);
   } catch {
     // The engine closed, or the run expired: the game's own wait reports real trouble.
   }

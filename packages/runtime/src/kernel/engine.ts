@@ -6,9 +6,9 @@ import type { Json, JsonObject } from '../json/json.js';
 import type { MergeConflict, PatchOperation } from '../json/merge-patches.js';
 import type { Message } from '../mailbox/message.js';
 import type { FlowGraph } from '../interpreter/mermaid.js';
-import type { StreamEntry, StreamOptions } from '../stream/stream-types.js';
+import type { StreamEntry, StreamOptions, StreamRestart } from '../stream/stream-types.js';
 
-export type { StreamEntry, StreamOptions };
+export type { StreamEntry, StreamOptions, StreamRestart };
 
 export type { FlowGraph };
 

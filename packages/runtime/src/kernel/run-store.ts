@@ -191,10 +191,15 @@ export interface RunStore {
   values(hashes: readonly string[]): Promise<(string | undefined)[]>;
   /**
    * Appends the entries one try of a step wrote (`this.emit`) to the run's stream, in order, and
-   * trims the stream to the store's per-run cap (oldest first). `write.token` names the try: when
-   * another try of the same step wrote entries before with an attempt at or above
-   * `write.attempt` (a try cut short by a crash), this try's entries get the attempt above it
-   * (the reply says which). Writes nothing for a run that has ended or does not exist.
+   * trims the stream to the store's per-run cap (oldest first). `write.token` names the try: a
+   * try that wrote before keeps the attempt it got then; a new one, when another try of the same
+   * step wrote entries before with an attempt at or above `write.attempt` (a try cut short by a
+   * crash), gets the attempt above the highest (the reply says which). When the step's last
+   * writer had not ended (no transition of the step since: it was cut short), a new try's entries
+   * follow a restart entry ({@link StreamEntry.restart}) naming that try's attempt and worker and
+   * `write.worker`; a write without entries then writes it alone (a try that starts). Every
+   * transition that ends a try of a step (commit, park, fan-out, reopen) marks the last writer
+   * ended. Writes nothing for a run that has ended or does not exist.
    */
   appendStream(runId: string, write: StreamWrite): Promise<StreamAppendReply>;
   /**
@@ -355,6 +360,12 @@ export interface StoredRun {
   trace?: string;
   /** While `throttled`: the budget key the current step waits for. */
   throttledBy?: string;
+  /**
+   * The last try that wrote the run's stream (with a token, see {@link StreamWrite}): its step,
+   * attempt and worker, and whether a transition of that step has ended it since. A step task
+   * that finds a try of its step not ended is a restart: its stream gets the restart entry at once.
+   */
+  streamWriter?: { step: number; attempt: number; worker: string; ended: boolean };
   /** The run's priority (BullMQ's: 1 first); a fan-out child has its parent's. Its tasks carry it. */
   priority?: number;
 }
@@ -554,6 +565,13 @@ export interface StreamWrite {
   attempt: number;
   /** Names the try, for the attempt of a try after one cut short; absent for a fan-out item. */
   token?: string;
+  /**
+   * With `token`: the worker running the try, the node it visits and the time of this write, for
+   * a restart entry (see {@link RunStore.appendStream}). @defaultValue `''`, the first entry's node and time
+   */
+  worker?: string;
+  node?: string;
+  at?: number;
   /** The item's index, for entries an item of a ParallelBatchNode fan-out wrote. */
   item?: number;
   /** Entries in emit order; `data` encoded as JSON. */

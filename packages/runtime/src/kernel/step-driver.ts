@@ -610,7 +610,22 @@ export class StepDriver {
           return message;
         },
       };
-      const stream = new StepStream(this.store, run.id, { step: run.step, attempt }, now);
+      // A try of this step wrote entries and ended with no transition (its worker died, or lost
+      // the step): this one restarts it, and its stream says so at once (StreamEntry.restart).
+      const writer = run.streamWriter;
+      const restart = writer !== undefined && writer.step === run.step && !writer.ended;
+      const stream = new StepStream(
+        this.store,
+        run.id,
+        {
+          step: run.step,
+          attempt,
+          node: run.target.node ?? run.flow,
+          ...(this.options.workerId === undefined ? {} : { worker: this.options.workerId }),
+          restart,
+        },
+        now,
+      );
       // A taken wake that finds no budget is handed back as its step's task (handBack), and its
       // wake is dropped: the budget's waiter is that task, so that a release promotes it.
       const gate = this.budgetGate(taken ? stepTaskOf(task.runId, task.step) : task, run.id);
@@ -759,7 +774,13 @@ export class StepDriver {
         // Remembered before the next task exists, so that task finds it; forgotten if refused.
         // As the commit does, it drops what belonged to this step's tries (its first try's start,
         // its retry wait, a refusal): the next step would otherwise take them for its own.
-        const { stepStartedAt: _started, retryAt: _retryAt, refusal: _refusal, ...committed } = run;
+        const {
+          stepStartedAt: _started,
+          retryAt: _retryAt,
+          refusal: _refusal,
+          streamWriter: _writer,
+          ...committed
+        } = run;
         this.runs.remember({
           ...committed,
           status: 'running',

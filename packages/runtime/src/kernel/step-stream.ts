@@ -20,12 +20,27 @@ export class StepStream implements StepEmitterPort {
    */
   private token: string | undefined;
 
+  /**
+   * @param at - the try: its step and attempt, a fan-out item's index; for a step's try, the
+   *   worker running it and the node it visits (named by a restart entry), and `restart`: the
+   *   step's last try that wrote entries was cut short (StoredRun.streamWriter), so the restart
+   *   entry is written at once, before this try emits anything (RunStore.appendStream).
+   */
   constructor(
     private readonly store: RunStore,
     private readonly runId: string,
-    private readonly at: { step: number; attempt: number; item?: number },
+    private readonly at: {
+      step: number;
+      attempt: number;
+      item?: number;
+      worker?: string;
+      node?: string;
+      restart?: boolean;
+    },
     private readonly now: () => number,
-  ) {}
+  ) {
+    if (at.restart && at.item === undefined) this.writing = this.write(true);
+  }
 
   emit(node: string, data: string): void {
     if (this.closed) return; // the step has ended: a late emit (a stray timer) has no place
@@ -43,17 +58,20 @@ export class StepStream implements StepEmitterPort {
     if (this.failure !== undefined) throw this.failure;
   }
 
-  private async write(): Promise<void> {
+  /** Appends the entries pending; `opening`: also when there are none (a restart, see the constructor). */
+  private async write(opening = false): Promise<void> {
     const entries = this.pending;
     this.pending = [];
-    if (entries.length === 0 || this.failure !== undefined) return;
-    if (this.at.item === undefined) this.token ??= nanoid(10);
+    if ((entries.length === 0 && !opening) || this.failure !== undefined) return;
+    const { step, attempt, item, worker, node } = this.at;
+    if (item === undefined) this.token ??= nanoid(10);
     try {
       await this.store.appendStream(this.runId, {
-        step: this.at.step,
-        attempt: this.at.attempt,
-        ...(this.token === undefined ? {} : { token: this.token }),
-        ...(this.at.item === undefined ? {} : { item: this.at.item }),
+        step,
+        attempt,
+        ...(this.token === undefined ? {} : { token: this.token, worker: worker ?? '', at: this.now() }),
+        ...(this.token === undefined || node === undefined ? {} : { node }),
+        ...(item === undefined ? {} : { item }),
         entries,
       });
     } catch (error) {

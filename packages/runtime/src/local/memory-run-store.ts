@@ -75,6 +75,9 @@ interface MemoryFanOut {
   kind: 'runs' | 'items';
 }
 
+/** The tries of a step a run's record keeps (as append-stream.lua's MAX_TRIES). */
+const MAX_STREAM_TRIES = 16;
+
 /** One run in memory: the record and the lists and hashes Redis keeps beside it, encoded alike. */
 interface MemoryRun {
   run: StoredRun;
@@ -90,8 +93,11 @@ interface MemoryRun {
   idempotencyKey?: string;
   /** The run's stream, oldest first (entries keep their data encoded), capped. */
   stream: { id: string; end?: FinalRunStatus; entry?: Omit<StreamEntry, 'id' | 'data'> & { data: string } }[];
-  /** The try that wrote the stream last: its step, token and attempt (appendStream). */
-  streamTry?: { step: number; token: string; attempt: number };
+  /**
+   * The tries of one step that wrote the stream (appendStream), oldest first, the last the latest
+   * writer (`run.streamWriter`); `ended` once a transition of that step ended the latest.
+   */
+  streamTry?: { step: number; tries: { token: string; attempt: number; worker: string }[]; ended: boolean };
   /** Hashes of the values stored apart its transitions claimed (released when it is dropped). */
   values?: Set<string>;
 }
@@ -233,6 +239,7 @@ export class MemoryRunStore implements RunStore, RunEventSource {
     if (!entry) return { result: 'missing', wakes };
     const { run } = entry;
     if (isFinal(run.status) || !atStep(run, at)) return { result: 'stale', wakes };
+    this.endStreamTry(entry);
     this.leaveWaiters(run);
     const toParent = (outcome: ChildOutcome | undefined): ChildEndedResult | undefined => {
       if (!report) return undefined;
@@ -322,6 +329,7 @@ export class MemoryRunStore implements RunStore, RunEventSource {
     if (!entry) return { result: 'missing', wakes };
     const { run } = entry;
     if (isFinal(run.status) || !atStep(run, at)) return { result: 'stale', wakes };
+    this.endStreamTry(entry);
     this.claim(at.id, fields.values);
     this.leaveWaiters(run);
     entry.reserved.clear();
@@ -470,6 +478,7 @@ export class MemoryRunStore implements RunStore, RunEventSource {
     if (!entry) return { result: 'missing', parkCount: 0, ready: false, wakes };
     const { run } = entry;
     if (isFinal(run.status) || !atStep(run, at)) return { result: 'stale', parkCount: 0, ready: false, wakes };
+    this.endStreamTry(entry);
     const now = this.clock.now();
     this.leaveWaiters(run);
     const parkCount = ++run.parkCount;
@@ -525,6 +534,7 @@ export class MemoryRunStore implements RunStore, RunEventSource {
     delete run.retryAt;
     run.attempt = 0;
     run.retries = (run.retries ?? 0) + 1;
+    this.endStreamTry(entry);
     run.updatedAt = this.clock.now();
     this.retainAgain(runId);
     this.changed(runId);
@@ -713,22 +723,43 @@ export class MemoryRunStore implements RunStore, RunEventSource {
     if (!entry) return { result: 'missing' };
     if (isFinal(entry.run.status)) return { result: 'ended' };
     let attempt = write.attempt;
-    if (write.token !== undefined) {
-      const last = entry.streamTry;
-      if (last?.step === write.step) {
-        if (last.token === write.token) attempt = last.attempt;
-        else if (last.attempt >= attempt) attempt = last.attempt + 1;
-      }
-      entry.streamTry = { step: write.step, token: write.token, attempt };
-    }
-    const ids = write.entries.map(({ node, at, data }) => {
+    const ids: string[] = [];
+    const push = (stored: Omit<StreamEntry, 'id' | 'data'> & { data: string }): void => {
       const id = this.nextStreamId();
-      entry.stream.push({
-        id,
-        entry: { step: write.step, attempt, node, at, data, ...(write.item === undefined ? {} : { item: write.item }) },
-      });
-      return id;
-    });
+      entry.stream.push({ id, entry: stored });
+      ids.push(id);
+    };
+    if (write.token !== undefined) {
+      // As append-stream.lua: a known try keeps its attempt; a new one goes above the step's
+      // highest, after a restart entry when the latest writer did not end.
+      if (entry.streamTry?.step !== write.step) entry.streamTry = { step: write.step, tries: [], ended: false };
+      const record = entry.streamTry;
+      const known = record.tries.find((t) => t.token === write.token);
+      if (known) attempt = known.attempt;
+      else {
+        const highest = Math.max(-1, ...record.tries.map((t) => t.attempt));
+        if (highest >= attempt) attempt = highest + 1;
+        const latest = record.tries.at(-1);
+        const worker = write.worker ?? '';
+        if (latest && !record.ended) {
+          const first = write.entries[0];
+          push({
+            step: write.step,
+            attempt,
+            node: write.node ?? first?.node ?? '',
+            at: write.at ?? first?.at ?? 0,
+            data: 'null',
+            restart: { attempt: latest.attempt, stoppedWorker: latest.worker, worker },
+          });
+        }
+        record.tries.push({ token: write.token, attempt, worker });
+        if (record.tries.length > MAX_STREAM_TRIES) record.tries.shift();
+        record.ended = false;
+        entry.run.streamWriter = { step: write.step, attempt, worker, ended: false };
+      }
+    }
+    for (const { node, at, data } of write.entries)
+      push({ step: write.step, attempt, node, at, data, ...(write.item === undefined ? {} : { item: write.item }) });
     if (entry.stream.length > this.maxStreamEntries)
       entry.stream.splice(0, entry.stream.length - this.maxStreamEntries);
     this.streamGrew(runId);
@@ -776,6 +807,13 @@ export class MemoryRunStore implements RunStore, RunEventSource {
     this.lastStreamId =
       ms > this.lastStreamId.ms ? { ms, seq: 0 } : { ms: this.lastStreamId.ms, seq: this.lastStreamId.seq + 1 };
     return `${this.lastStreamId.ms}-${this.lastStreamId.seq}`;
+  }
+
+  /** Marks the latest writer of the run's stream ended: a transition ended its try. */
+  private endStreamTry(entry: MemoryRun): void {
+    if (!entry.streamTry || entry.streamTry.ended) return;
+    entry.streamTry.ended = true;
+    if (entry.run.streamWriter) entry.run.streamWriter = { ...entry.run.streamWriter, ended: true };
   }
 
   /** Wakes the blocked reads of the run's stream. */
@@ -1002,6 +1040,7 @@ function copyOf(run: StoredRun): StoredRun {
     replay: copyOfReplay(run.replay),
     ...(run.error ? { error: { ...run.error } } : {}),
     ...(run.parent ? { parent: { ...run.parent } } : {}),
+    ...(run.streamWriter ? { streamWriter: { ...run.streamWriter } } : {}),
   };
 }
 

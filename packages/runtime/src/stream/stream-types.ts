@@ -23,10 +23,27 @@ export interface StreamEntry {
   node: string;
   /** When it was emitted (the worker's clock, on the store's time). */
   at: number;
-  /** What node code passed to `this.emit`, as it came back from JSON. */
+  /** What node code passed to `this.emit`, as it came back from JSON; `null` for a restart entry. */
   data: Json;
   /** For an entry written by an item of a ParallelBatchNode fan-out: the item's index. */
   item?: number;
+  /**
+   * Set on the entry the engine writes, before the first entry of a new try, when the step's
+   * last try that wrote entries was cut short: its worker died or lost the step (a takeover, a
+   * stalled job) and another worker runs the step again. Such an entry has `data: null`; its
+   * `attempt` is the new try's, whose entries follow. Written once per restart.
+   */
+  restart?: StreamRestart;
+}
+
+/** What a restart entry ({@link StreamEntry.restart}) says. */
+export interface StreamRestart {
+  /** The attempt of the try that was cut short (its entries carry it). */
+  attempt: number;
+  /** The id of the worker that ran that try and stopped (as `queueflow workers` lists it). */
+  stoppedWorker: string;
+  /** The id of the worker whose try takes over. */
+  worker: string;
 }
 
 /** Options of {@link Engine.stream}. */

@@ -7,7 +7,8 @@ import { clusterOption, prefixOption, redisOption, withEngine, type ConnectionFl
  * the beginning, or after entry `--from`, and follows it as it grows until the run ends; then
  * says on stderr how the run ended. With `--json`, one StreamEntry per line (JSON Lines), e.g.
  * for `jq`; else one line per entry: `step.attempt node  data` (a string as it is, other data as
- * JSON). Ctrl-C stops following; the run goes on.
+ * JSON), or, where a try was cut short and another worker took the step over, `step.attempt node
+ * -- restart: ...`. Ctrl-C stops following; the run goes on.
  */
 export function tailCommand(): Command {
   return new Command('tail')
@@ -29,8 +30,15 @@ export function tailCommand(): Command {
     });
 }
 
-/** One entry as a line: `step.attempt node  data` (the item's index too, for an item's entry). */
+/**
+ * One entry as a line: `step.attempt node  data` (the item's index too, for an item's entry); a
+ * restart entry says which try stopped on which worker, and which worker took over.
+ */
 function formatEntry(entry: StreamEntry): string {
   const where = `${entry.step}.${entry.attempt} ${entry.node}${entry.item === undefined ? '' : `[${entry.item}]`}`;
+  const { restart } = entry;
+  if (restart) {
+    return `${where}  -- restart: try ${entry.step}.${restart.attempt} stopped with worker ${restart.stoppedWorker || '(unknown)'}; worker ${restart.worker || '(unknown)'} took over`;
+  }
   return `${where}  ${typeof entry.data === 'string' ? entry.data : JSON.stringify(entry.data)}`;
 }

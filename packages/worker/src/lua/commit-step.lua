@@ -115,6 +115,7 @@ if not status then return { -1, -1, -1, 0, wakes } end
 if isFinal(status) then return { 0, -1, -1, 0, wakes } end
 if not atStep(runKey, expectedStep, expectedParks) then return { 0, -1, -1, 0, wakes } end
 
+endStreamTry(runKey) -- the try ends here, whatever the mode: the next is no restart
 leaveWaiters(runKey, o, runId)
 claimValues(runKey, runId, o.values, stagedValues(5), o)
 if type(o.errors) == 'table' and #o.errors > 0 then

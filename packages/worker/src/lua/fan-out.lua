@@ -48,6 +48,7 @@ if isFinal(status) then return { 0, wakes } end
 local expectedStep, expectedParks = string.match(o.at, '^(%d+):(%d+)$')
 if not atStep(runKey, expectedStep, expectedParks) then return { 0, wakes } end
 local now, runId = o.now, o.runId
+endStreamTry(runKey)
 -- The step commits: what it received is consumed, what it sent leaves.
 leaveWaiters(runKey, o, runId)
 claimValues(runKey, runId, o.values, stagedValues(7), o)

@@ -32,6 +32,7 @@ local expectedStep, expectedParks = string.match(o.at, '^(%d+):(%d+)$')
 if isFinal(status) or not atStep(KEYS[1], expectedStep, expectedParks) then return { 0, 0, 0, {} } end
 local wakes = {}
 o.wakes = wakes -- handOff marks them (HANDED_OFF)
+endStreamTry(KEYS[1]) -- the woken step's try is no restart
 leaveWaiters(KEYS[1], o, o.runId)
 local parkCount = redis.call('HINCRBY', KEYS[1], 'parkCount', 1)
 redis.call('HSET', KEYS[1], 'status', 'waiting', 'replay', o.replay, 'updatedAt', o.now)

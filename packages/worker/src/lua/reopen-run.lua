@@ -51,6 +51,7 @@ end
 redis.call('HSET', KEYS[1], 'status', status, 'attempt', 0, 'updatedAt', o.now)
 redis.call('HDEL', KEYS[1], 'error', 'finishedAt', 'stepStartedAt', 'retryAt')
 redis.call('HINCRBY', KEYS[1], 'retries', 1)
+endStreamTry(KEYS[1]) -- a try cancelled in its step: the retried run's try is no restart
 for i = 1, 8 do redis.call('PERSIST', KEYS[i]) end
 local idempotencyKey = redis.call('HGET', KEYS[1], 'idempotencyKey')
 if idempotencyKey then redis.call('PERSIST', idempotencyKey) end

@@ -12,6 +12,28 @@ local function atStep(runKey, step, parkCount)
   return at[1] == step and (at[2] or '0') == parkCount
 end
 
+-- The run hash's `streamTry` field: JSON { step, tries = { { t = token, a = attempt, w = worker }, ... },
+-- ended } of the tries of one step that wrote the run's stream (append-stream.lua), oldest first,
+-- the last the latest writer; `ended` once a transition of that step ended the latest (so that a
+-- try after it is no restart). Returns the decoded record, or nil (none, or another format).
+local function streamTryOf(runKey)
+  local raw = redis.call('HGET', runKey, 'streamTry')
+  if not raw then return nil end
+  local ok, record = pcall(cjson.decode, raw)
+  if not ok or type(record) ~= 'table' or type(record.tries) ~= 'table' then return nil end
+  return record
+end
+
+-- Marks the latest writer of the run's stream ended: called by every transition that ends a try
+-- of a step (commit-step.lua in every mode, park-run.lua, fan-out.lua, reopen-run.lua).
+local function endStreamTry(runKey)
+  local record = streamTryOf(runKey)
+  if record and not record.ended then
+    record.ended = true
+    redis.call('HSET', runKey, 'streamTry', cjson.encode(record))
+  end
+end
+
 -- Announces a change of a run to live views (`engine.watch`), on the changes channel: not for
 -- fan-out children (thousands would flood every view; their parent's change says one ended).
 -- o: { changes = channel }
