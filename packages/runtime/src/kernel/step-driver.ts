@@ -621,7 +621,7 @@ export class StepDriver {
           step: run.step,
           attempt,
           node: run.target.node ?? run.flow,
-          ...(this.options.workerId === undefined ? {} : { worker: this.options.workerId }),
+          ...(this.workerId === undefined ? {} : { worker: this.workerId }),
           restart,
         },
         now,
