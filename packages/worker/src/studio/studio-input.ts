@@ -95,7 +95,8 @@ export function objectOf(value: unknown, what: string): Record<string, unknown> 
  * The request's JSON body (`{}` when empty), at most `limitBytes`: 415 unless it says `application/json` (which
  * also keeps other sites' plain forms out: they cannot send that type without a CORS preflight,
  * which the studio never allows), 413 past the limit, 400 for bad JSON. A body that a framework
- * already parsed (Express's `express.json()`) is taken as it is.
+ * already parsed (Express's `express.json()`) is taken as it is. Either is refused (400) when nested
+ * deeper than {@link MAX_BODY_DEPTH} levels.
  */
 export async function readJsonBody(req: IncomingMessage, limitBytes: number): Promise<unknown> {
   const type = (req.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
@@ -106,7 +107,10 @@ export async function readJsonBody(req: IncomingMessage, limitBytes: number): Pr
       `expected a JSON body (Content-Type: application/json), got ${type ? `'${type}'` : 'none'}`,
     );
   const parsed = (req as { body?: unknown }).body;
-  if (parsed !== undefined && !Buffer.isBuffer(parsed) && typeof parsed !== 'string') return parsed;
+  if (parsed !== undefined && !Buffer.isBuffer(parsed) && typeof parsed !== 'string') {
+    checkDepth(parsed);
+    return parsed;
+  }
   let text: string;
   try {
     text = await getRawBody(req, { limit: limitBytes, encoding: 'utf8' });
@@ -116,9 +120,30 @@ export async function readJsonBody(req: IncomingMessage, limitBytes: number): Pr
     throw bad(`could not read the body: ${(error as Error).message}`);
   }
   if (text.trim() === '') return {};
+  let body: unknown;
   try {
-    return JSON.parse(text) as unknown;
+    body = JSON.parse(text) as unknown;
   } catch (error) {
     throw bad(`the body is not JSON: ${(error as Error).message}`);
+  }
+  checkDepth(body);
+  return body;
+}
+
+/**
+ * Deepest nesting of arrays and objects a body may have. The checks after this one (JSON Patch
+ * validation, `compare`, the engine's JSON check, `structuredClone`) recurse, and a body a few
+ * thousand levels deep would overflow their stack: a 500 instead of a 400.
+ */
+const MAX_BODY_DEPTH = 256;
+
+/** Refuses a value nested deeper than {@link MAX_BODY_DEPTH}, walked without recursion. */
+function checkDepth(value: unknown): void {
+  const pending: [unknown, number][] = [[value, 0]];
+  for (let next = pending.pop(); next; next = pending.pop()) {
+    const [item, depth] = next;
+    if (item === null || typeof item !== 'object') continue;
+    if (depth >= MAX_BODY_DEPTH) throw bad(`the body is nested deeper than ${MAX_BODY_DEPTH} levels`);
+    for (const child of Object.values(item)) pending.push([child, depth + 1]);
   }
 }

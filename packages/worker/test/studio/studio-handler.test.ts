@@ -263,6 +263,33 @@ describe('the API: actions', () => {
     }
   });
 
+  it('refuses a body nested past the depth limit with a 400 before any check runs (a fork patch 1,000,000 deep)', async () => {
+    const { url, engine } = await serve();
+    const deep = 1_000_000;
+    const value = `${'['.repeat(deep)}${']'.repeat(deep)}`;
+    const response = await fetch(`${url}/api/runs/waitingReview1/fork`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json' },
+      body: `{"step":1,"patch":[{"op":"add","path":"/x","value":${value}}]}`,
+    });
+    expect(response.status).toBe(400);
+    const { error } = await json(response);
+    expect(error.code).toBe('BAD_REQUEST');
+    expect(error.message).toMatch(/nested deeper than 256 levels/);
+    expect(engine.calls.filter(([method]) => method === 'fork')).toEqual([]);
+    // At the limit it is taken.
+    const nested = (levels: number): unknown => {
+      let v: unknown = 1;
+      for (let i = 0; i < levels; i++) v = [v];
+      return v;
+    };
+    const taken = await post(`${url}/api/runs/waitingReview1/fork`, {
+      step: 1,
+      patch: [{ op: 'add', path: '/x', value: nested(250) }],
+    });
+    expect(taken.status).toBe(200);
+  });
+
   it('answers a parked ask: the message leaves its mailbox and the asking run goes on', async () => {
     const { url, engine } = await serve();
     const answered = await post(`${url}/api/answers`, { address: 'approvals', messageId: 'msg-1', body: 'yes' });
