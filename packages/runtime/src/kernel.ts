@@ -105,7 +105,7 @@ export {
 export { LargeValues } from './kernel/large-values.js';
 export { compareStreamIds } from './stream/stream-entry.js';
 export { observeGauges, queueflowMetrics, type GaugeSource, type QueueflowMetrics } from './telemetry/metrics.js';
-export { newRunId } from './kernel/run-id.js';
+export { checkRunId, newRunId } from './kernel/run-id.js';
 export { checkRunInput } from './kernel/run-input.js';
 export { MemoryRunStore } from './local/memory-run-store.js';
 export { LocalScheduler, type TaskRunner } from './local/local-scheduler.js';
@@ -130,3 +130,4 @@ export { jsonCopy } from './json/json.js';
 export { warn } from './core/warnings.js';
 export { invalidOption } from './core/validate-options.js';
 export { checkAddress, checkMessageBody } from './mailbox/message.js';
+export { checkWellFormed } from './core/well-formed.js';

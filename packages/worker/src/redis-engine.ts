@@ -33,7 +33,10 @@ import {
   FlowRegistry,
   ResultWaiter,
   RunClient,
+  checkAddress,
+  checkRunId,
   checkSchedule,
+  checkWellFormed,
   checkScheduleName,
   invalidOption,
   prepareRun,
@@ -226,6 +229,7 @@ export class RedisEngine implements Engine {
    *   for one over `MAX_MESSAGE_BYTES` (1 MiB); TypeError (code `INVALID_ARGUMENT`) for a bad address.
    */
   async send(address: string, body: Json): Promise<string> {
+    checkAddress('send', address); // before the partition count is stored: a refusal writes nothing
     return this.write(({ client }) => client.send(address, body));
   }
 
@@ -241,6 +245,7 @@ export class RedisEngine implements Engine {
 
   /** @see Engine.fork */
   async fork(runId: string, options: ForkOptions): Promise<RunHandle> {
+    checkRunId('fork', runId); // before the partition count is stored: a refusal writes nothing
     return this.write(({ client }) => client.fork(runId, options));
   }
 
@@ -256,6 +261,9 @@ export class RedisEngine implements Engine {
 
   /** @see Engine.answer */
   async answer(address: string, messageId: string, body: Json): Promise<void> {
+    // Before the partition count is stored: a refusal writes nothing.
+    checkAddress('answer', address);
+    checkWellFormed('answer', 'messageId', messageId);
     return this.write(({ client }) => client.answer(address, messageId, body));
   }
 

@@ -1,4 +1,5 @@
 import { invalidOption } from './validate-options.js';
+import { checkWellFormed } from './well-formed.js';
 
 /**
  * A budget a node's visits draw from (flow control, DESIGN "Flow control"). Every node (of any
@@ -34,7 +35,8 @@ export interface Limit {
 
 /**
  * Checks a node's `limits` option. @throws TypeError naming the node, the index of the bad
- * limit, the field, what was expected and what was received.
+ * limit, the field, what was expected and what was received; QueueflowError `INVALID_OPTION` for
+ * a key that is not well-formed Unicode.
  */
 export function checkLimits(owner: string, value: unknown): Limit[] | undefined {
   if (value === undefined) return undefined;
@@ -47,6 +49,7 @@ export function checkLimits(owner: string, value: unknown): Limit[] | undefined 
     if (typeof key === 'string') {
       if (key === '') throw invalidOption(owner, `${at}.key`, 'a non-empty string or a function of params', key);
       if (keys.has(key)) throw invalidOption(owner, `${at}.key`, 'a key not named twice by one node', key);
+      checkWellFormed(owner, `${at}.key`, key);
       keys.add(key);
     } else if (typeof key !== 'function') {
       throw invalidOption(owner, `${at}.key`, 'a non-empty string or a function of params', key);
@@ -72,14 +75,15 @@ export function checkLimits(owner: string, value: unknown): Limit[] | undefined 
 
 /**
  * The key a limit names for a visit with `params`. @throws TypeError when the key function
- * throws or returns anything but a non-empty string.
+ * throws or returns anything but a non-empty string; QueueflowError `INVALID_OPTION` for a key
+ * that is not well-formed Unicode.
  */
 export function limitKeyOf(limit: Limit, params: object, node: string): string {
   if (typeof limit.key === 'string') return limit.key;
   const key: unknown = limit.key(params);
   if (typeof key !== 'string' || key === '')
     throw invalidOption(node, 'limits[].key(params)', 'a non-empty string', key);
-  return key;
+  return checkWellFormed(node, 'limits[].key(params)', key);
 }
 
 /** The units a try of `exec` on `input` takes from the limit's rate. @throws TypeError for a bad cost. */

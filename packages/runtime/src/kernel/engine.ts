@@ -148,6 +148,11 @@ export interface ListRunsOptions {
  * Runs registered flows. `LocalEngine` keeps runs in memory in this process; `RedisEngine`
  * (`@queueflow/worker`) keeps them in Redis and lets workers anywhere take the steps. Both give
  * the same final `shared` and last action for the same flow (DESIGN: one semantics, two engines).
+ *
+ * Every method that takes a `runId` throws QueueflowError `INVALID_OPTION` (before it reads or
+ * writes anything) for one that is not a non-empty string, holds `:` (no run id does), or is not
+ * well-formed Unicode (a lone surrogate); so do those that take an idempotency key, an address or
+ * a message id that is not well-formed Unicode.
  */
 export interface Engine {
   /** Starts a run and waits for it to end. Never rejects for a failed run: see `status`. */
@@ -158,7 +163,8 @@ export interface Engine {
   ): Promise<RunResult<S>>;
   /**
    * Starts a run. @throws QueueflowError `NOT_JSON` (naming the path) when `shared` or params
-   * would not survive JSON, `UNKNOWN_FLOW` for an unregistered flow; nothing is written then.
+   * would not survive JSON, `UNKNOWN_FLOW` for an unregistered flow, `INVALID_OPTION` for a bad
+   * option (an idempotency key that is not well-formed Unicode); nothing is written then.
    */
   start<S extends object = JsonObject>(
     flow: FlowDefinition | string,
@@ -187,7 +193,8 @@ export interface Engine {
    * Sends a message to the mailbox at `address` from outside any run, e.g. a person answering an
    * agent; it wakes a run waiting on that address.
    * @returns the message's id (the `id` its receiver sees).
-   * @throws QueueflowError NOT_JSON for a body that would not survive JSON; TypeError (code `INVALID_ARGUMENT`) for a bad address.
+   * @throws QueueflowError NOT_JSON for a body that would not survive JSON; TypeError (code `INVALID_ARGUMENT`) for a bad address;
+   *   QueueflowError `INVALID_OPTION` for an address that is not well-formed Unicode.
    */
   send(address: string, body: Json): Promise<string>;
   /**

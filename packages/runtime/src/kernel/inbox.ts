@@ -1,5 +1,6 @@
 import { QueueflowError } from '../errors/queueflow-error.js';
 import type { Json } from '../json/json.js';
+import { checkWellFormed } from '../core/well-formed.js';
 import { checkAddress, checkMessageBody } from '../mailbox/message.js';
 import type { MailboxInfo, ParkedRun } from './engine.js';
 import type { RunStore } from './run-store.js';
@@ -46,10 +47,12 @@ export class Inbox {
 
   /**
    * Takes question `messageId` off `address` and sends `body` to its `replyTo`.
-   * @throws QueueflowError MESSAGE_NOT_FOUND, INVALID_OPTION (no replyTo), NOT_JSON, PAYLOAD_TOO_LARGE.
+   * @throws QueueflowError MESSAGE_NOT_FOUND, INVALID_OPTION (no replyTo; an address or id not
+   *   well-formed Unicode), NOT_JSON, PAYLOAD_TOO_LARGE.
    */
   async answer(address: string, messageId: string, body: Json): Promise<void> {
     checkAddress('answer', address);
+    checkWellFormed('answer', 'messageId', messageId);
     checkMessageBody(body, `answer to message '${messageId}' at '${address}'`);
     const taken = await this.store.takeMessage(address, messageId);
     if (taken === undefined) {

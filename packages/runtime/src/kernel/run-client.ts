@@ -44,7 +44,8 @@ import { retryRun } from './retry-run.js';
 import type { RunEventSource } from './run-events.js';
 import { TimeTravel } from './time-travel.js';
 import { checkRunInput } from './run-input.js';
-import { newRunId } from './run-id.js';
+import { checkRunId, newRunId } from './run-id.js';
+import { checkWellFormed } from '../core/well-formed.js';
 import { queueOf, runInfoOf, runResultOf, runSummaryOf } from './run-info.js';
 import { checkPriority } from './run-priority.js';
 import { DEFAULT_QUEUE } from '../core/queue-name.js';
@@ -104,6 +105,7 @@ export function prepareRun(
       { retryable: false },
     );
   }
+  if (key !== undefined) checkWellFormed('start', 'idempotencyKey', key);
   const priority = checkPriority(options.priority);
   const { checkpoint, target } = initialCheckpoint(graph, input.shared, input.params);
   const claim = new ClaimCheck(settings.largeValueBytes ?? DEFAULT_LARGE_VALUE_BYTES);
@@ -189,6 +191,7 @@ export class RunClient {
    * @throws QueueflowError RUN_NOT_FOUND for an unknown id; RESULT_TIMEOUT after `timeoutMs`.
    */
   async result(runId: string, options: ResultOptions = {}): Promise<RunResult> {
+    checkRunId('result', runId);
     const timeoutMs = options.timeoutMs;
     if (timeoutMs !== undefined && !(Number.isFinite(timeoutMs) && timeoutMs >= 0)) {
       throw new QueueflowError(
@@ -258,7 +261,7 @@ export class RunClient {
   }
 
   async get(runId: string): Promise<RunInfo | undefined> {
-    const record = await this.store.record(runId);
+    const record = await this.store.record(checkRunId('get', runId));
     if (!record) return undefined;
     let shared: JsonObject = {};
     try {
@@ -292,7 +295,7 @@ export class RunClient {
 
   /** @throws QueueflowError RUN_NOT_FOUND for an unknown (or expired) run id. */
   async cancel(runId: string): Promise<void> {
-    const result = await cancelRun(this.store, this.scheduler, runId);
+    const result = await cancelRun(this.store, this.scheduler, checkRunId('cancel', runId));
     if (result === 'missing') throw this.notFound(runId);
     if (result !== 'ended') {
       const run = await this.store.load(runId);
@@ -322,23 +325,23 @@ export class RunClient {
   }
 
   /** See {@link Engine.history}. */
-  history(runId: string): Promise<StepRecord[]> {
-    return this.timeTravel.history(runId);
+  async history(runId: string): Promise<StepRecord[]> {
+    return this.timeTravel.history(checkRunId('history', runId));
   }
 
   /** See {@link Engine.sharedAt}. */
-  sharedAt(runId: string, step: number): Promise<JsonObject> {
-    return this.timeTravel.sharedAt(runId, step);
+  async sharedAt(runId: string, step: number): Promise<JsonObject> {
+    return this.timeTravel.sharedAt(checkRunId('sharedAt', runId), step);
   }
 
   /** See {@link Engine.fork}. */
   async fork(runId: string, options: ForkOptions): Promise<RunHandle> {
-    return this.startPrepared(await this.timeTravel.forkOf(runId, options));
+    return this.startPrepared(await this.timeTravel.forkOf(checkRunId('fork', runId), options));
   }
 
   /** See {@link Engine.retry}. */
   async retry(runId: string): Promise<RunHandle> {
-    await retryRun(this.store, this.scheduler, runId, (id) => this.notFound(id));
+    await retryRun(this.store, this.scheduler, checkRunId('retry', runId), (id) => this.notFound(id));
     return this.handle(runId);
   }
 
@@ -368,7 +371,7 @@ export class RunClient {
   async children(runId: string, options: { offset?: number; limit?: number } = {}): Promise<ChildSummary[]> {
     const offset = options.offset ?? 0;
     const limit = options.limit ?? 100;
-    const fanOut = await this.store.fanOutOf(runId);
+    const fanOut = await this.store.fanOutOf(checkRunId('children', runId));
     if (!fanOut) return [];
     const indices = Array.from({ length: Math.max(0, Math.min(limit, fanOut.total - offset)) }, (_, i) => offset + i);
     if (fanOut.request.kind === 'runs') {
@@ -405,6 +408,7 @@ export class RunClient {
 
   /** See {@link Engine.stream}. */
   async *stream(runId: string, options: StreamOptions = {}): AsyncGenerator<StreamEntry, void, undefined> {
+    checkRunId('stream', runId);
     const after = options.from === undefined ? '0-0' : checkStreamId('from', options.from);
     yield* followStream(this.store, runId, after, {
       pollMs: this.options.streamPollMs ?? 5000,

@@ -38,7 +38,7 @@ export class InMemoryMailboxes implements Mailbox {
     return {
       id: id ?? `m${Date.now().toString(36)}-${(this.sequence++).toString(36)}-${nanoid(6)}`,
       body: jsonCopy(body),
-      ...(options.replyTo ? { replyTo: checkAddress('send', options.replyTo) } : {}),
+      ...(options.replyTo ? { replyTo: checkAddress('send', options.replyTo, 'replyTo') } : {}),
       sentAt: Date.now(),
     };
   }

@@ -1,5 +1,6 @@
 import { assertJson, type Json } from '../json/json.js';
 import { InvalidArgumentError, QueueflowError } from '../errors/queueflow-error.js';
+import { checkWellFormed } from '../core/well-formed.js';
 
 /**
  * A message as a receiver gets it. `id` is stable: a message delivered again after a crash
@@ -81,17 +82,19 @@ export function checkMessageBody(body: unknown, where: string): Json {
 }
 
 /**
- * Checks an address: a non-empty string without spaces.
+ * Checks an address: a non-empty string without spaces, well-formed Unicode.
  *
- * @throws TypeError (code `INVALID_ARGUMENT`) naming the bad value.
+ * @param option - the argument or option that holds it, for errors. @defaultValue 'address'
+ * @throws TypeError (code `INVALID_ARGUMENT`) naming the bad value; QueueflowError
+ *   `INVALID_OPTION` for one holding a lone surrogate (see {@link checkWellFormed}).
  */
-export function checkAddress(owner: string, address: unknown): string {
+export function checkAddress(owner: string, address: unknown, option = 'address'): string {
   if (typeof address !== 'string' || address.length === 0 || /\s/.test(address)) {
     throw new InvalidArgumentError(
-      `${owner}: expected \`address\` to be a non-empty string without spaces, got \`${String(address)}\``,
+      `${owner}: expected \`${option}\` to be a non-empty string without spaces, got \`${String(address)}\``,
     );
   }
-  return address;
+  return checkWellFormed(owner, option, address);
 }
 
 /**

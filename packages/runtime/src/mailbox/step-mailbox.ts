@@ -66,6 +66,7 @@ export class StepMailbox implements Mailbox, StepMailboxPort {
 
   async send(address: string, body: Json, options: SendOptions = {}): Promise<void> {
     checkAddress('send', address);
+    if (options.replyTo) checkAddress('send', options.replyTo, 'replyTo');
     checkMessageBody(body, `message body sent to '${address}'`);
     // After a receive parked the step, nothing it does counts: the step will run again (code
     // that caught the park signal must not get its fallback's sends delivered).
@@ -78,7 +79,7 @@ export class StepMailbox implements Mailbox, StepMailboxPort {
       message: {
         id: `${this.ids.runId}.${this.ids.step}.s${ordinal}`,
         body: jsonCopy(body),
-        ...(options.replyTo ? { replyTo: checkAddress('send', options.replyTo) } : {}),
+        ...(options.replyTo ? { replyTo: options.replyTo } : {}),
         sentAt: this.now(),
         ...(this.ids.trace === undefined ? {} : { trace: this.ids.trace }),
       },
