@@ -185,5 +185,28 @@ class Wait extends Node<JsonObject, { address: string; [key: string]: unknown }>
 
 export const wait = defineFlow('st-wait', () => new Flow(new Wait({ name: 'wait' })));
 
+// ---------------------------------------------------------------------------------------------
+// markup: nodes and an action named with HTML, which the studio must show as text.
+
+/** Node names and an action that would be markup if a page parsed them. */
+export const MARKUP = {
+  first: '<img src=x onerror=alert(1)>',
+  second: '<b>bold</b><script>alert(2)</script>',
+  action: '<i onmouseover=alert(3)>go</i>',
+};
+
+class Marked extends Node<JsonObject> {
+  override post(shared: JsonObject): string | undefined {
+    shared[this.name ?? ''] = true;
+    return this.name === MARKUP.first ? MARKUP.action : undefined;
+  }
+}
+
+export const markup = defineFlow('st-markup', () => {
+  const first = new Marked({ name: MARKUP.first });
+  first.on(MARKUP.action, new Marked({ name: MARKUP.second }));
+  return new Flow(first);
+});
+
 /** Every flow of this module. */
-export const studioFlows = [review, fan, gate, sum, wait];
+export const studioFlows = [review, fan, gate, sum, wait, markup];

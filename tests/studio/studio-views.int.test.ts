@@ -8,7 +8,7 @@
 import { nanoid } from 'nanoid';
 import { waitFor } from '../support/wait-for.js';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { fan, review, type ReviewShared } from './studio-flows.js';
+import { fan, markup, MARKUP, review, type ReviewShared } from './studio-flows.js';
 import { accessibilityProblems, startStudio, type StudioSetup } from './support/studio-harness.js';
 
 let s: StudioSetup;
@@ -101,6 +101,35 @@ it('a fan-out shows its children grid with progress and a failed child, then its
   await page.locator('#run-title .badge').filter({ hasText: 'completed' }).waitFor();
   await page.getByRole('table', { name: 'Merge conflicts' }).filter({ hasText: '/last' }).waitFor();
   await s.shot('run-fan-out-merged');
+  expect(s.pageErrors).toEqual([]);
+});
+
+it('node and action names holding HTML are text on every view, the graph included: nothing is parsed as markup', async () => {
+  const { page } = s;
+  const handle = await s.engine.start(markup, {});
+  expect((await handle.result()).status).toBe('completed');
+  // What the page's CSP blocks (an inline handler from a name parsed as markup) is a violation event.
+  await page.addInitScript({
+    content: `globalThis.cspViolations = [];
+      document.addEventListener('securitypolicyviolation', (event) => cspViolations.push(event.violatedDirective));`,
+  });
+  await page.goto(`${s.url}/`);
+  await page.locator(`tr[data-run-id="${handle.id}"]`).getByRole('link').click();
+  await page.waitForURL(`**/runs/${handle.id}`);
+  const graph = page.getByTestId('flow-graph');
+  await graph.locator('g.node').filter({ hasText: MARKUP.first }).waitFor();
+  await graph.locator('g.node').filter({ hasText: MARKUP.second }).waitFor();
+  await graph.locator('g.edgeLabel').filter({ hasText: MARKUP.action }).waitFor();
+  await page
+    .getByTestId('graph-visited')
+    .filter({ hasText: `${MARKUP.first}, ${MARKUP.second}` })
+    .waitFor();
+  await page.getByRole('button', { name: '#1', exact: true }).click();
+  await page.getByTestId('step-diff').filter({ hasText: MARKUP.second }).waitFor();
+  // Nothing of the names became an element, anywhere on the page.
+  expect(await page.locator('#app img, #app script, [onerror], [onmouseover]').count()).toBe(0);
+  expect(await page.evaluate(() => (globalThis as unknown as { cspViolations: string[] }).cspViolations)).toEqual([]);
+  await s.shot('run-markup');
   expect(s.pageErrors).toEqual([]);
 });
 

@@ -50,6 +50,21 @@ describe('toMermaid', () => {
     );
   });
 
+  it('writes markup, backticks and entity-like text in names and actions as entity codes, so labels are text', () => {
+    const markup = defineFlow('markup', () => {
+      const first = new Draft({ name: '<img src=x onerror=alert(1)>' });
+      first.on('<i>go</i> & `md`', new Check({ name: 'a #lt; b' }));
+      return new Flow(first);
+    });
+    expect(toMermaid(markup).split('\n').slice(2)).toEqual([
+      '    n1["#lt;img src=x onerror=alert(1)#gt;"]',
+      '    n2["a #35;lt; b"]',
+      '  end',
+      '  start((start)) --> n1',
+      '  n1 -->|"#lt;i#gt;go#lt;/i#gt; #amp; #96;md#96;"| n2',
+    ]);
+  });
+
   it('labels an unnamed root with the flow name', () => {
     const definition = defineFlow('greeting', () => new Flow(new Draft({ name: 'draft' })));
     expect(toMermaid(definition).split('\n').slice(0, 3)).toEqual([

@@ -26,7 +26,7 @@ export interface MermaidOptions {
  * The graph of a flow as a Mermaid flowchart (https://mermaid.js.org/syntax/flowchart.html),
  * for docs and debugging. Node labels are the stable ids that runs report as `currentNode`
  * (see `defineFlow`), the root's the flow's name, with the kind when it is not a plain node; each
- * Flow is a subgraph;
+ * Flow is a subgraph; labels are text (markup in a name is written as Mermaid entity codes);
  * edges carry their action, unlabelled for `"default"`; `start` points at the root's start node.
  *
  * @param flow - a FlowDefinition (its `build` is called once) or a node or flow object.
@@ -126,7 +126,20 @@ function membersOf(graph: CompiledGraph, startId: string, placed: ReadonlySet<st
   return members;
 }
 
-/** A label inside Mermaid double quotes: `"` is written as an entity (Mermaid's escape). */
+/** Mermaid's entity code (https://mermaid.js.org/syntax/flowchart.html#entity-codes-to-escape-characters) per character. */
+const ENTITIES: Record<string, string> = {
+  '"': '#quot;',
+  '<': '#lt;',
+  '>': '#gt;',
+  '&': '#amp;',
+  '`': '#96;', // a label in backticks is Markdown
+};
+
+/**
+ * A label inside Mermaid double quotes, shown as the text it is: every character Mermaid (or the
+ * HTML its labels become) would read as syntax or markup is written as an entity code, and so is
+ * a `#` that would start one (`#lt;` in a name stays those four characters).
+ */
 function escapeLabel(text: string): string {
-  return text.replace(/"/g, '#quot;');
+  return text.replace(/#(?=\w+;)/g, '#35;').replace(/["<>&`]/g, (char) => ENTITIES[char]!);
 }

@@ -17,7 +17,11 @@ function loadMermaid(): Promise<Mermaid> {
         primaryBorderColor: '#64748b',
         lineColor: '#64748b',
       },
-      flowchart: { useMaxWidth: true, htmlLabels: false },
+      // Labels as HTML, nodes and edges alike (`flowchart.htmlLabels` is deprecated and reached only
+      // the edges): the browser wraps them, where Mermaid's SVG text cut a long word inside an entity
+      // code. A name is text either way: the graph's source writes markup as entity codes (toMermaid).
+      htmlLabels: true,
+      flowchart: { useMaxWidth: true },
     });
     return loaded;
   });
@@ -80,7 +84,8 @@ export function FlowGraphView({ graph, marks }: { graph: FlowGraph; marks: NodeM
       {problem ? (
         <p class="problem">Mermaid could not draw this graph: {problem}</p>
       ) : svg ? (
-        // Mermaid's own SVG (strict security level: labels are sanitised by Mermaid).
+        // Mermaid's own SVG: names arrive as entity codes, so they are text; the strict security
+        // level sanitises labels besides.
         <div
           class="graph-canvas"
           data-testid="flow-graph"
