@@ -6,7 +6,7 @@
  * has no checkpoint of, a patch that does not apply, and a step inside a fan-out.
  */
 import { describe, expect, it } from 'vitest';
-import { defineFlow, Flow, Node, ParallelBatchFlow } from '@queueflow/runtime';
+import { defineFlow, Flow, Node, ParallelBatchFlow, type ForkOptions } from '@queueflow/runtime';
 import { Tally } from '../support/node-probes.js';
 import { engines, useEngine } from './engine-harness.js';
 
@@ -178,6 +178,21 @@ describe.each(engines)('%s: fork', (name) => {
       engine.fork(source.id, { step: 2, patch: [{ op: 'add', path: '/__proto__/polluted', value: 1 }] }),
     ).rejects.toMatchObject({ ...refused, message: expect.stringContaining("'__proto__'") as unknown });
     expect(({} as Record<string, unknown>).polluted).toBeUndefined();
+    // A patch that replaces the root: shared would be no object (or not the run's shared at all).
+    for (const patch of [
+      [{ op: 'replace', path: '', value: [1, 2] }],
+      [{ op: 'add', path: '', value: { other: true } }],
+      [
+        { op: 'replace', path: '/value', value: 3 },
+        { op: 'remove', path: '' },
+      ],
+      [{ op: 'copy', from: '/value', path: '' }],
+    ] as NonNullable<ForkOptions['patch']>[]) {
+      await expect(engine.fork(source.id, { step: 2, patch }), JSON.stringify(patch)).rejects.toMatchObject({
+        ...refused,
+        message: expect.stringMatching(/replaces the root of shared at operation \d/) as unknown,
+      });
+    }
     await expect(engine.fork('no-such-run', { step: 0 })).rejects.toMatchObject({ code: 'RUN_NOT_FOUND' });
     expect((await engine.list()).map((run) => run.id)).toEqual([source.id]); // nothing was started
   });

@@ -216,7 +216,8 @@ export interface Engine {
    * initial checkpoint), with `patch` (RFC 6902 JSON Patch) applied to its `shared`. The new
    * run's `forkedFrom` names where it came from.
    * @throws QueueflowError RUN_NOT_FOUND; `INVALID_OPTION` for a step the run has no checkpoint
-   *   of (beyond its steps, or dropped by the history cap) or a patch that does not apply.
+   *   of (beyond its steps, or dropped by the history cap), a patch that does not apply or one
+   *   that replaces the root of `shared` (an operation at path `''`); nothing is written then.
    * @see LangGraph time travel (fork from a checkpoint).
    */
   fork(runId: string, options: ForkOptions): Promise<RunHandle>;

@@ -43,7 +43,7 @@ export class TimeTravel {
    * A new run (not yet written) starting from the checkpoint after `options.step` committed steps
    * of `runId`, with `options.patch` applied to its `shared`.
    * @throws RUN_NOT_FOUND; INVALID_OPTION for a step without a checkpoint, a patch that does not
-   *   apply, or a flow whose code this engine does not have.
+   *   apply or that replaces the root of `shared` (path `''`), or a flow whose code this engine does not have.
    */
   async forkOf(runId: string, options: ForkOptions): Promise<NewRun> {
     const { run, records } = await this.read(runId);
@@ -107,6 +107,14 @@ function patched(shared: JsonObject, patch: PatchOperation[], runId: string): Js
       throw new QueueflowError(
         'INVALID_OPTION',
         `the patch for a fork of run '${runId}' names ${JSON.stringify(banned)} at operation ${index}: '__proto__' and 'constructor/prototype' cannot be keys of shared`,
+        { retryable: false },
+      );
+    }
+    // Path '' is the whole document: shared would be something else than the run's (or no object).
+    if (operation.path === '' && operation.op !== 'test') {
+      throw new QueueflowError(
+        'INVALID_OPTION',
+        `the patch for a fork of run '${runId}' replaces the root of shared at operation ${index} (${operation.op} at path ''): patch its members instead (path '/<key>')`,
         { retryable: false },
       );
     }
