@@ -3,7 +3,8 @@
  * order, with the try's attempt (above an earlier writer's of the same step when that one was
  * cut short), after a restart entry when that one was cut short (no transition of the step ended
  * it), capped per run, never after the run's end; the transition that ends a run appends an end
- * marker; `readStream` reads after an id, and with `blockMs` waits for the next entry
+ * marker when the run wrote entries or was followed (`followStream`), and only then; `readStream`
+ * reads after an id, and with `blockMs` waits for the next entry
  * (RedisRunStore: every blocked read on one connection, through a StreamReader).
  */
 import { describe, expect, it } from 'vitest';
@@ -142,8 +143,23 @@ describe.each(stores)('%s: appendStream', (name) => {
     await h.store.cancel(run.id);
     expect(await h.store.appendStream(run.id, write(0, 0, ['late']))).toEqual({ result: 'ended' });
     expect(await h.store.appendStream('no-such-run', write(0, 0, ['x']))).toEqual({ result: 'missing' });
-    expect(shape(await all(h, run.id))).toEqual([{ end: 'cancelled' }]);
+    expect(shape(await all(h, run.id))).toEqual([]); // it wrote no entry and no one followed it: no marker
     expect(await all(h, 'no-such-run')).toEqual([]);
+  });
+
+  it("marks a run's end only where someone may read it: a run that wrote entries, or one followed before its end", async () => {
+    const h = await open();
+    const [silent, followed, talked, late] = await Promise.all([h.started(), h.started(), h.started(), h.started()]);
+    expect(await h.store.followStream(followed.id)).toEqual({ status: 'running', step: 0 });
+    await h.store.appendStream(talked.id, write(0, 0, ['said']));
+    for (const run of [silent, followed, talked, late]) await h.store.cancel(run.id);
+    expect(shape(await all(h, silent.id))).toEqual([]);
+    expect(shape(await all(h, followed.id))).toEqual([{ end: 'cancelled' }]);
+    expect(shape(await all(h, talked.id))).toEqual([{ step: 0, attempt: 0, data: 'said' }, { end: 'cancelled' }]);
+    // A follower of a run that has ended learns of it from the status; nothing is written then.
+    expect(await h.store.followStream(late.id)).toEqual({ status: 'cancelled', step: 0 });
+    expect(shape(await all(h, late.id))).toEqual([]);
+    expect(await h.store.followStream('no-such-run')).toBeUndefined();
   });
 
   it('keeps about the newest maxStreamEntries entries, oldest dropped first', async () => {
@@ -220,9 +236,10 @@ describe.each(stores)('%s: readStream', (name) => {
     expect(Date.now() - started).toBeGreaterThanOrEqual(150);
   });
 
-  it("a blocked read wakes on the run's end marker", async () => {
+  it("a blocked read of a followed run wakes on the run's end marker", async () => {
     const h = await open();
     const run = await h.started();
+    await h.store.followStream(run.id);
     const waiting = h.store.readStream(run.id, '0-0', { count: 10, blockMs: 10_000 });
     await new Promise((resolve) => setTimeout(resolve, 50));
     await h.store.cancel(run.id);

@@ -87,8 +87,9 @@ export class RedisKeys {
 
   /**
    * Stream: the run's stream (`this.emit`), one entry per emit (`s` step, `a` attempt, `n` node,
-   * `t` time, `d` data JSON, `i` item index) and an end marker (`end` status) per end; capped by
-   * XADD MAXLEN, expires with the run.
+   * `t` time, `d` data JSON, `i` item index) and an end marker (`end` status) per end of a run
+   * that wrote entries or that a follower marked `followed` (follow-run.lua): a run that emitted
+   * nothing and was not followed has none. Capped by XADD MAXLEN, expires with the run.
    */
   stream(runId: string): string {
     return `${this.prefix}:run:${runId}:stream`;

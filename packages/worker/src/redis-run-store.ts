@@ -1063,6 +1063,11 @@ export class RedisRunStore implements RunStore {
     return { result: 'appended', attempt, ids };
   }
 
+  async followStream(runId: string): Promise<{ status: RunStatus; step: number } | undefined> {
+    const [status, step] = (await this.redis.followRun(this.keysOf(runId).run(runId))) as string[];
+    return status ? { status: status as RunStatus, step: Number(step ?? 0) } : undefined;
+  }
+
   async readStream(
     runId: string,
     after: string,

@@ -25,6 +25,7 @@ const SCRIPTS: Record<ScriptName, { file: string; keys?: number; budget?: true; 
   workerRegistry: { file: 'worker-registry.lua', keys: 2 },
   trimRuns: { file: 'trim-runs.lua', keys: 2 },
   appendStream: { file: 'append-stream.lua', keys: 2 },
+  followRun: { file: 'follow-run.lua', keys: 1 },
   discardRun: { file: 'discard-run.lua', keys: 2 },
   // Flow control: after run-lifecycle.lua, budget-lifecycle.lua.
   acquireBudget: { file: 'acquire-budget.lua', budget: true },
@@ -54,6 +55,7 @@ type ScriptName =
   | 'workerRegistry'
   | 'trimRuns'
   | 'appendStream'
+  | 'followRun'
   | 'discardRun'
   | 'acquireBudget'
   | 'budgetOps'

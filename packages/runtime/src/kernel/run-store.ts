@@ -203,9 +203,18 @@ export interface RunStore {
    */
   appendStream(runId: string, write: StreamWrite): Promise<StreamAppendReply>;
   /**
+   * A follower of the run's stream starts: from now until the run's end, that end appends an end
+   * marker to the stream even when its steps wrote no entry (see {@link RunStore.readStream}).
+   * Returns the run's position as {@link RunStore.position} does; `undefined` for no such run
+   * (nothing is written then).
+   */
+  followStream(runId: string): Promise<{ status: RunStatus; step: number } | undefined>;
+  /**
    * Up to `count` entries of the run's stream after id `after`, oldest first, end markers
-   * included (the transition that ends a run appends one); `[]` when there are none (or no such
-   * run). With `blockMs`, waits up to that long (ms) for an entry when there is none yet.
+   * included; `[]` when there are none (or no such run). With `blockMs`, waits up to that long
+   * (ms) for an entry when there is none yet. The transition that ends a run appends an end
+   * marker when its stream holds an entry or someone follows it ({@link RunStore.followStream}):
+   * a run that emitted nothing and that no one followed keeps no stream.
    */
   readStream(runId: string, after: string, options: { count: number; blockMs?: number }): Promise<StoredStreamEntry[]>;
   /** Runs created by clients (not fan-out children), newest first, at most `limit` after `offset`. */

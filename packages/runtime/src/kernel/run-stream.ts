@@ -10,7 +10,8 @@ const PAGE = 100;
  * before its end has been yielded.
  *
  * The end: the transition that ends a run appends an end marker after every entry of its steps
- * (the step driver stores a step's entries before it commits). A marker is the end only if the
+ * (the step driver stores a step's entries before it commits), when the run wrote entries or is
+ * followed: the follower marks it so first (`followStream`). A marker is the end only if the
  * run is still ended and nothing follows it (a retried run goes on after its old marker); a
  * wait that finds nothing also looks at the run's status, so a lost marker cannot hang a
  * follower, and a run that expired ends its stream.
@@ -23,7 +24,7 @@ export async function* followStream(
   after: string,
   options: { pollMs: number; notFound: () => Error },
 ): AsyncGenerator<StreamEntry, void, undefined> {
-  if (!(await store.position(runId))) throw options.notFound();
+  if (!(await store.followStream(runId))) throw options.notFound();
   let caughtUp = false;
   for (;;) {
     const batch = await store.readStream(runId, after, {

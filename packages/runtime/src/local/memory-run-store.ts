@@ -98,6 +98,8 @@ interface MemoryRun {
    * writer (`run.streamWriter`); `ended` once a transition of that step ended the latest.
    */
   streamTry?: { step: number; tries: { token: string; attempt: number; worker: string }[]; ended: boolean };
+  /** A follower of its stream came while it went on (followStream): its end is marked. */
+  followed?: boolean;
   /** Hashes of the values stored apart its transitions claimed (released when it is dropped). */
   values?: Set<string>;
 }
@@ -208,6 +210,13 @@ export class MemoryRunStore implements RunStore, RunEventSource {
   async position(runId: string): Promise<{ status: RunStatus; step: number } | undefined> {
     const run = this.runs.get(runId)?.run;
     return run && { status: run.status, step: run.step };
+  }
+
+  async followStream(runId: string): Promise<{ status: RunStatus; step: number } | undefined> {
+    const entry = this.runs.get(runId);
+    if (!entry) return undefined;
+    if (!isFinal(entry.run.status)) entry.followed = true;
+    return { status: entry.run.status, step: entry.run.step };
   }
 
   async loadForStep(runId: string, runnable: readonly Runnable[], wake?: number): Promise<LoadedRun | undefined> {
@@ -881,9 +890,12 @@ export class MemoryRunStore implements RunStore, RunEventSource {
     run.status = status;
     run.finishedAt = now;
     run.updatedAt = now;
-    // The stream's end marker, in the same transition: a follower ends when it reads it.
-    entry.stream.push({ id: this.nextStreamId(), end: status });
-    this.streamGrew(run.id);
+    // The stream's end marker, in the same transition: a follower ends when it reads it. Only
+    // where someone may read it, as on Redis (run-lifecycle.lua): a stream with entries, or followed.
+    if (entry.stream.length > 0 || entry.followed) {
+      entry.stream.push({ id: this.nextStreamId(), end: status });
+      this.streamGrew(run.id);
+    }
     if (!run.parent) this.emit((listener) => listener.ended?.(run.id));
     this.changed(run.id);
     this.finished.push(run.id);
