@@ -232,8 +232,62 @@ export function countStoredSince(owner: string, prefix: string, took: number, st
 }
 
 /**
+ * The error of a client or worker that took `took` partitions and finds `stored` stored now: the
+ * deployment was purged (or its Redis restarted empty) and another count stored since, so what it
+ * wrote would go to partitions no worker serves.
+ */
+export function countChangedSince(prefix: string, took: number, stored: number | undefined): QueueflowError {
+  return new QueueflowError(
+    'INVALID_OPTION',
+    `took ${took} partitions under prefix ${prefix}, but the deployment under prefix ${prefix} has ${stored ?? 'none'} now (in ${new RedisKeys(prefix).settings()}): it was purged, or its Redis restarted empty, and another count stored since, so what this writes would go to partitions no worker serves; nothing was written: create this client (or worker) again to use the stored count`,
+    { retryable: false },
+  );
+}
+
+/**
+ * Writes the deployment's count into the settings of each of its partitions but the first (whose
+ * settings hold it already): the scripts that write a run or a message into a partition check it
+ * there (create-run.lua, send-message.lua), where they cannot reach partition 0's on a cluster.
+ * For a worker at its start, which took the stored count.
+ */
+async function markPartitions(redis: RedisConnection, partitions: Partitions): Promise<void> {
+  await Promise.all(partitions.all.slice(1).map((keys) => redis.hset(keys.settings(), 'partitions', partitions.count)));
+}
+
+/**
+ * Confirms the count a client or worker took before it writes into partition `index` again, once
+ * that partition's settings held no count or another (create-run.lua, send-message.lua answered
+ * so): the deployment's count must still be `partitions.count` (stored now, as the first writer
+ * does, when none is: after a purge or an empty restart), and the partition's settings then get it.
+ * The deployment's count is read again after that: a purge and another count stored in between
+ * would leave this count in a partition of another deployment.
+ *
+ * @throws QueueflowError `INVALID_OPTION` ({@link countChangedSince}) when the deployment has
+ *   another count; as {@link storePartitions} does.
+ */
+export async function confirmPartitionCount(
+  redis: RedisConnection,
+  partitions: Partitions,
+  index: number,
+  owner: string,
+): Promise<void> {
+  const { prefix, count } = partitions;
+  for (;;) {
+    const stored = await storePartitions(redis, prefix, count, owner);
+    if (stored !== count) throw countChangedSince(prefix, count, stored);
+    if (index === 0) return;
+    await redis.hset(partitions.all[index]!.settings(), 'partitions', count);
+    const again = await redis.hget(partitions.home.settings(), 'partitions');
+    if (again === String(count)) return;
+    if (again !== null) throw countChangedSince(prefix, count, Number(again));
+    // Purged just now: store it again, as the first writer.
+  }
+}
+
+/**
  * The partition count of the deployment under `prefix`, stored now if none was
- * ({@link readPartitions}, then {@link storePartitions}): for a worker, which writes at once.
+ * ({@link readPartitions}, then {@link storePartitions}), and written into the settings of each
+ * partition ({@link markPartitions}): for a worker, which writes at once.
  * @throws QueueflowError `INVALID_OPTION` as those do.
  */
 export async function partitionsOf(
@@ -242,8 +296,12 @@ export async function partitionsOf(
   configured: number | undefined,
   owner: string,
 ): Promise<Partitions> {
-  const { partitions, stored } = await readPartitions(redis, prefix, configured, owner);
-  if (stored || (await storePartitions(redis, prefix, partitions.count, owner)) === partitions.count) return partitions;
-  // Another client or worker stored a count meanwhile: take it, as if it had been there.
-  return (await readPartitions(redis, prefix, configured, owner)).partitions;
+  const read = await readPartitions(redis, prefix, configured, owner);
+  let { partitions } = read;
+  if (!read.stored && (await storePartitions(redis, prefix, partitions.count, owner)) !== partitions.count) {
+    // Another client or worker stored a count meanwhile: take it, as if it had been there.
+    partitions = (await readPartitions(redis, prefix, configured, owner)).partitions;
+  }
+  await markPartitions(redis, partitions);
+  return partitions;
 }

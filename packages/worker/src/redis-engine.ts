@@ -87,7 +87,9 @@ export interface RedisEngineOptions extends StoreSettings {
    * the stored count is used; set, it must equal the stored one.
    * @defaultValue the stored count, else 16 on a Redis Cluster and 1 on one server
    * @throws TypeError (from the constructor) for a count that is not an integer from 1 to 1024;
-   *   QueueflowError `INVALID_OPTION` (from the first call) for one that differs from the stored count.
+   *   QueueflowError `INVALID_OPTION` (from the first call) for one that differs from the stored count,
+   *   and (from a start or a send) once the stored count has changed since this client read it (a
+   *   purge, or a Redis restarted empty, and a worker of another count since): nothing is written then.
    */
   partitions?: number;
   /** Called with connection errors (ioredis retries on its own). @defaultValue ignore */

@@ -1,30 +1,38 @@
 --[[
   Creates a run: its record (status `queued`) and its place in the runs index. With an
   idempotency key, only if no retained run holds the key: then the key names the new run (the
-  key expires with the run, see finish in run-lifecycle.lua).
+  key expires with the run, see finish in run-lifecycle.lua). Only if the partition's settings
+  hold the partition count the caller took (a purge, or a Redis restarted empty, and a worker of
+  another count since: the run would go to a partition no worker serves).
 
   KEYS[1] run hash   KEYS[2] runs index (sorted set by creation time)
   KEYS[3] runs sequence (a counter: orders runs created in the same millisecond)
-  KEYS[4] (with an idempotency key) the key's string key
+  KEYS[4] the partition's settings hash (field `partitions`)
+  KEYS[5] (with an idempotency key) the key's string key
 
-  ARGV[1] options, JSON: id, now (epoch ms), changes (channel), runPrefix, fields (how many ARGV
-          the record's fields take), values (hashes of the values stored apart its checkpoint
-          references, claimed for it), valuePrefix, valuesSuffix (redis-keys.ts)
+  ARGV[1] options, JSON: id, now (epoch ms), changes (channel), runPrefix, partitions (the count
+          the caller took), fields (how many ARGV the record's fields take), values (hashes of the
+          values stored apart its checkpoint references, claimed for it), valuePrefix,
+          valuesSuffix (redis-keys.ts)
   ARGV[2..1 + fields] the record's fields and values (flow, fingerprint, checkpoint, target, ...)
   ARGV[2 + fields..] hash, staging key pairs: the texts of `values` (stagedValues)
 
-  Returns { 1 } created; { 0, run id } the key is held by that run: nothing written.
+  Returns { 1 } created; { 0, run id } the key is held by that run; { -1, count } the partition
+  holds another count; { -2 } it holds none. Nothing is written unless created.
 ]]
 local o = cjson.decode(ARGV[1])
-if KEYS[4] then
-  local holder = redis.call('GET', KEYS[4])
+local count = redis.call('HGET', KEYS[4], 'partitions')
+if not count then return { -2 } end
+if count ~= tostring(o.partitions) then return { -1, count } end
+if KEYS[5] then
+  local holder = redis.call('GET', KEYS[5])
   if holder and redis.call('EXISTS', o.runPrefix .. holder) == 1 then return { 0, holder } end
-  redis.call('SET', KEYS[4], o.id)
+  redis.call('SET', KEYS[5], o.id)
 end
 local fields = {}
 for i = 2, 1 + (o.fields or (#ARGV - 1)) do fields[#fields + 1] = ARGV[i] end
 redis.call('HSET', KEYS[1], unpack(fields))
-if KEYS[4] then redis.call('HSET', KEYS[1], 'idempotencyKey', KEYS[4]) end
+if KEYS[5] then redis.call('HSET', KEYS[1], 'idempotencyKey', KEYS[5]) end
 if o.fields then claimValues(KEYS[1], o.id, o.values, stagedValues(2 + o.fields), o) end
 -- The score is the creation time in ms plus a sequence fraction (2048ths: exact in a double for
 -- epoch ms), so runs created in the same millisecond stay in creation order.
