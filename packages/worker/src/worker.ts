@@ -18,6 +18,7 @@ import { checkRedisConfig } from './probe-server.js';
 import { RedisLiveness } from './redis-liveness.js';
 import { normalizePrefix } from './redis-keys.js';
 import { checkPartitions, partitionsOf } from './partitions.js';
+import { ParkRecheck } from './park-recheck.js';
 import { SharedSlots } from './shared-slots.js';
 import { RetryStep, stepBackoff } from './retry-step.js';
 import { RedisRunEvents } from './redis-run-events.js';
@@ -383,6 +384,7 @@ export async function startWorker(options: WorkerOptions): Promise<QueueflowWork
       })
       .catch(onError);
   };
+  const parks = new ParkRecheck(redis, partitions, scheduler, { served, queues, log });
   const heartbeat = new WorkerHeartbeat(store, scheduler, redis, {
     worker: {
       id: workerId,
@@ -408,6 +410,8 @@ export async function startWorker(options: WorkerOptions): Promise<QueueflowWork
       (signal) => resumeCascades(store, scheduler, LATE_CASCADE_MS, signal),
       // Ids of expired runs left in the runs index (list() drops them too, but may never come).
       (signal) => store.trimIndex({ minIntervalMs: TRIM_INDEX_INTERVAL_MS, signal }),
+      // Parked runs whose wake a cluster failover may have lost (Redis replicates asynchronously).
+      (signal) => parks.sweep(signal),
     ],
     recoverTaken: (taskIds) => driver.recoverTaken(taskIds),
     leases: () => driver.budgetHolds(),
