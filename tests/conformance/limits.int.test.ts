@@ -159,7 +159,18 @@ function fanOut(name: string, limit: number) {
 }
 const fanOutTight = fanOut('fan-out-tight', 2);
 const fanOutLoose = fanOut('fan-out-loose', 5);
-const flows = [calling, rated, limited, sameKey, spending, fanOutTight, fanOutLoose, parking, slotted];
+/** Draws from 'metered' (one at a time) only for runs whose param `metered` is true. */
+const sometimes = defineFlow(
+  'sometimes',
+  () =>
+    new Flow(
+      new Call({
+        name: 'sometimes',
+        limits: [{ key: 'metered', concurrency: 1, when: (_input, p) => p.metered === true }],
+      }),
+    ),
+);
+const flows = [calling, rated, limited, sameKey, spending, fanOutTight, fanOutLoose, parking, slotted, sometimes];
 
 /** Admissions the stores made, by budget key: the store's clock at each (epoch ms). */
 const admissions = new Map<string, number[]>();
@@ -231,6 +242,33 @@ describe.each(engines)('%s: flow control', (name) => {
       expect(info.errors).toEqual([]);
       expect(info.throttledBy).toBeUndefined();
     }
+  });
+
+  it('a limit whose `when` is false takes no budget and never throttles', async () => {
+    recordAdmissions();
+    const h = await setup('limits-when', options);
+    const token = `when-${name}`;
+    const off = await Promise.all(
+      Array.from({ length: 3 }, () => h.engine.start<S>(sometimes, { token }, { params: { metered: false } })),
+    );
+    // All three in exec at once, though the limit allows one: it does not apply to them.
+    await waitFor('three execs in flight', () => (blocked.get(token)?.length ?? 0) === 3);
+    for (const held of blocked.get(token)!) held.open();
+    blocked.set(token, []);
+    for (const handle of off) expect((await handle.result()).status).toBe('completed');
+    expect(admissions.get('metered')).toBeUndefined();
+    const on = await Promise.all(
+      Array.from({ length: 2 }, () => h.engine.start<S>(sometimes, { token }, { params: { metered: true } })),
+    );
+    await drain(
+      h,
+      token,
+      2,
+      1,
+      on.map((handle) => handle.id),
+    );
+    for (const handle of on) expect((await handle.result()).status).toBe('completed');
+    expect(admissions.get('metered')).toHaveLength(2);
   });
 
   it('no sliding window ever admits more than rate.max', async () => {

@@ -4,7 +4,6 @@ import { BaseNode } from './base-node.js';
 import { attachVisit, visitOf, type FlowRunState } from './run-context.js';
 import type { Action, MaybePromise, NonIterableObject, ParamsObject } from './types.js';
 import { invalidOption } from './validate-options.js';
-import { warn } from './warnings.js';
 
 /** Options of one `flow.run` call (beyond PocketFlow's `shared`). */
 export interface FlowRunOptions {
@@ -70,7 +69,6 @@ export class Flow<S = unknown, P extends ParamsObject = NonIterableObject> exten
       abort?.throwIfAborted();
       current.setParams(walkParams);
       attachVisit(current, { runId: run.runId, flow: run.flow, step: run.visits++, run });
-      warnIfLimitsIgnored(current);
       lastAction = await current._run(shared, abort);
       current = current.getNextNode(lastAction)?.clone();
     }
@@ -120,19 +118,4 @@ export class Flow<S = unknown, P extends ParamsObject = NonIterableObject> exten
   override exec(_prepRes: unknown): MaybePromise<unknown> {
     throw new Error("Flow can't exec.");
   }
-}
-
-/** Names of the nodes with `limits` that `flow.run` has warned about (once each). */
-const limitsIgnored = new Set<string>();
-
-/** Budgets are the engines' (they count across runs and workers): `flow.run` says it skips them. */
-function warnIfLimitsIgnored(node: BaseNode<any, any>): void {
-  if (!(node as { limits?: unknown }).limits) return;
-  const name = (node as { name?: string }).name ?? node.constructor.name;
-  if (limitsIgnored.has(name)) return;
-  limitsIgnored.add(name);
-  warn(
-    'QF_LIMITS_IGNORED',
-    `flow.run does not enforce the limits of node '${name}' (rate and concurrency budgets are kept by LocalEngine and RedisEngine): run the flow on an engine to keep them`,
-  );
 }

@@ -7,6 +7,7 @@ import { toErrorRecord } from '../errors/error-record.js';
 import { budgetOf } from './budget-of.js';
 import { checkLimits, type Limit } from './limit.js';
 import { checkQueueName } from './queue-name.js';
+import { warnIfLimitsIgnored } from './warn-limits-ignored.js';
 
 /** Options of {@link Node} beyond PocketFlow's positional `(maxRetries, wait)`. */
 export interface NodeOptions {
@@ -199,6 +200,8 @@ export class Node<S = unknown, P extends ParamsObject = NonIterableObject> exten
    * Runs on `this`, which must be a per-visit (or per-item) copy.
    */
   async _execWithRetries(input: unknown, abort?: AbortSignal): Promise<unknown> {
+    // Only flow.run and node.run come here (engines run one try at a time through _tryExec).
+    if (this.limits !== undefined) warnIfLimitsIgnored(this, input);
     for (let attempt = 0; ; attempt++) {
       abort?.throwIfAborted();
       try {
