@@ -442,6 +442,28 @@ describe('queueflow list', () => {
     expect(both).toEqual({ code: 0, stdout: `${await line(ids.hold)}\n`, stderr: '' });
   });
 
+  it('--status throttled lists the fan-out children waiting for a budget, naming the key and parent', async () => {
+    const started = await queueflow(['run', 'cli-metered', '--flows', FLOWS, ...at(prefix), '--detach']);
+    const parent = started.stdout.trim();
+    try {
+      const waiting = await waitFor('two children waiting for the budget', async () => {
+        const budget = (await engine.budgets()).find((b) => b.key === 'cli-metered');
+        return budget?.waiting.length === 2 ? budget.waiting : undefined;
+      });
+      const listed = await queueflow(['list', '--status', 'throttled', ...at(prefix)]);
+      expect(listed.code, listed.stderr).toBe(0);
+      const lines = listed.stdout.trim().split('\n');
+      expect(lines).toHaveLength(2);
+      for (const id of waiting) {
+        expect(lines.find((l) => l.startsWith(`${id}  `))).toMatch(
+          new RegExp(`throttled  steps \\d+  .*Z  by 'cli-metered'  child of ${parent}$`),
+        );
+      }
+    } finally {
+      await engine.cancel(parent);
+    }
+  });
+
   it('rejects a status or limit that is not one', async () => {
     const [badStatus, badLimit] = await Promise.all([
       queueflow(['list', '--status', 'done', ...at(prefix)]),

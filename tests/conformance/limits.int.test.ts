@@ -271,6 +271,27 @@ describe.each(engines)('%s: flow control', (name) => {
     expect(admissions.get('metered')).toHaveLength(2);
   });
 
+  it('budgets() shows each key: in use against its limits, and the runs waiting for it', async () => {
+    const h = await setup('limits-budgets', options);
+    const token = `budgets-${name}`;
+    const handles = await Promise.all(Array.from({ length: 4 }, () => h.engine.start<S>(calling, { token })));
+    await waitFor('two execs in flight', () => (blocked.get(token)?.length ?? 0) === 2);
+    const budget = await waitFor('two runs waiting for the budget', async () => {
+      const found = (await h.engine.budgets()).find((b) => b.key === 'model');
+      return found && found.waiting.length === 2 ? found : undefined;
+    });
+    expect(budget).toMatchObject({ key: 'model', inUse: 2, concurrency: 2, unitsInWindow: 0 });
+    expect(budget.rate).toBeUndefined();
+    const ids = handles.map((handle) => handle.id);
+    for (const id of budget.waiting) {
+      expect(ids).toContain(id);
+      expect((await h.engine.get(id))?.status).toBe('throttled');
+    }
+    await drain(h, token, 4, 2, []);
+    for (const handle of handles) expect((await handle.result()).status).toBe('completed');
+    expect((await h.engine.budgets()).find((b) => b.key === 'model')).toMatchObject({ inUse: 0, waiting: [] });
+  });
+
   it('no sliding window ever admits more than rate.max', async () => {
     recordAdmissions();
     const h = await setup('limits-rate', { ...options, autoAdvance: true });

@@ -53,6 +53,7 @@ export type {
   StepRecord,
   ForkOptions,
   WorkerInfo,
+  BudgetInfo,
   MailboxesOptions,
   MailboxInfo,
   ParkedRun,

@@ -27,7 +27,14 @@ export type {
 } from './kernel/run-store.js';
 export type { ReopenReply, StoredMailbox, WorkerBeat, StoredWorker } from './kernel/run-store.js';
 export type { StreamWrite, StreamAppendReply, StoredStreamEntry } from './kernel/run-store.js';
-export type { BudgetLimit, BudgetRequest, BudgetReply, BudgetHold, BudgetState } from './kernel/budget-store.js';
+export type {
+  BudgetLimit,
+  BudgetRequest,
+  BudgetReply,
+  BudgetHold,
+  BudgetKeyInfo,
+  BudgetState,
+} from './kernel/budget-store.js';
 export { BudgetGate, BudgetLeases, BUDGET_RECHECK_MS, type BudgetGateOptions } from './kernel/budget-gate.js';
 export {
   childRunId,

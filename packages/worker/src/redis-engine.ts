@@ -16,6 +16,7 @@ import {
   type StepRecord,
   type ForkOptions,
   type WorkerInfo,
+  type BudgetInfo,
   type MailboxesOptions,
   type MailboxInfo,
   type RunChange,
@@ -247,6 +248,11 @@ export class RedisEngine implements Engine {
   /** The live workers, from their heartbeats (a worker that stopped heartbeating drops out). */
   async workers(): Promise<WorkerInfo[]> {
     return this.call((client) => client.workers());
+  }
+
+  /** @see Engine.budgets */
+  async budgets(): Promise<BudgetInfo[]> {
+    return this.call((client) => client.budgets());
   }
 
   /** @see Engine.mailboxes */

@@ -2,7 +2,8 @@ import cliProgress from 'cli-progress';
 
 /** A progress display for the batch. */
 export interface Progress {
-  update(done: number, total: number): void;
+  /** `note`: what holds the batch back (a budget), shown after the figures; empty for nothing. */
+  update(done: number, total: number, note?: string): void;
   stop(): void;
 }
 
@@ -19,7 +20,7 @@ const LOG_PROGRESS_INTERVAL_MS = 5000;
 export function createProgressBar(total: number, enabled: boolean): Progress {
   if (!enabled) return { update() {}, stop() {} };
   const tty = process.stderr.isTTY === true;
-  const figures = '{value}/{total} documents | {rate} docs/s | {duration_formatted} elapsed, ETA {eta_formatted}';
+  const figures = '{value}/{total} documents | {rate} docs/s | {duration_formatted} elapsed, ETA {eta_formatted}{note}';
   const bar = new cliProgress.SingleBar(
     {
       stream: process.stderr,
@@ -35,11 +36,11 @@ export function createProgressBar(total: number, enabled: boolean): Progress {
     cliProgress.Presets.shades_classic,
   );
   const started = performance.now();
-  bar.start(total, 0, { rate: '0.0' });
+  bar.start(total, 0, { rate: '0.0', note: '' });
   return {
-    update(done) {
+    update(done, _total, note = '') {
       const seconds = (performance.now() - started) / 1000;
-      bar.update(done, { rate: seconds > 0 ? (done / seconds).toFixed(1) : '0.0' });
+      bar.update(done, { rate: seconds > 0 ? (done / seconds).toFixed(1) : '0.0', note: note ? ` | ${note}` : '' });
     },
     stop() {
       bar.stop();

@@ -2,6 +2,7 @@ import { RedisEngine } from '@queueflow/worker';
 import { documents } from '../documents/documents-flow.js';
 import { runDocumentPipelineOnEngine } from '../documents/run-document-pipeline-on-engine.js';
 import type { DocumentSelection } from '../documents/types.js';
+import { budgetNote } from './budget-note.js';
 import { createProgressBar, type Progress } from './progress-bar.js';
 import { redactUrl } from './redact-url.js';
 import { CommandExit } from './run-command.js';
@@ -49,11 +50,11 @@ export async function runDistributed(
       onStart: (id) => {
         console.error(`Run ${id} started on ${where}; waiting for workers...`);
       },
-      onProgress: (done, total, info) => {
+      onProgress: (done, total, info, budgets) => {
         if (interrupt.signal.aborted) return;
         if (!bar && info?.status === 'waiting') bar = createProgressBar(total, options.progress);
         if (bar) {
-          bar.update(done, total);
+          bar.update(done, total, budgets ? budgetNote(budgets) : '');
         } else if (!hinted && info?.status === 'queued' && Date.now() - started > NO_WORKER_HINT_MS) {
           hinted = true;
           console.error(

@@ -216,6 +216,11 @@ export interface Engine {
   /** The live workers, from the heartbeats they keep in the store (LocalEngine: itself). */
   workers(): Promise<WorkerInfo[]>;
   /**
+   * The budget keys (flow control) used in the last 24 hours, by key: what each holds now
+   * against the limits its nodes last asked, and the visits waiting for it (throttled).
+   */
+  budgets(): Promise<BudgetInfo[]>;
+  /**
    * Mailboxes with messages waiting or runs parked on them, with the parked runs and (up to
    * `messages` of) the messages: the inbox of what each waiting agent needs.
    */
@@ -399,6 +404,28 @@ export interface WatchOptions {
    * a LocalEngine.
    */
   resync?: () => void;
+}
+
+/**
+ * A budget key now (flow control: a node's `limits`), as {@link Engine.budgets} shows it. The
+ * limits are those the last visit that drew from the key asked. Times are epoch milliseconds.
+ */
+export interface BudgetInfo {
+  key: string;
+  /** Visits holding the key in `exec` now (concurrency leases). */
+  inUse: number;
+  /** Most visits at once, when a limit on the key has `concurrency`. */
+  concurrency?: number;
+  /** Units taken in the sliding window ending now (a window of `rate.perMs`, else of the longest window asked). */
+  unitsInWindow: number;
+  /** At most `max` units per `perMs` ms, when a limit on the key has `rate`. */
+  rate?: { max: number; perMs: number };
+  /** Visits waiting for the key (their runs `throttled`), first first: their runs' ids. */
+  waiting: string[];
+  /** Until when the key is held back for everyone (a `RateLimitedError`), if it is. */
+  heldUntil?: number;
+  /** The last time a visit drew from or waited for the key. */
+  usedAt: number;
 }
 
 /** A change to a run, for live views. */

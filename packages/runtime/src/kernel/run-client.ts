@@ -32,6 +32,7 @@ import type {
   StreamEntry,
   StreamOptions,
   WorkerInfo,
+  BudgetInfo,
 } from './engine.js';
 import { followStream } from './run-stream.js';
 import { trace } from '@opentelemetry/api';
@@ -50,7 +51,7 @@ import { checkPriority } from './run-priority.js';
 import { DEFAULT_QUEUE } from '../core/queue-name.js';
 import { childRunId, isFinal, type NewRun, type RunStore, type StoredRun } from './run-store.js';
 import type { ResultWaiter } from './result-waiter.js';
-import type { Scheduler } from './scheduler.js';
+import { runIdOfTask, type Scheduler } from './scheduler.js';
 
 export interface RunClientOptions {
   clock: Clock;
@@ -347,6 +348,27 @@ export class RunClient {
     const workers = await this.store.workers(this.options.workerLapseMs);
     // A worker from before queues were named serves the default queue.
     return workers.map(({ meta: _meta, ...worker }) => ({ ...worker, queues: worker.queues ?? [DEFAULT_QUEUE] }));
+  }
+
+  /** See {@link Engine.budgets}. */
+  async budgets(): Promise<BudgetInfo[]> {
+    const keys = await this.store.budgetKeys();
+    const budgets = await Promise.all(
+      keys.map(async ({ key, concurrency, rate, usedAt }): Promise<BudgetInfo> => {
+        const state = await this.store.budgetOf(key, rate?.perMs ?? 0);
+        return {
+          key,
+          inUse: state.leases,
+          ...(concurrency === undefined ? {} : { concurrency }),
+          unitsInWindow: state.unitsInWindow,
+          ...(rate === undefined ? {} : { rate }),
+          waiting: [...new Set(state.waiters.map(runIdOfTask))],
+          ...(state.heldUntil === undefined ? {} : { heldUntil: state.heldUntil }),
+          usedAt,
+        };
+      }),
+    );
+    return budgets.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
   }
 
   /** See {@link Engine.mailboxes}. */

@@ -148,6 +148,14 @@ export function taskId(task: Task): string {
   }
 }
 
+/**
+ * The run a task id (see {@link taskId}) belongs to: its run's id for a step or wake, the run
+ * that fanned the item out for an item.
+ */
+export function runIdOfTask(id: string): string {
+  return id.replace(/-\d+(?:-p\d+|-i\d+)?(?:-r\d+)?$/, '');
+}
+
 function retrySuffix(retry: number | undefined): string {
   return retry ? `-r${retry}` : '';
 }
