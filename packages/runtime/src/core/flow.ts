@@ -4,6 +4,7 @@ import { BaseNode } from './base-node.js';
 import { attachVisit, visitOf, type FlowRunState } from './run-context.js';
 import type { Action, MaybePromise, NonIterableObject, ParamsObject } from './types.js';
 import { invalidOption } from './validate-options.js';
+import { checkOptionNames } from './check-option-names.js';
 
 /** Options of one `flow.run` call (beyond PocketFlow's `shared`). */
 export interface FlowRunOptions {
@@ -37,6 +38,13 @@ export interface FlowOptions {
  * @see PocketFlow `Flow` (Python reference; its `post` returns the last action).
  */
 export class Flow<S = unknown, P extends ParamsObject = NonIterableObject> extends BaseNode<S, P> {
+  /**
+   * The option names the constructor takes ({@link FlowOptions}); any other name is refused
+   * (`INVALID_OPTION`, naming the closest known one). A subclass passing options of its own on to
+   * `super` adds their names: `static override optionNames = [...Flow.optionNames, 'mine']`.
+   */
+  static optionNames: readonly string[] = ['name'];
+
   start: BaseNode<any, any>;
 
   /**
@@ -49,6 +57,8 @@ export class Flow<S = unknown, P extends ParamsObject = NonIterableObject> exten
     super();
     const owner = new.target.name;
     if (!(start instanceof BaseNode)) throw invalidOption(owner, 'start', 'a node (BaseNode)', start);
+    if (typeof options !== 'object' || options === null) throw invalidOption(owner, 'options', 'an object', options);
+    checkOptionNames(owner, options, (new.target as typeof Flow).optionNames);
     if (options.name !== undefined && (typeof options.name !== 'string' || options.name === '')) {
       throw invalidOption(owner, 'name', 'a non-empty string', options.name);
     }
