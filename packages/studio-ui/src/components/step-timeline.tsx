@@ -40,7 +40,7 @@ export function StepTimeline({ steps, selected, onSelect }: StepTimelineProps) {
                     class="link-button"
                     aria-pressed={isSelected}
                     onClick={() => onSelect(step.step)}
-                    title={`Show what step ${step.step} changed`}
+                    title={`Show what step #${step.step} changed`}
                   >
                     #{step.step}
                   </button>

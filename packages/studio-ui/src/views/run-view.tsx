@@ -99,10 +99,10 @@ function RunDetail({
               <>
                 {' '}
                 · forked from{' '}
-                <Link href={`/runs/${run.forkedFrom.runId}?step=${Math.max(0, run.forkedFrom.step - 1)}`}>
+                <Link href={`/runs/${run.forkedFrom.runId}?step=${run.forkedFrom.step}`}>
                   {run.forkedFrom.runId}
                 </Link>{' '}
-                after step {run.forkedFrom.step}
+                at step #{run.forkedFrom.step}
               </>
             )}
           </p>
@@ -213,7 +213,7 @@ function RunDetail({
 
       <section class="panel" aria-labelledby="shared-title">
         <h2 id="shared-title">
-          <code>shared</code> {FINAL_STATUSES.includes(run.status) ? 'at the end' : `after step ${run.steps}`}
+          <code>shared</code> {FINAL_STATUSES.includes(run.status) ? 'at the end' : `before step #${run.steps}`}
         </h2>
         <JsonBox value={run.shared} label="shared" />
       </section>
