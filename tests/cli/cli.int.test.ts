@@ -170,6 +170,12 @@ describe('queueflow run, status, wait, cancel, send, graph with a worker', () =>
     expect(detached.code, detached.stderr).toBe(0);
     const id = detached.stdout.trim();
     await untilRun(engine, id, 'the run to park on its mailbox', (info) => info.status === 'waiting');
+    const parked = await queueflow(['status', id, ...at(prefix)]);
+    expect(parked.code, parked.stderr).toBe(0);
+    expect(parsed<RunInfo & { waitingOn: unknown }>(parked)).toMatchObject({
+      status: 'waiting',
+      waitingOn: { mailbox: 'cancel-desk', since: expect.any(Number) as unknown, deadline: null },
+    });
 
     expect(await queueflow(['cancel', id, ...at(prefix)])).toEqual({
       code: 0,
@@ -440,6 +446,19 @@ describe('queueflow list', () => {
     expect(listCancelled).toEqual({ code: 0, stdout: '', stderr: '' });
     expect(limited).toEqual({ code: 0, stdout: `${await line(ids.hold)}\n${await line(ids.fail)}\n`, stderr: '' });
     expect(both).toEqual({ code: 0, stdout: `${await line(ids.hold)}\n`, stderr: '' });
+  });
+
+  it("the worker's ready line names its Redis, prefix, partitions, queues, flows and concurrency", () => {
+    const ready = worker!
+      .output()
+      .split('\n')
+      .find((line) => line.includes(': ready'));
+    expect(ready).toMatch(
+      new RegExp(
+        `^queueflow worker \\d+: ready on redis://127\\.0\\.0\\.1:\\d+\\S* \\(prefix '${prefix.replace(/[{}]/g, '\\$&')}'; ` +
+          'partitions: 1, all served; queues: default; flows: .*cli-greet.*; concurrency 2\\)$',
+      ),
+    );
   });
 
   it('--status throttled lists the fan-out children waiting for a budget, naming the key and parent', async () => {

@@ -158,6 +158,8 @@ export interface QueueflowWorker {
    * connections. Nothing is left active (BullMQ `worker.close()`).
    */
   close(): Promise<void>;
+  /** The deployment's partition count, and the partitions this worker serves (0-based). */
+  readonly partitions: { count: number; served: readonly number[] };
 }
 
 /**
@@ -432,6 +434,7 @@ export async function startWorker(options: WorkerOptions): Promise<QueueflowWork
 
   let closing: Promise<void> | undefined;
   return {
+    partitions: { count: partitions.count, served },
     close: () =>
       (closing ??= (async () => {
         unobserve();

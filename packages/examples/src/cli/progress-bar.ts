@@ -1,4 +1,5 @@
 import cliProgress from 'cli-progress';
+import prettyMilliseconds from 'pretty-ms';
 
 /** A progress display for the batch. */
 export interface Progress {
@@ -32,6 +33,7 @@ export function createProgressBar(total: number, enabled: boolean): Progress {
       notTTYSchedule: LOG_PROGRESS_INTERVAL_MS,
       // Without a terminal the ETA is recomputed at each line, not only on updates.
       etaAsynchronousUpdate: !tty,
+      formatTime: formatSeconds,
     },
     cliProgress.Presets.shades_classic,
   );
@@ -46,4 +48,15 @@ export function createProgressBar(total: number, enabled: boolean): Progress {
       bar.stop();
     },
   };
+}
+
+/**
+ * A duration for the progress line (elapsed, ETA): `5m 59s`, `1h 2m`; `?` while unknown (no rate
+ * yet: cli-progress's own formatter printed its `INF` as `NFs`, and rounded 359.6 s to `5m60s`).
+ * cli-progress passes seconds, or the text `INF` / `NULL`.
+ */
+export function formatSeconds(seconds: number | string): string {
+  if (typeof seconds !== 'number' || !Number.isFinite(seconds) || seconds < 0) return '?';
+  const whole = Math.round(seconds);
+  return whole === 0 ? '0s' : prettyMilliseconds(whole * 1000, { unitCount: 2 });
 }

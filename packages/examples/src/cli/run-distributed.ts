@@ -22,9 +22,10 @@ const NO_WORKER_HINT_MS = 10_000;
  * Runs the pipeline on `RedisEngine`: this process only starts the run and follows it; the
  * steps run on the workers started with `queueflow worker --flows packages/examples/dist/flows.js`
  * on the same Redis and prefix, which make their own NLP model and classifier at their first
- * document (the classifier from its cache file when one is there). The progress bar counts the documents done across all workers. Ctrl-C cancels the
- * run (its documents in flight stop at their next step), waits until the cancel is sent, closes
- * the engine and fails with {@link CommandExit} `interrupted: run <id> cancelled`, exit code 130.
+ * document (the classifier from its cache file when one is there). The progress bar counts the documents done across all workers. Ctrl-C (or
+ * SIGTERM) cancels the run (its documents in flight stop at their next step), waits until the
+ * cancel is sent, closes the engine and fails with {@link CommandExit} `interrupted: run <id>
+ * cancelled`, exit code 130 (143 for SIGTERM).
  */
 export async function runDistributed(
   selection: DocumentSelection,
@@ -36,12 +37,19 @@ export async function runDistributed(
   let hinted = false;
   const started = Date.now();
   const interrupt = new AbortController();
-  const onSigint = (): void => {
+  // SIGTERM (kill, a CI timeout, docker stop) does what Ctrl-C does: the run is cancelled, not left
+  // running on the workers. Exit code 128 + the signal's number, as a shell reports it.
+  let exitCode = 130;
+  const onSignal = (signal: NodeJS.Signals): void => {
+    exitCode = signal === 'SIGTERM' ? 143 : 130;
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
     bar?.stop();
-    if (!bar && process.stderr.isTTY) process.stderr.write('\n'); // past the terminal's ^C
+    if (!bar && process.stderr.isTTY && signal === 'SIGINT') process.stderr.write('\n'); // past the terminal's ^C
     interrupt.abort();
   };
-  process.once('SIGINT', onSigint);
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
   try {
     const result = await runDocumentPipelineOnEngine(engine, selection, {
       params: options.params,
@@ -67,7 +75,7 @@ export async function runDistributed(
     })
       .catch((error: unknown) => {
         if (!interrupt.signal.aborted) throw error;
-        throw new CommandExit(`interrupted: ${error instanceof Error ? error.message : String(error)}`, 130);
+        throw new CommandExit(`interrupted: ${error instanceof Error ? error.message : String(error)}`, exitCode);
       })
       .finally(() => bar?.stop());
     const conflicts =
@@ -85,7 +93,8 @@ export async function runDistributed(
       ],
     };
   } finally {
-    process.off('SIGINT', onSigint);
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
     await engine.close();
   }
 }

@@ -98,7 +98,7 @@ function statusCommand(): Command {
   return new Command('status')
     .argument('<runId>', 'run id')
     .description(
-      `print a run's status, current node, attempts, error, timings and shared, as JSON (shared summarised when over ${SHARED_SUMMARY_BYTES} bytes)`,
+      `print a run's status, current node, attempts, error, timings, the mailbox a parked run waits on (waitingOn) and shared, as JSON (shared summarised when over ${SHARED_SUMMARY_BYTES} bytes)`,
     )
     .option('--shared', 'print shared whole, however large')
     .addOption(jsonOption())
@@ -116,7 +116,16 @@ function statusCommand(): Command {
         const shared = options.shared
           ? info.shared
           : summariseShared(info.shared, `\`queueflow status ${runId}${prefixHint(options.prefix)} --shared\``);
-        console.log(JSON.stringify({ ...info, shared }, null, 2));
+        // A parked run: the mailbox it waits on (the run's record does not name it; the mailboxes do).
+        const parkedOn =
+          info.status === 'waiting' && !info.children
+            ? (await engine.mailboxes({ messages: 0 })).flatMap((mailbox) =>
+                mailbox.parked
+                  .filter((parked) => parked.runId === runId)
+                  .map(({ since, deadline }) => ({ mailbox: mailbox.address, since, deadline })),
+              )[0]
+            : undefined;
+        console.log(JSON.stringify({ ...info, ...(parkedOn ? { waitingOn: parkedOn } : {}), shared }, null, 2));
       });
     });
 }

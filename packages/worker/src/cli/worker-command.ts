@@ -1,10 +1,11 @@
 import { Command } from 'commander';
 import { loadFlows } from '../load-flows.js';
 import { throttledLog } from '../throttled-log.js';
-import { startWorker } from '../worker.js';
+import { startWorker, type QueueflowWorker } from '../worker.js';
 import {
   clusterOption,
   connectionOf,
+  describeConnection,
   nonNegativeInteger,
   partitionList,
   positiveInteger,
@@ -13,7 +14,25 @@ import {
   redisOption,
   type ConnectionFlags,
 } from './options.js';
-import { DEFAULT_QUEUE } from '@queueflow/runtime';
+import { DEFAULT_QUEUE, type FlowDefinition } from '@queueflow/runtime';
+
+/**
+ * What a worker's ready line says of it: where (the Redis or the cluster, no password), the
+ * prefix, the partitions it serves, its queues, flows and concurrency.
+ */
+export function readyLine(
+  options: ConnectionFlags & { concurrency: number; queues?: string[] },
+  partitions: QueueflowWorker['partitions'],
+  flows: readonly FlowDefinition[],
+): string {
+  const served =
+    partitions.served.length === partitions.count ? 'all served' : `serving ${partitions.served.join(', ')}`;
+  return (
+    `on ${describeConnection(options)} (prefix '${options.prefix}'; partitions: ${partitions.count}, ${served}; ` +
+    `queues: ${(options.queues ?? [DEFAULT_QUEUE]).join(', ')}; flows: ${flows.map((f) => f.name).join(', ')}; ` +
+    `concurrency ${options.concurrency})`
+  );
+}
 
 /**
  * `queueflow worker`: a worker process for the flows a module exports. Started while Redis cannot
@@ -94,13 +113,7 @@ export function workerCommand(): Command {
           exitOnUnreachable: options.exitOnUnreachable ?? false,
         });
         ready = true;
-        const names = flows.map((f) => f.name).join(', ');
-        // The queues are named when not just the default one (the line stays as it was then).
-        const queues =
-          options.queues && options.queues.join() !== DEFAULT_QUEUE ? `; queues: ${options.queues.join(', ')}` : '';
-        console.log(
-          `queueflow worker ${process.pid}: ready (flows: ${names}${queues}; concurrency ${options.concurrency})`,
-        );
+        console.log(`queueflow worker ${process.pid}: ready ${readyLine(options, worker.partitions, flows)}`);
         let stopping = false;
         const stop = (signal: string): void => {
           if (stopping) {
