@@ -449,10 +449,12 @@ describe('queueflow list', () => {
   });
 
   it("the worker's ready line names its Redis, prefix, partitions, queues, flows and concurrency", () => {
-    const ready = worker!
+    // Not on a terminal, the worker logs JSON lines (pino): the line's text is its `msg`.
+    const line = worker!
       .output()
       .split('\n')
-      .find((line) => line.includes(': ready'));
+      .find((text) => text.includes(': ready'));
+    const ready = (JSON.parse(line!) as { msg: string }).msg;
     expect(ready).toMatch(
       new RegExp(
         `^queueflow worker \\d+: ready on redis://127\\.0\\.0\\.1:\\d+\\S* \\(prefix '${prefix.replace(/[{}]/g, '\\$&')}'; ` +

@@ -78,7 +78,7 @@ export async function probeServer(
  * The error for a single-server connection to a node of a Redis Cluster (found by INFO, or by the
  * `MOVED` it answers: {@link isMovedError}).
  */
-export function clusterNodeError(server: string, cause?: unknown): QueueflowError {
+function clusterNodeError(server: string, cause?: unknown): QueueflowError {
   return new QueueflowError(
     'INVALID_OPTION',
     `Redis at ${server} is a Redis Cluster node: use --cluster ${server.includes('://') ? server : `redis://${server}`} (QUEUEFLOW_CLUSTER; in code, connection { cluster: [urls] }) instead of --redis`,
