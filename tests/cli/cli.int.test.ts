@@ -606,6 +606,14 @@ describe.concurrent('queueflow with bad input: a clear error, a non-zero exit, n
     expect(await keysUnder(redis, prefix)).toEqual([]);
   });
 
+  it('studio beyond loopback without a token is refused, naming --token and --no-token', async () => {
+    const out = await queueflow(['studio', '--host', '0.0.0.0', '--port', '0']);
+    expect(out.code).toBe(1);
+    expect(out.stderr).toMatch(
+      /^queueflow: refusing to listen on 0\.0\.0\.0 without a token: .* --no-token to listen without one on purpose\n$/,
+    );
+  });
+
   it('graph of a flow the module does not have', async () => {
     expect(await queueflow(['graph', 'nope', '--flows', FLOWS])).toEqual({
       code: 1,

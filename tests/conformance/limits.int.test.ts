@@ -281,6 +281,11 @@ describe.each(engines)('%s: flow control', (name) => {
       return found && found.waiting.length === 2 ? found : undefined;
     });
     expect(budget).toMatchObject({ key: 'model', inUse: 2, concurrency: 2, unitsInWindow: 0 });
+    // queues(): the two in exec run, the two throttled wait (in the delayed set), served by the workers.
+    const queue = (await h.engine.queues()).find((q) => q.name === 'default');
+    expect(queue).toMatchObject({ waiting: 0, throttled: 2, running: 2 });
+    expect(queue!.delayed).toBeGreaterThanOrEqual(2);
+    expect(queue!.workers.length).toBeGreaterThan(0);
     expect(budget.rate).toBeUndefined();
     const ids = handles.map((handle) => handle.id);
     for (const id of budget.waiting) {

@@ -54,6 +54,7 @@ export type {
   ForkOptions,
   WorkerInfo,
   BudgetInfo,
+  QueueInfo,
   MailboxesOptions,
   MailboxInfo,
   ParkedRun,

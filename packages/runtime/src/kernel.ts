@@ -45,6 +45,7 @@ export {
   DEFAULT_MAX_STREAM_ENTRIES,
 } from './kernel/run-store.js';
 export type {
+  QueueCounts,
   Scheduler,
   Task,
   StepTask,

@@ -17,6 +17,7 @@ import {
   type ForkOptions,
   type WorkerInfo,
   type BudgetInfo,
+  type QueueInfo,
   type MailboxesOptions,
   type MailboxInfo,
   type RunChange,
@@ -253,6 +254,11 @@ export class RedisEngine implements Engine {
   /** @see Engine.budgets */
   async budgets(): Promise<BudgetInfo[]> {
     return this.call((client) => client.budgets());
+  }
+
+  /** @see Engine.queues */
+  async queues(): Promise<QueueInfo[]> {
+    return this.call((client) => client.queues());
   }
 
   /** @see Engine.mailboxes */

@@ -221,6 +221,11 @@ export interface Engine {
    */
   budgets(): Promise<BudgetInfo[]>;
   /**
+   * The queues of the deployment (every queue a step was added to, and every queue a live worker
+   * serves), each with its tasks by state and the live workers serving it (bull-board's view).
+   */
+  queues(): Promise<QueueInfo[]>;
+  /**
    * Mailboxes with messages waiting or runs parked on them, with the parked runs and (up to
    * `messages` of) the messages: the inbox of what each waiting agent needs.
    */
@@ -426,6 +431,24 @@ export interface BudgetInfo {
   heldUntil?: number;
   /** The last time a visit drew from or waited for the key. */
   usedAt: number;
+}
+
+/**
+ * A queue now, as {@link Engine.queues} shows it: its tasks (steps, wakes, items) by state, and
+ * the workers serving it.
+ */
+export interface QueueInfo {
+  name: string;
+  /** Tasks due, waiting for a worker slot. */
+  waiting: number;
+  /** Tasks waiting for a moment: a retry's backoff, a budget, a `receive` timeout (throttled ones included). */
+  delayed: number;
+  /** Runs whose next step on this queue waits for a budget (their status `throttled`). */
+  throttled: number;
+  /** Tasks a worker runs now. */
+  running: number;
+  /** Ids of the live workers serving the queue. */
+  workers: string[];
 }
 
 /** A change to a run, for live views. */

@@ -33,6 +33,7 @@ import type {
   StreamOptions,
   WorkerInfo,
   BudgetInfo,
+  QueueInfo,
 } from './engine.js';
 import { followStream } from './run-stream.js';
 import { trace } from '@opentelemetry/api';
@@ -369,6 +370,43 @@ export class RunClient {
       }),
     );
     return budgets.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+  }
+
+  /**
+   * See {@link Engine.queues}. `live`: the engine's workers when they are not the store's
+   * heartbeats (LocalEngine: itself).
+   */
+  async queues(live?: WorkerInfo[]): Promise<QueueInfo[]> {
+    const [counts, workers, budgets] = await Promise.all([
+      this.scheduler.queueCounts?.() ?? Promise.resolve([]),
+      live ?? this.workers(),
+      this.budgets(),
+    ]);
+    // Throttled runs, by the queue of the step they wait to run.
+    const waiting = [...new Set(budgets.flatMap((budget) => budget.waiting))];
+    const throttled = new Map<string, number>();
+    for (const run of await this.store.summaries(waiting)) {
+      if (run?.status !== 'throttled') continue;
+      const queue = queueOf(run.target);
+      throttled.set(queue, (throttled.get(queue) ?? 0) + 1);
+    }
+    const names = new Set([
+      DEFAULT_QUEUE,
+      ...counts.map((count) => count.queue),
+      ...workers.flatMap((worker) => worker.queues),
+      ...throttled.keys(),
+    ]);
+    return [...names].map((name) => {
+      const count = counts.find((c) => c.queue === name);
+      return {
+        name,
+        waiting: count?.waiting ?? 0,
+        delayed: count?.delayed ?? 0,
+        throttled: throttled.get(name) ?? 0,
+        running: count?.running ?? 0,
+        workers: workers.filter((worker) => worker.queues.includes(name)).map((worker) => worker.id),
+      };
+    });
   }
 
   /** See {@link Engine.mailboxes}. */

@@ -30,6 +30,7 @@ import type {
   StreamOptions,
   WorkerInfo,
   BudgetInfo,
+  QueueInfo,
 } from '../kernel/engine.js';
 import { ResultWaiter } from '../kernel/result-waiter.js';
 import { RunClient } from '../kernel/run-client.js';
@@ -244,6 +245,11 @@ export class LocalEngine implements Engine {
   /** @see Engine.budgets */
   async budgets(): Promise<BudgetInfo[]> {
     return this.client.budgets();
+  }
+
+  /** @see Engine.queues */
+  async queues(): Promise<QueueInfo[]> {
+    return this.client.queues(await this.workers());
   }
 
   /** @see Engine.mailboxes */

@@ -11,6 +11,7 @@ import type {
   FlowGraph,
   JsonObject,
   MailboxInfo,
+  QueuesBody,
   RunInfo,
   RunStatus,
   RunsPage,
@@ -91,6 +92,10 @@ export function useGraph(flow: string | undefined) {
 
 export function useWorkers() {
   return useQuery({ queryKey: keys.workers, queryFn: () => api.get<WorkerInfo[]>('/api/workers') });
+}
+
+export function useQueues() {
+  return useQuery({ queryKey: keys.queues, queryFn: () => api.get<QueuesBody>('/api/queues') });
 }
 
 export function useMailboxes() {

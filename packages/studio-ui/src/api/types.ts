@@ -2,7 +2,9 @@
  * The studio API's answers, as JSON (see packages/worker/src/studio). Times are epoch ms.
  */
 import type {
+  BudgetInfo,
   ChildSummary,
+  QueueInfo,
   ErrorRecord,
   FlowGraph,
   Json,
@@ -21,6 +23,7 @@ import type { PatchOperation } from '@queueflow/runtime/kernel';
 
 // The engine's own types (type imports: nothing of the runtime ships in the page).
 export type {
+  BudgetInfo,
   ErrorRecord,
   FlowGraph,
   Json,
@@ -76,4 +79,10 @@ export interface StepDiff {
   step: number;
   before: Json;
   after: Json;
+}
+
+/** `GET /api/queues` (and the `queues` event): every queue and every budget key. */
+export interface QueuesBody {
+  queues: QueueInfo[];
+  budgets: BudgetInfo[];
 }

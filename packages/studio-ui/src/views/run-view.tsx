@@ -1,6 +1,6 @@
 import { Link, useSearchParams } from 'wouter-preact';
 import { ApiError } from '../api/client';
-import { useGraph, useHistory, useRun, useStepDiff } from '../api/queries';
+import { useGraph, useHistory, useMailboxes, useRun, useStepDiff } from '../api/queries';
 import { FINAL_STATUSES, type RunInfo, type StepRecord } from '../api/types';
 import { config } from '../config';
 import { FanOutPanel } from '../components/fan-out-panel';
@@ -10,6 +10,7 @@ import { JsonBox } from '../components/json-box';
 import { Problem } from '../components/problem';
 import { RunActions } from '../components/run-actions';
 import { RunErrors } from '../components/run-errors';
+import { RunEvents } from '../components/run-events';
 import { StatusBadge } from '../components/status-badge';
 import { StepDiff } from '../components/step-diff';
 import { StepTimeline } from '../components/step-timeline';
@@ -73,6 +74,7 @@ function RunDetail({
   const selected = chosen !== null && steps?.some((s) => String(s.step) === chosen) ? Number(chosen) : lastStep;
   const selectedRecord = steps?.find((s) => s.step === selected);
   const diff = useStepDiff(run.id, selected);
+  const mailboxes = useMailboxes();
 
   return (
     <article aria-labelledby="run-title" class="run">
@@ -205,6 +207,11 @@ function RunDetail({
       </section>
 
       <FanOutPanel run={run} />
+
+      <section class="panel" aria-labelledby="events-title">
+        <h2 id="events-title">Events</h2>
+        <RunEvents run={run} steps={steps} mailboxes={mailboxes.data} />
+      </section>
 
       <section class="panel" aria-labelledby="errors-title">
         <h2 id="errors-title">Errors ({run.errors.length})</h2>

@@ -11,7 +11,8 @@ interface StudioCommandOptions extends ConnectionFlags {
   host: string;
   flows?: string;
   readOnly?: boolean;
-  token?: string;
+  /** `false`: `--no-token`, no token beyond loopback on purpose. */
+  token?: string | false;
 }
 
 const LOOPBACK_NAMES = new Set(['localhost', '127.0.0.1', '::1', '[::1]']);
@@ -36,12 +37,24 @@ export function studioCommand(): Command {
     .option('--flows <module>', 'module exporting FlowDefinitions: draws their graphs and lets fork start them')
     .option('--read-only', 'hide every action (cancel, retry, fork, answer) and refuse them')
     .addOption(new Option('--token <token>', 'require this token on every request').env('QUEUEFLOW_STUDIO_TOKEN'))
+    .option(
+      '--no-token',
+      'listen beyond loopback without a token, on purpose (otherwise refused: anyone who reaches the port could act on runs)',
+    )
     .action(async (opts: StudioCommandOptions) => serveStudio(opts));
 }
 
 async function serveStudio(options: StudioCommandOptions): Promise<void> {
-  if (options.token !== undefined && options.token.length < 8)
+  if (typeof options.token === 'string' && options.token.length < 8)
     throw new Error('--token: use at least 8 characters (it is the only lock on the studio)');
+  const loopback = LOOPBACK_NAMES.has(options.host) || options.host.startsWith('127.');
+  // As Jupyter does: beyond loopback, no token is a choice to say out loud, not a default.
+  if (!loopback && options.token === undefined)
+    throw new Error(
+      `refusing to listen on ${options.host} without a token: anyone who reaches the port could ` +
+        `${options.readOnly ? 'read every run' : 'cancel, retry and fork runs'}. Pass --token <at least 8 characters> ` +
+        '(or QUEUEFLOW_STUDIO_TOKEN), or --no-token to listen without one on purpose',
+    );
   // Loaded here, not with the CLI: every other command starts without the studio's modules.
   const { createStudioHandler } = await import('../studio/create-studio-handler.js');
   const flows: FlowDefinition[] = options.flows ? await loadFlows(options.flows) : [];
@@ -57,7 +70,6 @@ async function serveStudio(options: StudioCommandOptions): Promise<void> {
     readOnly: options.readOnly ?? false,
     ...(options.token ? { token: options.token } : {}),
   });
-  const loopback = LOOPBACK_NAMES.has(options.host) || options.host.startsWith('127.');
   const server = createServer((req, res) => {
     // A page of another site that resolves its name to 127.0.0.1 (DNS rebinding) would reach a
     // loopback studio as same-origin: on loopback, only loopback host names are served.

@@ -5,7 +5,7 @@ import type { Json, JsonObject } from '@queueflow/runtime';
 import { isFinal } from '@queueflow/runtime/kernel';
 import type { RunCensus } from './run-census.js';
 import { countsBody, summaryOf, type ChildrenPageBody, type RunsPageBody, type StepDiffBody } from './studio-bodies.js';
-import type { PatchOperation, StudioEngine, RunSummary } from './studio-engine.js';
+import { queuesOf, type PatchOperation, type StudioEngine, type RunSummary } from './studio-engine.js';
 import { StudioHttpError } from './studio-http-error.js';
 import {
   addressOf,
@@ -92,6 +92,11 @@ export class StudioApi {
       return graph;
     });
     get('/api/workers', async () => this.need('workers')());
+    get('/api/queues', async () => {
+      this.need('queues');
+      this.need('budgets');
+      return queuesOf(this.engine);
+    });
     get('/api/mailboxes', async (c) => {
       const messages = optionalIntegerOf(c.query.get('messages') ?? undefined, 'messages', 20, 0, 200);
       return this.need('mailboxes')({ messages });
