@@ -51,10 +51,10 @@ export function useHistory(id: string) {
   });
 }
 
-export function useChildren(id: string, offset: number, limit: number, enabled: boolean) {
+export function useChildren(id: string, offset: number, limit: number, enabled: boolean, status?: RunStatus) {
   return useQuery({
-    queryKey: [...keys.children(id), offset, limit],
-    queryFn: () => api.get<ChildrenPage>(`/api/runs/${encodeURIComponent(id)}/children`, { offset, limit }),
+    queryKey: [...keys.children(id), offset, limit, status ?? 'all'],
+    queryFn: () => api.get<ChildrenPage>(`/api/runs/${encodeURIComponent(id)}/children`, { offset, limit, status }),
     placeholderData: keepPreviousData,
     enabled,
   });

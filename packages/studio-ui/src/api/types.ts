@@ -73,6 +73,8 @@ export interface ChildrenPage {
   offset: number;
   limit: number;
   hasMore: boolean;
+  /** Every child by status, for a fan-out of up to 10,000 children (the server reads them whole). */
+  counts?: Record<RunStatus, number>;
 }
 
 export interface StepDiff {
