@@ -509,7 +509,8 @@ describe.concurrent('queueflow with bad input: a clear error, a non-zero exit, n
     expect(await queueflow(['run', 'nope', '--flows', FLOWS, ...at(prefix)])).toEqual({
       code: 1,
       stdout: '',
-      stderr: "queueflow: unknown flow 'nope'; registered: 'cli-fail', 'cli-flaky', 'cli-greet', 'cli-hold'\n",
+      stderr:
+        "queueflow: unknown flow 'nope'; registered: 'cli-fail', 'cli-flaky', 'cli-greet', 'cli-hold', 'cli-metered'\n",
     });
     expect(await keysUnder(redis, prefix)).toEqual([]);
   });
@@ -618,7 +619,7 @@ describe.concurrent('queueflow with bad input: a clear error, a non-zero exit, n
     expect(await queueflow(['graph', 'nope', '--flows', FLOWS])).toEqual({
       code: 1,
       stdout: '',
-      stderr: `queueflow: flows module '${FLOWS}' has no flow 'nope' (it has: cli-fail, cli-flaky, cli-greet, cli-hold)\n`,
+      stderr: `queueflow: flows module '${FLOWS}' has no flow 'nope' (it has: cli-fail, cli-flaky, cli-greet, cli-hold, cli-metered)\n`,
     });
   });
 

@@ -61,6 +61,9 @@ describe('queueflow worker --log-format json --metrics-port', () => {
     expect(text.every((line) => line.startsWith('{'))).toBe(true);
     const ready = lines().find((line) => line.msg.includes(': ready on '));
     expect(ready).toMatchObject({ level: 30, prefix, partitions: 1, queues: ['default'], concurrency: 8 });
+    await waitFor('the last try of the run logged', () =>
+      lines().some((line) => line.runId === ok.id && line.outcome === 'completed'),
+    );
     const ofRun = lines().filter((line) => line.runId === ok.id);
     expect(ofRun.map((line) => [line.node, line.step, line.outcome ?? 'started'])).toEqual([
       ['greet', 0, 'started'],
@@ -71,7 +74,10 @@ describe('queueflow worker --log-format json --metrics-port', () => {
     for (const line of ofRun) {
       expect(line).toMatchObject({ flow: 'cli-greet', attempt: 0, worker: expect.stringMatching(/:\d+$/) as unknown });
     }
-    const failure = lines().find((line) => line.runId === failed.id && line.outcome === 'failed');
+    // A try's line is written as its span ends, which may come after the client hears of the end.
+    const failure = await waitFor('the failed try logged', () =>
+      lines().find((line) => line.runId === failed.id && line.outcome === 'failed'),
+    );
     expect(failure).toMatchObject({ level: 40, node: 'explode', step: 0, attempt: 0 });
     expect(failure!.msg).toMatch(/boom: logged/);
   });
