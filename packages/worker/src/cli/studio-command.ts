@@ -1,12 +1,13 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { isIP } from 'node:net';
+import { createLogger, logFormatOption, logLevelOption, type LogFlags } from './create-logger.js';
 import { Command, InvalidArgumentError, Option } from 'commander';
 import type { FlowDefinition } from '@queueflow/runtime';
 import { loadFlows } from '../load-flows.js';
 import { RedisEngine } from '../redis-engine.js';
 import { clusterOption, connectionOf, prefixOption, redisOption, type ConnectionFlags } from './options.js';
 
-interface StudioCommandOptions extends ConnectionFlags {
+interface StudioCommandOptions extends ConnectionFlags, LogFlags {
   port: number;
   host: string;
   flows?: string;
@@ -41,6 +42,8 @@ export function studioCommand(): Command {
       '--no-token',
       'listen beyond loopback without a token, on purpose (otherwise refused: anyone who reaches the port could act on runs)',
     )
+    .addOption(logFormatOption())
+    .addOption(logLevelOption())
     .action(async (opts: StudioCommandOptions) => serveStudio(opts));
 }
 
@@ -55,6 +58,7 @@ async function serveStudio(options: StudioCommandOptions): Promise<void> {
         `${options.readOnly ? 'read every run' : 'cancel, retry and fork runs'}. Pass --token <at least 8 characters> ` +
         '(or QUEUEFLOW_STUDIO_TOKEN), or --no-token to listen without one on purpose',
     );
+  const log = createLogger(options);
   // Loaded here, not with the CLI: every other command starts without the studio's modules.
   const { createStudioHandler } = await import('../studio/create-studio-handler.js');
   const flows: FlowDefinition[] = options.flows ? await loadFlows(options.flows) : [];
@@ -94,9 +98,13 @@ async function serveStudio(options: StudioCommandOptions): Promise<void> {
     options.readOnly ? 'read-only' : undefined,
     flows.length ? `flows: ${flows.map((f) => f.name).join(', ')}` : 'no --flows: no graphs, no forks',
   ].filter(Boolean);
-  console.log(`queueflow studio: http://${host}:${port}/${query} (prefix '${options.prefix}'; ${notes.join('; ')})`);
+  const url = `http://${host}:${port}/${query}`;
+  log.info(
+    { url, prefix: options.prefix },
+    `queueflow studio: ${url} (prefix '${options.prefix}'; ${notes.join('; ')})`,
+  );
   if (!loopback && !options.token)
-    console.error(
+    log.warn(
       `queueflow studio: listening on ${options.host} without --token: anyone who reaches this port can ` +
         `${options.readOnly ? 'read every run' : 'cancel, retry and fork runs'}`,
     );
@@ -105,7 +113,7 @@ async function serveStudio(options: StudioCommandOptions): Promise<void> {
   const stop = (signal: string): void => {
     if (stopping) process.exit(1);
     stopping = true;
-    console.log(`queueflow studio: ${signal}, closing`);
+    log.info(`queueflow studio: ${signal}, closing`);
     const closed = new Promise<void>((resolve) => server.close(() => resolve()));
     // Requests in flight get a moment to finish; kept-alive connections do not hold the exit.
     const force = setTimeout(() => server.closeAllConnections(), 2000);
@@ -118,7 +126,7 @@ async function serveStudio(options: StudioCommandOptions): Promise<void> {
       .then(
         () => process.exit(0),
         (error: unknown) => {
-          console.error(error);
+          log.error({ err: error }, `queueflow studio: ${(error as Error).message}`);
           process.exit(1);
         },
       );
