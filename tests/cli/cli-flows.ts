@@ -4,7 +4,7 @@
  * test holds a run open without sleeping and releases it with `queueflow send`.
  */
 import { existsSync } from 'node:fs';
-import { defineFlow, Flow, Node, type Json, type Message } from '@queueflow/runtime';
+import { defineFlow, Flow, Node, ParallelBatchFlow, type Json, type Message } from '@queueflow/runtime';
 
 // ---------------------------------------------------------------------------------------------
 // cli-greet: greet --greeted--> sign. Reads `shared.name` and `params.greeting`; the last action
@@ -112,3 +112,21 @@ export const flaky = defineFlow('cli-flaky', () => {
   count.next(new Check({ name: 'check' })).next(new Done({ name: 'done' }));
   return new Flow(count);
 });
+
+// ---------------------------------------------------------------------------------------------
+// cli-metered: a fan-out of three children whose node draws from the budget 'cli-metered', one
+// unit per 10 minutes: the first child runs, the other two wait for the budget (throttled).
+
+class Children extends ParallelBatchFlow {
+  override prep(): { i: number }[] {
+    return [{ i: 0 }, { i: 1 }, { i: 2 }];
+  }
+}
+
+export const metered = defineFlow(
+  'cli-metered',
+  () =>
+    new Children(
+      new Flow(new Node({ name: 'metered', limits: [{ key: 'cli-metered', rate: { max: 1, perMs: 600_000 } }] })),
+    ),
+);

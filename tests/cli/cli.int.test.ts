@@ -170,6 +170,12 @@ describe('queueflow run, status, wait, cancel, send, graph with a worker', () =>
     expect(detached.code, detached.stderr).toBe(0);
     const id = detached.stdout.trim();
     await untilRun(engine, id, 'the run to park on its mailbox', (info) => info.status === 'waiting');
+    const parked = await queueflow(['status', id, ...at(prefix)]);
+    expect(parked.code, parked.stderr).toBe(0);
+    expect(parsed<RunInfo & { waitingOn: unknown }>(parked)).toMatchObject({
+      status: 'waiting',
+      waitingOn: { mailbox: 'cancel-desk', since: expect.any(Number) as unknown, deadline: null },
+    });
 
     expect(await queueflow(['cancel', id, ...at(prefix)])).toEqual({
       code: 0,
@@ -442,6 +448,43 @@ describe('queueflow list', () => {
     expect(both).toEqual({ code: 0, stdout: `${await line(ids.hold)}\n`, stderr: '' });
   });
 
+  it("the worker's ready line names its Redis, prefix, partitions, queues, flows and concurrency", () => {
+    // Not on a terminal, the worker logs JSON lines (pino): the line's text is its `msg`.
+    const line = worker!
+      .output()
+      .split('\n')
+      .find((text) => text.includes(': ready'));
+    const ready = (JSON.parse(line!) as { msg: string }).msg;
+    expect(ready).toMatch(
+      new RegExp(
+        `^queueflow worker \\d+: ready on redis://127\\.0\\.0\\.1:\\d+\\S* \\(prefix '${prefix.replace(/[{}]/g, '\\$&')}'; ` +
+          'partitions: 1, all served; queues: default; flows: .*cli-greet.*; concurrency 2\\)$',
+      ),
+    );
+  });
+
+  it('--status throttled lists the fan-out children waiting for a budget, naming the key and parent', async () => {
+    const started = await queueflow(['run', 'cli-metered', '--flows', FLOWS, ...at(prefix), '--detach']);
+    const parent = started.stdout.trim();
+    try {
+      const waiting = await waitFor('two children waiting for the budget', async () => {
+        const budget = (await engine.budgets()).find((b) => b.key === 'cli-metered');
+        return budget?.waiting.length === 2 ? budget.waiting : undefined;
+      });
+      const listed = await queueflow(['list', '--status', 'throttled', ...at(prefix)]);
+      expect(listed.code, listed.stderr).toBe(0);
+      const lines = listed.stdout.trim().split('\n');
+      expect(lines).toHaveLength(2);
+      for (const id of waiting) {
+        expect(lines.find((l) => l.startsWith(`${id}  `))).toMatch(
+          new RegExp(`throttled  steps \\d+  .*Z  by 'cli-metered'  child of ${parent}$`),
+        );
+      }
+    } finally {
+      await engine.cancel(parent);
+    }
+  });
+
   it('rejects a status or limit that is not one', async () => {
     const [badStatus, badLimit] = await Promise.all([
       queueflow(['list', '--status', 'done', ...at(prefix)]),
@@ -466,7 +509,8 @@ describe.concurrent('queueflow with bad input: a clear error, a non-zero exit, n
     expect(await queueflow(['run', 'nope', '--flows', FLOWS, ...at(prefix)])).toEqual({
       code: 1,
       stdout: '',
-      stderr: "queueflow: unknown flow 'nope'; registered: 'cli-fail', 'cli-flaky', 'cli-greet', 'cli-hold'\n",
+      stderr:
+        "queueflow: unknown flow 'nope'; registered: 'cli-fail', 'cli-flaky', 'cli-greet', 'cli-hold', 'cli-metered'\n",
     });
     expect(await keysUnder(redis, prefix)).toEqual([]);
   });
@@ -563,11 +607,19 @@ describe.concurrent('queueflow with bad input: a clear error, a non-zero exit, n
     expect(await keysUnder(redis, prefix)).toEqual([]);
   });
 
+  it('studio beyond loopback without a token is refused, naming --token and --no-token', async () => {
+    const out = await queueflow(['studio', '--host', '0.0.0.0', '--port', '0']);
+    expect(out.code).toBe(1);
+    expect(out.stderr).toMatch(
+      /^queueflow: refusing to listen on 0\.0\.0\.0 without a token: .* --no-token to listen without one on purpose\n$/,
+    );
+  });
+
   it('graph of a flow the module does not have', async () => {
     expect(await queueflow(['graph', 'nope', '--flows', FLOWS])).toEqual({
       code: 1,
       stdout: '',
-      stderr: `queueflow: flows module '${FLOWS}' has no flow 'nope' (it has: cli-fail, cli-flaky, cli-greet, cli-hold)\n`,
+      stderr: `queueflow: flows module '${FLOWS}' has no flow 'nope' (it has: cli-fail, cli-flaky, cli-greet, cli-hold, cli-metered)\n`,
     });
   });
 

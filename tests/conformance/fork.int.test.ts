@@ -148,8 +148,17 @@ describe.each(engines)('%s: fork', (name) => {
     const fanIn = records.findIndex((record) => record.merged);
     expect(fanIn).toBeGreaterThan(0);
 
-    // After the step that fanned out, the run waited on children: no checkpoint to start from.
-    await expect(engine.fork(source.id, { step: fanIn })).rejects.toMatchObject({ code: 'INVALID_OPTION' });
+    // After the step that fanned out, the run waited on children: no checkpoint to start from. The
+    // refusal names, in history's numbering, the step that fans out: a fork from it works.
+    const fanOut = records[fanIn - 1]!.step;
+    expect(fanOut).toBe(fanIn - 1);
+    await expect(engine.fork(source.id, { step: fanIn })).rejects.toMatchObject({
+      code: 'INVALID_OPTION',
+      message: expect.stringContaining(
+        `step #${fanOut} of run '${source.id}' fanned out, and from step #${fanIn} on the run waited on its children`,
+      ) as unknown,
+    });
+    await expect(engine.fork(source.id, { step: fanIn })).rejects.toThrow(`fork from step #${fanOut} (the state just`);
     const afterFanIn = await (await engine.fork(source.id, { step: fanIn + 1 })).result();
     expect(afterFanIn.status, JSON.stringify(afterFanIn.error)).toBe('completed');
     expect(afterFanIn.shared).toEqual(source.shared);
@@ -165,7 +174,7 @@ describe.each(engines)('%s: fork', (name) => {
     await expect(engine.fork(source.id, { step: 5 })).rejects.toMatchObject(refused);
     await expect(engine.fork(source.id, { step: 4 })).rejects.toMatchObject({
       ...refused,
-      message: expect.stringContaining('fork at a step from 0 to 3') as unknown,
+      message: expect.stringContaining('fork from a step from #0 to #3') as unknown,
     }); // it had ended there
     await expect(engine.fork(source.id, { step: -1 })).rejects.toMatchObject(refused);
     await expect(

@@ -159,7 +159,18 @@ function fanOut(name: string, limit: number) {
 }
 const fanOutTight = fanOut('fan-out-tight', 2);
 const fanOutLoose = fanOut('fan-out-loose', 5);
-const flows = [calling, rated, limited, sameKey, spending, fanOutTight, fanOutLoose, parking, slotted];
+/** Draws from 'metered' (one at a time) only for runs whose param `metered` is true. */
+const sometimes = defineFlow(
+  'sometimes',
+  () =>
+    new Flow(
+      new Call({
+        name: 'sometimes',
+        limits: [{ key: 'metered', concurrency: 1, when: (_input, p) => p.metered === true }],
+      }),
+    ),
+);
+const flows = [calling, rated, limited, sameKey, spending, fanOutTight, fanOutLoose, parking, slotted, sometimes];
 
 /** Admissions the stores made, by budget key: the store's clock at each (epoch ms). */
 const admissions = new Map<string, number[]>();
@@ -231,6 +242,59 @@ describe.each(engines)('%s: flow control', (name) => {
       expect(info.errors).toEqual([]);
       expect(info.throttledBy).toBeUndefined();
     }
+  });
+
+  it('a limit whose `when` is false takes no budget and never throttles', async () => {
+    recordAdmissions();
+    const h = await setup('limits-when', options);
+    const token = `when-${name}`;
+    const off = await Promise.all(
+      Array.from({ length: 3 }, () => h.engine.start<S>(sometimes, { token }, { params: { metered: false } })),
+    );
+    // All three in exec at once, though the limit allows one: it does not apply to them.
+    await waitFor('three execs in flight', () => (blocked.get(token)?.length ?? 0) === 3);
+    for (const held of blocked.get(token)!) held.open();
+    blocked.set(token, []);
+    for (const handle of off) expect((await handle.result()).status).toBe('completed');
+    expect(admissions.get('metered')).toBeUndefined();
+    const on = await Promise.all(
+      Array.from({ length: 2 }, () => h.engine.start<S>(sometimes, { token }, { params: { metered: true } })),
+    );
+    await drain(
+      h,
+      token,
+      2,
+      1,
+      on.map((handle) => handle.id),
+    );
+    for (const handle of on) expect((await handle.result()).status).toBe('completed');
+    expect(admissions.get('metered')).toHaveLength(2);
+  });
+
+  it('budgets() shows each key: in use against its limits, and the runs waiting for it', async () => {
+    const h = await setup('limits-budgets', options);
+    const token = `budgets-${name}`;
+    const handles = await Promise.all(Array.from({ length: 4 }, () => h.engine.start<S>(calling, { token })));
+    await waitFor('two execs in flight', () => (blocked.get(token)?.length ?? 0) === 2);
+    const budget = await waitFor('two runs waiting for the budget', async () => {
+      const found = (await h.engine.budgets()).find((b) => b.key === 'model');
+      return found && found.waiting.length === 2 ? found : undefined;
+    });
+    expect(budget).toMatchObject({ key: 'model', inUse: 2, concurrency: 2, unitsInWindow: 0 });
+    // queues(): the two in exec run, the two throttled wait (in the delayed set), served by the workers.
+    const queue = (await h.engine.queues()).find((q) => q.name === 'default');
+    expect(queue).toMatchObject({ waiting: 0, throttled: 2, running: 2 });
+    expect(queue!.delayed).toBeGreaterThanOrEqual(2);
+    expect(queue!.workers.length).toBeGreaterThan(0);
+    expect(budget.rate).toBeUndefined();
+    const ids = handles.map((handle) => handle.id);
+    for (const id of budget.waiting) {
+      expect(ids).toContain(id);
+      expect((await h.engine.get(id))?.status).toBe('throttled');
+    }
+    await drain(h, token, 4, 2, []);
+    for (const handle of handles) expect((await handle.result()).status).toBe('completed');
+    expect((await h.engine.budgets()).find((b) => b.key === 'model')).toMatchObject({ inUse: 0, waiting: [] });
   });
 
   it('no sliding window ever admits more than rate.max', async () => {

@@ -126,7 +126,7 @@ describe.each(['LocalEngine', 'RedisEngine', 'RedisCluster'] as const)('%s: clai
     for (let step = 0; step < done.length; step++) {
       if (step === 1) {
         // After step 1 the run waited on its fan-out: no fork from there (assertForkable).
-        await expect(h.engine.fork(failed.id, { step })).rejects.toThrow(/waited on a fan-out/);
+        await expect(h.engine.fork(failed.id, { step })).rejects.toThrow(/the run waited on its children/);
         continue;
       }
       const fork = await h.engine.fork(failed.id, { step });

@@ -354,3 +354,41 @@ describe('infra/k8s', () => {
     expect(new URL(secret.stringData.REDIS_URL as string).host).toBe(secret.stringData.REDIS_ADDRESS);
   });
 });
+
+describe('infra/grafana/queueflow-dashboard.json', () => {
+  // The series `queueflow worker --metrics-port` serves (tests/cli/worker-logs-metrics.int.test.ts
+  // reads some of them off a live worker), as Prometheus names them.
+  const SERVED = [
+    'queueflow_steps_started_total',
+    'queueflow_steps_completed_total',
+    'queueflow_steps_failed_total',
+    'queueflow_step_duration_bucket',
+    'queueflow_queue_depth',
+    'queueflow_runs_parked',
+    'queueflow_budget_waits_total',
+    'queueflow_budget_in_use',
+    'queueflow_budget_concurrency',
+    'queueflow_budget_window_units',
+    'queueflow_budget_rate_max',
+    'queueflow_budget_waiting',
+  ];
+
+  it('parses, and each panel queries series the worker serves', () => {
+    const dashboard = JSON.parse(readFileSync(path.join(INFRA, 'grafana', 'queueflow-dashboard.json'), 'utf8')) as {
+      panels: { title: string; targets: { expr: string }[] }[];
+    };
+    expect(dashboard.panels.length).toBeGreaterThan(0);
+    const used = new Set<string>();
+    for (const panel of dashboard.panels) {
+      expect(panel.targets.length, panel.title).toBeGreaterThan(0);
+      for (const { expr } of panel.targets) {
+        // Series names, not the label names of `by (...)` and `{...}`.
+        const series = expr.replace(/by \([^)]*\)|\{[^}]*\}/g, '');
+        for (const [name] of series.matchAll(/queueflow_[a-z_]+/g)) used.add(name);
+      }
+    }
+    for (const name of used) expect(SERVED, name).toContain(name);
+    expect(used).toContain('queueflow_queue_depth');
+    expect(used).toContain('queueflow_budget_in_use');
+  });
+});

@@ -120,6 +120,26 @@ describe('a { cluster } connection', () => {
     expect(await scanKeys()).toEqual([]);
   });
 
+  it('a cluster node given as --redis (or as one server) is named a cluster node, not a raw MOVED', async () => {
+    const node = redisClusterUrls()[0]!;
+    const engine = new RedisEngine({ connection: node, flows: [talk] });
+    try {
+      await expect(engine.list()).rejects.toMatchObject({
+        code: 'INVALID_OPTION',
+        message: expect.stringMatching(
+          /^Redis at redis:\/\/.* is a Redis Cluster node: use --cluster redis:\/\//,
+        ) as unknown,
+      });
+    } finally {
+      await engine.close();
+    }
+    const env: NodeJS.ProcessEnv = { ...process.env, NODE_NO_WARNINGS: '1' };
+    const listed = await startScript(CLI, ['list', '--redis', node], { env, timeoutMs: 60_000 }).exited;
+    expect(listed.code).toBe(1);
+    expect(listed.stderr).toMatch(/is a Redis Cluster node: use --cluster /);
+    expect(listed.stderr).not.toMatch(/MOVED/);
+  });
+
   it('is reported unavailable, naming the nodes, when no node answers', async () => {
     const engine = new RedisEngine({ connection: NOWHERE, flows: [talk] });
     try {

@@ -172,7 +172,9 @@ describe('a project of its own: packed packages, queueflow init, embedded and on
         status: 'completed',
         shared: { name: 'Bo', greeting: 'Hello, Bo!', shout: 'HELLO, BO!' },
       });
-      expect(worker.output().stdout).toMatch(/: ready \(flows: hello; concurrency 8\)/);
+      expect(worker.output().stdout).toMatch(
+        /: ready on redis:\/\/.* \(prefix '.*'; partitions: 1, all served; queues: default; flows: hello; concurrency 8\)/,
+      );
     } finally {
       worker.signal('SIGTERM');
       const stopped = await worker.exited;

@@ -85,9 +85,9 @@ it('forks a run from a step with an edited shared: the new run starts there and 
 
   await page.getByRole('button', { name: 'Fork…' }).click();
   const dialog = page.getByRole('dialog', { name: 'Fork this run' });
-  await dialog.getByLabel('After step').selectOption('1');
+  await dialog.getByLabel('From step').selectOption('1');
   const editor = dialog.locator('.cm-content');
-  await editor.filter({ hasText: '"doubled"' }).waitFor(); // shared after step 1, in the JSON editor
+  await editor.filter({ hasText: '"doubled"' }).waitFor(); // shared just before step #1, in the JSON editor
   await editor.click();
   await page.keyboard.press('ControlOrMeta+a');
   await page.keyboard.insertText('{ "numbers": [1, 2, 3], "doubled": [10, 20] }');
@@ -104,7 +104,13 @@ it('forks a run from a step with an edited shared: the new run starts there and 
   const ended = await untilRun(s.engine, forkId, 'the fork to end', (info) => info.finishedAt !== undefined);
   expect(ended.status).toBe('completed');
   await badge().filter({ hasText: 'completed' }).waitFor();
-  await page.getByRole('link', { name: source.id }).waitFor(); // "forked from <source> after step 1"
+  await page.locator('.run-head').getByRole('link', { name: source.id }).waitFor(); // "forked from <source> at step #1"
+  // The run's events start with where it was forked from.
+  await page
+    .getByTestId('run-events')
+    .locator('li[data-event="forked"]')
+    .filter({ hasText: `forked from ${source.id} at step #1` })
+    .waitFor();
   const fork = (await s.engine.get(forkId))!;
   expect(fork.forkedFrom).toEqual({ runId: source.id, step: 1 });
   expect(fork.shared).toMatchObject({ doubled: [10, 20], total: 30 });

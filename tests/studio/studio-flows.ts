@@ -208,5 +208,46 @@ export const markup = defineFlow('st-markup', () => {
   return new Flow(first);
 });
 
+// ---------------------------------------------------------------------------------------------
+// metered: a fan-out of three children drawing from the budget 'st-metered' (one unit per 10
+// minutes): one child runs, two wait for the budget (throttled). For the Queues page.
+
+class MeteredChildren extends ParallelBatchFlow {
+  override prep(): { i: number }[] {
+    return [{ i: 0 }, { i: 1 }, { i: 2 }];
+  }
+}
+
+export const metered = defineFlow(
+  'st-metered',
+  () =>
+    new MeteredChildren(
+      new Flow(new Node({ name: 'metered', limits: [{ key: 'st-metered', rate: { max: 1, perMs: 600_000 } }] })),
+    ),
+);
+
+// ---------------------------------------------------------------------------------------------
+// elsewhere: one step on the queue 'st-nobody', which no worker serves: it waits there.
+
+export const elsewhere = defineFlow('st-elsewhere', () => new Flow(new Node({ name: 'far', queue: 'st-nobody' })));
+
+// ---------------------------------------------------------------------------------------------
+// flaky: its first try fails, its second succeeds (each run counts its own tries in `shared`).
+
+class Flaky extends Node<{ tries?: number }> {
+  constructor() {
+    super({ name: 'flaky', maxRetries: 2 });
+  }
+  override exec(): void {
+    if (this.currentRetry === 0) throw new Error('first try fails');
+  }
+}
+
+export const flaky = defineFlow('st-flaky', () => {
+  const first = new Flaky();
+  first.next(new Node({ name: 'after' }));
+  return new Flow(first);
+});
+
 /** Every flow of this module. */
-export const studioFlows = [review, fan, gate, sum, wait, markup];
+export const studioFlows = [review, fan, gate, sum, wait, markup, metered, elsewhere, flaky];

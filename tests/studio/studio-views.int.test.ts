@@ -90,8 +90,21 @@ it('a fan-out shows its children grid with progress and a failed child, then its
   expect(await grid.locator('tr.row-waiting').count()).toBe(4);
   await page.getByTestId('graph-current').filter({ hasText: 'each-number' }).waitFor();
   await page.getByTestId('step-diff-empty').waitFor(); // the fan-out step changed nothing yet
+  // Counts per status, and a filter: only the waiting children, then only the failed one.
+  await page.getByTestId('child-count-completed').filter({ hasText: /^7$/ }).waitFor();
+  await page.getByTestId('child-count-waiting').filter({ hasText: /^4$/ }).waitFor();
+  await page.getByTestId('child-count-failed').filter({ hasText: /^1$/ }).waitFor();
   await s.shot('run-fan-out');
   expect(await accessibilityProblems(page)).toEqual([]);
+  const filters = page.getByRole('group', { name: 'Filter children by status' });
+  await filters.getByRole('button', { name: /^waiting/ }).click();
+  await expect.poll(() => grid.locator('tbody tr').count()).toBe(4);
+  expect(await grid.locator('tbody tr.row-waiting').count()).toBe(4);
+  await filters.getByRole('button', { name: /^failed/ }).click();
+  await expect.poll(() => grid.locator('tbody tr').count()).toBe(1);
+  await grid.locator('tr.row-failed').filter({ hasText: 'refuses to square' }).waitFor();
+  await filters.getByRole('button', { name: /^all/ }).click();
+  await expect.poll(() => grid.locator('tbody tr').count()).toBe(12);
 
   for (let i = 8; i < 12; i++) await s.engine.send(`${gate}.${i}`, 'go');
   const result = await handle.result();

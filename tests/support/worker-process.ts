@@ -19,6 +19,8 @@ export interface WorkerProcessOptions {
   stalledIntervalMs?: number;
   /** Added to this process's environment. */
   env?: NodeJS.ProcessEnv;
+  /** More arguments of `queueflow worker` (`--log-format json`, `--metrics-port 9464`). */
+  args?: string[];
   /**
    * A module the process imports before the CLI (`node --import`): a fault test's injection, such
    * as a patched store method that kills the process at a chosen point.
@@ -96,6 +98,7 @@ export function startWorkerProcess(options: WorkerProcessOptions): WatchedWorker
   if (options.lockDurationMs) args.push('--lock-duration', String(options.lockDurationMs));
   if (options.stalledIntervalMs) args.push('--stalled-interval', String(options.stalledIntervalMs));
   if (options.exitOnUnreachable) args.push('--exit-on-unreachable');
+  if (options.args) args.push(...options.args);
   const child = spawn(process.execPath, args, {
     stdio: ['ignore', 'pipe', 'pipe'],
     env: { ...process.env, NODE_NO_WARNINGS: '1', ...options.env },

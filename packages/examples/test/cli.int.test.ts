@@ -39,6 +39,16 @@ describe('pipeline and taboo command lines on Redis: Ctrl-C', () => {
     expect((await engine.get(runId!))?.status).toBe('cancelled');
   });
 
+  it('pipeline --redis: SIGTERM does as Ctrl-C does (the run cancelled), exit 143', async () => {
+    const cli = startCli('pipeline', ['--limit', '10', '--redis', url, '--prefix', prefix, '--no-progress']);
+    const [, runId] = await untilStderr(cli, /^Run (\S+) started on /m);
+    cli.signal('SIGTERM');
+    const out = await cli.exited;
+    expect(out.code, out.stderr).toBe(143);
+    expect(linesOf(out.stderr).at(-1)).toBe(`interrupted: run ${runId} cancelled`);
+    expect((await engine.get(runId!))?.status).toBe('cancelled');
+  });
+
   it('taboo --redis: cancels both agents and says so in one line, exit 130', async () => {
     const cli = startCli('taboo', ['--redis', url, '--prefix', prefix, '--words', 'apple']);
     const [, hinter, guesser] = await untilStderr(cli, /^Hinter run (\S+), guesser run (\S+);/m);

@@ -4,7 +4,8 @@
  * classifier clears an accuracy floor, and everything in `shared` is plain JSON.
  */
 import { defineFlow, LocalEngine } from '@queueflow/runtime';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { MemoryRunStore } from '@queueflow/runtime/kernel';
+import { beforeAll, describe, expect, it, vi } from 'vitest';
 import {
   buildDocumentPipeline,
   buildReport,
@@ -94,6 +95,8 @@ describe('document pipeline on a fixed sample of the corpus (embedded)', () => {
   });
 
   it('gives the same records on the in-memory engine (child runs, JSON Patch merge), with no conflicts', async () => {
+    // Without --llm no try calls the model, so none draws from the `llm` budget (issue 31).
+    const acquire = vi.spyOn(MemoryRunStore.prototype, 'acquireBudget');
     const engine = new LocalEngine({ flows: [defineFlow('documents', buildDocumentPipeline)] });
     try {
       const handle = await engine.start(
@@ -107,7 +110,9 @@ describe('document pipeline on a fixed sample of the corpus (embedded)', () => {
       const shared = result.shared as unknown as typeof first.shared;
       expect(shared.work).toEqual({});
       expect(sample.map((ref) => stable(shared.records[ref.docId]!))).toEqual(first.records.map(stable));
+      expect(acquire).not.toHaveBeenCalled();
     } finally {
+      acquire.mockRestore();
       await engine.close();
     }
   });

@@ -53,6 +53,8 @@ export type {
   StepRecord,
   ForkOptions,
   WorkerInfo,
+  BudgetInfo,
+  QueueInfo,
   MailboxesOptions,
   MailboxInfo,
   ParkedRun,

@@ -27,7 +27,14 @@ export type {
 } from './kernel/run-store.js';
 export type { ReopenReply, StoredMailbox, WorkerBeat, StoredWorker } from './kernel/run-store.js';
 export type { StreamWrite, StreamAppendReply, StoredStreamEntry } from './kernel/run-store.js';
-export type { BudgetLimit, BudgetRequest, BudgetReply, BudgetHold, BudgetState } from './kernel/budget-store.js';
+export type {
+  BudgetLimit,
+  BudgetRequest,
+  BudgetReply,
+  BudgetHold,
+  BudgetKeyInfo,
+  BudgetState,
+} from './kernel/budget-store.js';
 export { BudgetGate, BudgetLeases, BUDGET_RECHECK_MS, type BudgetGateOptions } from './kernel/budget-gate.js';
 export {
   childRunId,
@@ -38,6 +45,7 @@ export {
   DEFAULT_MAX_STREAM_ENTRIES,
 } from './kernel/run-store.js';
 export type {
+  QueueCounts,
   Scheduler,
   Task,
   StepTask,
@@ -105,6 +113,7 @@ export {
 export { LargeValues } from './kernel/large-values.js';
 export { compareStreamIds } from './stream/stream-entry.js';
 export { observeGauges, queueflowMetrics, type GaugeSource, type QueueflowMetrics } from './telemetry/metrics.js';
+export { setStepListener, type StepEvent } from './telemetry/step-listener.js';
 export { checkRunId, newRunId } from './kernel/run-id.js';
 export { checkRunInput } from './kernel/run-input.js';
 export { MemoryRunStore } from './local/memory-run-store.js';

@@ -204,3 +204,59 @@ describe('other options', () => {
     );
   });
 });
+
+describe('unknown option names (issue 31: no silent typos)', () => {
+  function refused(fn: () => unknown): { code?: string; message: string } {
+    try {
+      fn();
+    } catch (error) {
+      return error as { code?: string; message: string };
+    }
+    throw new Error('expected the constructor to throw');
+  }
+
+  it('a node refuses a misspelt option, naming it and the closest known name', () => {
+    const error = refused(() => new Node({ limts: [] } as NodeOptions));
+    expect(error.code).toBe('INVALID_OPTION');
+    expect(error.message).toBe("Node: unknown option 'limts'; did you mean 'limits'?");
+  });
+
+  it('names the subclass, and lists the known names when none is close', () => {
+    class Summarise extends Node {}
+    const error = refused(() => new Summarise({ temperature: 0.2 } as NodeOptions));
+    expect(error.code).toBe('INVALID_OPTION');
+    expect(error.message).toMatch(/^Summarise: unknown option 'temperature'; known options: 'maxRetries', 'wait', /);
+  });
+
+  it('batch classes know their own options; flows refuse unknown ones too', () => {
+    expect(() => new ParallelBatchNode({ concurrency: 2, onItemError: 'collect' })).not.toThrow();
+    expect(refused(() => new ParallelBatchNode({ concurency: 2 } as ParallelOptions)).message).toBe(
+      "ParallelBatchNode: unknown option 'concurency'; did you mean 'concurrency'?",
+    );
+    expect(() => new ParallelBatchFlow(new Node(), { name: 'p', concurrency: 2 })).not.toThrow();
+    const flow = refused(() => new Flow(new Node(), { nmae: 'x' } as never));
+    expect(flow).toMatchObject({
+      code: 'INVALID_OPTION',
+      message: "Flow: unknown option 'nmae'; did you mean 'name'?",
+    });
+  });
+
+  it('a subclass that takes options of its own adds their names', () => {
+    class Model extends Node {
+      static override optionNames = [...Node.optionNames, 'model'];
+      readonly model: string;
+      constructor(options: NodeOptions & { model: string }) {
+        super(options);
+        this.model = options.model;
+      }
+    }
+    expect(new Model({ model: 'gpt', maxRetries: 2 }).model).toBe('gpt');
+    expect(refused(() => new Model({ model: 'gpt', maxRetires: 2 } as never)).message).toBe(
+      "Model: unknown option 'maxRetires'; did you mean 'maxRetries'?",
+    );
+  });
+
+  it('the positional form has nothing to check', () => {
+    expect(new Node(3, 0.5).maxRetries).toBe(3);
+  });
+});

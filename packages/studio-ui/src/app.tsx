@@ -5,6 +5,7 @@ import { useLiveState } from './live/live-events';
 import { MailboxesView } from './views/mailboxes-view';
 import { RunView } from './views/run-view';
 import { RunsView } from './views/runs-view';
+import { QueuesView } from './views/queues-view';
 import { WorkersView } from './views/workers-view';
 
 function NavLink({ href, children }: { href: string; children: string }) {
@@ -57,6 +58,7 @@ export function App() {
         <span class="brand">queueflow studio</span>
         <nav aria-label="Views">
           <NavLink href="/">Runs</NavLink>
+          <NavLink href="/queues">Queues</NavLink>
           <NavLink href="/workers">Workers</NavLink>
           <NavLink href="/mailboxes">Mailboxes</NavLink>
         </nav>
@@ -74,6 +76,7 @@ export function App() {
           <Route path="/runs/:id">
             {(params: { id: string }) => <RunView key={params.id} id={decodeURIComponent(params.id)} />}
           </Route>
+          <Route path="/queues" component={QueuesView} />
           <Route path="/workers" component={WorkersView} />
           <Route path="/mailboxes" component={MailboxesView} />
           <Route>

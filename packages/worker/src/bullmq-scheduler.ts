@@ -4,6 +4,7 @@ import { DEFAULT_QUEUE, type Json } from '@queueflow/runtime';
 import {
   queueOf,
   taskId,
+  type QueueCounts,
   type Scheduler,
   type StepTarget,
   type StepTaskOptions,
@@ -193,6 +194,27 @@ export class BullmqScheduler implements Scheduler {
 
   async close(): Promise<void> {
     await Promise.all([...this.queues.values()].map((queue) => queue.close()));
+  }
+
+  /** Tasks by state in every queue of the deployment, over its partitions (BullMQ's job counts). */
+  async queueCounts(): Promise<QueueCounts[]> {
+    const names = await this.queueNames();
+    return Promise.all(
+      names.map(async (name) => {
+        const counts = await Promise.all(
+          this.partitions.all.map((_, partition) =>
+            this.queueOf(name, partition).getJobCounts('waiting', 'prioritized', 'delayed', 'active'),
+          ),
+        );
+        const sum = (state: string): number => counts.reduce((total, count) => total + (count[state] ?? 0), 0);
+        return {
+          queue: name,
+          waiting: sum('waiting') + sum('prioritized'),
+          delayed: sum('delayed'),
+          running: sum('active'),
+        };
+      }),
+    );
   }
 
   /** The names of every queue tasks were added to in this deployment, the default one first. */

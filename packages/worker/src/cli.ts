@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+import { isMovedError } from './probe-server.js';
 import { Command } from 'commander';
 import { setWarningHandler } from '@queueflow/runtime';
 import { graphCommand } from './cli/graph-command.js';
@@ -45,6 +46,10 @@ setWarningHandler((code, message) => {
 });
 
 program.parseAsync().catch((error: unknown) => {
-  console.error(`queueflow: ${error instanceof Error ? error.message : String(error)}`);
+  // A cluster node given as --redis whose INFO this user may not read: its first redirection says it.
+  const hint = isMovedError(error)
+    ? ': this is a Redis Cluster node: use --cluster (QUEUEFLOW_CLUSTER) instead of --redis'
+    : '';
+  console.error(`queueflow: ${error instanceof Error ? error.message : String(error)}${hint}`);
   process.exit(1);
 });

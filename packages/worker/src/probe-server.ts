@@ -33,7 +33,7 @@ export type ServerInfo =
  * @param commandTimeoutMs - longest wait for the answer, in ms. @defaultValue no limit
  * @throws QueueflowError `REDIS_UNAVAILABLE` as {@link connectAll} does; `REDIS_TIMEOUT` when the
  *   server does not answer within `commandTimeoutMs`; `INVALID_OPTION` when the server has no
- *   database of the connection's number.
+ *   database of the connection's number, or is a node of a Redis Cluster given as one server.
  */
 export async function probeServer(
   connection: ConnectionOption | undefined,
@@ -51,13 +51,17 @@ export async function probeServer(
     redis.disconnect();
     throw error;
   }
+  let clusterNode: boolean;
   try {
+    // A node of a Redis Cluster given as one server answers MOVED for most keys: say so now.
+    clusterNode = !(redis instanceof Cluster) && /^cluster_enabled:1/m.test(await redis.info('cluster'));
     // On a cluster, every master is asked: one that may evict is enough to lose keys.
     const servers = redis instanceof Cluster ? redis.nodes('master') : [redis];
     const policies = await Promise.all(
       servers.map(async (server) => /^maxmemory_policy:(\S+)/m.exec(await server.info('memory'))?.[1]),
     );
-    return { info: true, maxmemoryPolicy: policies.find((policy) => policy !== 'noeviction') ?? policies[0] };
+    if (!clusterNode)
+      return { info: true, maxmemoryPolicy: policies.find((policy) => policy !== 'noeviction') ?? policies[0] };
   } catch (error) {
     const { message } = error as Error;
     // INFO forbidden to this user, or renamed away: not a connection that failed.
@@ -67,6 +71,24 @@ export async function probeServer(
   } finally {
     redis.disconnect();
   }
+  throw clusterNodeError(serverOf(redis));
+}
+
+/**
+ * The error for a single-server connection to a node of a Redis Cluster (found by INFO, or by the
+ * `MOVED` it answers: {@link isMovedError}).
+ */
+function clusterNodeError(server: string, cause?: unknown): QueueflowError {
+  return new QueueflowError(
+    'INVALID_OPTION',
+    `Redis at ${server} is a Redis Cluster node: use --cluster ${server.includes('://') ? server : `redis://${server}`} (QUEUEFLOW_CLUSTER; in code, connection { cluster: [urls] }) instead of --redis`,
+    { retryable: false, ...(cause === undefined ? {} : { cause }) },
+  );
+}
+
+/** Whether `error` is a cluster's redirection (`MOVED 9355 10.0.0.2:6379`) that a single-server connection cannot follow. */
+export function isMovedError(error: unknown): boolean {
+  return /^MOVED \d+ /.test((error as { message?: unknown } | null)?.message as string);
 }
 
 /**

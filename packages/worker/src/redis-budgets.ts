@@ -1,4 +1,7 @@
-import type { BudgetHold, BudgetReply, BudgetRequest, BudgetState } from '@queueflow/runtime/kernel';
+import type { BudgetHold, BudgetKeyInfo, BudgetReply, BudgetRequest, BudgetState } from '@queueflow/runtime/kernel';
+
+/** Budget keys idle this long (ms) expire (BUDGET_TTL_MS of budget-lifecycle.lua). */
+const BUDGET_TTL_MS = 86_400_000;
 import type { Partitions } from './partitions.js';
 import type { ScriptedRedis } from './scripts.js';
 
@@ -26,6 +29,7 @@ export class RedisBudgets {
       // Outside partition 0, a key there that holds no run: resumeRun sets the run's status.
       runAtHome ? this.keys.run(runId) : this.keys.run(''),
       ...request.limits.flatMap((limit) => this.keys.budget(limit.key)),
+      this.keys.budgets(),
     ];
     const options = {
       holder: request.holder,
@@ -36,6 +40,7 @@ export class RedisBudgets {
       recheckMs: request.recheckMs,
       wakeMax: request.wakeMax ?? 32,
       changes: this.keys.changes(),
+      indexed: true,
       limits: request.limits.map((limit) => ({
         key: limit.key,
         units: limit.units,
@@ -93,6 +98,29 @@ export class RedisBudgets {
 
   async woken(key: string, waiter: string): Promise<boolean> {
     return (await this.ops('woken', [{ key }], { keys: [key], waiter })) === 1;
+  }
+
+  /** The keys used within the budgets' expiry (a day), with the limits last asked of each. */
+  async keysInUse(): Promise<BudgetKeyInfo[]> {
+    const since = Date.now() - BUDGET_TTL_MS; // a day: a clock a little off the server's does not matter
+    const flat = await this.redis.zrangebyscore(this.keys.budgets(), since, '+inf', 'WITHSCORES');
+    const pipeline = this.redis.pipeline();
+    const keys: { key: string; usedAt: number }[] = [];
+    for (let i = 0; i < flat.length; i += 2) {
+      keys.push({ key: flat[i]!, usedAt: Number(flat[i + 1]) });
+      pipeline.hget(this.keys.budget(flat[i]!)[1], 'limits');
+    }
+    const replies = keys.length > 0 ? ((await pipeline.exec()) ?? []) : [];
+    return keys.map(({ key, usedAt }, i) => {
+      const text = replies[i]?.[1];
+      const limits = (typeof text === 'string' ? JSON.parse(text) : {}) as Pick<BudgetKeyInfo, 'concurrency' | 'rate'>;
+      return {
+        key,
+        ...(typeof limits.concurrency === 'number' ? { concurrency: limits.concurrency } : {}),
+        ...(limits.rate ? { rate: { max: limits.rate.max, perMs: limits.rate.perMs } } : {}),
+        usedAt,
+      };
+    });
   }
 
   async state(key: string, perMs: number): Promise<BudgetState> {

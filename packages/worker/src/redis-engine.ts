@@ -16,6 +16,8 @@ import {
   type StepRecord,
   type ForkOptions,
   type WorkerInfo,
+  type BudgetInfo,
+  type QueueInfo,
   type MailboxesOptions,
   type MailboxInfo,
   type RunChange,
@@ -254,6 +256,16 @@ export class RedisEngine implements Engine {
   /** The live workers, from their heartbeats (a worker that stopped heartbeating drops out). */
   async workers(): Promise<WorkerInfo[]> {
     return this.call((client) => client.workers());
+  }
+
+  /** @see Engine.budgets */
+  async budgets(): Promise<BudgetInfo[]> {
+    return this.call((client) => client.budgets());
+  }
+
+  /** @see Engine.queues */
+  async queues(): Promise<QueueInfo[]> {
+    return this.call((client) => client.queues());
   }
 
   /** @see Engine.mailboxes */

@@ -145,6 +145,14 @@ export class RedisKeys {
     return [`${base}:window`, `${base}:meta`, `${base}:leases`, `${base}:waiters`];
   }
 
+  /**
+   * Sorted set: budget key → the last time a visit drew from or waited for it (epoch ms), in
+   * partition 0 with the budgets (acquire-budget.lua); for `Engine.budgets`.
+   */
+  budgets(): string {
+    return `${this.prefix}:budgets`;
+  }
+
   /** String: the run an idempotency key names (expires with that run). */
   idempotency(key: string): string {
     return `${this.prefix}:idempotency:${key}`;

@@ -51,6 +51,7 @@ import {
   type BudgetReply,
   type BudgetRequest,
   type BudgetState,
+  type BudgetKeyInfo,
   DEFAULT_MAX_STREAM_ENTRIES,
   newRunId,
   systemClock,
@@ -1373,6 +1374,10 @@ export class RedisRunStore implements RunStore {
 
   async budgetOf(key: string, perMs: number): Promise<BudgetState> {
     return this.budgets.state(key, perMs);
+  }
+
+  async budgetKeys(): Promise<BudgetKeyInfo[]> {
+    return this.budgets.keysInUse();
   }
 
   private common(runId: string, now: number): Record<string, string | number> {

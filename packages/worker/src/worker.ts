@@ -159,6 +159,8 @@ export interface QueueflowWorker {
    * connections. Nothing is left active (BullMQ `worker.close()`).
    */
   close(): Promise<void>;
+  /** The deployment's partition count, and the partitions this worker serves (0-based). */
+  readonly partitions: { count: number; served: readonly number[] };
 }
 
 /**
@@ -436,6 +438,7 @@ export async function startWorker(options: WorkerOptions): Promise<QueueflowWork
 
   let closing: Promise<void> | undefined;
   return {
+    partitions: { count: partitions.count, served },
     close: () =>
       (closing ??= (async () => {
         unobserve();

@@ -1,8 +1,10 @@
 import cliProgress from 'cli-progress';
+import prettyMilliseconds from 'pretty-ms';
 
 /** A progress display for the batch. */
 export interface Progress {
-  update(done: number, total: number): void;
+  /** `note`: what holds the batch back (a budget), shown after the figures; empty for nothing. */
+  update(done: number, total: number, note?: string): void;
   stop(): void;
 }
 
@@ -19,7 +21,7 @@ const LOG_PROGRESS_INTERVAL_MS = 5000;
 export function createProgressBar(total: number, enabled: boolean): Progress {
   if (!enabled) return { update() {}, stop() {} };
   const tty = process.stderr.isTTY === true;
-  const figures = '{value}/{total} documents | {rate} docs/s | {duration_formatted} elapsed, ETA {eta_formatted}';
+  const figures = '{value}/{total} documents | {rate} docs/s | {duration_formatted} elapsed, ETA {eta_formatted}{note}';
   const bar = new cliProgress.SingleBar(
     {
       stream: process.stderr,
@@ -31,18 +33,30 @@ export function createProgressBar(total: number, enabled: boolean): Progress {
       notTTYSchedule: LOG_PROGRESS_INTERVAL_MS,
       // Without a terminal the ETA is recomputed at each line, not only on updates.
       etaAsynchronousUpdate: !tty,
+      formatTime: formatSeconds,
     },
     cliProgress.Presets.shades_classic,
   );
   const started = performance.now();
-  bar.start(total, 0, { rate: '0.0' });
+  bar.start(total, 0, { rate: '0.0', note: '' });
   return {
-    update(done) {
+    update(done, _total, note = '') {
       const seconds = (performance.now() - started) / 1000;
-      bar.update(done, { rate: seconds > 0 ? (done / seconds).toFixed(1) : '0.0' });
+      bar.update(done, { rate: seconds > 0 ? (done / seconds).toFixed(1) : '0.0', note: note ? ` | ${note}` : '' });
     },
     stop() {
       bar.stop();
     },
   };
+}
+
+/**
+ * A duration for the progress line (elapsed, ETA): `5m 59s`, `1h 2m`; `?` while unknown (no rate
+ * yet: cli-progress's own formatter printed its `INF` as `NFs`, and rounded 359.6 s to `5m60s`).
+ * cli-progress passes seconds, or the text `INF` / `NULL`.
+ */
+export function formatSeconds(seconds: number | string): string {
+  if (typeof seconds !== 'number' || !Number.isFinite(seconds) || seconds < 0) return '?';
+  const whole = Math.round(seconds);
+  return whole === 0 ? '0s' : prettyMilliseconds(whole * 1000, { unitCount: 2 });
 }

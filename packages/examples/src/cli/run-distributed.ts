@@ -2,6 +2,7 @@ import { RedisEngine } from '@queueflow/worker';
 import { documents } from '../documents/documents-flow.js';
 import { runDocumentPipelineOnEngine } from '../documents/run-document-pipeline-on-engine.js';
 import type { DocumentSelection } from '../documents/types.js';
+import { budgetNote } from './budget-note.js';
 import { createProgressBar, type Progress } from './progress-bar.js';
 import { redactUrl } from './redact-url.js';
 import { CommandExit } from './run-command.js';
@@ -21,9 +22,10 @@ const NO_WORKER_HINT_MS = 10_000;
  * Runs the pipeline on `RedisEngine`: this process only starts the run and follows it; the
  * steps run on the workers started with `queueflow worker --flows packages/examples/dist/flows.js`
  * on the same Redis and prefix, which make their own NLP model and classifier at their first
- * document (the classifier from its cache file when one is there). The progress bar counts the documents done across all workers. Ctrl-C cancels the
- * run (its documents in flight stop at their next step), waits until the cancel is sent, closes
- * the engine and fails with {@link CommandExit} `interrupted: run <id> cancelled`, exit code 130.
+ * document (the classifier from its cache file when one is there). The progress bar counts the documents done across all workers. Ctrl-C (or
+ * SIGTERM) cancels the run (its documents in flight stop at their next step), waits until the
+ * cancel is sent, closes the engine and fails with {@link CommandExit} `interrupted: run <id>
+ * cancelled`, exit code 130 (143 for SIGTERM).
  */
 export async function runDistributed(
   selection: DocumentSelection,
@@ -35,12 +37,19 @@ export async function runDistributed(
   let hinted = false;
   const started = Date.now();
   const interrupt = new AbortController();
-  const onSigint = (): void => {
+  // SIGTERM (kill, a CI timeout, docker stop) does what Ctrl-C does: the run is cancelled, not left
+  // running on the workers. Exit code 128 + the signal's number, as a shell reports it.
+  let exitCode = 130;
+  const onSignal = (signal: NodeJS.Signals): void => {
+    exitCode = signal === 'SIGTERM' ? 143 : 130;
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
     bar?.stop();
-    if (!bar && process.stderr.isTTY) process.stderr.write('\n'); // past the terminal's ^C
+    if (!bar && process.stderr.isTTY && signal === 'SIGINT') process.stderr.write('\n'); // past the terminal's ^C
     interrupt.abort();
   };
-  process.once('SIGINT', onSigint);
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
   try {
     const result = await runDocumentPipelineOnEngine(engine, selection, {
       params: options.params,
@@ -49,11 +58,11 @@ export async function runDistributed(
       onStart: (id) => {
         console.error(`Run ${id} started on ${where}; waiting for workers...`);
       },
-      onProgress: (done, total, info) => {
+      onProgress: (done, total, info, budgets) => {
         if (interrupt.signal.aborted) return;
         if (!bar && info?.status === 'waiting') bar = createProgressBar(total, options.progress);
         if (bar) {
-          bar.update(done, total);
+          bar.update(done, total, budgets ? budgetNote(budgets) : '');
         } else if (!hinted && info?.status === 'queued' && Date.now() - started > NO_WORKER_HINT_MS) {
           hinted = true;
           console.error(
@@ -66,7 +75,7 @@ export async function runDistributed(
     })
       .catch((error: unknown) => {
         if (!interrupt.signal.aborted) throw error;
-        throw new CommandExit(`interrupted: ${error instanceof Error ? error.message : String(error)}`, 130);
+        throw new CommandExit(`interrupted: ${error instanceof Error ? error.message : String(error)}`, exitCode);
       })
       .finally(() => bar?.stop());
     const conflicts =
@@ -84,7 +93,8 @@ export async function runDistributed(
       ],
     };
   } finally {
-    process.off('SIGINT', onSigint);
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
     await engine.close();
   }
 }

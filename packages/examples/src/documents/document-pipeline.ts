@@ -6,7 +6,7 @@ import { DocumentBatchFlow } from './document-batch-flow.js';
 import { FAIL } from './document-stage.js';
 import { ParseDocument } from './parse-document.js';
 import { RecordDocument } from './record-document.js';
-import { SummariseDocument } from './summarise-document.js';
+import { SummariseDocument, summaryCallsModel } from './summarise-document.js';
 import { toSelection } from '../utils/document-selection.js';
 import { llmLimitsFromEnv } from '../llm/llm-limits.js';
 import type { DocumentRef, DocumentSelection, PipelineShared } from './types.js';
@@ -55,7 +55,8 @@ export function buildDocumentPipeline(options: DocumentPipelineOptions = {}): Do
     timeoutMs: 30_000,
     // Flow control: every worker's model calls share one budget (QF_LLM_QUOTA, default 60 a
     // minute, 2 at once); a 429 the provider still sends holds the budget back (RateLimitedError).
-    ...(limits ? { limits } : {}),
+    // Only tries that call the model draw from it: without --llm no document waits for it.
+    ...(limits ? { limits: limits.map((limit) => ({ ...limit, when: summaryCallsModel })) } : {}),
   });
   const classify = new ClassifyDocument({ name: 'classify', maxRetries: 2, wait: 0.1 });
   const record = new RecordDocument({ name: 'record' });

@@ -1,5 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { QueueflowError, type Engine, type MergeConflict, type RunInfo } from '@queueflow/runtime';
+import { QueueflowError, type BudgetInfo, type Engine, type MergeConflict, type RunInfo } from '@queueflow/runtime';
 import { createPipelineShared, DEFAULT_CONCURRENCY } from './document-pipeline.js';
 import { documents } from './documents-flow.js';
 import { awaitRuns } from '../utils/await-runs.js';
@@ -17,9 +17,10 @@ export interface RunOnEngineOptions {
   concurrency?: number;
   /**
    * Called about every `progressIntervalMs` with the documents done so far (the fan-out's ended
-   * children while the batch runs) and the run's record, and once at the end.
+   * children while the batch runs), the run's record and, while its children run, the
+   * deployment's budgets (flow control: which hold runs back), and once at the end.
    */
-  onProgress?: (done: number, total: number, info: RunInfo | undefined) => void;
+  onProgress?: (done: number, total: number, info: RunInfo | undefined, budgets?: BudgetInfo[]) => void;
   /** @defaultValue 250 (ms) */
   progressIntervalMs?: number;
   /** Called with the run's id once it has started (to cancel it, or to inspect it with `queueflow status`). */
@@ -80,7 +81,9 @@ export async function runDocumentPipelineOnEngine(
       const info = await engine.get(handle.id).catch(() => undefined);
       if (stopPolling.signal.aborted) return;
       done = Math.max(done, documentsDone(info, docs.length)); // never backwards, whatever a read missed
-      options.onProgress?.(done, docs.length, info);
+      const budgets = info?.children ? await engine.budgets().catch(() => undefined) : undefined;
+      if (stopPolling.signal.aborted) return;
+      options.onProgress?.(done, docs.length, info, budgets);
       await sleep(options.progressIntervalMs ?? 250, undefined, { signal: stopPolling.signal }).catch(() => {});
     }
   };

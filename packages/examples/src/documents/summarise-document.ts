@@ -17,6 +17,16 @@ export interface SummariseOutput {
 }
 
 /**
+ * Whether a try of the summarise node on `input` calls the model: the run asked for a summary
+ * (`--llm`), the document has text, and this process has the model's `OPENAI_*` settings. Its
+ * `limits` apply only then (their `when`), so a run without `--llm` never waits for the `llm`
+ * budget.
+ */
+export function summaryCallsModel(input: SummariseInput): boolean {
+  return input.enabled && !!input.text && llmConfigFromEnv() !== null;
+}
+
+/**
  * The optional LLM summary: when the run asks for it (`llmSummary: true`) and the process that
  * runs this node has `OPENAI_BASE_URL`, `OPENAI_API_KEY` and `OPENAI_MODEL` set, replaces the
  * extractive summary with one from the model. Otherwise it does nothing, so the graph has the

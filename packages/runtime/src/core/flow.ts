@@ -4,7 +4,7 @@ import { BaseNode } from './base-node.js';
 import { attachVisit, visitOf, type FlowRunState } from './run-context.js';
 import type { Action, MaybePromise, NonIterableObject, ParamsObject } from './types.js';
 import { invalidOption } from './validate-options.js';
-import { warn } from './warnings.js';
+import { checkOptionNames } from './check-option-names.js';
 
 /** Options of one `flow.run` call (beyond PocketFlow's `shared`). */
 export interface FlowRunOptions {
@@ -38,6 +38,13 @@ export interface FlowOptions {
  * @see PocketFlow `Flow` (Python reference; its `post` returns the last action).
  */
 export class Flow<S = unknown, P extends ParamsObject = NonIterableObject> extends BaseNode<S, P> {
+  /**
+   * The option names the constructor takes ({@link FlowOptions}); any other name is refused
+   * (`INVALID_OPTION`, naming the closest known one). A subclass passing options of its own on to
+   * `super` adds their names: `static override optionNames = [...Flow.optionNames, 'mine']`.
+   */
+  static optionNames: readonly string[] = ['name'];
+
   start: BaseNode<any, any>;
 
   /**
@@ -50,6 +57,8 @@ export class Flow<S = unknown, P extends ParamsObject = NonIterableObject> exten
     super();
     const owner = new.target.name;
     if (!(start instanceof BaseNode)) throw invalidOption(owner, 'start', 'a node (BaseNode)', start);
+    if (typeof options !== 'object' || options === null) throw invalidOption(owner, 'options', 'an object', options);
+    checkOptionNames(owner, options, (new.target as typeof Flow).optionNames);
     if (options.name !== undefined && (typeof options.name !== 'string' || options.name === '')) {
       throw invalidOption(owner, 'name', 'a non-empty string', options.name);
     }
@@ -70,7 +79,6 @@ export class Flow<S = unknown, P extends ParamsObject = NonIterableObject> exten
       abort?.throwIfAborted();
       current.setParams(walkParams);
       attachVisit(current, { runId: run.runId, flow: run.flow, step: run.visits++, run });
-      warnIfLimitsIgnored(current);
       lastAction = await current._run(shared, abort);
       current = current.getNextNode(lastAction)?.clone();
     }
@@ -120,19 +128,4 @@ export class Flow<S = unknown, P extends ParamsObject = NonIterableObject> exten
   override exec(_prepRes: unknown): MaybePromise<unknown> {
     throw new Error("Flow can't exec.");
   }
-}
-
-/** Names of the nodes with `limits` that `flow.run` has warned about (once each). */
-const limitsIgnored = new Set<string>();
-
-/** Budgets are the engines' (they count across runs and workers): `flow.run` says it skips them. */
-function warnIfLimitsIgnored(node: BaseNode<any, any>): void {
-  if (!(node as { limits?: unknown }).limits) return;
-  const name = (node as { name?: string }).name ?? node.constructor.name;
-  if (limitsIgnored.has(name)) return;
-  limitsIgnored.add(name);
-  warn(
-    'QF_LIMITS_IGNORED',
-    `flow.run does not enforce the limits of node '${name}' (rate and concurrency budgets are kept by LocalEngine and RedisEngine): run the flow on an engine to keep them`,
-  );
 }

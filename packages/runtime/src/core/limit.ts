@@ -13,10 +13,15 @@ import { checkWellFormed } from './well-formed.js';
  * A visit that finds no budget waits in the scheduler's delayed set (holding no worker slot and
  * using no try) until the moment its budget allows it; its run shows status `throttled`.
  *
+ * - `when`: the limit applies to a try only when it returns true (a node that calls a model only
+ *   for some runs draws from the model's budget only then, and never waits for it otherwise).
+ *
  * @example
  * ```ts
  * new Summarise({ limits: [{ key: 'openai', concurrency: 2, rate: { max: 60, perMs: 60_000 } }] });
  * new Summarise({ limits: [{ key: (p) => `tenant-${String(p.tenant)}`, rate: { max: 10, perMs: 1000 } }] });
+ * // only the tries that call the model: a run with `params.llm` off never waits for 'openai'
+ * new Summarise({ limits: [{ key: 'openai', concurrency: 2, when: (_input, p) => p.llm === true }] });
  * ```
  */
 export interface Limit {
@@ -31,6 +36,13 @@ export interface Limit {
    * result; for a batch node, the item): a finite number ≥ 0. @defaultValue 1
    */
   cost?: (prepRes: any) => number;
+  /**
+   * Whether this limit applies to a try, from exec's input (the `prep` result; for a batch node,
+   * the item) and the visit's params: a try for which it returns false takes nothing from the
+   * budget and never waits for it (and `flow.run` does not warn about it). Must be a pure
+   * function of its arguments (and of the process's configuration). @defaultValue always
+   */
+  when?: (prepRes: any, params: any) => boolean;
 }
 
 /**
@@ -45,7 +57,7 @@ export function checkLimits(owner: string, value: unknown): Limit[] | undefined 
   return value.map((limit: unknown, index) => {
     const at = `limits[${index}]`;
     if (typeof limit !== 'object' || limit === null) throw invalidOption(owner, at, 'an object', limit);
-    const { key, concurrency, rate, cost } = limit as Record<string, unknown>;
+    const { key, concurrency, rate, cost, when } = limit as Record<string, unknown>;
     if (typeof key === 'string') {
       if (key === '') throw invalidOption(owner, `${at}.key`, 'a non-empty string or a function of params', key);
       if (keys.has(key)) throw invalidOption(owner, `${at}.key`, 'a key not named twice by one node', key);
@@ -67,6 +79,8 @@ export function checkLimits(owner: string, value: unknown): Limit[] | undefined 
     }
     if (cost !== undefined && typeof cost !== 'function')
       throw invalidOption(owner, `${at}.cost`, 'a function of the prep result', cost);
+    if (when !== undefined && typeof when !== 'function')
+      throw invalidOption(owner, `${at}.when`, 'a function of the prep result and params', when);
     if (concurrency === undefined && rate === undefined)
       throw invalidOption(owner, at, 'a limit with `concurrency`, `rate` or both', limit);
     return limit as Limit;
@@ -84,6 +98,17 @@ export function limitKeyOf(limit: Limit, params: object, node: string): string {
   if (typeof key !== 'string' || key === '')
     throw invalidOption(node, 'limits[].key(params)', 'a non-empty string', key);
   return checkWellFormed(node, 'limits[].key(params)', key);
+}
+
+/**
+ * Whether `limit` applies to a try of `exec` on `input` with `params` (its `when`, else always).
+ * @throws TypeError when `when` returns anything but a boolean.
+ */
+export function limitApplies(limit: Limit, input: unknown, params: object, node: string): boolean {
+  if (!limit.when) return true;
+  const applies: unknown = limit.when(input, params);
+  if (typeof applies !== 'boolean') throw invalidOption(node, 'limits[].when(prepRes, params)', 'a boolean', applies);
+  return applies;
 }
 
 /** The units a try of `exec` on `input` takes from the limit's rate. @throws TypeError for a bad cost. */

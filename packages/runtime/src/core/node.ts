@@ -7,6 +7,8 @@ import { toErrorRecord } from '../errors/error-record.js';
 import { budgetOf } from './budget-of.js';
 import { checkLimits, type Limit } from './limit.js';
 import { checkQueueName } from './queue-name.js';
+import { warnIfLimitsIgnored } from './warn-limits-ignored.js';
+import { checkOptionNames } from './check-option-names.js';
 
 /** Options of {@link Node} beyond PocketFlow's positional `(maxRetries, wait)`. */
 export interface NodeOptions {
@@ -73,10 +75,28 @@ export interface NodeOptions {
  * }
  * ```
  * @throws TypeError when `maxRetries` is not an integer ≥ 1, `wait` or `waitMs` is not a finite
- *   number ≥ 0, or both `wait` and `waitMs` are given.
+ *   number ≥ 0, or both `wait` and `waitMs` are given; QueueflowError `INVALID_OPTION` for an
+ *   option name it does not take (see {@link Node.optionNames}).
  * @see PocketFlow `Node` (Python reference): `max_retries` counts every try.
  */
 export class Node<S = unknown, P extends ParamsObject = NonIterableObject> extends BaseNode<S, P> {
+  /**
+   * The option names the constructor takes ({@link NodeOptions}); any other name in an options
+   * object is refused (`INVALID_OPTION`, "did you mean 'limits'?"). A subclass whose constructor
+   * passes options of its own on to `super` adds their names:
+   * `static override optionNames = [...Node.optionNames, 'model']`.
+   */
+  static optionNames: readonly string[] = [
+    'maxRetries',
+    'wait',
+    'waitMs',
+    'backoff',
+    'timeoutMs',
+    'name',
+    'limits',
+    'queue',
+  ];
+
   /** Total tries of `exec`, first included. */
   maxRetries: number;
   /** Pause between tries, in **seconds** (PocketFlow's unit; the `waitMs` option sets it in milliseconds). */
@@ -105,6 +125,7 @@ export class Node<S = unknown, P extends ParamsObject = NonIterableObject> exten
       typeof maxRetriesOrOptions === 'object' && maxRetriesOrOptions !== null
         ? maxRetriesOrOptions
         : { maxRetries: maxRetriesOrOptions, wait };
+    if (options === maxRetriesOrOptions) checkOptionNames(owner, options, (new.target as typeof Node).optionNames);
     this.maxRetries = checkMaxRetries(owner, options.maxRetries ?? 1);
     this.wait = checkWaitOptions(owner, options);
     const backoff = checkBackoff(owner, options.backoff);
@@ -199,6 +220,8 @@ export class Node<S = unknown, P extends ParamsObject = NonIterableObject> exten
    * Runs on `this`, which must be a per-visit (or per-item) copy.
    */
   async _execWithRetries(input: unknown, abort?: AbortSignal): Promise<unknown> {
+    // Only flow.run and node.run come here (engines run one try at a time through _tryExec).
+    if (this.limits !== undefined) warnIfLimitsIgnored(this, input);
     for (let attempt = 0; ; attempt++) {
       abort?.throwIfAborted();
       try {

@@ -15,6 +15,7 @@ import { checkOptionalPositiveInteger } from './validate-options.js';
  * @see PocketFlow `AsyncParallelBatchFlow`.
  */
 export class ParallelBatchFlow<S = unknown, P extends ParamsObject = NonIterableObject> extends BatchFlow<S, P> {
+  static override optionNames: readonly string[] = ['name', 'concurrency', 'onItemError'];
   concurrency: number | undefined;
   onItemError: 'fail-fast' | 'collect';
 

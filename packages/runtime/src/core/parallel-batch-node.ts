@@ -29,6 +29,8 @@ export type ItemOutcome<R = unknown> =
  * @see PocketFlow `AsyncParallelBatchNode`; PocketFlow PR #148 (per-item retry counter).
  */
 export class ParallelBatchNode<S = unknown, P extends ParamsObject = NonIterableObject> extends Node<S, P> {
+  static override optionNames: readonly string[] = [...Node.optionNames, 'concurrency', 'onItemError'];
+
   concurrency: number | undefined;
   onItemError: 'fail-fast' | 'collect';
 

@@ -7,7 +7,7 @@ import { attachVisit } from '../core/run-context.js';
 import { toErrorRecord, type ErrorRecord } from '../errors/error-record.js';
 import { QueueflowError, retryAfterOf } from '../errors/queueflow-error.js';
 import { attachBudget } from '../core/budget-of.js';
-import { limitCostOf, limitKeyOf } from '../core/limit.js';
+import { limitApplies, limitCostOf, limitKeyOf } from '../core/limit.js';
 import type { BudgetLimit } from '../kernel/budget-store.js';
 import { assertJson, type Json, type JsonObject } from '../json/json.js';
 import { attachMailbox } from '../mailbox/mailbox-of.js';
@@ -198,7 +198,8 @@ export class Step {
   ): Promise<{ value: unknown; retry?: undefined } | { value?: undefined; retry: StepResult }> {
     const target = leafTarget(node);
     const budget = this.ctx.budget;
-    const limits = budget && copy.limits?.length ? resolveLimits(copy, node.id, input) : undefined;
+    const resolved = budget && copy.limits?.length ? resolveLimits(copy, node.id, input) : undefined;
+    const limits = resolved?.length ? resolved : undefined;
     if (limits) {
       const admission = await budget!.admit(node.id, limits);
       if (!admission.admitted) {
@@ -369,12 +370,18 @@ function assertResult(value: unknown, path: string): void {
   if (value !== undefined) assertJson(value, path);
 }
 
-/** The node's limits for this try: keys from the visit's params, units from exec's input. */
+/**
+ * The node's limits for this try (those whose `when` holds): keys from the visit's params, units
+ * from exec's input.
+ */
 function resolveLimits(copy: Node<any, any>, node: string, input: unknown): BudgetLimit[] {
-  return copy.limits!.map((limit) => ({
-    key: limitKeyOf(limit, copy.params as object, node),
-    concurrency: limit.concurrency,
-    rate: limit.rate,
-    units: limitCostOf(limit, input, node),
-  }));
+  const params = copy.params as object;
+  return copy
+    .limits!.filter((limit) => limitApplies(limit, input, params, node))
+    .map((limit) => ({
+      key: limitKeyOf(limit, copy.params as object, node),
+      concurrency: limit.concurrency,
+      rate: limit.rate,
+      units: limitCostOf(limit, input, node),
+    }));
 }

@@ -53,6 +53,15 @@ export interface BudgetHold {
   holder: string;
 }
 
+/** A budget key the store knows: the limits the last visit that drew from it asked, and when. */
+export interface BudgetKeyInfo {
+  key: string;
+  concurrency?: number;
+  rate?: { max: number; perMs: number };
+  /** Epoch ms of the last admission or refusal on the key. */
+  usedAt: number;
+}
+
 /** A key's budget as the store holds it now (for inspection and tests). */
 export interface BudgetState {
   /** Leases held now (expired ones not counted). */

@@ -224,6 +224,16 @@ export interface Engine {
   /** The live workers, from the heartbeats they keep in the store (LocalEngine: itself). */
   workers(): Promise<WorkerInfo[]>;
   /**
+   * The budget keys (flow control) used in the last 24 hours, by key: what each holds now
+   * against the limits its nodes last asked, and the visits waiting for it (throttled).
+   */
+  budgets(): Promise<BudgetInfo[]>;
+  /**
+   * The queues of the deployment (every queue a step was added to, and every queue a live worker
+   * serves), each with its tasks by state and the live workers serving it (bull-board's view).
+   */
+  queues(): Promise<QueueInfo[]>;
+  /**
    * Mailboxes with messages waiting or runs parked on them, with the parked runs and (up to
    * `messages` of) the messages: the inbox of what each waiting agent needs.
    */
@@ -407,6 +417,46 @@ export interface WatchOptions {
    * a LocalEngine.
    */
   resync?: () => void;
+}
+
+/**
+ * A budget key now (flow control: a node's `limits`), as {@link Engine.budgets} shows it. The
+ * limits are those the last visit that drew from the key asked. Times are epoch milliseconds.
+ */
+export interface BudgetInfo {
+  key: string;
+  /** Visits holding the key in `exec` now (concurrency leases). */
+  inUse: number;
+  /** Most visits at once, when a limit on the key has `concurrency`. */
+  concurrency?: number;
+  /** Units taken in the sliding window ending now (a window of `rate.perMs`, else of the longest window asked). */
+  unitsInWindow: number;
+  /** At most `max` units per `perMs` ms, when a limit on the key has `rate`. */
+  rate?: { max: number; perMs: number };
+  /** Visits waiting for the key (their runs `throttled`), first first: their runs' ids. */
+  waiting: string[];
+  /** Until when the key is held back for everyone (a `RateLimitedError`), if it is. */
+  heldUntil?: number;
+  /** The last time a visit drew from or waited for the key. */
+  usedAt: number;
+}
+
+/**
+ * A queue now, as {@link Engine.queues} shows it: its tasks (steps, wakes, items) by state, and
+ * the workers serving it.
+ */
+export interface QueueInfo {
+  name: string;
+  /** Tasks due, waiting for a worker slot. */
+  waiting: number;
+  /** Tasks waiting for a moment: a retry's backoff, a budget, a `receive` timeout (throttled ones included). */
+  delayed: number;
+  /** Runs whose next step on this queue waits for a budget (their status `throttled`). */
+  throttled: number;
+  /** Tasks a worker runs now. */
+  running: number;
+  /** Ids of the live workers serving the queue. */
+  workers: string[];
 }
 
 /** A change to a run, for live views. */

@@ -32,6 +32,8 @@ import type {
   StreamEntry,
   StreamOptions,
   WorkerInfo,
+  BudgetInfo,
+  QueueInfo,
 } from './engine.js';
 import { followStream } from './run-stream.js';
 import { trace } from '@opentelemetry/api';
@@ -51,7 +53,7 @@ import { checkPriority } from './run-priority.js';
 import { DEFAULT_QUEUE } from '../core/queue-name.js';
 import { childRunId, isFinal, type NewRun, type RunStore, type StoredRun } from './run-store.js';
 import type { ResultWaiter } from './result-waiter.js';
-import type { Scheduler } from './scheduler.js';
+import { runIdOfTask, type Scheduler } from './scheduler.js';
 
 export interface RunClientOptions {
   clock: Clock;
@@ -350,6 +352,64 @@ export class RunClient {
     const workers = await this.store.workers(this.options.workerLapseMs);
     // A worker from before queues were named serves the default queue.
     return workers.map(({ meta: _meta, ...worker }) => ({ ...worker, queues: worker.queues ?? [DEFAULT_QUEUE] }));
+  }
+
+  /** See {@link Engine.budgets}. */
+  async budgets(): Promise<BudgetInfo[]> {
+    const keys = await this.store.budgetKeys();
+    const budgets = await Promise.all(
+      keys.map(async ({ key, concurrency, rate, usedAt }): Promise<BudgetInfo> => {
+        const state = await this.store.budgetOf(key, rate?.perMs ?? 0);
+        return {
+          key,
+          inUse: state.leases,
+          ...(concurrency === undefined ? {} : { concurrency }),
+          unitsInWindow: state.unitsInWindow,
+          ...(rate === undefined ? {} : { rate }),
+          waiting: [...new Set(state.waiters.map(runIdOfTask))],
+          ...(state.heldUntil === undefined ? {} : { heldUntil: state.heldUntil }),
+          usedAt,
+        };
+      }),
+    );
+    return budgets.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+  }
+
+  /**
+   * See {@link Engine.queues}. `live`: the engine's workers when they are not the store's
+   * heartbeats (LocalEngine: itself).
+   */
+  async queues(live?: WorkerInfo[]): Promise<QueueInfo[]> {
+    const [counts, workers, budgets] = await Promise.all([
+      this.scheduler.queueCounts?.() ?? Promise.resolve([]),
+      live ?? this.workers(),
+      this.budgets(),
+    ]);
+    // Throttled runs, by the queue of the step they wait to run.
+    const waiting = [...new Set(budgets.flatMap((budget) => budget.waiting))];
+    const throttled = new Map<string, number>();
+    for (const run of await this.store.summaries(waiting)) {
+      if (run?.status !== 'throttled') continue;
+      const queue = queueOf(run.target);
+      throttled.set(queue, (throttled.get(queue) ?? 0) + 1);
+    }
+    const names = new Set([
+      DEFAULT_QUEUE,
+      ...counts.map((count) => count.queue),
+      ...workers.flatMap((worker) => worker.queues),
+      ...throttled.keys(),
+    ]);
+    return [...names].map((name) => {
+      const count = counts.find((c) => c.queue === name);
+      return {
+        name,
+        waiting: count?.waiting ?? 0,
+        delayed: count?.delayed ?? 0,
+        throttled: throttled.get(name) ?? 0,
+        running: count?.running ?? 0,
+        workers: workers.filter((worker) => worker.queues.includes(name)).map((worker) => worker.id),
+      };
+    });
   }
 
   /** See {@link Engine.mailboxes}. */

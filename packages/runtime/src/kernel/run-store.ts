@@ -7,7 +7,7 @@ import type { FinalRunStatus, ListRunsOptions, RunError, RunStatus } from './eng
 import type { StreamEntry } from '../stream/stream-types.js';
 import type { Message } from '../mailbox/message.js';
 import type { ValueClaim } from './claim-check.js';
-import type { BudgetHold, BudgetReply, BudgetRequest, BudgetState } from './budget-store.js';
+import type { BudgetHold, BudgetKeyInfo, BudgetReply, BudgetRequest, BudgetState } from './budget-store.js';
 
 /**
  * The storage contract of the run kernel (DESIGN "The run kernel"): where run state lives.
@@ -247,6 +247,11 @@ export interface RunStore {
   budgetWoken(key: string, waiter: string): Promise<boolean>;
   /** A key's budget now, for a window of `perMs` ms. */
   budgetOf(key: string, perMs: number): Promise<BudgetState>;
+  /**
+   * The budget keys used within the budgets' idle expiry (a day), with the limits the last visit
+   * asked of each and when it did (`Engine.budgets`).
+   */
+  budgetKeys(): Promise<BudgetKeyInfo[]>;
 }
 
 /**

@@ -11,7 +11,17 @@ import type { StepTarget } from '../interpreter/step-types.js';
  * still holds (waiting, delayed or running) adds nothing. So whoever finds a run short of its
  * next task may add it again (the step driver's `ensureProgress`).
  */
+/** A queue's tasks by state, as a scheduler counts them ({@link Scheduler.queueCounts}). */
+export interface QueueCounts {
+  queue: string;
+  waiting: number;
+  delayed: number;
+  running: number;
+}
+
 export interface Scheduler {
+  /** Tasks by state in each queue tasks were added to (for `Engine.queues`). */
+  queueCounts?(): Promise<QueueCounts[]>;
   /**
    * Adds step `step` of `runId`, with `target.maxAttempts` tries, on `target.queue`;
    * `options.retry` for the task of the run's `retry`th retry (see {@link StepTask.retry}).
@@ -146,6 +156,14 @@ export function taskId(task: Task): string {
     case 'item':
       return `${task.runId}-${task.step}-i${task.index}${retrySuffix(task.retry)}`;
   }
+}
+
+/**
+ * The run a task id (see {@link taskId}) belongs to: its run's id for a step or wake, the run
+ * that fanned the item out for an item.
+ */
+export function runIdOfTask(id: string): string {
+  return id.replace(/-\d+(?:-p\d+|-i\d+)?(?:-r\d+)?$/, '');
 }
 
 function retrySuffix(retry: number | undefined): string {

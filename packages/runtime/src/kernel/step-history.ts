@@ -137,7 +137,7 @@ export function assertForkable(records: readonly string[], step: number, runId: 
   if (last?.fo) {
     throw new QueueflowError(
       'INVALID_OPTION',
-      `after step ${step} run '${runId}' waited on a fan-out's children, which a checkpoint does not hold: fork at step ${step - 1} (before the fan-out) or later (after its fan-in)`,
+      `step #${step - 1} of run '${runId}' fanned out, and from step #${step} on the run waited on its children, which a checkpoint does not hold: fork from step #${step - 1} (the state just before the fan-out, which the fork runs again) or from a step after its fan-in`,
       { retryable: false },
     );
   }

@@ -52,7 +52,7 @@ export class TimeTravel {
     if (checkpoint.frames.length === 0) {
       throw new QueueflowError(
         'INVALID_OPTION',
-        `run '${runId}' ended after step ${options.step}, so a fork from there has nothing to run: fork at a step from 0 to ${options.step - 1}`,
+        `run '${runId}' ended with step #${options.step - 1}, so a fork from step #${options.step} has nothing to run: fork from a step from #0 to #${options.step - 1} (the fork runs that step again)`,
         { retryable: false },
       );
     }

@@ -29,6 +29,8 @@ import type {
   StreamEntry,
   StreamOptions,
   WorkerInfo,
+  BudgetInfo,
+  QueueInfo,
 } from '../kernel/engine.js';
 import { ResultWaiter } from '../kernel/result-waiter.js';
 import { RunClient } from '../kernel/run-client.js';
@@ -238,6 +240,16 @@ export class LocalEngine implements Engine {
   /** This engine: the one worker that runs its steps. */
   async workers(): Promise<WorkerInfo[]> {
     return [{ ...this.self, active: this.scheduler.active, lastSeenAt: this.clock.now() }];
+  }
+
+  /** @see Engine.budgets */
+  async budgets(): Promise<BudgetInfo[]> {
+    return this.client.budgets();
+  }
+
+  /** @see Engine.queues */
+  async queues(): Promise<QueueInfo[]> {
+    return this.client.queues(await this.workers());
   }
 
   /** @see Engine.mailboxes */

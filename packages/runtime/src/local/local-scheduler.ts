@@ -4,6 +4,7 @@ import type { StepTarget } from '../interpreter/step-types.js';
 import type { Clock } from '../kernel/clock.js';
 import {
   taskId,
+  type QueueCounts,
   type Scheduler,
   type StepTask,
   type StepTaskOptions,
@@ -13,6 +14,7 @@ import {
   type WakeTask,
 } from '../kernel/scheduler.js';
 import { ReadyQueue } from './ready-queue.js';
+import { queueOf } from '../kernel/run-info.js';
 
 /** Runs the tasks a scheduler hands out (the step driver). */
 export interface TaskRunner {
@@ -26,6 +28,8 @@ interface Job {
   attempts: number;
   attemptsMade: number;
   state: 'waiting' | 'delayed' | 'active';
+  /** The queue its node names (counted apart; this process serves every queue). */
+  queue: string;
   timer?: unknown;
   /** The run's priority (BullMQ's: 1 first; none goes before any). */
   priority: number | undefined;
@@ -77,11 +81,12 @@ export class LocalScheduler implements Scheduler {
       ...(retry ? { retry } : {}),
       ...(attemptBase ? { attemptBase } : {}),
     };
-    this.add(task, Math.max(1, target.maxAttempts - attemptBase), delayMs, priority);
+    this.add(task, Math.max(1, target.maxAttempts - attemptBase), delayMs, priority, queueOf(target));
   }
 
   async addFirstSteps(runIds: readonly string[], target: StepTarget, options: TaskOptions = {}): Promise<void> {
-    for (const runId of runIds) this.add({ type: 'step', runId, step: 0 }, target.maxAttempts, 0, options.priority);
+    for (const runId of runIds)
+      this.add({ type: 'step', runId, step: 0 }, target.maxAttempts, 0, options.priority, queueOf(target));
   }
 
   async addItems(
@@ -98,11 +103,22 @@ export class LocalScheduler implements Scheduler {
         target.maxAttempts,
         0,
         priority,
+        queueOf(target),
       );
   }
 
   async addWake(wake: WakeTask, target: StepTarget, delayMs: number, options: TaskOptions = {}): Promise<void> {
-    this.add(wake, Math.max(1, target.maxAttempts - wake.attemptBase), delayMs, options.priority);
+    this.add(wake, Math.max(1, target.maxAttempts - wake.attemptBase), delayMs, options.priority, queueOf(target));
+  }
+
+  async queueCounts(): Promise<QueueCounts[]> {
+    const counts = new Map<string, QueueCounts>();
+    for (const job of this.jobs.values()) {
+      const count = counts.get(job.queue) ?? { queue: job.queue, waiting: 0, delayed: 0, running: 0 };
+      count[job.state === 'active' ? 'running' : job.state] += 1;
+      counts.set(job.queue, count);
+    }
+    return [...counts.values()];
   }
 
   async promote(wakeIds: readonly string[]): Promise<void> {
@@ -133,10 +149,10 @@ export class LocalScheduler implements Scheduler {
     this.ready.clear();
   }
 
-  private add(task: Task, attempts: number, delayMs: number, priority: number | undefined): void {
+  private add(task: Task, attempts: number, delayMs: number, priority: number | undefined, queue: string): void {
     const id = taskId(task);
     if (this.closed || this.jobs.has(id)) return;
-    const job: Job = { task, attempts, attemptsMade: 0, state: 'waiting', priority };
+    const job: Job = { task, attempts, attemptsMade: 0, state: 'waiting', queue, priority };
     this.jobs.set(id, job);
     this.schedule(id, job, delayMs);
   }

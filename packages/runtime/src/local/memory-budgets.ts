@@ -1,4 +1,4 @@
-import type { BudgetHold, BudgetReply, BudgetRequest, BudgetState } from '../kernel/budget-store.js';
+import type { BudgetHold, BudgetKeyInfo, BudgetReply, BudgetRequest, BudgetState } from '../kernel/budget-store.js';
 import type { Clock } from '../kernel/clock.js';
 
 /** One budget key in memory: what the Redis store keeps in its four keys per budget. */
@@ -20,7 +20,12 @@ interface MemoryBudget {
   perMs: number;
   /** The last `concurrency` asked on this key (how many waiters a release wakes). */
   concurrency: number;
+  /** The limits the last visit asked of this key, and when (epoch ms), for `Engine.budgets`. */
+  asked?: { concurrency?: number; rate?: { max: number; perMs: number }; at: number };
 }
+
+/** Budget keys idle this long (ms) are not listed (as on Redis, where they expire). */
+const BUDGET_IDLE_MS = 86_400_000;
 
 /** A waiter counts this long past the moment it said it would look again, in ms. */
 const WAITER_GRACE_MS = 30_000;
@@ -48,6 +53,11 @@ export class MemoryBudgets {
     for (const limit of request.limits) {
       const budget = this.budget(limit.key);
       if (limit.rate) budget.perMs = Math.max(budget.perMs, limit.rate.perMs);
+      budget.asked = {
+        ...(limit.concurrency === undefined ? {} : { concurrency: limit.concurrency }),
+        ...(limit.rate === undefined ? {} : { rate: { ...limit.rate } }),
+        at: now,
+      };
       this.expire(budget, now);
       // A waiter gets in when the budget has room for it and for every waiter before it (FIFO).
       const ahead = this.aheadOf(budget, request.waiter);
@@ -150,6 +160,18 @@ export class MemoryBudgets {
       waiters: this.ordered(budget),
       ...(budget.heldUntil > now ? { heldUntil: budget.heldUntil } : {}),
     };
+  }
+
+  /** The keys visits drew from or waited for within {@link BUDGET_IDLE_MS}. */
+  keys(): BudgetKeyInfo[] {
+    const since = this.clock.now() - BUDGET_IDLE_MS;
+    const keys: BudgetKeyInfo[] = [];
+    for (const [key, { asked }] of this.budgets) {
+      if (!asked || asked.at <= since) continue;
+      const { at, ...limits } = asked;
+      keys.push({ key, ...limits, usedAt: at });
+    }
+    return keys;
   }
 
   private budget(key: string): MemoryBudget {

@@ -18,7 +18,7 @@ import {
 import type { Clock } from '../kernel/clock.js';
 import { taskId } from '../kernel/scheduler.js';
 import type { ValueClaim } from '../kernel/claim-check.js';
-import type { BudgetHold, BudgetReply, BudgetRequest, BudgetState } from '../kernel/budget-store.js';
+import type { BudgetHold, BudgetKeyInfo, BudgetReply, BudgetRequest, BudgetState } from '../kernel/budget-store.js';
 import { MemoryBudgets } from './memory-budgets.js';
 import type { FinalRunStatus, ListRunsOptions, RunStatus } from '../kernel/engine.js';
 import type { StreamEntry } from '../stream/stream-types.js';
@@ -653,6 +653,10 @@ export class MemoryRunStore implements RunStore, RunEventSource {
 
   async budgetOf(key: string, perMs: number): Promise<BudgetState> {
     return this.budgets.state(key, perMs);
+  }
+
+  async budgetKeys(): Promise<BudgetKeyInfo[]> {
+    return this.budgets.keys();
   }
 
   async summaries(runIds: readonly string[]): Promise<(StoredRun | undefined)[]> {

@@ -11,6 +11,7 @@ import {
 import type { ErrorRecord, RunError } from '../errors/error-record.js';
 import { queueflowMetrics } from './metrics.js';
 import { contextOf, spanContextOf, traceparentOf } from './trace-context.js';
+import { emitStepEvent, type StepEvent } from './step-listener.js';
 
 /**
  * queueflow's traces, through `@opentelemetry/api` only (the application registers the SDK; with
@@ -81,8 +82,10 @@ export class TrySpan {
   readonly span: Span;
   private readonly startedAt = performance.now();
   private readonly metricAttributes: Attributes;
+  private readonly facts: TryFacts;
 
   constructor(facts: TryFacts) {
+    this.facts = facts;
     this.metricAttributes = { [ATTRIBUTES.flow]: facts.flow, [ATTRIBUTES.node]: facts.node };
     const kind = facts.item === undefined ? 'step' : 'item';
     this.span = tracer().startSpan(
@@ -101,6 +104,7 @@ export class TrySpan {
       contextOf(facts.parent),
     );
     queueflowMetrics().stepsStarted.add(1, this.metricAttributes);
+    emitStepEvent(() => ({ type: 'started', ...factsOf(facts) }));
   }
 
   /** This try's trace context (for what it starts: children, items, messages). */
@@ -128,7 +132,9 @@ export class TrySpan {
     const failed = outcome === 'retry' || outcome === 'failed';
     if (failed) metrics.stepsFailed.add(1, this.metricAttributes);
     else if (outcome !== 'park') metrics.stepsCompleted.add(1, this.metricAttributes);
-    metrics.stepDuration.record(performance.now() - this.startedAt, {
+    const durationMs = performance.now() - this.startedAt;
+    emitStepEvent(() => ({ type: 'ended', ...factsOf(this.facts), outcome, durationMs, ...(error ? { error } : {}) }));
+    metrics.stepDuration.record(durationMs, {
       ...this.metricAttributes,
       [ATTRIBUTES.outcome]: outcome,
     });
@@ -143,6 +149,12 @@ export class TrySpan {
     }
     this.span.end();
   }
+}
+
+/** The facts of a try a {@link StepEvent} carries. */
+function factsOf(facts: TryFacts): Omit<StepEvent, 'type'> {
+  const { runId, flow, node, step, attempt, item } = facts;
+  return { runId, flow, node, step, attempt, ...(item === undefined ? {} : { item }) };
 }
 
 /**

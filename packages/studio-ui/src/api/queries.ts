@@ -11,6 +11,7 @@ import type {
   FlowGraph,
   JsonObject,
   MailboxInfo,
+  QueuesBody,
   RunInfo,
   RunStatus,
   RunsPage,
@@ -50,10 +51,10 @@ export function useHistory(id: string) {
   });
 }
 
-export function useChildren(id: string, offset: number, limit: number, enabled: boolean) {
+export function useChildren(id: string, offset: number, limit: number, enabled: boolean, status?: RunStatus) {
   return useQuery({
-    queryKey: [...keys.children(id), offset, limit],
-    queryFn: () => api.get<ChildrenPage>(`/api/runs/${encodeURIComponent(id)}/children`, { offset, limit }),
+    queryKey: [...keys.children(id), offset, limit, status ?? 'all'],
+    queryFn: () => api.get<ChildrenPage>(`/api/runs/${encodeURIComponent(id)}/children`, { offset, limit, status }),
     placeholderData: keepPreviousData,
     enabled,
   });
@@ -91,6 +92,10 @@ export function useGraph(flow: string | undefined) {
 
 export function useWorkers() {
   return useQuery({ queryKey: keys.workers, queryFn: () => api.get<WorkerInfo[]>('/api/workers') });
+}
+
+export function useQueues() {
+  return useQuery({ queryKey: keys.queues, queryFn: () => api.get<QueuesBody>('/api/queues') });
 }
 
 export function useMailboxes() {

@@ -13,4 +13,5 @@ export const keys = {
   graph: (flow: string) => ['graph', flow] as const,
   workers: ['workers'] as const,
   mailboxes: ['mailboxes'] as const,
+  queues: ['queues'] as const,
 };

@@ -2,7 +2,9 @@
  * The studio API's answers, as JSON (see packages/worker/src/studio). Times are epoch ms.
  */
 import type {
+  BudgetInfo,
   ChildSummary,
+  QueueInfo,
   ErrorRecord,
   FlowGraph,
   Json,
@@ -21,6 +23,7 @@ import type { PatchOperation } from '@queueflow/runtime/kernel';
 
 // The engine's own types (type imports: nothing of the runtime ships in the page).
 export type {
+  BudgetInfo,
   ErrorRecord,
   FlowGraph,
   Json,
@@ -70,10 +73,18 @@ export interface ChildrenPage {
   offset: number;
   limit: number;
   hasMore: boolean;
+  /** Every child by status, for a fan-out of up to 10,000 children (the server reads them whole). */
+  counts?: Record<RunStatus, number>;
 }
 
 export interface StepDiff {
   step: number;
   before: Json;
   after: Json;
+}
+
+/** `GET /api/queues` (and the `queues` event): every queue and every budget key. */
+export interface QueuesBody {
+  queues: QueueInfo[];
+  budgets: BudgetInfo[];
 }

@@ -1,7 +1,7 @@
 import { useState } from 'preact/hooks';
 import { Link } from 'wouter-preact';
 import { useChildren } from '../api/queries';
-import type { RunInfo } from '../api/types';
+import { RUN_STATUSES, type RunInfo, type RunStatus } from '../api/types';
 import { count, duration } from './format';
 import { Pager } from './pager';
 import { Problem } from './problem';
@@ -16,7 +16,8 @@ const PAGE_SIZES = [100, 250, 500];
 export function FanOutPanel({ run }: { run: RunInfo }) {
   const [offset, setOffset] = useState(0);
   const [limit, setLimit] = useState(PAGE_SIZES[0]!);
-  const children = useChildren(run.id, offset, limit, true);
+  const [status, setStatus] = useState<RunStatus | undefined>();
+  const children = useChildren(run.id, offset, limit, true, status);
   const progress = run.children;
   const page = children.data;
   if (!progress && page && page.children.length === 0 && offset === 0 && run.conflicts.length === 0) return null;
@@ -60,6 +61,32 @@ export function FanOutPanel({ run }: { run: RunInfo }) {
       )}
       <div class="toolbar">
         <h3>Children</h3>
+        {page?.counts && (
+          <div class="filters" role="group" aria-label="Filter children by status">
+            <button
+              type="button"
+              class="filter"
+              aria-pressed={!status}
+              onClick={() => (setStatus(undefined), setOffset(0))}
+            >
+              all <span class="count">{count(Object.values(page.counts).reduce((a, b) => a + b, 0))}</span>
+            </button>
+            {RUN_STATUSES.filter((s) => page.counts![s] > 0 || s === status).map((s) => (
+              <button
+                key={s}
+                type="button"
+                class={`filter filter-${s}`}
+                aria-pressed={status === s}
+                onClick={() => (setStatus(status === s ? undefined : s), setOffset(0))}
+              >
+                {s}{' '}
+                <span class="count" data-testid={`child-count-${s}`}>
+                  {count(page.counts![s])}
+                </span>
+              </button>
+            ))}
+          </div>
+        )}
         <label>
           Per page{' '}
           <select value={limit} onChange={(event) => (setLimit(Number(event.currentTarget.value)), setOffset(0))}>
@@ -125,7 +152,7 @@ export function FanOutPanel({ run }: { run: RunInfo }) {
             limit={page.limit}
             shown={page.children.length}
             hasMore={page.hasMore}
-            total={progress?.total}
+            total={status && page.counts ? page.counts[status] : progress?.total}
             onPage={setOffset}
           />
         </>

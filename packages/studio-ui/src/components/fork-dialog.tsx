@@ -33,7 +33,7 @@ export function ForkDialog({
   onClose: () => void;
   onForked: (id: string) => void;
 }) {
-  const [step, setStep] = useState(run.steps);
+  const [step, setStep] = useState(run.status === 'completed' ? Math.max(0, run.steps - 1) : run.steps);
   const [edited, setEdited] = useState<JsonBoxContent>();
   const readEditor = useRef<(() => JsonBoxContent) | undefined>();
   const base = useSharedAt(run.id, step, true);
@@ -66,11 +66,11 @@ export function ForkDialog({
       onClose={onClose}
     >
       <p>
-        A new run of <code>{run.flow}</code> starts from the checkpoint after the chosen step, with <code>shared</code>{' '}
-        as you leave it below.
+        A new run of <code>{run.flow}</code> starts from the checkpoint just before the chosen step (numbered as in the
+        steps table), which it runs again, with <code>shared</code> as you leave it below.
       </p>
       <label class="field">
-        After step
+        From step
         <select
           value={step}
           onChange={(event) => {
@@ -78,9 +78,9 @@ export function ForkDialog({
             setEdited(undefined);
           }}
         >
-          {Array.from({ length: run.steps + 1 }, (_, n) => (
+          {Array.from({ length: run.status === 'completed' ? run.steps : run.steps + 1 }, (_, n) => (
             <option key={n} value={n}>
-              {n === 0 ? '0 (the start)' : n}
+              {n === 0 ? '#0 (the start)' : n === run.steps ? `#${n} (the step that did not commit)` : `#${n}`}
             </option>
           ))}
         </select>
@@ -106,7 +106,7 @@ export function ForkDialog({
           )}
           <div class="small" aria-live="polite" data-testid="fork-changes">
             {changes.length === 0 ? (
-              <span class="muted">No change yet: the fork starts with shared as it was after step {step}.</span>
+              <span class="muted">No change yet: the fork starts with shared as it was just before step #{step}.</span>
             ) : (
               <>
                 Changes to shared:

@@ -37,3 +37,11 @@ export function duration(ms: number): string {
 export function count(value: number): string {
   return number.format(value);
 }
+
+/**
+ * `n` and the word in the number it asks for: `plural(1, 'question')` is `1 question`,
+ * `plural(3, 'question')` is `3 questions`, `plural(2, 'child', 'children')` is `2 children`.
+ */
+export function plural(n: number, one: string, many = `${one}s`): string {
+  return `${count(n)} ${n === 1 ? one : many}`;
+}

@@ -1,3 +1,4 @@
+import { plural } from './format';
 import { create } from 'jsondiffpatch/with-text-diffs';
 import { format } from 'jsondiffpatch/formatters/html';
 import 'jsondiffpatch/formatters/styles/html.css';
@@ -56,7 +57,7 @@ export function StepDiff({ before, after, patch }: StepDiffProps) {
         </>
       )}
       <details class="patch-ops">
-        <summary>JSON Patch ({patch.length} operations)</summary>
+        <summary>JSON Patch ({plural(patch.length, 'operation')})</summary>
         <ol>
           {patch.map((operation, index) => (
             <li key={index}>

@@ -1,5 +1,5 @@
 import type { StepRecord } from '../api/types';
-import { dateTime, duration } from './format';
+import { dateTime, duration, plural } from './format';
 
 export interface StepTimelineProps {
   steps: StepRecord[];
@@ -40,7 +40,7 @@ export function StepTimeline({ steps, selected, onSelect }: StepTimelineProps) {
                     class="link-button"
                     aria-pressed={isSelected}
                     onClick={() => onSelect(step.step)}
-                    title={`Show what step ${step.step} changed`}
+                    title={`Show what step #${step.step} changed`}
                   >
                     #{step.step}
                   </button>
@@ -48,9 +48,9 @@ export function StepTimeline({ steps, selected, onSelect }: StepTimelineProps) {
                 <td>
                   <code>{step.node}</code>
                   {step.merged && (
-                    <span class="tag" title={`merged ${step.merged.children} children`}>
+                    <span class="tag" title={`merged ${plural(step.merged.children, 'child', 'children')}`}>
                       fan-in ×{step.merged.children}
-                      {step.merged.conflicts.length > 0 ? `, ${step.merged.conflicts.length} conflicts` : ''}
+                      {step.merged.conflicts.length > 0 ? `, ${plural(step.merged.conflicts.length, 'conflict')}` : ''}
                     </span>
                   )}
                 </td>

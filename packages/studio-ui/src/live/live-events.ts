@@ -9,7 +9,7 @@ import { useEffect, useState } from 'preact/hooks';
 import { apiUrl } from '../api/client';
 import { keys } from '../api/query-keys';
 import { refreshQueries } from '../api/refresh-queries';
-import type { CountsBody, MailboxInfo, RunChange, WorkerInfo } from '../api/types';
+import type { CountsBody, MailboxInfo, QueuesBody, RunChange, WorkerInfo } from '../api/types';
 import { config } from '../config';
 import { refreshChangedRuns } from './refresh-changed-runs';
 
@@ -47,6 +47,9 @@ export function connectLiveEvents(client: QueryClient): void {
   );
   source.addEventListener('workers', (event) =>
     client.setQueryData(keys.workers, JSON.parse((event as MessageEvent<string>).data) as WorkerInfo[]),
+  );
+  source.addEventListener('queues', (event) =>
+    client.setQueryData(keys.queues, JSON.parse((event as MessageEvent<string>).data) as QueuesBody),
   );
   source.addEventListener('mailboxes', (event) =>
     client.setQueryData(keys.mailboxes, JSON.parse((event as MessageEvent<string>).data) as MailboxInfo[]),

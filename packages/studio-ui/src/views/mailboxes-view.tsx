@@ -7,7 +7,7 @@ import { refreshQueries } from '../api/refresh-queries';
 import { useMailboxes } from '../api/queries';
 import type { Json, MailboxInfo, Message, ParkedRun } from '../api/types';
 import { config } from '../config';
-import { count, dateTime } from '../components/format';
+import { count, dateTime, plural } from '../components/format';
 import { Problem } from '../components/problem';
 import { TimeAgo } from '../components/time-text';
 import { useNow } from '../components/use-now';
@@ -38,7 +38,8 @@ export function MailboxesView() {
       <div class="view-head">
         <h1 id="mailboxes-title">Mailboxes</h1>
         <span class="muted">
-          {mailboxes.data.length} with messages or waiting runs · {questions.length} questions to answer
+          {plural(mailboxes.data.length, 'mailbox', 'mailboxes')} with messages or waiting runs ·{' '}
+          {plural(questions.length, 'question')} to answer
         </span>
       </div>
       {mailboxes.data.length === 0 && <p>No message waits and no run is parked on a mailbox.</p>}
@@ -71,7 +72,7 @@ function Mailbox({ box, now }: { box: MailboxInfo; now: number }) {
       <h2>
         <code>{box.address}</code>{' '}
         <span class="muted small">
-          {count(box.size)} waiting · {box.parked.length} parked
+          {plural(box.size, 'message')} waiting · {plural(box.parked.length, 'run')} parked
         </span>
       </h2>
       {box.parked.length > 0 && (

@@ -1,6 +1,6 @@
 import { Link, useSearchParams } from 'wouter-preact';
 import { ApiError } from '../api/client';
-import { useGraph, useHistory, useRun, useStepDiff } from '../api/queries';
+import { useGraph, useHistory, useMailboxes, useRun, useStepDiff } from '../api/queries';
 import { FINAL_STATUSES, type RunInfo, type StepRecord } from '../api/types';
 import { config } from '../config';
 import { FanOutPanel } from '../components/fan-out-panel';
@@ -10,6 +10,7 @@ import { JsonBox } from '../components/json-box';
 import { Problem } from '../components/problem';
 import { RunActions } from '../components/run-actions';
 import { RunErrors } from '../components/run-errors';
+import { RunEvents } from '../components/run-events';
 import { StatusBadge } from '../components/status-badge';
 import { StepDiff } from '../components/step-diff';
 import { StepTimeline } from '../components/step-timeline';
@@ -73,6 +74,7 @@ function RunDetail({
   const selected = chosen !== null && steps?.some((s) => String(s.step) === chosen) ? Number(chosen) : lastStep;
   const selectedRecord = steps?.find((s) => s.step === selected);
   const diff = useStepDiff(run.id, selected);
+  const mailboxes = useMailboxes();
 
   return (
     <article aria-labelledby="run-title" class="run">
@@ -99,10 +101,10 @@ function RunDetail({
               <>
                 {' '}
                 · forked from{' '}
-                <Link href={`/runs/${run.forkedFrom.runId}?step=${Math.max(0, run.forkedFrom.step - 1)}`}>
+                <Link href={`/runs/${run.forkedFrom.runId}?step=${run.forkedFrom.step}`}>
                   {run.forkedFrom.runId}
                 </Link>{' '}
-                after step {run.forkedFrom.step}
+                at step #{run.forkedFrom.step}
               </>
             )}
           </p>
@@ -206,6 +208,11 @@ function RunDetail({
 
       <FanOutPanel run={run} />
 
+      <section class="panel" aria-labelledby="events-title">
+        <h2 id="events-title">Events</h2>
+        <RunEvents run={run} steps={steps} mailboxes={mailboxes.data} />
+      </section>
+
       <section class="panel" aria-labelledby="errors-title">
         <h2 id="errors-title">Errors ({run.errors.length})</h2>
         <RunErrors errors={run.errors} />
@@ -213,7 +220,7 @@ function RunDetail({
 
       <section class="panel" aria-labelledby="shared-title">
         <h2 id="shared-title">
-          <code>shared</code> {FINAL_STATUSES.includes(run.status) ? 'at the end' : `after step ${run.steps}`}
+          <code>shared</code> {FINAL_STATUSES.includes(run.status) ? 'at the end' : `before step #${run.steps}`}
         </h2>
         <JsonBox value={run.shared} label="shared" />
       </section>

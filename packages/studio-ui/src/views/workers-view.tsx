@@ -1,3 +1,4 @@
+import { plural } from '../components/format';
 import { useWorkers } from '../api/queries';
 import { TimeAgo } from '../components/time-text';
 import { useNow } from '../components/use-now';
@@ -13,7 +14,7 @@ export function WorkersView() {
     <section aria-labelledby="workers-title">
       <div class="view-head">
         <h1 id="workers-title">Workers</h1>
-        {workers.data && <span class="muted">{workers.data.length} live</span>}
+        {workers.data && <span class="muted">{plural(workers.data.length, 'worker')} live</span>}
       </div>
       {workers.error ? (
         <Problem error={workers.error} what="the workers" />

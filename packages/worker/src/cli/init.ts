@@ -119,6 +119,15 @@ function writeStarter(target: string): string[] {
   };
   writeFileSync(path.join(target, 'package.json'), `${JSON.stringify(manifest, null, 2)}\n`);
   for (const [from, to] of TEMPLATE_FILES) copyFileSync(path.join(TEMPLATE_DIR, from), path.join(target, to));
+  // The README gives the install line init prints (the tarballs, until the packages are published).
+  const readme = path.join(target, 'README.md');
+  const install = installLines(target)
+    .map((line) => line.slice(2))
+    .join('\n');
+  writeFileSync(
+    readme,
+    readFileSync(readme, 'utf8').replace('{{install}}', () => install),
+  );
   return ['package.json', ...TEMPLATE_FILES.map(([, to]) => to)];
 }
 

@@ -30,7 +30,7 @@ function historyCommand(): Command {
   return new Command('history')
     .argument('<runId>', 'run id')
     .description(
-      "print a run's committed steps, oldest first: node, action, tries, duration, worker, and what each changed in shared",
+      "print a run's committed steps, oldest first, numbered #0 on as `fork --step` takes them: node, action, tries, duration, worker, and what each changed in shared",
     )
     .addOption(jsonOption())
     .addOption(redisOption())
@@ -96,9 +96,13 @@ function forkCommand(): Command {
   return new Command('fork')
     .argument('<runId>', 'run id')
     .description(
-      'start a new run from the state after --step committed steps of a run (0: its start), with an optional JSON Patch on shared; prints the new run id',
+      "start a new run of a run's flow from step #N as `history` numbers it (the state just before #N, which the fork runs again; #0: the start), with an optional JSON Patch on shared; prints the new run id",
     )
-    .requiredOption('--step <n>', 'committed steps of the source run to start after', nonNegativeInteger)
+    .requiredOption(
+      '--step <n>',
+      "the step to start from, #N of `queueflow history` (the fork runs it again); also the number of the source's committed steps it keeps",
+      nonNegativeInteger,
+    )
     .option(
       '--patch <json>',
       'RFC 6902 JSON Patch applied to the fork\'s shared, e.g. \'[{"op":"replace","path":"/n","value":1}]\'',
@@ -131,7 +135,7 @@ function forkCommand(): Command {
               ...(options.params ? { params: options.params } : {}),
             });
             if (!options.wait) return console.log(handle.id);
-            console.error(`run ${handle.id} forked from ${runId} at step ${options.step}`);
+            console.error(`run ${handle.id} forked from ${runId} at step #${options.step}`);
             const result = await awaitResult(engine, handle.id, options);
             console.log(JSON.stringify(result, null, 2));
             process.exitCode = result.status === 'completed' ? 0 : 1;

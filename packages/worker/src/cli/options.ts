@@ -62,6 +62,21 @@ export function connectionOf(options: ConnectionFlags): ConnectionOption {
   return options.cluster ? { cluster: options.cluster } : options.redis;
 }
 
+/** Where a command connects, for people: the URL (or the cluster's URLs) without a password. */
+export function describeConnection(options: ConnectionFlags): string {
+  const urls = options.cluster ?? [options.redis];
+  const shown = urls.map((text) => {
+    try {
+      const url = new URL(text);
+      if (url.password) url.password = '***';
+      return url.toString().replace(/\/$/, '');
+    } catch {
+      return text;
+    }
+  });
+  return options.cluster ? `cluster ${shown.join(',')}` : shown[0]!;
+}
+
 export const prefixOption = (): Option =>
   new Option('--prefix <prefix>', 'key prefix shared by clients and workers')
     .env('QUEUEFLOW_PREFIX')

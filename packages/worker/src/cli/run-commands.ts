@@ -5,6 +5,7 @@ import {
   type JsonObject,
   type RunResult,
   type RunStatus,
+  type RunInfo,
   type RunSummary,
 } from '@queueflow/runtime';
 import { isFinal } from '@queueflow/runtime/kernel';
@@ -97,7 +98,7 @@ function statusCommand(): Command {
   return new Command('status')
     .argument('<runId>', 'run id')
     .description(
-      `print a run's status, current node, attempts, error, timings and shared, as JSON (shared summarised when over ${SHARED_SUMMARY_BYTES} bytes)`,
+      `print a run's status, current node, attempts, error, timings, the mailbox a parked run waits on (waitingOn) and shared, as JSON (shared summarised when over ${SHARED_SUMMARY_BYTES} bytes)`,
     )
     .option('--shared', 'print shared whole, however large')
     .addOption(jsonOption())
@@ -115,7 +116,16 @@ function statusCommand(): Command {
         const shared = options.shared
           ? info.shared
           : summariseShared(info.shared, `\`queueflow status ${runId}${prefixHint(options.prefix)} --shared\``);
-        console.log(JSON.stringify({ ...info, shared }, null, 2));
+        // A parked run: the mailbox it waits on (the run's record does not name it; the mailboxes do).
+        const parkedOn =
+          info.status === 'waiting' && !info.children
+            ? (await engine.mailboxes({ messages: 0 })).flatMap((mailbox) =>
+                mailbox.parked
+                  .filter((parked) => parked.runId === runId)
+                  .map(({ since, deadline }) => ({ mailbox: mailbox.address, since, deadline })),
+              )[0]
+            : undefined;
+        console.log(JSON.stringify({ ...info, ...(parkedOn ? { waitingOn: parkedOn } : {}), shared }, null, 2));
       });
     });
 }
@@ -185,11 +195,14 @@ function listCommand(): Command {
       ) => {
         await withEngine(options, async (engine) => {
           const runs = await listSince(engine, options);
+          if (options.status === 'throttled') runs.push(...(await throttledChildren(engine, runs, options)));
           if (options.json) return console.log(JSON.stringify(runs, null, 2));
           for (const run of runs) {
             const at = new Date(run.createdAt).toISOString();
+            const by = run.throttledBy ? `  by '${run.throttledBy}'` : '';
+            const parent = run.parentId ? `  child of ${run.parentId}` : '';
             console.log(
-              `${run.id}  ${run.flow}  ${run.status.padEnd(9)}  steps ${run.steps}  ${at}${run.error ? `  ${firstLine(run.error.message)}` : ''}`,
+              `${run.id}  ${run.flow}  ${run.status.padEnd(9)}  steps ${run.steps}  ${at}${by}${parent}${run.error ? `  ${firstLine(run.error.message)}` : ''}`,
             );
           }
         });
@@ -201,6 +214,28 @@ function listCommand(): Command {
 function firstLine(message: string, max = 120): string {
   const line = message.split('\n', 1)[0]!;
   return line.length > max || line.length < message.length ? `${line.slice(0, max)}…` : line;
+}
+
+/**
+ * The fan-out children waiting for a budget (`list` shows runs started by clients only): the
+ * runs that the budgets name as waiting, beyond those listed, newest first, up to the limit.
+ */
+async function throttledChildren(
+  engine: RedisEngine,
+  listed: RunSummary[],
+  options: { flow?: string; since?: number; limit: number },
+): Promise<RunSummary[]> {
+  const seen = new Set(listed.map((run) => run.id));
+  const ids = new Set((await engine.budgets()).flatMap((budget) => budget.waiting).filter((id) => !seen.has(id)));
+  const infos = await Promise.all([...ids].map((id) => engine.get(id)));
+  return infos
+    .filter((info): info is RunInfo => info?.status === 'throttled' && info.parentId !== undefined)
+    .filter(
+      (info) => (options.flow === undefined || info.flow === options.flow) && info.createdAt >= (options.since ?? 0),
+    )
+    .map(({ errors: _e, conflicts: _c, children: _ch, shared: _s, ...summary }) => summary)
+    .sort((a, b) => b.createdAt - a.createdAt)
+    .slice(0, Math.max(0, options.limit - listed.length));
 }
 
 /** The newest runs matching the filters, created at `since` or later (runs come newest first). */

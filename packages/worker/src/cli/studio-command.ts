@@ -1,17 +1,19 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { isIP } from 'node:net';
+import { createLogger, logFormatOption, logLevelOption, type LogFlags } from './create-logger.js';
 import { Command, InvalidArgumentError, Option } from 'commander';
 import type { FlowDefinition } from '@queueflow/runtime';
 import { loadFlows } from '../load-flows.js';
 import { RedisEngine } from '../redis-engine.js';
 import { clusterOption, connectionOf, prefixOption, redisOption, type ConnectionFlags } from './options.js';
 
-interface StudioCommandOptions extends ConnectionFlags {
+interface StudioCommandOptions extends ConnectionFlags, LogFlags {
   port: number;
   host: string;
   flows?: string;
   readOnly?: boolean;
-  token?: string;
+  /** `false`: `--no-token`, no token beyond loopback on purpose. */
+  token?: string | false;
 }
 
 const LOOPBACK_NAMES = new Set(['localhost', '127.0.0.1', '::1', '[::1]']);
@@ -36,12 +38,27 @@ export function studioCommand(): Command {
     .option('--flows <module>', 'module exporting FlowDefinitions: draws their graphs and lets fork start them')
     .option('--read-only', 'hide every action (cancel, retry, fork, answer) and refuse them')
     .addOption(new Option('--token <token>', 'require this token on every request').env('QUEUEFLOW_STUDIO_TOKEN'))
+    .option(
+      '--no-token',
+      'listen beyond loopback without a token, on purpose (otherwise refused: anyone who reaches the port could act on runs)',
+    )
+    .addOption(logFormatOption())
+    .addOption(logLevelOption())
     .action(async (opts: StudioCommandOptions) => serveStudio(opts));
 }
 
 async function serveStudio(options: StudioCommandOptions): Promise<void> {
-  if (options.token !== undefined && options.token.length < 8)
+  if (typeof options.token === 'string' && options.token.length < 8)
     throw new Error('--token: use at least 8 characters (it is the only lock on the studio)');
+  const loopback = LOOPBACK_NAMES.has(options.host) || options.host.startsWith('127.');
+  // As Jupyter does: beyond loopback, no token is a choice to say out loud, not a default.
+  if (!loopback && options.token === undefined)
+    throw new Error(
+      `refusing to listen on ${options.host} without a token: anyone who reaches the port could ` +
+        `${options.readOnly ? 'read every run' : 'cancel, retry and fork runs'}. Pass --token <at least 8 characters> ` +
+        '(or QUEUEFLOW_STUDIO_TOKEN), or --no-token to listen without one on purpose',
+    );
+  const log = createLogger(options);
   // Loaded here, not with the CLI: every other command starts without the studio's modules.
   const { createStudioHandler } = await import('../studio/create-studio-handler.js');
   const flows: FlowDefinition[] = options.flows ? await loadFlows(options.flows) : [];
@@ -57,7 +74,6 @@ async function serveStudio(options: StudioCommandOptions): Promise<void> {
     readOnly: options.readOnly ?? false,
     ...(options.token ? { token: options.token } : {}),
   });
-  const loopback = LOOPBACK_NAMES.has(options.host) || options.host.startsWith('127.');
   const server = createServer((req, res) => {
     // A page of another site that resolves its name to 127.0.0.1 (DNS rebinding) would reach a
     // loopback studio as same-origin: on loopback, only loopback host names are served.
@@ -82,9 +98,13 @@ async function serveStudio(options: StudioCommandOptions): Promise<void> {
     options.readOnly ? 'read-only' : undefined,
     flows.length ? `flows: ${flows.map((f) => f.name).join(', ')}` : 'no --flows: no graphs, no forks',
   ].filter(Boolean);
-  console.log(`queueflow studio: http://${host}:${port}/${query} (prefix '${options.prefix}'; ${notes.join('; ')})`);
+  const url = `http://${host}:${port}/${query}`;
+  log.info(
+    { url, prefix: options.prefix },
+    `queueflow studio: ${url} (prefix '${options.prefix}'; ${notes.join('; ')})`,
+  );
   if (!loopback && !options.token)
-    console.error(
+    log.warn(
       `queueflow studio: listening on ${options.host} without --token: anyone who reaches this port can ` +
         `${options.readOnly ? 'read every run' : 'cancel, retry and fork runs'}`,
     );
@@ -93,7 +113,7 @@ async function serveStudio(options: StudioCommandOptions): Promise<void> {
   const stop = (signal: string): void => {
     if (stopping) process.exit(1);
     stopping = true;
-    console.log(`queueflow studio: ${signal}, closing`);
+    log.info(`queueflow studio: ${signal}, closing`);
     const closed = new Promise<void>((resolve) => server.close(() => resolve()));
     // Requests in flight get a moment to finish; kept-alive connections do not hold the exit.
     const force = setTimeout(() => server.closeAllConnections(), 2000);
@@ -106,7 +126,7 @@ async function serveStudio(options: StudioCommandOptions): Promise<void> {
       .then(
         () => process.exit(0),
         (error: unknown) => {
-          console.error(error);
+          log.error({ err: error }, `queueflow studio: ${(error as Error).message}`);
           process.exit(1);
         },
       );

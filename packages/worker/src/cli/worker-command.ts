@@ -1,10 +1,11 @@
 import { Command } from 'commander';
 import { loadFlows } from '../load-flows.js';
 import { throttledLog } from '../throttled-log.js';
-import { startWorker } from '../worker.js';
+import { startWorker, type QueueflowWorker } from '../worker.js';
 import {
   clusterOption,
   connectionOf,
+  describeConnection,
   nonNegativeInteger,
   partitionList,
   positiveInteger,
@@ -13,7 +14,56 @@ import {
   redisOption,
   type ConnectionFlags,
 } from './options.js';
-import { DEFAULT_QUEUE } from '@queueflow/runtime';
+import { hostname } from 'node:os';
+import type { Logger } from 'pino';
+import { DEFAULT_QUEUE, setWarningHandler, type FlowDefinition } from '@queueflow/runtime';
+import { setStepListener, type StepEvent } from '@queueflow/runtime/kernel';
+import { RedisEngine } from '../redis-engine.js';
+import { createLogger, logFormatOption, logLevelOption, type LogFlags } from './create-logger.js';
+import { serveMetrics, type MetricsServer } from './serve-metrics.js';
+
+/** A try of a step as a log line: its start and success at debug level, a failed try as a warning. */
+function logStep(log: Logger, event: StepEvent): void {
+  const { type, runId, step, node, attempt, flow, item } = event;
+  const fields = { runId, step, node, attempt, flow, ...(item === undefined ? {} : { item }) };
+  const what = `step #${step} ${node}${item === undefined ? '' : ` item ${item}`} of run ${runId}, try ${attempt + 1}`;
+  if (type === 'started') return void log.debug(fields, `${what}: started`);
+  const ended = { ...fields, outcome: event.outcome, durationMs: Math.round(event.durationMs * 10) / 10 };
+  if (event.error) {
+    log.warn({ ...ended, error: event.error }, `${what}: ${event.outcome} (${event.error.message})`);
+  } else log.debug(ended, `${what}: ${event.outcome} in ${ended.durationMs} ms`);
+}
+
+/** Serves /metrics, with the budgets read by a client of the worker's deployment. */
+async function startMetrics(options: ConnectionFlags & { metricsHost: string }, port: number): Promise<MetricsServer> {
+  const engine = new RedisEngine({ connection: connectionOf(options), flows: [], prefix: options.prefix });
+  const server = await serveMetrics(port, options.metricsHost, () => engine.budgets());
+  return {
+    url: server.url,
+    close: async () => {
+      await server.close();
+      await engine.close();
+    },
+  };
+}
+
+/**
+ * What a worker's ready line says of it: where (the Redis or the cluster, no password), the
+ * prefix, the partitions it serves, its queues, flows and concurrency.
+ */
+function readyLine(
+  options: ConnectionFlags & { concurrency: number; queues?: string[] },
+  partitions: QueueflowWorker['partitions'],
+  flows: readonly FlowDefinition[],
+): string {
+  const served =
+    partitions.served.length === partitions.count ? 'all served' : `serving ${partitions.served.join(', ')}`;
+  return (
+    `on ${describeConnection(options)} (prefix '${options.prefix}'; partitions: ${partitions.count}, ${served}; ` +
+    `queues: ${(options.queues ?? [DEFAULT_QUEUE]).join(', ')}; flows: ${flows.map((f) => f.name).join(', ')}; ` +
+    `concurrency ${options.concurrency})`
+  );
+}
 
 /**
  * `queueflow worker`: a worker process for the flows a module exports. Started while Redis cannot
@@ -59,28 +109,47 @@ export function workerCommand(): Command {
       'how long the main event loop may not turn (a long synchronous step, CPU starvation) and the worker still count as live, in ms (default 60000)',
       positiveInteger,
     )
+    .addOption(logFormatOption())
+    .addOption(logLevelOption())
+    .option(
+      '--metrics-port <port>',
+      "serve the worker's OpenTelemetry metrics in Prometheus' text format on http://<host>:<port>/metrics",
+      nonNegativeInteger,
+    )
+    .option('--metrics-host <host>', 'the address --metrics-port listens on', '0.0.0.0')
     .action(
       async (
-        options: ConnectionFlags & {
-          flows: string;
-          concurrency: number;
-          queues?: string[];
-          maxLoopLag?: number;
-          lockDuration?: number;
-          stalledInterval?: number;
-          continueSteps?: number;
-          partitions?: number;
-          servePartitions?: number[];
-          exitOnUnreachable?: boolean;
-        },
+        options: ConnectionFlags &
+          LogFlags & {
+            metricsPort?: number;
+            metricsHost: string;
+            flows: string;
+            concurrency: number;
+            queues?: string[];
+            maxLoopLag?: number;
+            lockDuration?: number;
+            stalledInterval?: number;
+            continueSteps?: number;
+            partitions?: number;
+            servePartitions?: number[];
+            exitOnUnreachable?: boolean;
+          },
       ) => {
         const flows = await loadFlows(options.flows);
+        const me = `queueflow worker ${process.pid}`;
+        const log = createLogger(options, { worker: `${hostname()}:${process.pid}` });
+        // Every line about a try of a step names the run, step, node and attempt (and the worker).
+        setStepListener((event) => logStep(log, event));
+        setWarningHandler((code, message) => log.warn({ code }, message));
+        const metricsServer =
+          options.metricsPort === undefined ? undefined : await startMetrics(options, options.metricsPort);
         // Before it is ready, a failed start is reported once, by the error startWorker throws.
         let ready = false;
-        const logError = throttledLog((line) => console.error(`queueflow worker ${process.pid}: ${line}`), 10_000);
+        const logError = throttledLog((line) => log.error(`${me}: ${line}`), 10_000);
         const worker = await startWorker({
           connection: connectionOf(options),
           onError: (error) => ready && logError(error.message),
+          onLog: (line) => log.info(`${me}: ${line}`),
           flows,
           prefix: options.prefix,
           concurrency: options.concurrency,
@@ -94,28 +163,37 @@ export function workerCommand(): Command {
           exitOnUnreachable: options.exitOnUnreachable ?? false,
         });
         ready = true;
-        const names = flows.map((f) => f.name).join(', ');
-        // The queues are named when not just the default one (the line stays as it was then).
-        const queues =
-          options.queues && options.queues.join() !== DEFAULT_QUEUE ? `; queues: ${options.queues.join(', ')}` : '';
-        console.log(
-          `queueflow worker ${process.pid}: ready (flows: ${names}${queues}; concurrency ${options.concurrency})`,
+        log.info(
+          {
+            redis: describeConnection(options),
+            prefix: options.prefix,
+            partitions: worker.partitions.count,
+            servedPartitions: worker.partitions.served,
+            queues: options.queues ?? [DEFAULT_QUEUE],
+            flows: flows.map((flow) => flow.name),
+            concurrency: options.concurrency,
+            ...(metricsServer ? { metrics: metricsServer.url } : {}),
+          },
+          `${me}: ready ${readyLine(options, worker.partitions, flows)}`,
         );
         let stopping = false;
         const stop = (signal: string): void => {
           if (stopping) {
-            console.error(`queueflow worker ${process.pid}: ${signal} again, exiting now`);
+            log.error(`${me}: ${signal} again, exiting now`);
             process.exit(1);
           }
           stopping = true;
-          console.log(`queueflow worker ${process.pid}: ${signal}, finishing steps in flight`);
-          worker.close().then(
-            () => process.exit(0),
-            (error: unknown) => {
-              console.error(error);
-              process.exit(1);
-            },
-          );
+          log.info(`${me}: ${signal}, finishing steps in flight`);
+          worker
+            .close()
+            .then(() => metricsServer?.close())
+            .then(
+              () => process.exit(0),
+              (error: unknown) => {
+                log.error({ err: error }, `${me}: ${(error as Error).message}`);
+                process.exit(1);
+              },
+            );
         };
         process.on('SIGTERM', () => stop('SIGTERM'));
         process.on('SIGINT', () => stop('SIGINT'));

@@ -4,6 +4,7 @@
 
   KEYS[1] the run hash (its status goes from throttled back to running when admitted; may not exist)
   KEYS[2..] four keys per limit, in the order of o.limits (see budget-lifecycle.lua)
+  KEYS[last] with o.indexed: the budgets index (zset key -> last use, epoch ms), after the limits'
 
   ARGV[1] options, JSON:
     holder     names this admission (its lease and window entry)
@@ -15,6 +16,8 @@
     wakeMax    most waiters an admission wakes
     changes    the changes channel
     limits     { key, concurrency?, rate? { max, perMs }, units } each
+    indexed    true when KEYS ends with the budgets index: each key's limits ('limits' in its
+               meta, JSON) and its use are recorded there, for Engine.budgets
 
   A key refuses when it is held back (RateLimitedError), or has no room for this try after the
   waiters before it in its queue (FIFO: a later visit never overtakes): leases + waiters ahead
@@ -55,6 +58,14 @@ local function rateDelay(b, rate, need)
     if used <= allowed then return e[1] + rate.perMs - now end
   end
   return rate.perMs
+end
+
+if o.indexed then
+  for i, limit in ipairs(limits) do
+    redis.call('ZADD', KEYS[#KEYS], now, limit.key)
+    redis.call('HSET', budgetKeys(i, 1).meta, 'limits', cjson.encode({ concurrency = limit.concurrency, rate = limit.rate }))
+  end
+  redis.call('PEXPIRE', KEYS[#KEYS], BUDGET_TTL_MS)
 end
 
 for i, limit in ipairs(limits) do

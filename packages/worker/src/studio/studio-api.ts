@@ -5,8 +5,9 @@ import type { Json, JsonObject } from '@queueflow/runtime';
 import { isFinal } from '@queueflow/runtime/kernel';
 import type { RunCensus } from './run-census.js';
 import { countsBody, summaryOf, type ChildrenPageBody, type RunsPageBody, type StepDiffBody } from './studio-bodies.js';
-import type { PatchOperation, StudioEngine, RunSummary } from './studio-engine.js';
+import { queuesOf, type PatchOperation, type StudioEngine, type RunSummary } from './studio-engine.js';
 import { StudioHttpError } from './studio-http-error.js';
+import { allChildren, countByStatus, MAX_CENSUS_CHILDREN } from './children-census.js';
 import {
   addressOf,
   flowOf,
@@ -92,6 +93,11 @@ export class StudioApi {
       return graph;
     });
     get('/api/workers', async () => this.need('workers')());
+    get('/api/queues', async () => {
+      this.need('queues');
+      this.need('budgets');
+      return queuesOf(this.engine);
+    });
     get('/api/mailboxes', async (c) => {
       const messages = optionalIntegerOf(c.query.get('messages') ?? undefined, 'messages', 20, 0, 200);
       return this.need('mailboxes')({ messages });
@@ -241,6 +247,22 @@ export class StudioApi {
   private async children(runId: string, query: URLSearchParams): Promise<ChildrenPageBody> {
     const offset = optionalIntegerOf(query.get('offset') ?? undefined, 'offset', 0, 0, Number.MAX_SAFE_INTEGER);
     const limit = optionalIntegerOf(query.get('limit') ?? undefined, 'limit', 100, 1, MAX_PAGE);
+    const status = statusOf(query.get('status') ?? undefined);
+    // A fan-out of up to MAX_CENSUS_CHILDREN is read whole: counted by status, and filtered.
+    const all = await allChildren(this.engine, runId);
+    if (all) {
+      if (all.length === 0 && !(await this.need('get')(runId)))
+        throw new StudioHttpError(404, 'RUN_NOT_FOUND', `no run '${runId}' (never started, or expired)`);
+      const shown = status ? all.filter((child) => child.status === status) : all;
+      const page = shown.slice(offset, offset + limit);
+      return { children: page, offset, limit, hasMore: shown.length > offset + limit, counts: countByStatus(all) };
+    }
+    if (status)
+      throw new StudioHttpError(
+        400,
+        'BAD_REQUEST',
+        `a fan-out of more than ${MAX_CENSUS_CHILDREN} children cannot be filtered by status`,
+      );
     const children = await this.need('children')(runId, { offset, limit: limit + 1 });
     // The engine lists no child for an unknown run; the API answers 404 for it, as for its other parts.
     if (children.length === 0 && !(await this.need('get')(runId)))

@@ -2,7 +2,7 @@
  * Shapes of the studio API's answers that are more than an engine's value as it is.
  */
 import type { Census, StatusCounts } from './run-census.js';
-import type { ChildSummary, RunInfo, RunSummary } from './studio-engine.js';
+import type { ChildSummary, RunInfo, RunStatus, RunSummary } from './studio-engine.js';
 
 /** `GET /api/runs/counts` and the `counts` event. */
 export interface CountsBody {
@@ -32,6 +32,8 @@ export interface ChildrenPageBody {
   offset: number;
   limit: number;
   hasMore: boolean;
+  /** Every child by status (`?status=` filters the page by one), for a fan-out of up to 10,000 children. */
+  counts?: Record<RunStatus, number>;
 }
 
 /** `GET /api/runs/:id/steps/:step/diff`: `shared` before and after a committed step, and its patch. */

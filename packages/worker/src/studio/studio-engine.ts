@@ -2,28 +2,46 @@
  * What the studio needs of an engine: the `Engine` methods it calls. `RedisEngine` and
  * `LocalEngine` both have them, and so does a fake in the studio's unit tests.
  */
-import type { Engine } from '@queueflow/runtime';
+import type { BudgetInfo, Engine, QueueInfo } from '@queueflow/runtime';
 
-export type { ChildSummary, RunChange, RunInfo, RunStatus, RunSummary } from '@queueflow/runtime';
+export type {
+  BudgetInfo,
+  ChildSummary,
+  QueueInfo,
+  RunChange,
+  RunInfo,
+  RunStatus,
+  RunSummary,
+} from '@queueflow/runtime';
 /** One RFC 6902 JSON Patch operation (as `StepRecord.patch` and `ForkOptions.patch` hold them). */
 export type { Operation as PatchOperation } from 'fast-json-patch';
 
 /**
- * The engine methods the studio calls. The studio never closes the engine: whoever made it does.
+ * The engine methods the studio calls (`queues` and `budgets`, for the Queues page, may be
+ * missing: the page then says this engine cannot show them). The studio never closes the
+ * engine: whoever made it does.
  */
-export type StudioEngine = Pick<
-  Engine,
-  | 'get'
-  | 'list'
-  | 'cancel'
-  | 'history'
-  | 'retry'
-  | 'fork'
-  | 'workers'
-  | 'mailboxes'
-  | 'answer'
-  | 'watch'
-  | 'sharedAt'
-  | 'children'
-  | 'graph'
->;
+export type StudioEngine = Partial<Pick<Engine, 'queues' | 'budgets'>> &
+  Pick<
+    Engine,
+    | 'get'
+    | 'list'
+    | 'cancel'
+    | 'history'
+    | 'retry'
+    | 'fork'
+    | 'workers'
+    | 'mailboxes'
+    | 'answer'
+    | 'watch'
+    | 'sharedAt'
+    | 'children'
+    | 'graph'
+  >;
+
+/** What the Queues page shows: every queue's tasks by state and workers, and every budget key. */
+export async function queuesOf(engine: StudioEngine): Promise<{ queues: QueueInfo[]; budgets: BudgetInfo[] }> {
+  if (!engine.queues || !engine.budgets) throw new Error('this engine has no queues() or budgets()');
+  const [queues, budgets] = await Promise.all([engine.queues(), engine.budgets()]);
+  return { queues, budgets };
+}

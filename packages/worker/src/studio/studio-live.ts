@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { RunCensus } from './run-census.js';
-import type { RunChange, StudioEngine } from './studio-engine.js';
+import { queuesOf, type RunChange, type StudioEngine } from './studio-engine.js';
 import { countsBody } from './studio-bodies.js';
 
 export interface StudioLiveOptions {
@@ -21,10 +21,10 @@ const MAX_BUFFERED_BYTES = 4 * 1024 * 1024;
  * The studio's live updates over Server-Sent Events. However many pages are open, the engine is
  * watched through ONE `engine.watch` subscription (made when the first page connects, dropped
  * when the last leaves); its changes are batched and sent to every page as `runs` events. The
- * counts per status follow as `counts` events, at most once per `countsEveryMs`; workers and
- * mailboxes, which no run event announces (a worker starting, a message sent to no one), are read
- * once per `snapshotEveryMs` for all pages together and sent as `workers` / `mailboxes` events
- * when they changed. When the engine's subscription is made again after a lost connection, every
+ * counts per status follow as `counts` events, at most once per `countsEveryMs`; workers,
+ * mailboxes and queues (with budgets), which no run event announces (a worker starting, a message
+ * sent to no one), are read once per `snapshotEveryMs` for all pages together and sent as
+ * `workers` / `mailboxes` / `queues` events when they changed. When the engine's subscription is made again after a lost connection, every
  * page gets `hello` again and reads anew what it shows.
  */
 export class StudioLive {
@@ -37,14 +37,15 @@ export class StudioLive {
   private countsSentAt = 0;
   private heartbeat: NodeJS.Timeout | undefined;
   private snapshots: NodeJS.Timeout | undefined;
-  private readonly lastSnapshot: Record<'workers' | 'mailboxes', string | undefined> = {
+  private readonly lastSnapshot: Record<'workers' | 'mailboxes' | 'queues', string | undefined> = {
     workers: undefined,
     mailboxes: undefined,
+    queues: undefined,
   };
   private closed = false;
 
   constructor(
-    private readonly engine: Pick<StudioEngine, 'watch' | 'workers' | 'mailboxes'>,
+    private readonly engine: Pick<StudioEngine, 'watch' | 'workers' | 'mailboxes' | 'queues' | 'budgets'>,
     private readonly census: RunCensus,
     options: StudioLiveOptions = {},
   ) {
@@ -131,7 +132,7 @@ export class StudioLive {
     clearTimeout(this.countsTimer);
     this.batchTimer = this.countsTimer = undefined;
     this.pending.clear();
-    this.lastSnapshot.workers = this.lastSnapshot.mailboxes = undefined;
+    this.lastSnapshot.workers = this.lastSnapshot.mailboxes = this.lastSnapshot.queues = undefined;
     const unwatch = this.unwatch;
     this.unwatch = undefined;
     (await unwatch)?.();
@@ -174,10 +175,11 @@ export class StudioLive {
     await Promise.all([
       this.snapshot('workers', () => this.engine.workers()),
       this.snapshot('mailboxes', () => this.engine.mailboxes()),
+      this.snapshot('queues', () => queuesOf(this.engine as StudioEngine)),
     ]);
   }
 
-  private async snapshot(name: 'workers' | 'mailboxes', read: () => Promise<unknown>): Promise<void> {
+  private async snapshot(name: 'workers' | 'mailboxes' | 'queues', read: () => Promise<unknown>): Promise<void> {
     if (this.clients.size === 0) return;
     let data: string;
     try {
