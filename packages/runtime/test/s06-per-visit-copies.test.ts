@@ -198,6 +198,48 @@ describe('S6 per-visit copies', () => {
     expect(node.history).toEqual([0, 1, 2, 0, 1, 2]);
   });
 
+  it('a visit reads the fields its template has when it runs; what it sets stays on the copy', async () => {
+    class Label extends Node<Shared> {
+      label = 'first';
+      override prep(shared: Shared): void {
+        shared.seen.push(this.label);
+        this.label = 'set by the visit';
+      }
+    }
+    const node = new Label();
+    const flow = new Flow(node);
+    const shared: Shared = { visits: 0, seen: [] };
+    await flow.run(shared);
+    node.label = 'second';
+    await flow.run(shared);
+    expect(shared.seen).toEqual(['first', 'second']);
+    expect(node.label).toBe('second');
+  });
+
+  it('a node that overrides clone() is visited on what its clone() returns', async () => {
+    class Own extends Node<Shared> {
+      items: number[] = [];
+      override clone(): this {
+        const copy = super.clone();
+        copy.items = [...this.items]; // a per-visit array, unlike the default shallow copy
+        return copy;
+      }
+      override prep(shared: Shared): void {
+        this.items.push(shared.visits);
+        shared.seen.push([...this.items]);
+      }
+      override post(shared: Shared): string | undefined {
+        return ++shared.visits < 2 ? 'again' : undefined;
+      }
+    }
+    const node = new Own();
+    node.on('again', node);
+    const shared: Shared = { visits: 0, seen: [] };
+    await new Flow(node).run(shared);
+    expect(shared.seen).toEqual([[0], [1]]);
+    expect(node.items).toEqual([]);
+  });
+
   it('clone(): same prototype, own fields copied, params copied one level, successors shared', () => {
     class N extends Node<Shared> {
       field = 'x';

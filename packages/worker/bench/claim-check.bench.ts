@@ -21,6 +21,7 @@ import { nanoid } from 'nanoid';
 import { defineFlow, Flow, LocalEngine, Node, ParallelBatchFlow, setWarningHandler } from '@queueflow/runtime';
 import { RedisEngine, startWorker } from '../src/index.js';
 import { deleteKeys, formatRate, redisUrl } from './bench-support.js';
+import { recordFigure } from '../../../bench/record-figure.js';
 
 const { values } = parseArgs({
   options: {
@@ -166,6 +167,8 @@ for (const [engine, round, steps, unit] of [
   console.log(
     `  ${engine} (${steps} steps): on ${formatRate(on)} ${unit}, off ${formatRate(off)} ${unit}, ratio on/off ${(on / off).toFixed(2)} (medians)`,
   );
+  const id = engine === 'LocalEngine' ? 'local' : 'redis';
+  recordFigure({ name: `claim-check.${id}.on-off`, value: on / off, unit: '×', better: 'higher' });
 }
 
 const redis = new Redis(redisUrl());
@@ -176,6 +179,7 @@ try {
     console.log(
       `  ${mode === 'on' ? 'on ' : 'off'}: ${mib(during)} while the children run, ${mib(after)} after the run`,
     );
+    recordFigure({ name: `claim-check.memory.${mode}`, value: during, unit: 'B', better: 'lower' });
   }
 } finally {
   redis.disconnect();

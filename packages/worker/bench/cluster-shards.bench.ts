@@ -21,6 +21,7 @@ import { CLUSTER_PARTITIONS, RedisEngine, startWorker, type ClusterConnection } 
 import { startRedisCluster } from '../../../tests/support/redis-cluster.js';
 import { deletePrefix, inspectingConnection, masters } from '../../../tests/support/redis-prefix.js';
 import { formatRate } from './bench-support.js';
+import { recordFigure } from '../../../bench/record-figure.js';
 
 const { values } = parseArgs({
   options: {
@@ -82,6 +83,7 @@ async function commandStats(node: Redis): Promise<{ calls: number; usec: number 
 
 async function workload(
   connection: ClusterConnection,
+  id: 'sequential' | 'fan-out',
   name: string,
   stepsDone: number,
   body: (engine: RedisEngine) => Promise<void>,
@@ -117,6 +119,8 @@ async function workload(
     }
     const busiest = Math.max(...figures.map((f) => f.usec / stepsDone));
     const projected = 1e6 / busiest;
+    const figure = `cluster-shards.${figures.length}-masters.${id}`;
+    recordFigure({ name: `${figure}.busiest-master`, value: busiest, unit: 'µs/step', better: 'lower' });
     console.log(
       `    bound: the worker, ${((user + system) / stepsDone).toFixed(0)} µs of CPU per step in this process, against ${busiest.toFixed(1)} µs on the busiest master`,
     );
@@ -138,16 +142,23 @@ for (const shards of [1, 3]) {
     console.log(
       `cluster of ${shards} master${shards > 1 ? 's' : ''}, ${CLUSTER_PARTITIONS} partitions, 1 worker at concurrency ${concurrency}`,
     );
-    await workload(connection, `${runs} sequential runs of ${steps} steps`, runs * steps, async (engine) => {
-      const results = await Promise.all(
-        Array.from({ length: runs }, () => engine.run(chain, { count: 0, limit: steps })),
-      );
-      const failed = results.find((result) => result.status !== 'completed');
-      if (failed) throw new Error(`a sequential run failed: ${JSON.stringify(failed.error)}`);
-    });
+    await workload(
+      connection,
+      'sequential',
+      `${runs} sequential runs of ${steps} steps`,
+      runs * steps,
+      async (engine) => {
+        const results = await Promise.all(
+          Array.from({ length: runs }, () => engine.run(chain, { count: 0, limit: steps })),
+        );
+        const failed = results.find((result) => result.status !== 'completed');
+        if (failed) throw new Error(`a sequential run failed: ${JSON.stringify(failed.error)}`);
+      },
+    );
     // A fan-out's steps: the parent's two and one per child.
     await workload(
       connection,
+      'fan-out',
       `${fanOuts} fan-outs of ${children} children`,
       fanOuts * (children + 2),
       async (engine) => {

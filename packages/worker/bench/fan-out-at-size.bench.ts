@@ -20,6 +20,7 @@ import { nanoid } from 'nanoid';
 import { setWarningHandler } from '@queueflow/runtime';
 import { RedisEngine, RedisKeys } from '../src/index.js';
 import { deleteKeys, formatRate, redisUrl, startWorkerProcess, stopWorkerProcess } from './bench-support.js';
+import { recordFigure } from '../../../bench/record-figure.js';
 import { manyItems, sameKey } from './at-size-flows.js';
 
 const FLOWS = fileURLToPath(new URL('./at-size-flows.ts', import.meta.url));
@@ -147,10 +148,12 @@ try {
   console.log(
     `ParallelBatchNode of ${n.toLocaleString('en-US')} no-op items on ${workers.length} workers: ${seconds.toFixed(1)} s (${formatRate(n / seconds)} items/s); load average ${loadBefore} before, ${load()} after`,
   );
+  recordFigure({ name: 'fan-out-at-size.items', value: n / seconds, unit: 'items/s', better: 'higher' });
   const infoPeak = Number(/used_memory_peak:(\d+)/.exec(await redis.info('memory'))?.[1]);
   console.log(
     `  Redis used_memory: ${mib(before)} before, peak ${mib(peak)} (+${mib(peak - before)}) sampled each second; INFO used_memory_peak ${mib(infoPeak)}`,
   );
+  recordFigure({ name: 'fan-out-at-size.redis-memory', value: peak - before, unit: 'B', better: 'lower' });
   console.log('  over time (s: used_memory | RSS of each worker):');
   for (let k = 1; k <= 10; k++) {
     const sample = samples[Math.min(samples.length - 1, Math.floor((k * samples.length) / 10) - 1)];

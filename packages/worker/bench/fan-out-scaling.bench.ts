@@ -28,6 +28,7 @@ import { nanoid } from 'nanoid';
 import { setWarningHandler } from '@queueflow/runtime';
 import { RedisEngine } from '../src/index.js';
 import { deleteKeys, redisUrl, startWorkerProcess, stopWorkerProcess } from './bench-support.js';
+import { recordFigure } from '../../../bench/record-figure.js';
 import { ioFanOut } from './scaling-flows.js';
 
 const FLOWS = fileURLToPath(new URL('./scaling-flows.ts', import.meta.url));
@@ -96,6 +97,11 @@ for (const workers of counts) {
   const own = times.get(workers)!;
   const speedUps = own.map((t, i) => times.get(base)![i]! / t);
   const bar = workers === 2 ? '  (bar ≥ 1.8)' : workers === 4 ? '  (bar ≥ 3.4)' : '';
+  if (workers !== base) {
+    const figureBar = workers === 2 ? { bar: 1.8 } : workers === 4 ? { bar: 3.4 } : {};
+    const name = `fan-out-scaling.speed-up.${workers}-workers`;
+    recordFigure({ name, value: median(speedUps), unit: '×', better: 'higher', ...figureBar });
+  }
   console.log(
     `  ${String(workers).padStart(2)} worker${workers === 1 ? ' ' : 's'}: median ${median(own).toFixed(2)} s ` +
       `[${Math.min(...own).toFixed(2)}–${Math.max(...own).toFixed(2)}]` +

@@ -14,6 +14,7 @@ import { nanoid } from 'nanoid';
 import { defineFlow, Flow, Node, setWarningHandler } from '@queueflow/runtime';
 import { RedisEngine, RedisKeys, startWorker } from '../src/index.js';
 import { deleteKeys, redisUrl } from './bench-support.js';
+import { recordFigure } from '../../../bench/record-figure.js';
 
 const { values } = parseArgs({
   options: { steps: { type: 'string', default: '1000' }, 'shared-kb': { type: 'string', default: '50' } },
@@ -90,6 +91,8 @@ try {
   console.log(`  full copies per step would be  : ${kb(sharedBytes * steps)}`);
   console.log(`  ratio, records / shared        : ${(payload / sharedBytes).toFixed(2)}× (the bar is < 5×)`);
   console.log(`  ratio, MEMORY USAGE / shared   : ${(memory / sharedBytes).toFixed(2)}×`);
+  recordFigure({ name: 'history-bytes.ratio', value: payload / sharedBytes, unit: '×', better: 'lower', bar: 5 });
+  recordFigure({ name: 'history-bytes.memory-ratio', value: memory / sharedBytes, unit: '×', better: 'lower' });
   console.log(`  a record, for example           : ${records[records.length >> 1]!.toString()}`);
   console.log(`  (run took ${seconds.toFixed(1)} s, ${Math.round(steps / seconds)} steps/s)`);
 } finally {

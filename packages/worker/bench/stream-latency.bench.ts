@@ -14,6 +14,7 @@ import { nanoid } from 'nanoid';
 import { defineFlow, Flow, Node, setWarningHandler } from '@queueflow/runtime';
 import { RedisEngine, startWorker } from '../src/index.js';
 import { deleteKeys, redisUrl } from './bench-support.js';
+import { recordFigure } from '../../../bench/record-figure.js';
 
 const { values } = parseArgs({
   options: { entries: { type: 'string', default: '400' }, gap: { type: 'string', default: '5' } },
@@ -104,6 +105,19 @@ const ms = (value: number): string => `${value.toFixed(2)} ms`;
 console.log(`stream latency, ${entries} entries ${gapMs} ms apart, emit → following client`);
 console.log(`  queueflow this.emit → engine.stream : p50 ${ms(percentile(ours, 50))}, p99 ${ms(percentile(ours, 99))}`);
 console.log(`  raw XADD → XREAD BLOCK              : p50 ${ms(percentile(raw, 50))}, p99 ${ms(percentile(raw, 99))}`);
+recordFigure({
+  name: 'stream-latency.p50.ratio',
+  value: percentile(ours, 50) / percentile(raw, 50),
+  unit: '×',
+  better: 'lower',
+});
+recordFigure({
+  name: 'stream-latency.p99.ratio',
+  value: percentile(ours, 99) / percentile(raw, 99),
+  unit: '×',
+  better: 'lower',
+});
+recordFigure({ name: 'stream-latency.p50', value: percentile(ours, 50), unit: 'ms', better: 'lower' });
 console.log(
   `  ratio                               : p50 ${(percentile(ours, 50) / percentile(raw, 50)).toFixed(2)}×, p99 ${(percentile(ours, 99) / percentile(raw, 99)).toFixed(2)}× (queueflow / raw)`,
 );

@@ -21,6 +21,7 @@ import { nanoid } from 'nanoid';
 import { defineFlow, Flow, LocalEngine, Node, setWarningHandler } from '@queueflow/runtime';
 import { RedisEngine, startWorker } from '../src/index.js';
 import { deleteKeys, formatRate, redisUrl } from './bench-support.js';
+import { recordFigure } from '../../../bench/record-figure.js';
 
 const { values } = parseArgs({
   options: { steps: { type: 'string', default: '1000' }, rounds: { type: 'string', default: '5' } },
@@ -97,7 +98,7 @@ async function localRound(): Promise<number> {
 
 const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
-async function compare(name: string, round: () => Promise<number>): Promise<void> {
+async function compare(id: string, name: string, round: () => Promise<number>): Promise<void> {
   const off: number[] = [];
   const on: number[] = [];
   tracing(false);
@@ -121,6 +122,8 @@ async function compare(name: string, round: () => Promise<number>): Promise<void
   console.log(
     `    overhead                   : ${((1 - median(on) / median(off)) * 100).toFixed(1)}% of the step rate, ${perStepUs.toFixed(1)} µs per step`,
   );
+  recordFigure({ name: `tracing-overhead.${id}.on-off`, value: median(on) / median(off), unit: '×', better: 'higher' });
+  recordFigure({ name: `tracing-overhead.${id}.per-step`, value: perStepUs, unit: 'µs', better: 'lower' });
 }
 
 /**
@@ -152,8 +155,8 @@ function noProviderCallsPerStepUs(): number {
 
 console.log(`tracing overhead, sequential flow, median of ${rounds} rounds`);
 console.log(`  the API calls of one step with no provider: ${noProviderCallsPerStepUs().toFixed(2)} µs per step`);
-await compare(`RedisEngine, ${steps} steps, 1 worker at concurrency 1`, redisRound);
-await compare(`LocalEngine, ${steps * 5} steps`, localRound);
+await compare('redis', `RedisEngine, ${steps} steps, 1 worker at concurrency 1`, redisRound);
+await compare('local', `LocalEngine, ${steps * 5} steps`, localRound);
 tracing(false);
 await meterProvider.shutdown();
 await tracerProvider.shutdown();

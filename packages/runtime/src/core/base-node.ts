@@ -225,6 +225,20 @@ export class BaseNode<S = unknown, P extends ParamsObject = NonIterableObject> {
   }
 }
 
+const plainClone = BaseNode.prototype.clone;
+
+/**
+ * The copy a runner visits (rule S6), with `params`: an object whose prototype is `template`, so
+ * that it reads the template's fields and what the visit sets lands on the copy alone. Per-visit
+ * fields never leak into the template, the next visit or a concurrent branch, as with `clone()`,
+ * and a visit costs one small object instead of a copy of every field (the hot path of a walk).
+ * A subclass that overrides `clone()` gets its own `clone()` instead.
+ */
+export function visitCopy<T extends BaseNode<any, any>>(template: T, params: object): T {
+  if (template.clone !== plainClone) return template.clone().setParams(params);
+  return (Object.create(template) as T).setParams(params);
+}
+
 /** `flow.run`: hands an entry to the run's `onEmit`, with an id as an engine would give it. */
 function emitLocally(run: FlowRunState, node: BaseNode<any, any>, step: number, encoded: string): void {
   const stream = run.stream!;

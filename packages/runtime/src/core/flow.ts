@@ -1,8 +1,9 @@
 import type { StreamEntry } from '../stream/stream-types.js';
 import { newRunId } from '../kernel/run-id.js';
-import { BaseNode } from './base-node.js';
+import { BaseNode, visitCopy } from './base-node.js';
+import { Node } from './node.js';
 import { attachVisit, visitOf, type FlowRunState } from './run-context.js';
-import type { Action, MaybePromise, NonIterableObject, ParamsObject } from './types.js';
+import { isPromiseLike, type Action, type MaybePromise, type NonIterableObject, type ParamsObject } from './types.js';
 import { invalidOption } from './validate-options.js';
 import { checkOptionNames } from './check-option-names.js';
 
@@ -69,18 +70,55 @@ export class Flow<S = unknown, P extends ParamsObject = NonIterableObject> exten
   /**
    * @internal Walks the graph once with `params` (default: the flow's own) and returns the last
    * action. Checks `abort` before each visit: an abandoned branch stops at the step boundary.
+   *
+   * This loop is `flow.run`'s hot path. A visit of a node whose `_run` is the plain one (S1) runs
+   * here inline rather than through `_run` and `_exec`: each async frame between the loop and the
+   * node's own methods costs a promise and a microtask turn per visit, and a lifecycle method
+   * that returns a plain value is not awaited at all.
    */
   async _orchestrate(shared: S, params?: P, abort?: AbortSignal): Promise<Action | undefined> {
     const walkParams = params ?? ({ ...this._params } as P);
     const run = visitOf(this)?.run ?? this.newRunState();
-    let current: BaseNode<any, any> | undefined = this.start.clone();
+    let current: BaseNode<any, any> | undefined = visitCopy(this.start, walkParams);
     let lastAction: Action | undefined;
     while (current) {
       abort?.throwIfAborted();
-      current.setParams(walkParams);
       attachVisit(current, { runId: run.runId, flow: run.flow, step: run.visits++, run });
-      lastAction = await current._run(shared, abort);
-      current = current.getNextNode(lastAction)?.clone();
+      if (current._run === plainRun) {
+        let prepRes = current.prep(shared);
+        if (isPromiseLike(prepRes)) prepRes = await prepRes;
+        let execRes: unknown;
+        if (
+          current._exec === nodeExec &&
+          (current as Node).timeoutMs === undefined &&
+          (current as Node).limits === undefined
+        ) {
+          // Node's first try, inline; a failed one goes on with the retry policy (S2, S3).
+          const node = current as Node;
+          abort?.throwIfAborted();
+          node.currentRetry = 0;
+          if (abort) node.signal = abort;
+          try {
+            execRes = node.exec(prepRes);
+            if (isPromiseLike(execRes)) execRes = await execRes;
+          } catch (error) {
+            execRes = await node._execAfterFailedTry(prepRes, 0, error, abort);
+          }
+        } else if (current._exec === plainExec) {
+          execRes = current.exec(prepRes);
+          if (isPromiseLike(execRes)) execRes = await execRes;
+        } else {
+          execRes = await current._exec(prepRes, abort);
+        }
+        abort?.throwIfAborted();
+        let action = current.post(shared, prepRes, execRes);
+        if (isPromiseLike(action)) action = await action;
+        lastAction = action ?? undefined;
+      } else {
+        lastAction = await current._run(shared, abort);
+      }
+      const next = current.getNextNode(lastAction);
+      current = next && visitCopy(next, walkParams);
     }
     return lastAction;
   }
@@ -129,3 +167,8 @@ export class Flow<S = unknown, P extends ParamsObject = NonIterableObject> exten
     throw new Error("Flow can't exec.");
   }
 }
+
+// The plain visit and tries that `_orchestrate` runs inline (a subclass that overrides them runs its own).
+const plainRun = BaseNode.prototype._run;
+const plainExec = BaseNode.prototype._exec;
+const nodeExec = Node.prototype._exec;

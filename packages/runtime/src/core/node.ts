@@ -222,28 +222,42 @@ export class Node<S = unknown, P extends ParamsObject = NonIterableObject> exten
   async _execWithRetries(input: unknown, abort?: AbortSignal): Promise<unknown> {
     // Only flow.run and node.run come here (engines run one try at a time through _tryExec).
     if (this.limits !== undefined) warnIfLimitsIgnored(this, input);
-    for (let attempt = 0; ; attempt++) {
-      abort?.throwIfAborted();
-      try {
-        if (this.timeoutMs === undefined) {
-          // The common path, kept free of extra async frames: it is the per-step hot path.
-          this.currentRetry = attempt;
-          if (abort) this.signal = abort;
-          return await this.exec(input);
-        }
-        return await this._tryExec(input, attempt, abort);
-      } catch (error) {
-        const retryAfterMs = retryAfterOf(error);
-        if (retryAfterMs !== undefined) {
-          // A RateLimitedError: wait as asked and try again, without using up a try.
-          await sleep(retryAfterMs, abort);
-          attempt--;
-          continue;
-        }
+    abort?.throwIfAborted();
+    try {
+      if (this.timeoutMs === undefined) {
+        // The common path, kept free of extra async frames: it is the per-step hot path.
+        this.currentRetry = 0;
+        if (abort) this.signal = abort;
+        return await this.exec(input);
+      }
+      return await this._tryExec(input, 0, abort);
+    } catch (error) {
+      return await this._execAfterFailedTry(input, 0, error, abort);
+    }
+  }
+
+  /**
+   * @internal The rest of the retry policy once try `attempt` (0-based) failed with `error`:
+   * waits and tries again, or runs `execFallback` after the last try. A `RateLimitedError`
+   * waits its `retryAfterMs` and tries again without using up a try.
+   */
+  async _execAfterFailedTry(input: unknown, attempt: number, error: unknown, abort?: AbortSignal): Promise<unknown> {
+    for (;;) {
+      const retryAfterMs = retryAfterOf(error);
+      if (retryAfterMs !== undefined) {
+        await sleep(retryAfterMs, abort);
+      } else {
         const last = attempt >= this.maxRetries - 1 || (error as { retryable?: unknown })?.retryable === false;
         if (last) return await this.execFallback(input, asError(error));
         const delayMs = this.retryDelayMs(attempt);
         if (delayMs > 0) await sleep(delayMs, abort);
+        attempt++;
+      }
+      abort?.throwIfAborted();
+      try {
+        return await this._tryExec(input, attempt, abort);
+      } catch (next) {
+        error = next;
       }
     }
   }

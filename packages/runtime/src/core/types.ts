@@ -5,6 +5,19 @@ export type Action = string;
 export type MaybePromise<T> = T | Promise<T>;
 
 /**
+ * Whether `value` is a Promise or another thenable, which `await` would wait for; the hot paths
+ * await only those (an `await` of a plain value still costs a microtask turn).
+ */
+export function isPromiseLike(value: unknown): value is PromiseLike<unknown> {
+  return (
+    value instanceof Promise ||
+    (value !== null &&
+      (typeof value === 'object' || typeof value === 'function') &&
+      typeof (value as { then?: unknown }).then === 'function')
+  );
+}
+
+/**
  * Params: a plain object of named values (the PocketFlow TypeScript port's type), and the
  * default params type of every node and flow (any key reads as `unknown`).
  * Arrays and other iterables are refused at compile time.

@@ -1,4 +1,4 @@
-import type { BaseNode } from '../core/base-node.js';
+import { visitCopy, type BaseNode } from '../core/base-node.js';
 import { toParamList } from '../core/batch-flow.js';
 import { toItems } from '../core/batch-node.js';
 import type { Flow } from '../core/flow.js';
@@ -112,8 +112,7 @@ export class Step {
 
   /** A fresh per-visit copy of `node`'s template with `params` (rule S6). */
   copyOf<T extends BaseNode<any, any>>(node: GraphNode, params: JsonObject): T {
-    const copy = node.template.clone() as T;
-    copy.setParams(params);
+    const copy = visitCopy(node.template, params) as T;
     if (this.ctx.run) attachVisit(copy, this.ctx.run);
     attachMailbox(copy, this.ctx.mailbox ?? noMailbox);
     if (this.ctx.emitter) attachEmitter(copy, { port: this.ctx.emitter, node: node.id });
