@@ -396,7 +396,7 @@ export class RedisRunStore implements RunStore {
    * Runs `write`, a script that writes into partition `index` only if that partition's settings
    * hold this store's partition count (code -1: another, -2: none; create-run.lua,
    * send-message.lua), confirming the count and writing it there when they do not
-   * ({@link confirmPartitionCount}), then running it again: so a client whose count changed under
+   * (`confirmPartitionCount`), then running it again: so a client whose count changed under
    * it (a purge, or a Redis restarted empty, and a worker of another count since) is refused at
    * its next write instead of writing where no worker looks.
    *
