@@ -46,6 +46,8 @@ export type ToHeartbeat =
 
 /** Messages from the heartbeat thread to the main thread. */
 export type FromHeartbeat =
+  /** Its connection is up (or failed, `error` said why): the worker's connections are all open. */
+  | { type: 'ready' }
   | { type: 'fenced'; id: string }
   | { type: 'stuck'; lagMs: number }
   | { type: 'error'; message: string }

@@ -78,6 +78,7 @@ port.on('message', (message: ToHeartbeat) => {
 });
 
 await connectAll([redis]).catch((error: Error) => post({ type: 'error', message: error.message }));
+post({ type: 'ready' });
 const timer = setInterval(beatOnce, data.intervalMs);
 
 /** A beat, unless one is under way. */

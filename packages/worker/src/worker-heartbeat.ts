@@ -24,6 +24,9 @@ import { taskOfJob, type BullmqScheduler } from './bullmq-scheduler.js';
 /** How often a worker tells the store it is alive, in ms. */
 const HEARTBEAT_INTERVAL_MS = 2000;
 
+/** Longest a worker's start waits for its heartbeat thread's connection, in ms. */
+const THREAD_READY_MS = 10_000;
+
 /** How often the main event loop tells the heartbeat thread it turns, in ms. */
 const LOOP_TICK_MS = 250;
 
@@ -130,6 +133,7 @@ export class WorkerHeartbeat {
     this.ticker = setInterval(() => this.tick(), LOOP_TICK_MS);
     this.ticker.unref();
     this.thread = this.startThread();
+    await this.threadReady();
     this.timer = setInterval(() => {
       // The main thread beats until the heartbeat thread's first beat (starting a thread takes a
       // moment, more on a loaded machine), and again should the thread die.
@@ -243,6 +247,30 @@ export class WorkerHeartbeat {
       if (this.thread === thread) this.thread = undefined; // the main thread beats from now on
     });
     return thread;
+  }
+
+  /**
+   * Waits for the heartbeat thread's connection (so a worker that says it is ready has every
+   * connection it keeps open), at most {@link THREAD_READY_MS}: the main thread beats meanwhile.
+   */
+  private async threadReady(): Promise<void> {
+    const thread = this.thread;
+    if (!thread) return;
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(done, THREAD_READY_MS);
+      timer.unref();
+      function done(): void {
+        clearTimeout(timer);
+        thread!.off('message', onMessage);
+        thread!.off('exit', done);
+        resolve();
+      }
+      function onMessage(message: FromHeartbeat): void {
+        if (message.type === 'ready') done();
+      }
+      thread.on('message', onMessage);
+      thread.once('exit', done);
+    });
   }
 
   private async stopThread(): Promise<void> {
