@@ -44,6 +44,7 @@ describe('a worker started before Redis', () => {
     const waits = worker
       .output()
       .split('\n')
+      .map(messageOf)
       .filter((line) => line.includes('trying again'));
     const reason = `Redis at ${url} is unreachable \\(connect ECONNREFUSED 127\\.0\\.0\\.1:${port}\\)`;
     waits.forEach((line, i) =>
@@ -56,3 +57,12 @@ describe('a worker started before Redis', () => {
     expect(waits.length).toBeGreaterThanOrEqual(2);
   });
 });
+
+/** The text of a log line: a JSON line's `msg` (pino, the worker's format without a terminal), else the line. */
+function messageOf(line: string): string {
+  try {
+    return (JSON.parse(line) as { msg?: string }).msg ?? line;
+  } catch {
+    return line;
+  }
+}
