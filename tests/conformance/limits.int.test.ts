@@ -282,7 +282,11 @@ describe.each(engines)('%s: flow control', (name) => {
     });
     expect(budget).toMatchObject({ key: 'model', inUse: 2, concurrency: 2, unitsInWindow: 0 });
     // queues(): the two in exec run, the two throttled wait (in the delayed set), served by the workers.
-    const queue = (await h.engine.queues()).find((q) => q.name === 'default');
+    // A throttled step's job is active for a moment before it moves to the delayed set: read again.
+    const queue = await waitFor('the queue to show 2 running and 2 throttled', async () => {
+      const found = (await h.engine.queues()).find((q) => q.name === 'default');
+      return found?.running === 2 && found.throttled === 2 ? found : undefined;
+    });
     expect(queue).toMatchObject({ waiting: 0, throttled: 2, running: 2 });
     expect(queue!.delayed).toBeGreaterThanOrEqual(2);
     expect(queue!.workers.length).toBeGreaterThan(0);
