@@ -318,6 +318,9 @@ export async function startWorker(options: WorkerOptions): Promise<QueueflowWork
         maxStalledCount,
         skipVersionCheck,
         settings: { backoffStrategy: stepBackoff },
+        // Started once this worker has joined the registry (below): a step taken before that
+        // would belong to no live worker, and the ready line would come after its first steps.
+        autorun: false,
       },
     );
     slot?.add(worker);
@@ -423,6 +426,8 @@ export async function startWorker(options: WorkerOptions): Promise<QueueflowWork
   });
   await heartbeat.start();
   leasesTaken = () => heartbeat.leasesTaken();
+  // run() resolves when the worker closes; its errors are the worker's.
+  for (const worker of workers) worker.run().catch(onError);
   // Metrics the application's reader collects (no-ops without a MeterProvider).
   const unobserve = observeGauges({
     queueDepth: async () => {

@@ -145,6 +145,14 @@ export function workerCommand(): Command {
           options.metricsPort === undefined ? undefined : await startMetrics(options, options.metricsPort);
         // Before it is ready, a failed start is reported once, by the error startWorker throws.
         let ready = false;
+        // A signal before it is ready (still waiting for Redis, say) ends it at once: no step
+        // has started yet.
+        let stopOnSignal = (signal: string): void => {
+          log.info(`${me}: ${signal} before it was ready, exiting`);
+          process.exit(0);
+        };
+        process.on('SIGTERM', () => stopOnSignal('SIGTERM'));
+        process.on('SIGINT', () => stopOnSignal('SIGINT'));
         const logError = throttledLog((line) => log.error(`${me}: ${line}`), 10_000);
         const worker = await startWorker({
           connection: connectionOf(options),
@@ -177,7 +185,7 @@ export function workerCommand(): Command {
           `${me}: ready ${readyLine(options, worker.partitions, flows)}`,
         );
         let stopping = false;
-        const stop = (signal: string): void => {
+        stopOnSignal = (signal: string): void => {
           if (stopping) {
             log.error(`${me}: ${signal} again, exiting now`);
             process.exit(1);
@@ -195,8 +203,6 @@ export function workerCommand(): Command {
               },
             );
         };
-        process.on('SIGTERM', () => stop('SIGTERM'));
-        process.on('SIGINT', () => stop('SIGINT'));
       },
     );
 }
