@@ -12,7 +12,7 @@
  * RedisEngine on real time (BullMQ's delayed set), which {@link EngineHarness.advance} waits out.
  */
 import { afterEach } from 'vitest';
-import { LocalEngine, type Engine, type FlowDefinition, type RunInfo } from '@queueflow/runtime';
+import { LocalEngine, type AgentDefinition, type Engine, type FlowDefinition, type RunInfo } from '@queueflow/runtime';
 import { useRedisHarness, type RedisHarness } from '../support/redis-harness.js';
 import { untilRun, waitFor } from '../support/wait-for.js';
 import { FakeClock } from './fake-clock.js';
@@ -24,6 +24,8 @@ export type EngineName = (typeof engines)[number];
 export interface EngineSetup {
   /** Flows the engine (and RedisEngine's workers) know. */
   flows: FlowDefinition[];
+  /** Agent types the engine (and RedisEngine's workers) know. */
+  agents?: AgentDefinition<any>[];
   /**
    * Steps run at once: LocalEngine's `concurrency`; on RedisEngine, that of each in-process
    * worker. @defaultValue 4
@@ -112,6 +114,7 @@ export function useLocalEngine(): (test: string, options: EngineSetup) => Promis
     const clock = new FakeClock({ autoAdvance: options.autoAdvance ?? false });
     const engine = new LocalEngine({
       flows: options.flows,
+      ...(options.agents ? { agents: options.agents } : {}),
       clock,
       concurrency: options.concurrency ?? 4,
       ...(options.retainFinishedRuns === undefined ? {} : { retainFinishedRuns: options.retainFinishedRuns }),
@@ -145,6 +148,7 @@ function useRedisEngine(cluster: boolean): (test: string, options: EngineSetup) 
       ...(options.maxStepRecords === undefined ? {} : { maxStepRecords: options.maxStepRecords }),
       ...(options.retentionMs === undefined ? {} : { retentionMs: options.retentionMs }),
       ...(options.largeValueBytes === undefined ? {} : { largeValueBytes: options.largeValueBytes }),
+      ...(options.agents ? { agents: options.agents } : {}),
     };
     const redis = await setup(test, {
       flows: options.flows,

@@ -38,6 +38,15 @@ export {
   type ErrorRecord,
 } from './errors/error-record.js';
 export { defineFlow, type FlowDefinition, type FlowsOption } from './interpreter/flow-definition.js';
+export { defineAgent, type AgentDefinition, type AgentOptions } from './agent/define-agent.js';
+export type {
+  AgentInfo,
+  AgentListing,
+  AgentPage,
+  AgentTurnInfo,
+  AskOptions,
+  ListAgentsOptions,
+} from './agent/agent-types.js';
 export type {
   Engine,
   RunStatus,

@@ -54,6 +54,14 @@ export class BaseNode<S = unknown, P extends ParamsObject = NonIterableObject> {
     return { runId: facts.runId, flow: facts.flow, step: facts.step, attempt };
   }
 
+  /**
+   * In an agent's turn (`defineAgent`), the message the turn handles: answer an `ask` with
+   * `this.reply(this.message, body)`. `undefined` outside a turn.
+   */
+  get message(): Message | undefined {
+    return visitOf(this)?.message;
+  }
+
   /** Successors by action; read-only view. */
   get successors(): ReadonlyMap<Action, BaseNode<any, any>> {
     return this._successors;

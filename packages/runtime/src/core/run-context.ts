@@ -1,3 +1,4 @@
+import type { Message } from '../mailbox/message.js';
 import type { StreamEntry } from '../stream/stream-types.js';
 
 /**
@@ -28,6 +29,8 @@ export interface VisitFacts {
   readonly step: number;
   /** `flow.run` only: the run this visit belongs to, whose counter its nested walks go on. */
   readonly run?: FlowRunState;
+  /** An agent's turn: the message it handles (`this.message`). */
+  readonly message?: Message;
 }
 
 /** One top-level `flow.run`: its id and name, and the visits so far (nested flows included). */

@@ -25,6 +25,7 @@ export type QueueflowErrorCode =
   | 'CORRUPT_RUN'
   | 'RATE_LIMITED'
   | 'WORKER_FENCED'
+  | 'MAILBOX_FULL'
   | 'INTERNAL';
 
 /**

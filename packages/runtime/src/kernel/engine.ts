@@ -4,7 +4,8 @@ export type { RunError };
 import type { FlowDefinition } from '../interpreter/flow-definition.js';
 import type { Json, JsonObject } from '../json/json.js';
 import type { MergeConflict, PatchOperation } from '../json/merge-patches.js';
-import type { Message } from '../mailbox/message.js';
+import type { Message, SendOptions } from '../mailbox/message.js';
+import type { AgentInfo, AgentPage, AgentTurnInfo, AskOptions, ListAgentsOptions } from '../agent/agent-types.js';
 import type { FlowGraph } from '../interpreter/mermaid.js';
 import type { StreamEntry, StreamOptions, StreamRestart } from '../stream/stream-types.js';
 
@@ -194,9 +195,42 @@ export interface Engine {
    * agent; it wakes a run waiting on that address.
    * @returns the message's id (the `id` its receiver sees).
    * @throws QueueflowError NOT_JSON for a body that would not survive JSON; TypeError (code `INVALID_ARGUMENT`) for a bad address;
-   *   QueueflowError `INVALID_OPTION` for an address that is not well-formed Unicode.
+   *   QueueflowError `INVALID_OPTION` for an address that is not well-formed Unicode;
+   *   `MAILBOX_FULL` for an agent whose inbox holds its type's `capacity`.
+   *
+   * An agent's address (`AgentDefinition.ref(key)`) is its inbox: a message to an idle agent
+   * starts its turn (its first message activates it).
    */
-  send(address: string, body: Json): Promise<string>;
+  send(address: string, body: Json, options?: SendOptions): Promise<string>;
+  /**
+   * Request/reply from outside any run: sends `body` to `address` with a fresh reply address and
+   * waits up to `options.timeoutMs` (ms, default 30 s) for the answer (`this.reply(this.message, …)`
+   * in an agent's turn, `reply` in a run, or {@link Engine.answer}).
+   * @returns the answer, or `undefined` after the timeout.
+   */
+  ask(address: string, body: Json, options?: AskOptions): Promise<Message | undefined>;
+  /**
+   * A keyed agent: its last committed state, committed turns, inbox depth, running turn and dead
+   * letters; `undefined` for a key never activated (or deleted).
+   * @throws QueueflowError `INVALID_OPTION` for a `ref` that is no agent address.
+   */
+  agent(ref: string): Promise<AgentInfo | undefined>;
+  /** Agent keys in address order, a page at a time (`limit`, default 100; `cursor` of the page before). */
+  agents(options?: ListAgentsOptions): Promise<AgentPage>;
+  /**
+   * Runs the query function `name` of the agent's type on its last committed state, without a
+   * turn. @throws QueueflowError `INVALID_OPTION` for a type the engine lacks or an unknown query.
+   */
+  query(ref: string, name: string, arg?: Json): Promise<unknown>;
+  /** Deletes an agent (state, inbox, dead letters, history; a running turn is cancelled); whether it existed. */
+  deleteAgent(ref: string): Promise<boolean>;
+  /**
+   * Puts a dead letter back at the end of the agent's inbox: its turn runs again.
+   * @throws QueueflowError `MESSAGE_NOT_FOUND`.
+   */
+  redeliver(ref: string, messageId: string): Promise<void>;
+  /** An agent's turns, oldest first (the last 100): each with its run, message and state patch. */
+  agentHistory(ref: string): Promise<AgentTurnInfo[]>;
   /**
    * The run's committed steps, oldest first, one {@link StepRecord} each (within the per-run cap
    * on records, oldest dropped first).

@@ -5,7 +5,7 @@ import type { FlowDefinition, FlowRegistry } from '../interpreter/flow-definitio
 import type { Checkpoint } from '../interpreter/checkpoint.js';
 import type { Json, JsonObject } from '../json/json.js';
 import { initialCheckpoint } from '../interpreter/walk.js';
-import { checkAddress, checkMessageBody } from '../mailbox/message.js';
+import { checkAddress, checkMessageBody, type SendOptions } from '../mailbox/message.js';
 import { cancelRun } from './cancel-run.js';
 import type { Clock } from './clock.js';
 import { decodeCheckpoint, decodeShared, encodeCheckpoint, isDeltaCheckpoint } from './codec.js';
@@ -310,9 +310,10 @@ export class RunClient {
    * Returns the message's id.
    * @throws QueueflowError `NOT_JSON`, `PAYLOAD_TOO_LARGE`; TypeError for a bad address.
    */
-  async send(address: string, body: Json): Promise<string> {
+  async send(address: string, body: Json, options: SendOptions = {}): Promise<string> {
     checkAddress('send', address);
     checkMessageBody(body, `message body sent to '${address}'`);
+    if (options.replyTo !== undefined) checkAddress('send', options.replyTo, 'replyTo');
     const id = `m.${nanoid()}`;
     const span = trace.getActiveSpan();
     const sender = span ? traceparentOf(span) : undefined;
@@ -320,6 +321,7 @@ export class RunClient {
       id,
       body,
       sentAt: this.options.clock.now(),
+      ...(options.replyTo === undefined ? {} : { replyTo: options.replyTo }),
       ...(sender === undefined ? {} : { trace: sender }),
     });
     await this.scheduler.promote(wakes);

@@ -7,6 +7,7 @@ import type { FinalRunStatus, ListRunsOptions, RunError, RunStatus } from './eng
 import type { StreamEntry } from '../stream/stream-types.js';
 import type { Message } from '../mailbox/message.js';
 import type { ValueClaim } from './claim-check.js';
+import type { AgentTurn } from '../agent/agent-store.js';
 import type { BudgetHold, BudgetKeyInfo, BudgetReply, BudgetRequest, BudgetState } from './budget-store.js';
 
 /**
@@ -328,6 +329,8 @@ export interface NewRun {
   values?: ValueClaim;
   /** The run's priority (BullMQ's: 1 first), inherited by its steps and fan-out children. */
   priority?: number;
+  /** A turn of a keyed agent: the agent, the turn's number and its message (agent-runtime.ts). */
+  turn?: AgentTurn;
 }
 
 /** A run's record as a store holds it. Times are epoch ms. */
@@ -382,6 +385,8 @@ export interface StoredRun {
   streamWriter?: { step: number; attempt: number; worker: string; ended: boolean };
   /** The run's priority (BullMQ's: 1 first); a fan-out child has its parent's. Its tasks carry it. */
   priority?: number;
+  /** A turn of a keyed agent (see {@link NewRun.turn}). */
+  turn?: AgentTurn;
 }
 
 /** A run as {@link RunStore.loadForStep} reads it for a step. */

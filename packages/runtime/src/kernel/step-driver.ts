@@ -1,3 +1,4 @@
+import type { JsonObject } from '../json/json.js';
 import { corruptRunError, recordOfFailedTask, runErrorOf, toErrorRecord } from '../errors/error-record.js';
 import { QueueflowError } from '../errors/queueflow-error.js';
 import { warn } from '../core/warnings.js';
@@ -82,6 +83,19 @@ export interface StepDriverOptions {
    * can give them back.
    */
   onBudgetLeases?: () => void;
+  /** Keyed agents (agent-runtime.ts): told of turns' ends and of messages this driver delivered. */
+  agents?: TurnHooks;
+}
+
+/** What the step driver tells keyed agents (AgentRuntime implements it). */
+export interface TurnHooks {
+  /**
+   * A run ended (`run.status` final). A completed turn's final `shared` comes with it when the
+   * driver has it, else it is read from the run.
+   */
+  runEnded(run: StoredRun, shared?: JsonObject): Promise<void>;
+  /** Messages reached these addresses in a transition this driver made (a commit or a park). */
+  delivered(addresses: string[]): Promise<void>;
 }
 
 /** What a step's record needs beside its outcome. */
@@ -632,7 +646,7 @@ export class StepDriver {
       const ctx: StepContext = {
         attempt,
         signal: controller.signal,
-        run: { runId: run.id, flow: run.flow, step: run.step },
+        run: { runId: run.id, flow: run.flow, step: run.step, ...(run.turn ? { message: run.turn.message } : {}) },
         mailbox: new StepMailbox(reservations, { runId: run.id, step: run.step, trace }, run.replay, now),
         emitter: stream,
         now,
@@ -849,6 +863,7 @@ export class StepDriver {
             ...optional('values', await this.values.claimOf(claim, run.checkpoint)),
           },
           start.chain,
+          outcome.checkpoint.shared,
         );
         return DONE;
       case 'fan-out':
@@ -931,6 +946,7 @@ export class StepDriver {
       return;
     }
     if (reply.result !== 'committed') return;
+    if (outcome.outbox.length) await this.options.agents?.delivered(outcome.outbox.map((sent) => sent.address));
     // A message was there already (it came while the step ran): wake now.
     if (reply.ready) await this.scheduler.promote([taskId(wake)]);
   }
@@ -952,6 +968,7 @@ export class StepDriver {
     mode: CommitMode,
     fields: CommitFields,
     chain?: StepChain,
+    shared?: JsonObject,
   ): Promise<CommitResult> {
     const takes = this.takes(chain);
     // The next child a child's end starts runs in this one's slot: taken, when it runs on this
@@ -966,6 +983,7 @@ export class StepDriver {
       recordRunEnd({ ...run, trace: await this.traceOf(run) }, mode, fields.now, fields.runError);
     }
     await this.scheduler.promote(reply.wakes);
+    if (reply.result === 'committed') await this.toAgents(run, mode, fields, shared);
     if (reply.result === 'stale') {
       const current = await this.store.load(run.id);
       if (current) await this.ensureProgress(current);
@@ -975,12 +993,26 @@ export class StepDriver {
     return reply.result;
   }
 
+  /** Tells keyed agents what a committed transition did: a turn that ended, messages to agents. */
+  private async toAgents(run: StoredRun, mode: CommitMode, fields: CommitFields, shared?: JsonObject): Promise<void> {
+    const agents = this.options.agents;
+    if (!agents) return;
+    if (run.turn && (mode === 'completed' || mode === 'failed'))
+      await agents.runEnded({ ...run, status: mode, ...(fields.runError ? { error: fields.runError } : {}) }, shared);
+    if ((mode === 'next' || mode === 'completed') && fields.outbox?.length)
+      await agents.delivered(fields.outbox.map((sent) => sent.address));
+  }
+
   /**
    * Re-adds whatever `run` needs next; every add is idempotent. Called when a task finds its run
    * past its step: the task that committed may have died before adding the next one.
    */
   async ensureProgress(run: StoredRun): Promise<void> {
-    if (isFinal(run.status)) return this.fanOut.reportEnded(run);
+    if (isFinal(run.status)) {
+      // A turn whose end its key has not heard of (its committer died first) ends here.
+      if (run.turn) await this.options.agents?.runEnded(run);
+      return this.fanOut.reportEnded(run);
+    }
     if (run.status !== 'waiting') return this.scheduler.addStep(run.id, run.step, run.target, taskOptionsOf(run));
     if (run.replay.parked) {
       const wake: WakeTask = {

@@ -41,11 +41,20 @@ import { warn } from '../core/warnings.js';
 import { checkSchedule, checkScheduleName } from '../kernel/schedule-definition.js';
 import { runScheduleTick } from '../kernel/schedule-tick.js';
 import { MemoryRunStore } from './memory-run-store.js';
+import { MemoryAgentStore } from './memory-agent-store.js';
+import { AgentRuntime } from '../agent/agent-runtime.js';
+import { AgentClient } from '../agent/agent-client.js';
+import { agentsOf, withTurnFlows } from '../agent/agent-registry.js';
+import type { AgentDefinition } from '../agent/define-agent.js';
+import type { AgentInfo, AgentPage, AgentTurnInfo, AskOptions, ListAgentsOptions } from '../agent/agent-types.js';
+import type { Message, SendOptions } from '../mailbox/message.js';
 import { observeGauges } from '../telemetry/metrics.js';
 
 export interface LocalEngineOptions {
-  /** The flows this engine runs: definitions from `defineFlow`, or a module exporting them. */
+  /** The flows this engine runs: definitions from `defineFlow`, or a module exporting them (and agents). */
   flows: FlowsOption;
+  /** The agent types this engine runs (`defineAgent`), beside those a module given as `flows` exports. */
+  agents?: readonly AgentDefinition<any>[];
   /** Most steps running at once in this process. @defaultValue 16 */
   concurrency?: number;
   /** Finished runs kept for `get` (fan-out children included), oldest dropped first. @defaultValue 10000 */
@@ -90,6 +99,9 @@ export class LocalEngine implements Engine {
   private readonly self: Omit<WorkerInfo, 'active' | 'lastSeenAt'>;
   private readonly clock: Clock;
   private readonly registry: FlowRegistry;
+  /** Keyed agents: their turns' lifecycle, and what the engine answers about them. */
+  private readonly agentRuntime: AgentRuntime;
+  private readonly agentClient: AgentClient;
   /** The schedules (their ticks are timers on the clock). */
   private readonly schedulesHere: LocalSchedules;
   /** Unregisters the observable gauges (queue depth, parked runs). */
@@ -98,7 +110,8 @@ export class LocalEngine implements Engine {
 
   /** @throws TypeError for invalid options. */
   constructor(options: LocalEngineOptions) {
-    const registry = new FlowRegistry(options.flows);
+    const agents = agentsOf(options.flows, options.agents);
+    const registry = new FlowRegistry(withTurnFlows(options.flows, agents));
     const clock = options.clock ?? systemClock;
     const retainFinishedRuns =
       checkOptionalPositiveInteger('LocalEngine', 'retainFinishedRuns', options.retainFinishedRuns) ?? 10_000;
@@ -137,8 +150,16 @@ export class LocalEngine implements Engine {
         ),
       );
     });
+    const agentStore = new MemoryAgentStore(this.store, clock);
+    this.agentRuntime = new AgentRuntime(agents, agentStore, this.store, this.scheduler, registry, {
+      clock,
+      maxCheckpointBytes,
+      largeValueBytes,
+      checkpointOf: (run) => this.driver.checkpointOf(run),
+    });
     // In memory no wake is lost: a parked run sleeps until its message or its deadline.
     this.driver = new StepDriver(this.store, this.scheduler, registry, {
+      agents: this.agentRuntime,
       clock,
       maxCheckpointBytes,
       refusalDelayMs: 5000,
@@ -154,13 +175,22 @@ export class LocalEngine implements Engine {
       where: 'in this engine',
       workerLapseMs: Infinity,
     });
+    this.agentClient = new AgentClient(agentStore, this.store, this.agentRuntime, {
+      send: (address, body, sendOptions) => this.client.send(address, body, sendOptions),
+      cancel: (runId) => this.client.cancel(runId),
+      history: (runId) => this.client.history(runId),
+    });
     this.unobserve = observeGauges({
       queueDepth: () => this.scheduler.waiting,
       parkedRuns: () => this.store.parkedRuns(),
     });
     this.ready = Promise.all([
       this.waiter.start(),
-      this.store.subscribe({ cancelled: (runId) => this.driver.abort(runId) }),
+      this.store.subscribe({
+        cancelled: (runId) => this.driver.abort(runId),
+        // Every end of a turn (a cancel, a fan-out failing fast) reaches its key, not only commits.
+        ...(agents.length === 0 ? {} : { ended: (runId: string) => this.turnEnded(runId) }),
+      }),
     ]).then(() => this.scheduler.start(this.driver));
   }
 
@@ -215,9 +245,57 @@ export class LocalEngine implements Engine {
    * @returns the message's id (the `id` its receiver sees).
    * @throws QueueflowError NOT_JSON for a body that would not survive JSON; TypeError for a bad address.
    */
-  async send(address: string, body: Json): Promise<string> {
+  async send(address: string, body: Json, options?: SendOptions): Promise<string> {
     await this.open();
-    return this.client.send(address, body);
+    return this.agentClient.send(address, body, options);
+  }
+
+  /** @see Engine.ask */
+  async ask(address: string, body: Json, options?: AskOptions): Promise<Message | undefined> {
+    await this.open();
+    return this.agentClient.ask(address, body, options);
+  }
+
+  /** @see Engine.agent */
+  async agent(ref: string): Promise<AgentInfo | undefined> {
+    return this.agentClient.agent(ref);
+  }
+
+  /** @see Engine.agents */
+  async agents(options?: ListAgentsOptions): Promise<AgentPage> {
+    return this.agentClient.agents(options);
+  }
+
+  /** @see Engine.query */
+  async query(ref: string, name: string, arg?: Json): Promise<unknown> {
+    return this.agentClient.query(ref, name, arg);
+  }
+
+  /** @see Engine.deleteAgent */
+  async deleteAgent(ref: string): Promise<boolean> {
+    await this.open();
+    return this.agentClient.deleteAgent(ref);
+  }
+
+  /** @see Engine.redeliver */
+  async redeliver(ref: string, messageId: string): Promise<void> {
+    await this.open();
+    return this.agentClient.redeliver(ref, messageId);
+  }
+
+  /** @see Engine.agentHistory */
+  async agentHistory(ref: string): Promise<AgentTurnInfo[]> {
+    return this.agentClient.agentHistory(ref);
+  }
+
+  /** A run ended: when it was an agent's turn, its key commits the turn and goes on. */
+  private turnEnded(runId: string): void {
+    void this.store
+      .load(runId)
+      .then((run) => (run?.turn ? this.agentRuntime.runEnded(run) : undefined))
+      .catch((error: unknown) =>
+        warn('QF_AGENT_TURN_END_FAILED', `the end of turn run '${runId}' was not recorded: ${(error as Error).message}`),
+      );
   }
 
   /** @see Engine.history */

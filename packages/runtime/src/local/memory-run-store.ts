@@ -117,6 +117,8 @@ export class MemoryRunStore implements RunStore, RunEventSource {
   private readonly queues = new Map<string, string[]>();
   /** Wake ids of the runs parked on each address. */
   private readonly waiters = new Map<string, Set<string>>();
+  /** Who waits for a message at an address from outside any run (`engine.ask`). */
+  private readonly arrivals = new Map<string, Set<() => void>>();
   private readonly listeners = new Set<RunEventListener>();
   /** Idempotency key → the run that holds it. */
   private readonly idempotency = new Map<string, string>();
@@ -181,6 +183,7 @@ export class MemoryRunStore implements RunStore, RunEventSource {
         ...(run.forkedFrom ? { forkedFrom: { ...run.forkedFrom } } : {}),
         ...(run.trace === undefined ? {} : { trace: run.trace }),
         ...(run.priority === undefined ? {} : { priority: run.priority }),
+        ...(run.turn === undefined ? {} : { turn: run.turn }),
       },
       errors: [],
       conflicts: [],
@@ -508,6 +511,26 @@ export class MemoryRunStore implements RunStore, RunEventSource {
     const wakes: string[] = [];
     this.deliver([{ address, message }], wakes);
     return { wakes };
+  }
+
+  /** The message at the head of the mailbox at `address` (an agent's inbox: the turn's message). */
+  peekMessage(address: string): Message | undefined {
+    const head = this.queues.get(address)?.[0];
+    return head === undefined ? undefined : decodeMessage(head);
+  }
+
+  /** Takes the head of the mailbox at `address` off when it is message `messageId`; whether it was. */
+  shiftMessage(address: string, messageId: string): boolean {
+    const queue = this.queues.get(address);
+    if (!queue?.length || decodeMessage(queue[0]!).id !== messageId) return false;
+    queue.shift();
+    if (queue.length === 0) this.queues.delete(address);
+    return true;
+  }
+
+  /** Drops the mailbox at `address` and its messages (an agent deleted). */
+  dropMailbox(address: string): void {
+    this.queues.delete(address);
   }
 
   async mailboxSize(address: string): Promise<number> {
@@ -982,7 +1005,19 @@ export class MemoryRunStore implements RunStore, RunEventSource {
       queue.push(encodeMessage(message));
       this.queues.set(address, queue);
       this.collectWaiters(address, wakes);
+      for (const arrived of this.arrivals.get(address) ?? []) arrived();
     }
+  }
+
+  /** Calls `listener` each time a message reaches `address`, until the returned function is called. */
+  onArrival(address: string, listener: () => void): () => void {
+    const listeners = this.arrivals.get(address) ?? new Set();
+    listeners.add(listener);
+    this.arrivals.set(address, listeners);
+    return () => {
+      listeners.delete(listener);
+      if (listeners.size === 0) this.arrivals.delete(address);
+    };
   }
 
   /** Gives the messages the current step reserved back, at the head of their mailboxes, in order. */

@@ -15,6 +15,8 @@ import {
   type ReceiveOptions,
   type SendOptions,
 } from './message.js';
+import { parseAgentRef } from '../agent/define-agent.js';
+import { InvalidArgumentError } from '../errors/queueflow-error.js';
 
 /**
  * Thrown inside node code by `receive` on an empty mailbox: the step parks. A control signal, not
@@ -88,6 +90,10 @@ export class StepMailbox implements Mailbox, StepMailboxPort {
 
   async receive(address: string, options: ReceiveOptions = {}): Promise<Message | undefined> {
     checkAddress('receive', address);
+    if (parseAgentRef(address))
+      throw new InvalidArgumentError(
+        `receive: '${address}' is an agent's inbox, which only its turns read (this.message); send to it instead`,
+      );
     const timeoutMs = checkTimeout('receive', options.timeoutMs);
     if (this.parkRequest) throw new ParkSignal(this.parkRequest); // parking already: go no further
     const ordinal = this.receives++;

@@ -1,0 +1,168 @@
+import { nanoid } from 'nanoid';
+import { QueueflowError } from '../errors/queueflow-error.js';
+import type { Json, JsonObject } from '../json/json.js';
+import type { StepRecord } from '../kernel/engine.js';
+import type { RunStore } from '../kernel/run-store.js';
+import { checkTimeout, type Message, type SendOptions } from '../mailbox/message.js';
+import { checkWellFormed } from '../core/well-formed.js';
+import type { AgentRuntime } from './agent-runtime.js';
+import type { AgentStore } from './agent-store.js';
+import type { AgentInfo, AgentPage, AgentTurnInfo, AskOptions, ListAgentsOptions } from './agent-types.js';
+import { checkAgentRef, firstState, parseAgentRef } from './define-agent.js';
+
+/** Default of {@link AskOptions.timeoutMs}: 30 s. */
+export const DEFAULT_ASK_TIMEOUT_MS = 30_000;
+
+/** What the agent client needs of its engine's run client. */
+export interface AgentClientHost {
+  send(address: string, body: Json, options?: SendOptions): Promise<string>;
+  cancel(runId: string): Promise<void>;
+  history(runId: string): Promise<StepRecord[]>;
+}
+
+/**
+ * The client side of keyed agents: what `Engine` promises about them (send to an agent, ask,
+ * agent, agents, query, deleteAgent, redeliver, agentHistory), written once for both engines.
+ */
+export class AgentClient {
+  constructor(
+    private readonly store: AgentStore,
+    private readonly runs: RunStore,
+    private readonly runtime: AgentRuntime,
+    private readonly host: AgentClientHost,
+  ) {}
+
+  /**
+   * Sends `body` to `address`; a message to an idle agent starts its turn (at once when this
+   * process has the agent's type, else by a worker that has it, within a heartbeat).
+   * @throws QueueflowError `MAILBOX_FULL` when the agent's inbox holds its type's `capacity`.
+   */
+  async send(address: string, body: Json, options?: SendOptions): Promise<string> {
+    const parsed = parseAgentRef(address);
+    const capacity = parsed ? this.runtime.definition(parsed.type)?.options.capacity : undefined;
+    if (capacity !== undefined && (await this.runs.mailboxSize(address)) >= capacity)
+      throw new QueueflowError(
+        'MAILBOX_FULL',
+        `send: the inbox of '${address}' holds ${capacity} messages, its type's capacity: try again later`,
+      );
+    const id = await this.host.send(address, body, options);
+    if (parsed) await this.runtime.delivered([address]);
+    return id;
+  }
+
+  /**
+   * Sends `body` to `address` with a fresh reply address and waits for the answer (a turn's
+   * `this.reply(this.message, ...)`, a run's `reply`, or `engine.answer`).
+   * @returns the answer, or `undefined` after `timeoutMs`.
+   */
+  async ask(address: string, body: Json, options: AskOptions = {}): Promise<Message | undefined> {
+    const timeoutMs = checkTimeout('ask', options.timeoutMs) ?? DEFAULT_ASK_TIMEOUT_MS;
+    const replyTo = `reply:${nanoid()}`;
+    await this.send(address, body, { replyTo });
+    return this.store.awaitMessage(replyTo, timeoutMs);
+  }
+
+  /** @see Engine.agent */
+  async agent(ref: string): Promise<AgentInfo | undefined> {
+    checkAgentRef('agent', ref);
+    const stored = await this.store.loadAgent(ref);
+    if (!stored) return undefined;
+    return {
+      type: stored.type,
+      key: stored.key,
+      state: JSON.parse(stored.state) as JsonObject,
+      turns: stored.turns,
+      inbox: stored.inbox,
+      ...(stored.running === undefined ? {} : { running: stored.running }),
+      failed: stored.failed,
+      ...(stored.lastTurnAt === undefined ? {} : { lastTurnAt: stored.lastTurnAt }),
+    };
+  }
+
+  /** @see Engine.agents */
+  async agents(options: ListAgentsOptions = {}): Promise<AgentPage> {
+    const limit = options.limit ?? 100;
+    if (!Number.isInteger(limit) || limit < 1)
+      throw new QueueflowError('INVALID_OPTION', `agents: expected \`limit\` to be an integer from 1, got ${String(limit)}`, {
+        retryable: false,
+      });
+    if (options.cursor !== undefined) checkWellFormed('agents', 'cursor', options.cursor);
+    const page = await this.store.listAgents({
+      limit,
+      ...(options.type === undefined ? {} : { type: options.type }),
+      ...(options.cursor === undefined ? {} : { cursor: options.cursor }),
+    });
+    return {
+      agents: page.refs.map((ref) => ({ ref, ...parseAgentRef(ref)! })),
+      ...(page.cursor === undefined ? {} : { cursor: page.cursor }),
+    };
+  }
+
+  /**
+   * Runs query `name` of the agent's type on its last committed state (a key never activated: its
+   * first state), without taking a turn.
+   * @throws QueueflowError `INVALID_OPTION` for a type this engine lacks or a query it does not define.
+   */
+  async query(ref: string, name: string, arg?: Json): Promise<unknown> {
+    const { type } = checkAgentRef('query', ref);
+    const definition = this.runtime.definition(type);
+    if (!definition)
+      throw new QueueflowError('INVALID_OPTION', `query: this engine has no agent type '${type}' (pass it in \`agents\`)`, {
+        retryable: false,
+      });
+    const query = definition.options.queries?.[name];
+    if (typeof query !== 'function')
+      throw new QueueflowError(
+        'INVALID_OPTION',
+        `query: agent type '${type}' has no query '${name}'; it has: ${Object.keys(definition.options.queries ?? {}).join(', ') || 'none'}`,
+        { retryable: false },
+      );
+    const stored = await this.store.loadAgent(ref);
+    const state = stored ? (JSON.parse(stored.state) as JsonObject) : firstState(definition);
+    return query(state, arg);
+  }
+
+  /**
+   * Deletes the key: its state, inbox, dead letters and turn history; a running turn is cancelled.
+   * @returns whether there was such a key.
+   */
+  async deleteAgent(ref: string): Promise<boolean> {
+    checkAgentRef('deleteAgent', ref);
+    const deleted = await this.store.deleteAgent(ref);
+    if (deleted === false) return false;
+    if (deleted.running !== undefined) await this.host.cancel(deleted.running).catch(() => {});
+    return true;
+  }
+
+  /**
+   * Puts dead letter `messageId` back at the end of the key's inbox (its turn runs again).
+   * @throws QueueflowError `MESSAGE_NOT_FOUND` when the key has no such dead letter.
+   */
+  async redeliver(ref: string, messageId: string): Promise<void> {
+    checkAgentRef('redeliver', ref);
+    checkWellFormed('redeliver', 'messageId', messageId);
+    if (!(await this.store.redeliver(ref, messageId)))
+      throw new QueueflowError('MESSAGE_NOT_FOUND', `redeliver: '${ref}' has no dead letter '${messageId}'`, {
+        retryable: false,
+      });
+    await this.runtime.delivered([ref]);
+  }
+
+  /** @see Engine.agentHistory */
+  async agentHistory(ref: string): Promise<AgentTurnInfo[]> {
+    checkAgentRef('agentHistory', ref);
+    const turns = await this.store.agentTurns(ref);
+    return Promise.all(
+      turns.map(async (entry): Promise<AgentTurnInfo> => {
+        const run = await this.runs.load(entry.runId);
+        const info: AgentTurnInfo = { turn: entry.turn, runId: entry.runId, status: entry.status, at: entry.at };
+        if (run?.turn) info.message = run.turn.message;
+        if (run && entry.status === 'completed') {
+          const steps = await this.host.history(entry.runId).catch(() => undefined);
+          if (steps) info.patch = steps.flatMap((step) => step.patch);
+        }
+        return info;
+      }),
+    );
+  }
+}

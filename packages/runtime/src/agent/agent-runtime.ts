@@ -1,0 +1,219 @@
+import { QueueflowError } from '../errors/queueflow-error.js';
+import type { FlowRegistry } from '../interpreter/flow-definition.js';
+import type { JsonObject } from '../json/json.js';
+import type { Clock } from '../kernel/clock.js';
+import type { RunError } from '../kernel/engine.js';
+import { newRunId } from '../kernel/run-id.js';
+import { prepareRun } from '../kernel/run-client.js';
+import { isFinal, type RunStore, type StoredRun } from '../kernel/run-store.js';
+import { taskOptionsOf, type Scheduler } from '../kernel/scheduler.js';
+import { startRun } from '../kernel/start-run.js';
+import type { Checkpoint } from '../interpreter/checkpoint.js';
+import { firstState, parseAgentRef, type AgentDefinition } from './define-agent.js';
+import type { AgentActivation, AgentStore, FirstState, TurnEnd } from './agent-store.js';
+
+export interface AgentRuntimeOptions {
+  clock: Clock;
+  /** Largest encoded checkpoint, in bytes (a turn's checkpoint holds the state). */
+  maxCheckpointBytes: number;
+  largeValueBytes?: number;
+  /** The checkpoint of a stored run with its values put back (the step driver's). */
+  checkpointOf: (run: StoredRun) => Promise<Checkpoint>;
+}
+
+/**
+ * The turn lifecycle of keyed agents (README "Agents"), written once over an {@link AgentStore},
+ * a {@link RunStore} and a {@link Scheduler}: a message to an idle key starts a turn, a turn's
+ * end commits its state and starts the next one. A turn is a run of the agent's turn flow
+ * (`agent.<type>`), so everything a run has works inside it.
+ *
+ * A turn's start and end are each one transition of the agent store, next to the run's own:
+ * `activateAgent` (then the run is created and its first step added) and `endTurn` (after the
+ * run's end, which starts the next turn in the same transition). A process that dies between two
+ * of them leaves the key marked running or its inbox due; {@link AgentRuntime.recover} (a worker's
+ * heartbeat) finishes what it left, idempotently.
+ */
+export class AgentRuntime {
+  private readonly types = new Map<string, AgentDefinition<any>>();
+
+  constructor(
+    agents: readonly AgentDefinition<any>[],
+    private readonly store: AgentStore,
+    private readonly runs: RunStore,
+    private readonly scheduler: Scheduler,
+    private readonly registry: FlowRegistry,
+    private readonly options: AgentRuntimeOptions,
+  ) {
+    for (const agent of agents) {
+      const known = this.types.get(agent.type);
+      if (known && known !== agent)
+        throw new QueueflowError('INVALID_OPTION', `two agent types are registered as '${agent.type}'`, {
+          retryable: false,
+        });
+      this.types.set(agent.type, agent);
+    }
+  }
+
+  /** The agent type `type`, when this process has its definition. */
+  definition(type: string): AgentDefinition<any> | undefined {
+    return this.types.get(type);
+  }
+
+  /** The agent types this process has. */
+  definitions(): AgentDefinition<any>[] {
+    return [...this.types.values()];
+  }
+
+  /**
+   * Messages reached `addresses` (a send, a step's commit or park): starts a turn of each agent
+   * among them that is idle. An agent of a type this process lacks is left to a process that has
+   * it (its inbox is due: {@link AgentRuntime.recover}).
+   */
+  async delivered(addresses: Iterable<string>): Promise<void> {
+    for (const address of new Set(addresses)) {
+      const parsed = parseAgentRef(address);
+      if (parsed && this.types.has(parsed.type)) await this.activate(address);
+    }
+  }
+
+  /** Starts a turn of agent `ref` if it is idle and has a message. */
+  async activate(ref: string): Promise<void> {
+    const definition = this.types.get(parseAgentRef(ref)!.type)!;
+    const first: FirstState = {
+      state: JSON.stringify(firstState(definition)),
+      version: definition.options.version ?? 1,
+      incarnation: newRunId(),
+    };
+    const activation = await this.store.activateAgent(ref, first, this.options.clock.now());
+    if (activation) await this.startTurn(ref, activation);
+  }
+
+  /**
+   * Creates the run of a turn that was activated and adds its first step. A state that cannot be
+   * migrated, or is no longer valid input, fails the turn (its message goes to the dead letters).
+   */
+  private async startTurn(ref: string, activation: AgentActivation, recovering = false): Promise<void> {
+    let next: AgentActivation | undefined = activation;
+    while (next) {
+      const current: AgentActivation = next;
+      next = undefined;
+      const definition = this.types.get(parseAgentRef(ref)!.type)!;
+      try {
+        if (recovering && (await this.runs.position(current.runId))) {
+          const run = await this.runs.load(current.runId);
+          if (run && !isFinal(run.status) && run.step === 0)
+            await this.scheduler.addStep(run.id, 0, run.target, taskOptionsOf(run));
+          return;
+        }
+        const state = this.migrated(definition, current);
+        const prepared = prepareRun(this.registry, definition.flow, state, {}, this.options);
+        await startRun(
+          this.runs,
+          this.scheduler,
+          { ...prepared, id: current.runId, turn: { agent: ref, turn: current.turn, message: current.message } },
+          this.options.clock.now(),
+        );
+      } catch (error) {
+        if (!(error instanceof QueueflowError) || error.code === 'REDIS_UNAVAILABLE' || error.code === 'REDIS_TIMEOUT')
+          throw error;
+        // No run can be made of this state: the turn fails at once, as a turn whose run failed.
+        const reply = await this.store.endTurn(ref, {
+          runId: current.runId,
+          status: 'failed',
+          messageId: current.message.id,
+          error: { message: error.message, code: error.code },
+          now: this.options.clock.now(),
+        });
+        next = reply.next;
+      }
+    }
+  }
+
+  /** The state a turn starts from: the committed one, migrated when its version is older. */
+  private migrated(definition: AgentDefinition<any>, activation: AgentActivation): JsonObject {
+    const state = JSON.parse(activation.state) as JsonObject;
+    const version = definition.options.version ?? 1;
+    if (activation.version === version || !definition.options.migrate) return state;
+    try {
+      return definition.options.migrate(state, activation.version) as JsonObject;
+    } catch (error) {
+      throw new QueueflowError(
+        'NODE_FAILED',
+        `agent type '${definition.type}': migrate from version ${activation.version} to ${version} threw: ${(error as Error).message}`,
+        { cause: error, retryable: false },
+      );
+    }
+  }
+
+  /**
+   * Run `run` ended (any run: only a turn's end matters here). A completed turn commits its
+   * final `shared` as the state; `shared` is read from the run when not given.
+   */
+  async runEnded(run: StoredRun, shared?: JsonObject): Promise<void> {
+    const turn = run.turn;
+    if (!turn || !isFinal(run.status)) return;
+    const definition = this.types.get(parseAgentRef(turn.agent)?.type ?? '');
+    if (!definition) return; // a process with the type finishes it (recover)
+    const status = run.status as TurnEnd['status'];
+    const idleTtlMs = definition.options.idleTtlMs;
+    const end: TurnEnd = {
+      runId: run.id,
+      status,
+      messageId: turn.message.id,
+      now: this.options.clock.now(),
+      ...(idleTtlMs === undefined ? {} : { idleTtlMs }),
+    };
+    if (status === 'completed') {
+      end.state = JSON.stringify(shared ?? (await this.options.checkpointOf(run)).shared);
+      end.version = definition.options.version ?? 1;
+    } else {
+      end.error = run.error ?? cancelledError(run.id);
+    }
+    const reply = await this.store.endTurn(turn.agent, end);
+    if (reply.next) await this.startTurn(turn.agent, reply.next);
+  }
+
+  /** A run ended with this status and error, as the step driver committed it. */
+  async turnCommitted(run: StoredRun, status: 'completed' | 'failed', shared?: JsonObject, error?: RunError): Promise<void> {
+    await this.runEnded(
+      { ...run, status, ...(error === undefined ? {} : { error }) },
+      status === 'completed' ? shared : undefined,
+    );
+  }
+
+  /**
+   * Finishes what a process that died between two transitions left (a worker's heartbeat calls
+   * it): a turn whose run was never made, or ended without its key hearing of it; an inbox that got
+   * a message in a commit whose process died before it started the key's turn.
+   *
+   * @param olderThanMs - only what has waited this long (ms): the process may still be at it.
+   */
+  async recover(olderThanMs: number): Promise<void> {
+    const now = this.options.clock.now();
+    for (const { ref, runId } of await this.store.turnsDue(now - olderThanMs, now)) {
+      const parsed = parseAgentRef(ref);
+      if (!parsed || !this.types.has(parsed.type)) continue;
+      const run = await this.runs.load(runId);
+      if (run) {
+        if (isFinal(run.status)) await this.runEnded(run);
+        continue;
+      }
+      const agent = await this.store.loadAgent(ref);
+      if (agent?.running !== runId || !agent.next) continue;
+      const turn = Number(runId.slice(runId.lastIndexOf('t') + 1));
+      await this.startTurn(
+        ref,
+        { runId, turn, state: agent.state, version: agent.version, message: agent.next },
+        true,
+      );
+    }
+    for (const ref of await this.store.inboxesDue(now - olderThanMs, now)) {
+      const parsed = parseAgentRef(ref);
+      if (parsed && this.types.has(parsed.type)) await this.activate(ref);
+    }
+  }
+}
+
+function cancelledError(runId: string): RunError {
+  return { message: `the turn's run '${runId}' was cancelled`, code: 'RUN_CANCELLED' };
+}

@@ -1,0 +1,159 @@
+import type { RunError } from '../kernel/engine.js';
+import type { Message } from '../mailbox/message.js';
+
+/**
+ * The storage contract of keyed agents (README "Agents"): each key's state, its turn in flight,
+ * its committed turns and dead letters. A key's inbox is the mailbox at its address (the run
+ * store's), so a message a step sends to an agent lands in its inbox in the step's own commit.
+ *
+ * Each operation is one atomic transition (a Lua script on Redis, in the same partition as the
+ * key's inbox; a synchronous change of maps in memory). The rules (what a turn's end means,
+ * when the next turn starts) are written once, in agent-runtime.ts.
+ */
+export interface AgentStore {
+  /**
+   * Starts a turn of agent `ref` when it has none running and its inbox holds a message: its state
+   * is made from `first` when it has none (its first activation), its turn counter goes up, and
+   * the turn's run id ({@link AgentActivation.runId}) is recorded as running, with the message at
+   * the head of the inbox (the turn's message). Otherwise writes nothing and resolves `undefined`.
+   */
+  activateAgent(ref: string, first: FirstState, now: number): Promise<AgentActivation | undefined>;
+  /**
+   * Ends the turn `end.runId` of agent `ref`, only if it is the one running: a completed turn
+   * commits the state and takes its message off the inbox (and records the turn); a failed or
+   * cancelled turn leaves the state as it was and moves its message to the dead letters. In the
+   * same transition, a message left in the inbox starts the next turn (`next`).
+   * `'stale'`: that turn is not the one running (ended before, or the key was deleted).
+   */
+  endTurn(ref: string, end: TurnEnd): Promise<{ result: 'ended' | 'stale'; next?: AgentActivation }>;
+  /** The key's record and inbox depth; `undefined` for a key never activated (or deleted). */
+  loadAgent(ref: string): Promise<StoredAgent | undefined>;
+  /** Addresses of the keys, by address order, `limit` at most after `cursor`; of `type` only when given. */
+  listAgents(options: { type?: string; limit: number; cursor?: string }): Promise<{ refs: string[]; cursor?: string }>;
+  /** The key's committed and failed turns, oldest first (the last {@link MAX_TURNS_KEPT}). */
+  agentTurns(ref: string): Promise<TurnEntry[]>;
+  /**
+   * Deletes the key: its state, inbox, dead letters and turn history. Resolves the run id of the
+   * turn that was running, if any (the caller cancels it), or `false` for no such key.
+   */
+  deleteAgent(ref: string): Promise<{ running?: string } | false>;
+  /** Moves dead letter `messageId` back to the end of the inbox; `false` when there is none. */
+  redeliver(ref: string, messageId: string): Promise<boolean>;
+  /**
+   * Keys whose turn has run (or been due) since before `before` (epoch ms), for the recovery of
+   * a turn whose process died between two transitions; each one claimed is not due again for a
+   * while (another caller leaves it alone).
+   */
+  turnsDue(before: number, now: number): Promise<{ ref: string; runId: string }[]>;
+  /**
+   * Agent addresses that got a message in a transition whose caller may have died before it
+   * activated the key (a step's commit), since before `before`; each one is claimed as turnsDue does.
+   */
+  inboxesDue(before: number, now: number): Promise<string[]>;
+  /**
+   * Takes the first message at `address`, waiting up to `timeoutMs` (ms) for one to come: the
+   * answer to an `ask` from outside any run. One wait (Redis: one blocking connection) per call.
+   */
+  awaitMessage(address: string, timeoutMs: number): Promise<Message | undefined>;
+}
+
+/** What a key's first activation stores. */
+export interface FirstState {
+  /** The state, JSON. */
+  state: string;
+  version: number;
+  /** Names this life of the key (a deleted key that comes back gets another): its turns' run ids start with it. */
+  incarnation: string;
+}
+
+/** A turn that starts: its run, the key's state as committed, the message it handles. */
+export interface AgentActivation {
+  /** The id the turn's run must have (`<incarnation>t<turn>`). */
+  runId: string;
+  /** The turn's number: 1 for the key's first. */
+  turn: number;
+  /** The committed state, JSON. */
+  state: string;
+  /** The version of that state. */
+  version: number;
+  message: Message;
+}
+
+/** How a turn ended, for {@link AgentStore.endTurn}. */
+export interface TurnEnd {
+  runId: string;
+  status: 'completed' | 'failed' | 'cancelled';
+  /** The message the turn handled (taken off the inbox only if it is still at its head). */
+  messageId: string;
+  /** Completed: the new state, JSON, and its version. */
+  state?: string;
+  version?: number;
+  /** Failed or cancelled: why. */
+  error?: RunError;
+  /** Epoch ms. */
+  now: number;
+  /** Keep the key this long after the turn when its inbox is then empty (ms); absent: for ever. */
+  idleTtlMs?: number;
+}
+
+/** A key as stored. Times are epoch ms. */
+export interface StoredAgent {
+  type: string;
+  key: string;
+  /** The state, JSON. */
+  state: string;
+  version: number;
+  /** Committed turns. */
+  turns: number;
+  /** The run id of the turn running now. */
+  running?: string;
+  /** Messages whose turn failed (or was cancelled), oldest first. */
+  failed: DeadLetter[];
+  /** Messages waiting in the inbox (the one being handled included). */
+  inbox: number;
+  /** The message at the head of the inbox: the running turn's, or the next turn's. */
+  next?: Message;
+  lastTurnAt?: number;
+  createdAt: number;
+}
+
+/** A message whose turn failed. */
+export interface DeadLetter {
+  message: Message;
+  error: RunError;
+  /** The turn's run. */
+  runId: string;
+  /** When it failed, epoch ms. */
+  at: number;
+}
+
+/** One turn in a key's history. */
+export interface TurnEntry {
+  turn: number;
+  runId: string;
+  status: 'completed' | 'failed' | 'cancelled';
+  messageId: string;
+  /** When it ended, epoch ms. */
+  at: number;
+}
+
+/** What the run of an agent's turn records of it (StoredRun.turn). */
+export interface AgentTurn {
+  /** The agent's address. */
+  agent: string;
+  /** The turn's number: 1 for the key's first. */
+  turn: number;
+  /** The message the turn handles (`this.message`). */
+  message: Message;
+}
+
+/** Turns kept in a key's history, oldest dropped first. */
+export const MAX_TURNS_KEPT = 100;
+
+/** Dead letters kept per key, oldest dropped first. */
+export const MAX_DEAD_LETTERS = 100;
+
+/** The run id of turn `turn` of the key life `incarnation`. */
+export function turnRunId(incarnation: string, turn: number): string {
+  return `${incarnation}t${turn}`;
+}

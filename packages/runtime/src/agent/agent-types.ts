@@ -1,0 +1,70 @@
+import type { RunError } from '../errors/error-record.js';
+import type { JsonObject } from '../json/json.js';
+import type { PatchOperation } from '../json/merge-patches.js';
+import type { Message } from '../mailbox/message.js';
+
+/** What the engines answer about agents (README "Agents"). Times are epoch milliseconds. */
+
+/** A key as `engine.agent(ref)` shows it. */
+export interface AgentInfo {
+  type: string;
+  key: string;
+  /** The last committed state. */
+  state: JsonObject;
+  /** Committed turns. */
+  turns: number;
+  /** Messages in its inbox (the one a running turn handles included). */
+  inbox: number;
+  /** The run of the turn running now. */
+  running?: string;
+  /** Messages whose turn failed or was cancelled, oldest first: redeliver one with `engine.redeliver`. */
+  failed: { message: Message; error: RunError; runId: string; at: number }[];
+  /** When its last turn ended. */
+  lastTurnAt?: number;
+}
+
+/** One key in `engine.agents()`. */
+export interface AgentListing {
+  ref: string;
+  type: string;
+  key: string;
+}
+
+/** Options of `engine.agents`. */
+export interface ListAgentsOptions {
+  /** Only keys of this type. */
+  type?: string;
+  /** Most keys listed. @defaultValue 100 */
+  limit?: number;
+  /** The `cursor` of the page before: keys after it. */
+  cursor?: string;
+}
+
+/** A page of keys, in address order; `cursor` when more follow. */
+export interface AgentPage {
+  agents: AgentListing[];
+  cursor?: string;
+}
+
+/** One turn of a key, as `engine.agentHistory(ref)` lists it. */
+export interface AgentTurnInfo {
+  turn: number;
+  /** The turn's run (`engine.get`, `history`, `retry`, `fork` take it). */
+  runId: string;
+  status: 'completed' | 'failed' | 'cancelled';
+  /** The message it handled (absent once its run has expired). */
+  message?: Message;
+  /** When it ended. */
+  at: number;
+  /**
+   * A completed turn: RFC 6902 JSON Patch from the state before to the state after (its steps'
+   * patches in order; absent once its run has expired).
+   */
+  patch?: PatchOperation[];
+}
+
+/** Options of `engine.ask`. */
+export interface AskOptions {
+  /** How long to wait for the answer, in milliseconds; then `ask` resolves `undefined`. @defaultValue 30000 */
+  timeoutMs?: number;
+}

@@ -1,0 +1,215 @@
+import {
+  MAX_DEAD_LETTERS,
+  MAX_TURNS_KEPT,
+  turnRunId,
+  type AgentActivation,
+  type AgentStore,
+  type DeadLetter,
+  type FirstState,
+  type StoredAgent,
+  type TurnEnd,
+  type TurnEntry,
+} from '../agent/agent-store.js';
+import { parseAgentRef } from '../agent/define-agent.js';
+import type { Clock } from '../kernel/clock.js';
+import type { Message } from '../mailbox/message.js';
+
+/** What the agent store needs of the run store's mailboxes: the inboxes live there. */
+export interface InboxPort {
+  peekMessage(address: string): Message | undefined;
+  shiftMessage(address: string, messageId: string): boolean;
+  mailboxSize(address: string): Promise<number>;
+  send(address: string, message: Message): Promise<{ wakes: string[] }>;
+  dropMailbox(address: string): void;
+  onArrival(address: string, listener: () => void): () => void;
+}
+
+interface MemoryAgent {
+  type: string;
+  key: string;
+  state: string;
+  version: number;
+  turns: number;
+  /** Turns started (the last turn's number). */
+  seq: number;
+  incarnation: string;
+  running?: string;
+  runningMessage?: string;
+  failed: DeadLetter[];
+  history: TurnEntry[];
+  lastTurnAt?: number;
+  createdAt: number;
+  /** Deleted at this time (epoch ms) unless a turn starts first (idleTtlMs). */
+  expiresAt?: number;
+}
+
+/**
+ * The agent store of LocalEngine: each transition is one synchronous change of maps, so none can
+ * be seen half done. Nothing here outlives the process (as the engine's runs do not).
+ */
+export class MemoryAgentStore implements AgentStore {
+  private readonly agents = new Map<string, MemoryAgent>();
+
+  constructor(
+    private readonly inboxes: InboxPort,
+    private readonly clock: Clock,
+  ) {}
+
+  async activateAgent(ref: string, first: FirstState, now: number): Promise<AgentActivation | undefined> {
+    return this.activate(ref, first, now);
+  }
+
+  private activate(ref: string, first: FirstState | undefined, now: number): AgentActivation | undefined {
+    let agent = this.live(ref);
+    if (agent?.running !== undefined) return undefined;
+    const message = this.inboxes.peekMessage(ref);
+    if (!message) return undefined;
+    if (!agent) {
+      if (!first) return undefined;
+      const { type, key } = parseAgentRef(ref)!;
+      agent = {
+        type,
+        key,
+        state: first.state,
+        version: first.version,
+        turns: 0,
+        seq: 0,
+        incarnation: first.incarnation,
+        failed: [],
+        history: [],
+        createdAt: now,
+      };
+      this.agents.set(ref, agent);
+    }
+    delete agent.expiresAt;
+    agent.seq++;
+    agent.running = turnRunId(agent.incarnation, agent.seq);
+    agent.runningMessage = message.id;
+    return { runId: agent.running, turn: agent.seq, state: agent.state, version: agent.version, message };
+  }
+
+  async endTurn(ref: string, end: TurnEnd): Promise<{ result: 'ended' | 'stale'; next?: AgentActivation }> {
+    const agent = this.live(ref);
+    if (!agent || agent.running !== end.runId) return { result: 'stale' };
+    const turn = agent.seq;
+    if (end.status === 'completed') {
+      agent.state = end.state ?? agent.state;
+      agent.version = end.version ?? agent.version;
+      agent.turns++;
+      this.inboxes.shiftMessage(ref, end.messageId);
+    } else {
+      const message = this.inboxes.peekMessage(ref);
+      if (message?.id === end.messageId && this.inboxes.shiftMessage(ref, end.messageId)) {
+        agent.failed.push({ message, error: end.error!, runId: end.runId, at: end.now });
+        if (agent.failed.length > MAX_DEAD_LETTERS) agent.failed.shift();
+      }
+    }
+    agent.history.push({
+      turn,
+      runId: end.runId,
+      status: end.status,
+      messageId: end.messageId,
+      at: end.now,
+    });
+    if (agent.history.length > MAX_TURNS_KEPT) agent.history.shift();
+    agent.lastTurnAt = end.now;
+    delete agent.running;
+    delete agent.runningMessage;
+    const next = this.activate(ref, undefined, end.now);
+    if (!next && end.idleTtlMs !== undefined) agent.expiresAt = end.now + end.idleTtlMs;
+    return next ? { result: 'ended', next } : { result: 'ended' };
+  }
+
+  async loadAgent(ref: string): Promise<StoredAgent | undefined> {
+    const agent = this.live(ref);
+    if (!agent) return undefined;
+    const next = this.inboxes.peekMessage(ref);
+    return {
+      ...(next === undefined ? {} : { next }),
+      type: agent.type,
+      key: agent.key,
+      state: agent.state,
+      version: agent.version,
+      turns: agent.turns,
+      ...(agent.running === undefined ? {} : { running: agent.running }),
+      failed: agent.failed.slice(),
+      inbox: await this.inboxes.mailboxSize(ref),
+      ...(agent.lastTurnAt === undefined ? {} : { lastTurnAt: agent.lastTurnAt }),
+      createdAt: agent.createdAt,
+    };
+  }
+
+  async listAgents(options: { type?: string; limit: number; cursor?: string }): Promise<{ refs: string[]; cursor?: string }> {
+    const refs = [...this.agents.keys()]
+      .filter((ref) => this.live(ref) !== undefined)
+      .filter((ref) => options.type === undefined || this.agents.get(ref)!.type === options.type)
+      .filter((ref) => options.cursor === undefined || ref > options.cursor)
+      .sort();
+    const page = refs.slice(0, options.limit);
+    return refs.length > options.limit ? { refs: page, cursor: page.at(-1)! } : { refs: page };
+  }
+
+  async agentTurns(ref: string): Promise<TurnEntry[]> {
+    return this.live(ref)?.history.slice() ?? [];
+  }
+
+  async deleteAgent(ref: string): Promise<{ running?: string } | false> {
+    const agent = this.live(ref);
+    this.inboxes.dropMailbox(ref);
+    if (!agent) return false;
+    this.agents.delete(ref);
+    return agent.running === undefined ? {} : { running: agent.running };
+  }
+
+  async redeliver(ref: string, messageId: string): Promise<boolean> {
+    const agent = this.live(ref);
+    const index = agent?.failed.findIndex((letter) => letter.message.id === messageId) ?? -1;
+    if (!agent || index === -1) return false;
+    const [letter] = agent.failed.splice(index, 1);
+    await this.inboxes.send(ref, letter!.message);
+    return true;
+  }
+
+  // In one process no transition is left half done by a crash: nothing is ever due.
+  async turnsDue(): Promise<{ ref: string; runId: string }[]> {
+    return [];
+  }
+
+  async inboxesDue(): Promise<string[]> {
+    return [];
+  }
+
+  async awaitMessage(address: string, timeoutMs: number): Promise<Message | undefined> {
+    const take = (): Message | undefined => {
+      const head = this.inboxes.peekMessage(address);
+      if (head) this.inboxes.shiftMessage(address, head.id);
+      return head;
+    };
+    const now = take();
+    if (now) return now;
+    return new Promise((resolve) => {
+      const stop = this.inboxes.onArrival(address, () => {
+        const message = take();
+        if (!message) return;
+        clearTimeout(timer);
+        stop();
+        resolve(message);
+      });
+      // Real time, as `result`'s timeout: a test's fake clock does not end a wait.
+      const timer = setTimeout(() => {
+        stop();
+        resolve(undefined);
+      }, timeoutMs);
+    });
+  }
+
+  /** The key, unless its idle time ran out (it is deleted then, with its inbox). */
+  private live(ref: string): MemoryAgent | undefined {
+    const agent = this.agents.get(ref);
+    if (agent?.expiresAt !== undefined && agent.expiresAt <= this.clock.now()) {
+      this.agents.delete(ref);
+      return undefined;
+    }
+    return agent;
+  }
+}
