@@ -89,12 +89,18 @@ describe.each(engines)('%s: keyed agents', (name) => {
     overlaps = 0;
     const keys = ['a', 'b', 'c'];
     await Promise.all(
-      keys.flatMap((key) => Array.from({ length: 8 }, (_, i) => engine.send(counter.ref(key), { add: 1, slow: true, tag: `${i}` }))),
+      keys.flatMap((key) =>
+        Array.from({ length: 8 }, (_, i) => engine.send(counter.ref(key), { add: 1, slow: true, tag: `${i}` })),
+      ),
     );
-    await waitFor('every key to take 8 turns', async () => {
-      const infos = await Promise.all(keys.map((key) => engine.agent(counter.ref(key))));
-      return infos.every((info) => info?.turns === 8);
-    }, { timeoutMs: 30_000 });
+    await waitFor(
+      'every key to take 8 turns',
+      async () => {
+        const infos = await Promise.all(keys.map((key) => engine.agent(counter.ref(key))));
+        return infos.every((info) => info?.turns === 8);
+      },
+      { timeoutMs: 30_000 },
+    );
     expect(overlaps).toBe(0);
     for (const key of keys) expect((await engine.agent(counter.ref(key)))!.state.count).toBe(8);
     const page = await engine.agents({ type: 'counter', limit: 2 });
@@ -103,7 +109,7 @@ describe.each(engines)('%s: keyed agents', (name) => {
     expect(rest.agents.map((agent) => agent.ref)).toEqual([counter.ref('c')]);
   });
 
-  it('answers an ask from outside, and one from another agent\'s turn', async () => {
+  it("answers an ask from outside, and one from another agent's turn", async () => {
     const { engine } = await setup('agents-ask', { flows: [], agents, autoAdvance: true });
     const answer = await engine.ask(counter.ref('bob'), { add: 3 }, { timeoutMs: 20_000 });
     expect(answer?.body).toEqual({ count: 3 });

@@ -140,3 +140,27 @@ export { warn } from './core/warnings.js';
 export { invalidOption } from './core/validate-options.js';
 export { checkAddress, checkMessageBody } from './mailbox/message.js';
 export { checkWellFormed } from './core/well-formed.js';
+export type { Message } from './mailbox/message.js';
+export {
+  parseAgentRef,
+  checkAgentRef,
+  isAgentDefinition,
+  AGENT_REF_PREFIX,
+  AGENT_FLOW_PREFIX,
+  type AgentDefinition,
+} from './agent/define-agent.js';
+export {
+  MAX_DEAD_LETTERS,
+  turnRunId,
+  type AgentStore,
+  type AgentActivation,
+  type AgentTurn,
+  type DeadLetter,
+  type FirstState,
+  type StoredAgent,
+  type TurnEnd,
+} from './agent/agent-store.js';
+export { AgentRuntime, type AgentRuntimeOptions } from './agent/agent-runtime.js';
+export { AgentClient, type AgentClientHost } from './agent/agent-client.js';
+export { agentsOf, withTurnFlows } from './agent/agent-registry.js';
+export type { TurnHooks } from './kernel/step-driver.js';

@@ -30,6 +30,13 @@ import {
   type ScheduleInfo,
   type ScheduleOptions,
   type ScheduleRunOptions,
+  type AgentInfo,
+  type AgentPage,
+  type AgentTurnInfo,
+  type AskOptions,
+  type ListAgentsOptions,
+  type Message,
+  type SendOptions,
 } from '@queueflow/runtime';
 import {
   FlowRegistry,
@@ -43,7 +50,13 @@ import {
   invalidOption,
   prepareRun,
   systemClock,
+  AgentClient,
+  AgentRuntime,
+  agentsOf,
+  withTurnFlows,
+  type AgentDefinition,
 } from '@queueflow/runtime/kernel';
+import { RedisAgentStore } from './redis-agent-store.js';
 import { BullmqScheduler } from './bullmq-scheduler.js';
 import {
   connectAll,
@@ -74,6 +87,12 @@ export interface RedisEngineOptions extends StoreSettings {
   connection?: ConnectionOption;
   /** The flows this client starts: the same definitions the workers load. */
   flows: FlowsOption;
+  /**
+   * The agent types this client knows (`defineAgent`), beside those a module given as `flows`
+   * exports: a message it sends to an idle agent of a known type starts the turn at once; one of
+   * another type, within a worker's heartbeat (the workers that run the type start it).
+   */
+  agents?: readonly AgentDefinition<any>[];
   /**
    * Key prefix shared with the workers. Its hash tag (the text between the first `{` and the first
    * `}` after it) keeps every key in one Redis Cluster slot; a prefix without `{` gets braces
@@ -122,6 +141,7 @@ interface Connected {
   waiter: ResultWaiter;
   client: RunClient;
   schedules: RedisSchedules;
+  agents: AgentClient;
 }
 
 /**
@@ -144,6 +164,7 @@ interface Connected {
  */
 export class RedisEngine implements Engine {
   private readonly registry: FlowRegistry;
+  private readonly agentTypes: AgentDefinition<any>[];
   private readonly prefix: string;
   private readonly partitions: number | undefined;
   private readonly settings: ReturnType<typeof storeOptions>;
@@ -155,7 +176,8 @@ export class RedisEngine implements Engine {
 
   /** @throws TypeError for an invalid connection URL, prefix or `commandTimeoutMs`. */
   constructor(private readonly options: RedisEngineOptions) {
-    this.registry = new FlowRegistry(options.flows);
+    this.agentTypes = agentsOf(options.flows, options.agents);
+    this.registry = new FlowRegistry(withTurnFlows(options.flows, this.agentTypes));
     this.prefix = normalizePrefix(options.prefix);
     this.partitions = checkPartitions('RedisEngine', options.partitions);
     this.settings = storeOptions(options, 'RedisEngine');
@@ -232,9 +254,45 @@ export class RedisEngine implements Engine {
    * @throws QueueflowError `NOT_JSON` for a body that would not survive JSON, `PAYLOAD_TOO_LARGE`
    *   for one over `MAX_MESSAGE_BYTES` (1 MiB); TypeError (code `INVALID_ARGUMENT`) for a bad address.
    */
-  async send(address: string, body: Json): Promise<string> {
+  async send(address: string, body: Json, options?: SendOptions): Promise<string> {
     checkAddress('send', address); // before the partition count is stored: a refusal writes nothing
-    return this.write(({ client }) => client.send(address, body));
+    return this.write(({ agents }) => agents.send(address, body, options));
+  }
+
+  /** @see Engine.ask */
+  async ask(address: string, body: Json, options?: AskOptions): Promise<Message | undefined> {
+    checkAddress('ask', address);
+    return this.write(({ agents }) => agents.ask(address, body, options));
+  }
+
+  /** @see Engine.agent */
+  async agent(ref: string): Promise<AgentInfo | undefined> {
+    return this.withConnection(({ agents }) => agents.agent(ref));
+  }
+
+  /** @see Engine.agents */
+  async agents(options?: ListAgentsOptions): Promise<AgentPage> {
+    return this.withConnection(({ agents }) => agents.agents(options));
+  }
+
+  /** @see Engine.query */
+  async query(ref: string, name: string, arg?: Json): Promise<unknown> {
+    return this.withConnection(({ agents }) => agents.query(ref, name, arg));
+  }
+
+  /** @see Engine.deleteAgent */
+  async deleteAgent(ref: string): Promise<boolean> {
+    return this.withConnection(({ agents }) => agents.deleteAgent(ref));
+  }
+
+  /** @see Engine.redeliver */
+  async redeliver(ref: string, messageId: string): Promise<void> {
+    return this.write(({ agents }) => agents.redeliver(ref, messageId));
+  }
+
+  /** @see Engine.agentHistory */
+  async agentHistory(ref: string): Promise<AgentTurnInfo[]> {
+    return this.withConnection(({ agents }) => agents.agentHistory(ref));
   }
 
   /** @see Engine.history */
@@ -483,7 +541,20 @@ export class RedisEngine implements Engine {
       }
       const schedules = new RedisSchedules(redis, keys, scheduler);
       const countStored = stored ? Promise.resolve() : undefined;
-      return { redis, partitions, countStored, subscriber, scheduler, waiter, client, reader, schedules };
+      const agentStore = new RedisAgentStore(withScripts(redis), partitions, () =>
+        createRedis(this.options.connection, 'reader', onError),
+      );
+      const runtime = new AgentRuntime(this.agentTypes, agentStore, store, scheduler, this.registry, {
+        clock,
+        maxCheckpointBytes: this.settings.maxCheckpointBytes,
+        largeValueBytes: this.settings.largeValueBytes,
+      });
+      const agents = new AgentClient(agentStore, store, runtime, {
+        send: (address, body, sendOptions) => client.send(address, body, sendOptions),
+        cancel: (runId) => client.cancel(runId),
+        history: (runId) => client.history(runId),
+      });
+      return { redis, partitions, countStored, subscriber, scheduler, waiter, client, reader, schedules, agents };
     })();
     this.connected.catch(() => {
       this.connected = undefined; // the next call tries again

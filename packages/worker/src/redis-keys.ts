@@ -261,6 +261,50 @@ export class RedisKeys {
     return `${this.prefix}:handoff-seq:`;
   }
 
+  /**
+   * Hash: keyed agent `ref` (agent-lifecycle.lua: type, key, state, version, turns, seq, inc,
+   * running, createdAt, lastTurnAt), in the partition of its address, beside its inbox (the
+   * mailbox at `ref`).
+   */
+  agent(ref: string): string {
+    return `${this.prefix}:agent:${ref}`;
+  }
+
+  /** List: agent `ref`'s dead letters (JSON objects: message, error, runId, at; oldest first, capped). */
+  agentFailed(ref: string): string {
+    return `${this.prefix}:agent-failed:${ref}`;
+  }
+
+  /** Sorted set (score 0, by address): the agents of this partition, for `Engine.agents`. */
+  agents(): string {
+    return `${this.prefix}:agents`;
+  }
+
+  /** Sorted set: agent address → when its turn in flight started or was last claimed (epoch ms). */
+  agentsRunning(): string {
+    return `${this.prefix}:agents:running`;
+  }
+
+  /**
+   * Sorted set: agent address → when a message came to its inbox that may start no turn (its
+   * deliverer may die first). Lua derives it from `mailboxPrefix()` (markAgentDue in run-lifecycle.lua).
+   */
+  agentsDue(): string {
+    return `${this.prefix}:agents:due`;
+  }
+
+  /** The six keys of agent `ref`, in the order the agent scripts take them (agent-lifecycle.lua). */
+  agentKeys(ref: string): [string, string, string, string, string, string] {
+    return [
+      this.agent(ref),
+      this.mailbox(ref),
+      this.agents(),
+      this.agentsRunning(),
+      this.agentsDue(),
+      this.agentFailed(ref),
+    ];
+  }
+
   /** What every mailbox key starts with (`mailbox(address)` is this plus the address). */
   mailboxPrefix(): string {
     return this.mailbox('');

@@ -109,6 +109,7 @@ const SUMMARY_FIELDS = [
   'retries',
   'throttledBy',
   'priority',
+  'turn',
 ] as const;
 
 /**
@@ -369,6 +370,7 @@ export class RedisRunStore implements RunStore {
     if (run.forkedFrom) fields.push('forkedFrom', JSON.stringify(run.forkedFrom));
     if (run.trace !== undefined) fields.push('trace', run.trace);
     if (run.priority !== undefined) fields.push('priority', run.priority);
+    if (run.turn !== undefined) fields.push('turn', JSON.stringify(run.turn));
     const options = {
       id: run.id,
       now: String(run.now),
@@ -909,6 +911,8 @@ export class RedisRunStore implements RunStore {
           encoded,
           this.options.retentionSeconds,
           this.partitions.count,
+          address,
+          message.sentAt,
         )) as [number, ...string[]],
     );
     return { wakes };

@@ -1,5 +1,12 @@
 import type { RunStatus } from '@queueflow/runtime';
-import { decodeJson, decodeReplay, decodeRunError, decodeTarget, type StoredRun } from '@queueflow/runtime/kernel';
+import {
+  type AgentTurn,
+  decodeJson,
+  decodeReplay,
+  decodeRunError,
+  decodeTarget,
+  type StoredRun,
+} from '@queueflow/runtime/kernel';
 
 /**
  * A run's record as its Redis hash holds it: the fields scripts read and write (`status`, `step`,
@@ -34,6 +41,7 @@ export function runOfHash(id: string, hash: Record<string, string | undefined>):
     ...(hash.trace !== undefined ? { trace: hash.trace } : {}),
     ...(hash.throttledBy !== undefined ? { throttledBy: hash.throttledBy } : {}),
     ...(hash.priority !== undefined ? { priority: Number(hash.priority) } : {}),
+    ...(hash.turn !== undefined ? { turn: decodeJson(hash.turn) as unknown as AgentTurn } : {}),
     ...(hash.parentId !== undefined
       ? { parent: { id: hash.parentId, step: Number(hash.parentStep), index: Number(hash.childIndex) } }
       : {}),

@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import type { RedisConnection } from './connection.js';
 
 /** The Lua scripts of the run store; each file starts with its KEYS/ARGV/returns contract. */
-const SCRIPTS: Record<ScriptName, { file: string; keys?: number; budget?: true; bare?: true }> = {
+const SCRIPTS: Record<ScriptName, { file: string; keys?: number; budget?: true; agent?: true; bare?: true }> = {
   // Variable number of keys: the caller passes the count first.
   createRun: { file: 'create-run.lua' },
   commitStep: { file: 'commit-step.lua' },
@@ -30,6 +30,10 @@ const SCRIPTS: Record<ScriptName, { file: string; keys?: number; budget?: true; 
   // Flow control: after run-lifecycle.lua, budget-lifecycle.lua.
   acquireBudget: { file: 'acquire-budget.lua', budget: true },
   budgetOps: { file: 'budget-ops.lua', budget: true },
+  // Keyed agents: after run-lifecycle.lua, agent-lifecycle.lua.
+  activateAgent: { file: 'activate-agent.lua', keys: 6, agent: true },
+  endTurn: { file: 'end-turn.lua', keys: 6, agent: true },
+  agentOps: { file: 'agent-ops.lua', keys: 6, agent: true },
   // On BullMQ's own keys: no prelude.
   hurryJob: { file: 'hurry-job.lua', keys: 1, bare: true },
 };
@@ -59,7 +63,10 @@ type ScriptName =
   | 'discardRun'
   | 'acquireBudget'
   | 'budgetOps'
-  | 'hurryJob';
+  | 'hurryJob'
+  | 'activateAgent'
+  | 'endTurn'
+  | 'agentOps';
 
 let sources: Record<ScriptName, string> | undefined;
 
@@ -68,12 +75,17 @@ function loadSources(): Record<ScriptName, string> {
   const read = (file: string): string => readFileSync(new URL(`./lua/${file}`, import.meta.url), 'utf8');
   const prelude = read('run-lifecycle.lua');
   const budgetPrelude = read('budget-lifecycle.lua');
-  sources = Object.fromEntries(
-    Object.entries(SCRIPTS).map(([name, { file, budget, bare }]) => [
-      name,
-      bare ? read(file) : budget ? `${prelude}\n${budgetPrelude}\n${read(file)}` : `${prelude}\n${read(file)}`,
-    ]),
-  ) as Record<ScriptName, string>;
+  const agentPrelude = read('agent-lifecycle.lua');
+  const sourceOf = ({ file, budget, agent, bare }: (typeof SCRIPTS)[ScriptName]): string => {
+    if (bare) return read(file);
+    if (budget) return `${prelude}\n${budgetPrelude}\n${read(file)}`;
+    if (agent) return `${prelude}\n${agentPrelude}\n${read(file)}`;
+    return `${prelude}\n${read(file)}`;
+  };
+  sources = Object.fromEntries(Object.entries(SCRIPTS).map(([name, script]) => [name, sourceOf(script)])) as Record<
+    ScriptName,
+    string
+  >;
   return sources;
 }
 

@@ -11,9 +11,14 @@ import {
   resumeCascades,
   runScheduleTick,
   systemClock,
+  AgentRuntime,
+  agentsOf,
+  withTurnFlows,
+  type AgentDefinition,
 } from '@queueflow/runtime/kernel';
 import { BullmqScheduler, taskOfJob } from './bullmq-scheduler.js';
-import { serverOf, type ConnectionOption } from './connection.js';
+import { createRedis, serverOf, type ConnectionOption } from './connection.js';
+import { RedisAgentStore } from './redis-agent-store.js';
 import { checkRedisConfig } from './probe-server.js';
 import { RedisLiveness } from './redis-liveness.js';
 import { normalizePrefix } from './redis-keys.js';
@@ -40,8 +45,14 @@ const DEFAULT_CONTINUE_STEPS = 50;
 export interface WorkerOptions extends StoreSettings {
   /** Redis to use: a URL or ioredis options. @defaultValue `REDIS_URL`, else `redis://127.0.0.1:6379` */
   connection?: ConnectionOption;
-  /** The flows this worker can run: definitions from `defineFlow`, or a module exporting them. */
+  /** The flows this worker can run: definitions from `defineFlow`, or a module exporting them (and agents). */
   flows: FlowsOption;
+  /**
+   * The agent types whose turns this worker runs (`defineAgent`), beside those a module given as
+   * `flows` exports. Its heartbeat also starts the turns of keys of these types whose sender died
+   * before starting them.
+   */
+  agents?: readonly AgentDefinition<any>[];
   /**
    * Key prefix shared with the clients. Its hash tag (the text between the first `{` and the
    * first `}` after it) keeps every key in one Redis Cluster slot; a prefix without `{` gets
@@ -182,7 +193,8 @@ export interface QueueflowWorker {
  * ```
  */
 export async function startWorker(options: WorkerOptions): Promise<QueueflowWorker> {
-  const registry = new FlowRegistry(options.flows);
+  const agentTypes = agentsOf(options.flows, options.agents);
+  const registry = new FlowRegistry(withTurnFlows(options.flows, agentTypes));
   const prefix = normalizePrefix(options.prefix);
   const configuredPartitions = checkPartitions('startWorker', options.partitions);
   const settings = storeOptions(options, 'startWorker');
@@ -218,7 +230,17 @@ export async function startWorker(options: WorkerOptions): Promise<QueueflowWork
   await clock.sync();
   const scheduler = new BullmqScheduler(redis, partitions, onError, { skipVersionCheck });
   const store = new RedisRunStore(withScripts(redis), partitions, settings, clock);
-  const driver = new StepDriver(store, scheduler, registry, {
+  const agentStore = new RedisAgentStore(withScripts(redis), partitions, () =>
+    createRedis(options.connection, 'reader', onError),
+  );
+  const agents = new AgentRuntime(agentTypes, agentStore, store, scheduler, registry, {
+    clock,
+    maxCheckpointBytes: settings.maxCheckpointBytes,
+    largeValueBytes: settings.largeValueBytes,
+    checkpointOf: (run) => driver.checkpointOf(run),
+  });
+  const driver: StepDriver = new StepDriver(store, scheduler, registry, {
+    ...(agentTypes.length === 0 ? {} : { agents }),
     clock,
     maxCheckpointBytes: settings.maxCheckpointBytes,
     largeValueBytes: settings.largeValueBytes,
@@ -417,6 +439,8 @@ export async function startWorker(options: WorkerOptions): Promise<QueueflowWork
       (signal) => store.trimIndex({ minIntervalMs: TRIM_INDEX_INTERVAL_MS, signal }),
       // Parked runs whose wake a cluster failover may have lost (Redis replicates asynchronously).
       (signal) => parks.sweep(signal),
+      // Agents' turns whose process died between two of their transitions.
+      ...(agentTypes.length === 0 ? [] : [() => agents.recover(LATE_AGENT_TURN_MS)]),
     ],
     recoverTaken: (taskIds) => driver.recoverTaken(taskIds),
     leases: () => driver.budgetHolds(),
@@ -480,6 +504,14 @@ const TRIM_INDEX_INTERVAL_MS = 60_000;
  * claims a due one for as long again.
  */
 const LATE_CASCADE_MS = 10_000;
+
+/**
+ * How long an agent's turn may run, or its inbox wait with a message, before a worker's heartbeat
+ * looks at it (ms): the process that started or ended it finishes it at once, so one this old was
+ * left by a process that died between two transitions; a look at a turn still running changes
+ * nothing, and claims it for as long again.
+ */
+const LATE_AGENT_TURN_MS = 5000;
 
 /** The partitions a worker serves: every one of `count`, or a non-empty list of them, each once. */
 function servedPartitions(partitions: unknown, count: number): number[] {

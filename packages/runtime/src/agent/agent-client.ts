@@ -2,16 +2,16 @@ import { nanoid } from 'nanoid';
 import { QueueflowError } from '../errors/queueflow-error.js';
 import type { Json, JsonObject } from '../json/json.js';
 import type { StepRecord } from '../kernel/engine.js';
-import type { RunStore } from '../kernel/run-store.js';
+import { isFinal, type RunStore } from '../kernel/run-store.js';
 import { checkTimeout, type Message, type SendOptions } from '../mailbox/message.js';
 import { checkWellFormed } from '../core/well-formed.js';
 import type { AgentRuntime } from './agent-runtime.js';
-import type { AgentStore } from './agent-store.js';
+import { MAX_TURNS_KEPT, turnRunId, type AgentStore } from './agent-store.js';
 import type { AgentInfo, AgentPage, AgentTurnInfo, AskOptions, ListAgentsOptions } from './agent-types.js';
 import { checkAgentRef, firstState, parseAgentRef } from './define-agent.js';
 
 /** Default of {@link AskOptions.timeoutMs}: 30 s. */
-export const DEFAULT_ASK_TIMEOUT_MS = 30_000;
+const DEFAULT_ASK_TIMEOUT_MS = 30_000;
 
 /** What the agent client needs of its engine's run client. */
 export interface AgentClientHost {
@@ -83,9 +83,13 @@ export class AgentClient {
   async agents(options: ListAgentsOptions = {}): Promise<AgentPage> {
     const limit = options.limit ?? 100;
     if (!Number.isInteger(limit) || limit < 1)
-      throw new QueueflowError('INVALID_OPTION', `agents: expected \`limit\` to be an integer from 1, got ${String(limit)}`, {
-        retryable: false,
-      });
+      throw new QueueflowError(
+        'INVALID_OPTION',
+        `agents: expected \`limit\` to be an integer from 1, got ${String(limit)}`,
+        {
+          retryable: false,
+        },
+      );
     if (options.cursor !== undefined) checkWellFormed('agents', 'cursor', options.cursor);
     const page = await this.store.listAgents({
       limit,
@@ -107,9 +111,13 @@ export class AgentClient {
     const { type } = checkAgentRef('query', ref);
     const definition = this.runtime.definition(type);
     if (!definition)
-      throw new QueueflowError('INVALID_OPTION', `query: this engine has no agent type '${type}' (pass it in \`agents\`)`, {
-        retryable: false,
-      });
+      throw new QueueflowError(
+        'INVALID_OPTION',
+        `query: this engine has no agent type '${type}' (pass it in \`agents\`)`,
+        {
+          retryable: false,
+        },
+      );
     const query = definition.options.queries?.[name];
     if (typeof query !== 'function')
       throw new QueueflowError(
@@ -151,18 +159,28 @@ export class AgentClient {
   /** @see Engine.agentHistory */
   async agentHistory(ref: string): Promise<AgentTurnInfo[]> {
     checkAgentRef('agentHistory', ref);
-    const turns = await this.store.agentTurns(ref);
-    return Promise.all(
-      turns.map(async (entry): Promise<AgentTurnInfo> => {
-        const run = await this.runs.load(entry.runId);
-        const info: AgentTurnInfo = { turn: entry.turn, runId: entry.runId, status: entry.status, at: entry.at };
-        if (run?.turn) info.message = run.turn.message;
-        if (run && entry.status === 'completed') {
-          const steps = await this.host.history(entry.runId).catch(() => undefined);
+    const agent = await this.store.loadAgent(ref);
+    if (!agent) return [];
+    // A key's turns are the runs `<incarnation>t1` … `t<started>`: its history is theirs.
+    const numbers = Array.from(
+      { length: Math.min(agent.started, MAX_TURNS_KEPT) },
+      (_, i) => agent.started - i,
+    ).reverse();
+    const runIds = numbers.map((turn) => turnRunId(agent.incarnation, turn));
+    const runs = await this.runs.summaries(runIds);
+    const turns = await Promise.all(
+      runs.map(async (run, i): Promise<AgentTurnInfo | undefined> => {
+        if (!run || !isFinal(run.status)) return undefined;
+        const status = run.status as AgentTurnInfo['status'];
+        const info: AgentTurnInfo = { turn: numbers[i]!, runId: run.id, status, at: run.finishedAt ?? run.updatedAt };
+        if (run.turn) info.message = run.turn.message;
+        if (status === 'completed') {
+          const steps = await this.host.history(run.id).catch(() => undefined);
           if (steps) info.patch = steps.flatMap((step) => step.patch);
         }
         return info;
       }),
     );
+    return turns.filter((turn): turn is AgentTurnInfo => turn !== undefined);
   }
 }

@@ -1,4 +1,4 @@
-import type { FlowsOption } from '../interpreter/flow-definition.js';
+import type { FlowDefinition, FlowsOption } from '../interpreter/flow-definition.js';
 import { isAgentDefinition, type AgentDefinition } from './define-agent.js';
 
 /**
@@ -16,6 +16,6 @@ export function agentsOf(flows: FlowsOption, agents: readonly AgentDefinition<an
 export function withTurnFlows(flows: FlowsOption, agents: readonly AgentDefinition<any>[]): FlowsOption {
   if (agents.length === 0) return flows;
   const turns = agents.map((agent) => agent.flow);
-  if (Array.isArray(flows)) return [...flows, ...turns];
+  if (Array.isArray(flows)) return [...(flows as readonly FlowDefinition[]), ...turns];
   return { ...flows, ...Object.fromEntries(turns.map((flow) => [flow.name, flow])) };
 }

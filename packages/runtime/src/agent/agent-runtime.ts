@@ -9,6 +9,9 @@ import { isFinal, type RunStore, type StoredRun } from '../kernel/run-store.js';
 import { taskOptionsOf, type Scheduler } from '../kernel/scheduler.js';
 import { startRun } from '../kernel/start-run.js';
 import type { Checkpoint } from '../interpreter/checkpoint.js';
+import { decodeCheckpoint } from '../kernel/codec.js';
+import { LargeValues } from '../kernel/large-values.js';
+import { DEFAULT_LARGE_VALUE_BYTES } from '../kernel/claim-check.js';
 import { firstState, parseAgentRef, type AgentDefinition } from './define-agent.js';
 import type { AgentActivation, AgentStore, FirstState, TurnEnd } from './agent-store.js';
 
@@ -17,8 +20,11 @@ export interface AgentRuntimeOptions {
   /** Largest encoded checkpoint, in bytes (a turn's checkpoint holds the state). */
   maxCheckpointBytes: number;
   largeValueBytes?: number;
-  /** The checkpoint of a stored run with its values put back (the step driver's). */
-  checkpointOf: (run: StoredRun) => Promise<Checkpoint>;
+  /**
+   * The checkpoint of a stored run with its values put back (the step driver's).
+   * @defaultValue decoded here (a turn's run is never a fan-out child)
+   */
+  checkpointOf?: (run: StoredRun) => Promise<Checkpoint>;
 }
 
 /**
@@ -35,6 +41,7 @@ export interface AgentRuntimeOptions {
  */
 export class AgentRuntime {
   private readonly types = new Map<string, AgentDefinition<any>>();
+  private readonly checkpointOf: (run: StoredRun) => Promise<Checkpoint>;
 
   constructor(
     agents: readonly AgentDefinition<any>[],
@@ -44,6 +51,10 @@ export class AgentRuntime {
     private readonly registry: FlowRegistry,
     private readonly options: AgentRuntimeOptions,
   ) {
+    const values = new LargeValues(runs, options.largeValueBytes ?? DEFAULT_LARGE_VALUE_BYTES);
+    this.checkpointOf =
+      options.checkpointOf ??
+      (async (run) => decodeCheckpoint(await values.inflateOf(run.checkpoint, run), () => undefined, run));
     for (const agent of agents) {
       const known = this.types.get(agent.type);
       if (known && known !== agent)
@@ -164,7 +175,7 @@ export class AgentRuntime {
       ...(idleTtlMs === undefined ? {} : { idleTtlMs }),
     };
     if (status === 'completed') {
-      end.state = JSON.stringify(shared ?? (await this.options.checkpointOf(run)).shared);
+      end.state = JSON.stringify(shared ?? (await this.checkpointOf(run)).shared);
       end.version = definition.options.version ?? 1;
     } else {
       end.error = run.error ?? cancelledError(run.id);
@@ -174,7 +185,12 @@ export class AgentRuntime {
   }
 
   /** A run ended with this status and error, as the step driver committed it. */
-  async turnCommitted(run: StoredRun, status: 'completed' | 'failed', shared?: JsonObject, error?: RunError): Promise<void> {
+  async turnCommitted(
+    run: StoredRun,
+    status: 'completed' | 'failed',
+    shared?: JsonObject,
+    error?: RunError,
+  ): Promise<void> {
     await this.runEnded(
       { ...run, status, ...(error === undefined ? {} : { error }) },
       status === 'completed' ? shared : undefined,
@@ -201,11 +217,7 @@ export class AgentRuntime {
       const agent = await this.store.loadAgent(ref);
       if (agent?.running !== runId || !agent.next) continue;
       const turn = Number(runId.slice(runId.lastIndexOf('t') + 1));
-      await this.startTurn(
-        ref,
-        { runId, turn, state: agent.state, version: agent.version, message: agent.next },
-        true,
-      );
+      await this.startTurn(ref, { runId, turn, state: agent.state, version: agent.version, message: agent.next }, true);
     }
     for (const ref of await this.store.inboxesDue(now - olderThanMs, now)) {
       const parsed = parseAgentRef(ref);

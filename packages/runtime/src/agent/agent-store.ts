@@ -30,8 +30,6 @@ export interface AgentStore {
   loadAgent(ref: string): Promise<StoredAgent | undefined>;
   /** Addresses of the keys, by address order, `limit` at most after `cursor`; of `type` only when given. */
   listAgents(options: { type?: string; limit: number; cursor?: string }): Promise<{ refs: string[]; cursor?: string }>;
-  /** The key's committed and failed turns, oldest first (the last {@link MAX_TURNS_KEPT}). */
-  agentTurns(ref: string): Promise<TurnEntry[]>;
   /**
    * Deletes the key: its state, inbox, dead letters and turn history. Resolves the run id of the
    * turn that was running, if any (the caller cancels it), or `false` for no such key.
@@ -109,6 +107,10 @@ export interface StoredAgent {
   running?: string;
   /** Messages whose turn failed (or was cancelled), oldest first. */
   failed: DeadLetter[];
+  /** Turns started: the last turn's number (its run is `turnRunId(incarnation, turns started)`). */
+  started: number;
+  /** Names this life of the key (see {@link FirstState.incarnation}). */
+  incarnation: string;
   /** Messages waiting in the inbox (the one being handled included). */
   inbox: number;
   /** The message at the head of the inbox: the running turn's, or the next turn's. */
@@ -127,16 +129,6 @@ export interface DeadLetter {
   at: number;
 }
 
-/** One turn in a key's history. */
-export interface TurnEntry {
-  turn: number;
-  runId: string;
-  status: 'completed' | 'failed' | 'cancelled';
-  messageId: string;
-  /** When it ended, epoch ms. */
-  at: number;
-}
-
 /** What the run of an agent's turn records of it (StoredRun.turn). */
 export interface AgentTurn {
   /** The agent's address. */
@@ -147,7 +139,7 @@ export interface AgentTurn {
   message: Message;
 }
 
-/** Turns kept in a key's history, oldest dropped first. */
+/** Turns listed by `agentHistory`: the last this many (their runs, while retained). */
 export const MAX_TURNS_KEPT = 100;
 
 /** Dead letters kept per key, oldest dropped first. */

@@ -46,7 +46,7 @@ export interface AgentPage {
   cursor?: string;
 }
 
-/** One turn of a key, as `engine.agentHistory(ref)` lists it. */
+/** One ended turn of a key, as `engine.agentHistory(ref)` lists it (while its run is retained). */
 export interface AgentTurnInfo {
   turn: number;
   /** The turn's run (`engine.get`, `history`, `retry`, `fork` take it). */

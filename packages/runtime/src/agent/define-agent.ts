@@ -59,7 +59,7 @@ export const AGENT_REF_PREFIX = 'agent:';
 export const AGENT_FLOW_PREFIX = 'agent.';
 
 /** Longest agent key, in characters. */
-export const MAX_AGENT_KEY = 256;
+const MAX_AGENT_KEY = 256;
 
 const BRAND = Symbol.for('queueflow.agent');
 
@@ -89,8 +89,10 @@ export function defineAgent<S extends object = JsonObject>(type: string, options
       throw new QueueflowError('INVALID_OPTION', `${owner}: unknown option '${name}'; known: ${known.join(', ')}`, {
         retryable: false,
       });
-  if (typeof options.state !== 'function') throw invalidOption(owner, 'state', 'a function returning the first state', options.state);
-  if (typeof options.turn !== 'function') throw invalidOption(owner, 'turn', 'a function returning a node or flow', options.turn);
+  if (typeof options.state !== 'function')
+    throw invalidOption(owner, 'state', 'a function returning the first state', options.state);
+  if (typeof options.turn !== 'function')
+    throw invalidOption(owner, 'turn', 'a function returning a node or flow', options.turn);
   if (options.queries !== undefined) {
     if (typeof options.queries !== 'object' || options.queries === null)
       throw invalidOption(owner, 'queries', 'an object of functions', options.queries);
@@ -129,7 +131,7 @@ export function isAgentDefinition(value: unknown): value is AgentDefinition<any>
  * @throws TypeError (via QueueflowError `INVALID_OPTION`) for a key that is empty, longer than
  *   {@link MAX_AGENT_KEY}, holds whitespace or is not well-formed Unicode.
  */
-export function agentRef(type: string, key: string): string {
+function agentRef(type: string, key: string): string {
   if (typeof key !== 'string' || key === '' || key.length > MAX_AGENT_KEY || /\s/.test(key))
     throw new QueueflowError(
       'INVALID_OPTION',

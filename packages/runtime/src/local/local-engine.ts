@@ -294,7 +294,10 @@ export class LocalEngine implements Engine {
       .load(runId)
       .then((run) => (run?.turn ? this.agentRuntime.runEnded(run) : undefined))
       .catch((error: unknown) =>
-        warn('QF_AGENT_TURN_END_FAILED', `the end of turn run '${runId}' was not recorded: ${(error as Error).message}`),
+        warn(
+          'QF_AGENT_TURN_END_FAILED',
+          `the end of turn run '${runId}' was not recorded: ${(error as Error).message}`,
+        ),
       );
   }
 

@@ -1,6 +1,5 @@
 import {
   MAX_DEAD_LETTERS,
-  MAX_TURNS_KEPT,
   turnRunId,
   type AgentActivation,
   type AgentStore,
@@ -8,7 +7,6 @@ import {
   type FirstState,
   type StoredAgent,
   type TurnEnd,
-  type TurnEntry,
 } from '../agent/agent-store.js';
 import { parseAgentRef } from '../agent/define-agent.js';
 import type { Clock } from '../kernel/clock.js';
@@ -36,7 +34,6 @@ interface MemoryAgent {
   running?: string;
   runningMessage?: string;
   failed: DeadLetter[];
-  history: TurnEntry[];
   lastTurnAt?: number;
   createdAt: number;
   /** Deleted at this time (epoch ms) unless a turn starts first (idleTtlMs). */
@@ -76,7 +73,6 @@ export class MemoryAgentStore implements AgentStore {
         seq: 0,
         incarnation: first.incarnation,
         failed: [],
-        history: [],
         createdAt: now,
       };
       this.agents.set(ref, agent);
@@ -91,7 +87,6 @@ export class MemoryAgentStore implements AgentStore {
   async endTurn(ref: string, end: TurnEnd): Promise<{ result: 'ended' | 'stale'; next?: AgentActivation }> {
     const agent = this.live(ref);
     if (!agent || agent.running !== end.runId) return { result: 'stale' };
-    const turn = agent.seq;
     if (end.status === 'completed') {
       agent.state = end.state ?? agent.state;
       agent.version = end.version ?? agent.version;
@@ -104,14 +99,6 @@ export class MemoryAgentStore implements AgentStore {
         if (agent.failed.length > MAX_DEAD_LETTERS) agent.failed.shift();
       }
     }
-    agent.history.push({
-      turn,
-      runId: end.runId,
-      status: end.status,
-      messageId: end.messageId,
-      at: end.now,
-    });
-    if (agent.history.length > MAX_TURNS_KEPT) agent.history.shift();
     agent.lastTurnAt = end.now;
     delete agent.running;
     delete agent.runningMessage;
@@ -131,6 +118,8 @@ export class MemoryAgentStore implements AgentStore {
       state: agent.state,
       version: agent.version,
       turns: agent.turns,
+      started: agent.seq,
+      incarnation: agent.incarnation,
       ...(agent.running === undefined ? {} : { running: agent.running }),
       failed: agent.failed.slice(),
       inbox: await this.inboxes.mailboxSize(ref),
@@ -139,7 +128,11 @@ export class MemoryAgentStore implements AgentStore {
     };
   }
 
-  async listAgents(options: { type?: string; limit: number; cursor?: string }): Promise<{ refs: string[]; cursor?: string }> {
+  async listAgents(options: {
+    type?: string;
+    limit: number;
+    cursor?: string;
+  }): Promise<{ refs: string[]; cursor?: string }> {
     const refs = [...this.agents.keys()]
       .filter((ref) => this.live(ref) !== undefined)
       .filter((ref) => options.type === undefined || this.agents.get(ref)!.type === options.type)
@@ -147,10 +140,6 @@ export class MemoryAgentStore implements AgentStore {
       .sort();
     const page = refs.slice(0, options.limit);
     return refs.length > options.limit ? { refs: page, cursor: page.at(-1)! } : { refs: page };
-  }
-
-  async agentTurns(ref: string): Promise<TurnEntry[]> {
-    return this.live(ref)?.history.slice() ?? [];
   }
 
   async deleteAgent(ref: string): Promise<{ running?: string } | false> {

@@ -323,6 +323,14 @@ local function giveChildren(fanOut, priority, inputsKey, indices, c)
   return { fanOut[1], fanOut[2], fanOut[3], priority or '', inputs }
 end
 
+-- A message reached `address`: when it is an agent's inbox, the address joins the partition's
+-- due inboxes (RedisKeys.agentsDue, `<prefix>:agents:due` beside `<prefix>:mailbox:`), so that a
+-- worker starts the agent's turn should the process that delivered it die before it does.
+local function markAgentDue(mailboxPrefix, address, now)
+  if string.sub(address, 1, 6) ~= 'agent:' then return end
+  redis.call('ZADD', string.sub(mailboxPrefix, 1, -9) .. 'agents:due', 'NX', tonumber(now) or 0, address)
+end
+
 -- Mailboxes: `m` holds the key prefixes redis-keys.ts builds ({ mailboxPrefix, waitersPrefix }),
 -- to which an address is appended; they share the run's hash tag when the address lies in the
 -- run's partition.
@@ -400,6 +408,7 @@ local function pushMessage(m, address, message, retention)
   redis.call('RPUSH', key, message)
   local ttl = tonumber(retention)
   if ttl and ttl > 0 then redis.call('EXPIRE', key, ttl) end
+  markAgentDue(m.mailboxPrefix, address, m.now)
 end
 
 -- Delivers the outbox of run `runKey`: a list of { address, message JSON } pairs.

@@ -1,0 +1,15 @@
+--[[
+  Starts a turn of an agent that has none in flight and a message in its inbox (AgentStore.activateAgent).
+
+  KEYS[1..6] the agent's keys (agent-lifecycle.lua: hash, inbox, index, running, due, dead letters)
+  ARGV[1] the agent's address   ARGV[2] now (epoch ms)
+  ARGV[3] its first state, JSON { type, key, state, version, incarnation }, or '' (none: a key
+          never activated is left due)
+
+  Returns { run id, turn, state, version, message JSON } when a turn starts, else {}.
+]]
+local first = false
+if ARGV[3] ~= '' then first = cjson.decode(ARGV[3]) end
+local started = activate(agentKeys(), ARGV[1], ARGV[2], first)
+if not started then return {} end
+return started

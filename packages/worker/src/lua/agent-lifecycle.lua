@@ -1,0 +1,48 @@
+--[[
+  Keyed agents (agent-store.ts, README "Agents"): the prelude of the agent scripts. An agent's
+  keys live in the partition of its address, with its inbox (the mailbox at that address):
+
+  a   the agent hash: type, key, state (JSON), version, turns (committed), seq (turns started),
+      inc (the key's incarnation: its turn runs are `<inc>t<n>`), running (the run id of the turn
+      in flight), createdAt, lastTurnAt
+  i   the inbox (mailbox list; messages JSON, oldest first)
+  x   the index of the partition's agents (sorted set, score 0: ordered by address)
+  r   turns in flight (sorted set: address -> when started or last claimed, epoch ms)
+  d   inboxes due (sorted set: address -> when a message came that no turn may have seen yet)
+  f   the dead letters (list of JSON { message, error, runId, at })
+]]
+
+-- Starts a turn when the agent has none in flight and its inbox holds a message: its state is
+-- made from `first` when it has none. Returns { run id, turn number, state, version, message } or
+-- false. Takes the address off the due inboxes either way: whoever reads it next finds it handled.
+local function activate(k, ref, now, first)
+  redis.call('ZREM', k.d, ref)
+  if redis.call('HEXISTS', k.a, 'running') == 1 then return false end
+  local head = redis.call('LINDEX', k.i, 0)
+  if not head then return false end
+  if redis.call('EXISTS', k.a) == 0 then
+    if type(first) ~= 'table' then
+      -- No process with the type has seen it yet: left due for one that has it.
+      redis.call('ZADD', k.d, now, ref)
+      return false
+    end
+    redis.call('HSET', k.a, 'type', first.type, 'key', first.key, 'state', first.state, 'version', first.version,
+      'turns', 0, 'seq', 0, 'inc', first.incarnation, 'createdAt', now)
+    redis.call('ZADD', k.x, 0, ref)
+  else
+    -- An idle key kept for idleTtlMs is kept for good while a turn runs.
+    redis.call('PERSIST', k.a)
+    redis.call('PERSIST', k.f)
+  end
+  local seq = redis.call('HINCRBY', k.a, 'seq', 1)
+  local fields = redis.call('HMGET', k.a, 'inc', 'state', 'version')
+  local runId = fields[1] .. 't' .. seq
+  redis.call('HSET', k.a, 'running', runId)
+  redis.call('ZADD', k.r, now, ref)
+  return { runId, seq, fields[2], fields[3], head }
+end
+
+-- The agent keys of KEYS[1..6] in the order every agent script takes them.
+local function agentKeys()
+  return { a = KEYS[1], i = KEYS[2], x = KEYS[3], r = KEYS[4], d = KEYS[5], f = KEYS[6] }
+end

@@ -1,0 +1,37 @@
+--[[
+  The other transitions of an agent (AgentStore.deleteAgent, redeliver), by ARGV[1]:
+
+  KEYS[1..6] the agent's keys (agent-lifecycle.lua)
+  delete     ARGV[2] the address: deletes hash, inbox and dead letters, and the index, running and
+             due entries. Returns { 1, running run id or '' }, or { 0 } for no such key.
+  redeliver  ARGV[2] the address, ARGV[3] a dead letter's message id, ARGV[4] now (epoch ms):
+             moves it to the end of the inbox and marks the inbox due. Returns 1, or 0 when
+             there is no such dead letter.
+]]
+local k = agentKeys()
+local op, ref = ARGV[1], ARGV[2]
+if op == 'delete' then
+  local running = redis.call('HGET', k.a, 'running')
+  local existed = redis.call('DEL', k.a)
+  redis.call('DEL', k.i, k.f)
+  redis.call('ZREM', k.x, ref)
+  redis.call('ZREM', k.r, ref)
+  redis.call('ZREM', k.d, ref)
+  if existed == 0 then return { 0 } end
+  return { 1, running or '' }
+end
+if op == 'redeliver' then
+  for _, letter in ipairs(redis.call('LRANGE', k.f, 0, -1)) do
+    local decoded = cjson.decode(letter)
+    if decoded.message.id == ARGV[3] then
+      redis.call('LREM', k.f, 1, letter)
+      -- The message's own text, cut out of the letter: no re-encoding of its numbers.
+      local message = string.match(letter, '^{"message":(.*),"error":')
+      redis.call('RPUSH', k.i, message)
+      redis.call('ZADD', k.d, ARGV[4], ref)
+      return 1
+    end
+  end
+  return 0
+end
+return redis.error_reply('agent-ops: unknown op ' .. tostring(op))

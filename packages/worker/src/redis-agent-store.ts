@@ -1,0 +1,185 @@
+import {
+  parseAgentRef,
+  decodeMessage,
+  MAX_DEAD_LETTERS,
+  type AgentActivation,
+  type AgentStore,
+  type DeadLetter,
+  type FirstState,
+  type Message,
+  type StoredAgent,
+  type TurnEnd,
+} from '@queueflow/runtime/kernel';
+import type { RedisConnection } from './connection.js';
+import type { Partitions } from './partitions.js';
+import type { ScriptedRedis } from './scripts.js';
+
+/**
+ * The agent store on Redis (agent-store.ts): an agent's keys live in the partition of its address,
+ * beside its inbox, and each transition is one script there (activate-agent.lua, end-turn.lua,
+ * agent-ops.lua, with the agent-lifecycle.lua prelude).
+ */
+export class RedisAgentStore implements AgentStore {
+  constructor(
+    private readonly redis: ScriptedRedis,
+    private readonly partitions: Partitions,
+    /** Opens a connection for one blocking wait (`awaitMessage`); the caller's is never blocked. */
+    private readonly blocking: () => RedisConnection,
+  ) {}
+
+  async activateAgent(ref: string, first: FirstState, now: number): Promise<AgentActivation | undefined> {
+    const { type, key } = parseAgentRef(ref)!;
+    const reply = (await this.redis.activateAgent(
+      ...this.partitions.ofAddress(ref).agentKeys(ref),
+      ref,
+      String(now),
+      JSON.stringify({ ...first, type, key }),
+    )) as string[];
+    return activationOf(reply);
+  }
+
+  async endTurn(ref: string, end: TurnEnd): Promise<{ result: 'ended' | 'stale'; next?: AgentActivation }> {
+    const reply = (await this.redis.endTurn(
+      ...this.partitions.ofAddress(ref).agentKeys(ref),
+      ref,
+      end.runId,
+      JSON.stringify({
+        status: end.status,
+        messageId: end.messageId,
+        version: end.version ?? 1,
+        now: String(end.now),
+        idleTtlMs: end.idleTtlMs ?? 0,
+        maxDeadLetters: MAX_DEAD_LETTERS,
+      }),
+      end.state ?? '',
+      end.error === undefined ? '' : JSON.stringify(end.error),
+    )) as (string | number)[];
+    if (reply.length === 0) return { result: 'stale' };
+    const next = activationOf(reply.slice(1) as string[]);
+    return next ? { result: 'ended', next } : { result: 'ended' };
+  }
+
+  async loadAgent(ref: string): Promise<StoredAgent | undefined> {
+    const keys = this.partitions.ofAddress(ref);
+    const [hash, inbox, next, failed] = (await this.redis
+      .multi()
+      .hgetall(keys.agent(ref))
+      .llen(keys.mailbox(ref))
+      .lindex(keys.mailbox(ref), 0)
+      .lrange(keys.agentFailed(ref), 0, -1)
+      .exec())!.map(([error, value]) => {
+      if (error) throw error;
+      return value;
+    }) as [Record<string, string>, number, string | null, string[]];
+    if (hash.state === undefined) return undefined;
+    return {
+      type: hash.type!,
+      key: hash.key!,
+      state: hash.state,
+      version: Number(hash.version ?? 1),
+      turns: Number(hash.turns ?? 0),
+      started: Number(hash.seq ?? 0),
+      incarnation: hash.inc ?? '',
+      ...(hash.running === undefined ? {} : { running: hash.running }),
+      failed: failed.map((letter) => JSON.parse(letter) as DeadLetter),
+      inbox,
+      ...(next === null ? {} : { next: decodeMessage(next) }),
+      ...(hash.lastTurnAt === undefined ? {} : { lastTurnAt: Number(hash.lastTurnAt) }),
+      createdAt: Number(hash.createdAt ?? 0),
+    };
+  }
+
+  async listAgents(options: {
+    type?: string;
+    limit: number;
+    cursor?: string;
+  }): Promise<{ refs: string[]; cursor?: string }> {
+    // Each partition's index is ordered by address; the pages are merged.
+    const from =
+      options.cursor === undefined
+        ? options.type === undefined
+          ? '-'
+          : `[agent:${options.type}/`
+        : `(${options.cursor}`;
+    const to = options.type === undefined ? '+' : `(agent:${options.type}0`; // '0' follows '/'
+    const pages = await Promise.all(
+      this.partitions.all.map((keys) => this.redis.zrangebylex(keys.agents(), from, to, 'LIMIT', 0, options.limit + 1)),
+    );
+    const refs = pages
+      .flat()
+      .filter((ref) => options.type === undefined || parseAgentRef(ref)?.type === options.type)
+      .sort();
+    // A key deleted by its idle time leaves its index entry: left out here, and dropped.
+    const exists = await Promise.all(refs.map((ref) => this.redis.exists(this.partitions.ofAddress(ref).agent(ref))));
+    const live = refs.filter((ref, i) => {
+      if (exists[i] === 1) return true;
+      void this.redis.zrem(this.partitions.ofAddress(ref).agents(), ref).catch(() => {});
+      return false;
+    });
+    const page = live.slice(0, options.limit);
+    return live.length > options.limit ? { refs: page, cursor: page.at(-1)! } : { refs: page };
+  }
+
+  async deleteAgent(ref: string): Promise<{ running?: string } | false> {
+    const [existed, running] = (await this.redis.agentOps(
+      ...this.partitions.ofAddress(ref).agentKeys(ref),
+      'delete',
+      ref,
+    )) as [number, string?];
+    if (existed === 0) return false;
+    return running ? { running } : {};
+  }
+
+  async redeliver(ref: string, messageId: string): Promise<boolean> {
+    const moved = (await this.redis.agentOps(
+      ...this.partitions.ofAddress(ref).agentKeys(ref),
+      'redeliver',
+      ref,
+      messageId,
+      String(Date.now()),
+    )) as number;
+    return moved === 1;
+  }
+
+  async turnsDue(before: number, now: number): Promise<{ ref: string; runId: string }[]> {
+    const due: { ref: string; runId: string }[] = [];
+    for (const keys of this.partitions.all) {
+      const refs = (await this.redis.claimDue(keys.agentsRunning(), before, now, 50)) as string[];
+      for (const ref of refs) {
+        const running = await this.redis.hget(keys.agent(ref), 'running');
+        if (running) due.push({ ref, runId: running });
+        else await this.redis.zrem(keys.agentsRunning(), ref);
+      }
+    }
+    return due;
+  }
+
+  async inboxesDue(before: number, now: number): Promise<string[]> {
+    const due: string[] = [];
+    for (const keys of this.partitions.all)
+      due.push(...((await this.redis.claimDue(keys.agentsDue(), before, now, 50)) as string[]));
+    return due;
+  }
+
+  async awaitMessage(address: string, timeoutMs: number): Promise<Message | undefined> {
+    const key = this.partitions.ofAddress(address).mailbox(address);
+    const now = await this.redis.lpop(key);
+    if (now !== null) return decodeMessage(now);
+    if (timeoutMs <= 0) return undefined;
+    const connection = this.blocking();
+    try {
+      // BLPOP takes its timeout in seconds (decimals since Redis 6).
+      const popped = await connection.blpop(key, timeoutMs / 1000);
+      return popped ? decodeMessage(popped[1]) : undefined;
+    } finally {
+      connection.disconnect();
+    }
+  }
+}
+
+/** A started turn from a script's reply `{ run id, turn, state, version, message JSON }`. */
+function activationOf(reply: (string | number)[]): AgentActivation | undefined {
+  if (reply.length < 5) return undefined;
+  const [runId, turn, state, version, message] = reply as [string, number, string, string, string];
+  return { runId, turn: Number(turn), state, version: Number(version), message: decodeMessage(message) };
+}
