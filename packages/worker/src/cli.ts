@@ -5,6 +5,7 @@ import { setWarningHandler } from '@queueflow/runtime';
 import { graphCommand } from './cli/graph-command.js';
 import { initCommand } from './cli/init.js';
 import { operateCommands } from './cli/operate-commands.js';
+import { agentCommands } from './cli/agent-commands.js';
 import { QUEUEFLOW_VERSION, checkConnectionFlags } from './cli/options.js';
 import { runCommands } from './cli/run-commands.js';
 import { scheduleCommand } from './cli/schedule-commands.js';
@@ -29,6 +30,7 @@ const commands = [
   workerCommand(),
   ...runCommands(),
   ...operateCommands(),
+  ...agentCommands(),
   scheduleCommand(),
   tailCommand(),
   graphCommand(),

@@ -2,7 +2,7 @@ import { existsSync, statSync } from 'node:fs';
 import { isAbsolute, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { FlowDefinition } from '@queueflow/runtime';
-import { isFlowDefinition } from '@queueflow/runtime/kernel';
+import { isAgentDefinition, isFlowDefinition, type AgentDefinition } from '@queueflow/runtime/kernel';
 
 /**
  * Imports a module and returns the FlowDefinitions it exports (named exports and the default
@@ -13,6 +13,18 @@ import { isFlowDefinition } from '@queueflow/runtime/kernel';
  * @throws Error naming the module when it cannot be imported or exports no flow.
  */
 export async function loadFlows(modulePath: string): Promise<FlowDefinition[]> {
+  return (await loadFlowsModule(modulePath)).flows;
+}
+
+/**
+ * Imports a flows module and returns the FlowDefinitions and the AgentDefinitions (`defineAgent`)
+ * it exports, as {@link loadFlows} does.
+ *
+ * @throws Error naming the module when it cannot be imported or exports neither a flow nor an agent.
+ */
+export async function loadFlowsModule(
+  modulePath: string,
+): Promise<{ flows: FlowDefinition[]; agents: AgentDefinition<any>[] }> {
   const onDisk = existsSync(modulePath);
   if (onDisk && statSync(modulePath).isDirectory()) {
     throw new Error(
@@ -34,10 +46,13 @@ export async function loadFlows(modulePath: string): Promise<FlowDefinition[]> {
   }
   const candidates = Object.values(loaded).flatMap((value) => (Array.isArray(value) ? (value as unknown[]) : [value]));
   const flows = [...new Set(candidates.filter(isFlowDefinition))];
-  if (flows.length === 0) {
-    throw new Error(`flows module '${modulePath}' exports no flow: export the results of defineFlow(name, build)`);
+  const agents = [...new Set(candidates.filter(isAgentDefinition))];
+  if (flows.length === 0 && agents.length === 0) {
+    throw new Error(
+      `flows module '${modulePath}' exports no flow: export the results of defineFlow(name, build) (or of defineAgent)`,
+    );
   }
-  return flows;
+  return { flows, agents };
 }
 
 async function registerTypeScript(modulePath: string): Promise<void> {

@@ -440,7 +440,7 @@ export async function startWorker(options: WorkerOptions): Promise<QueueflowWork
       // Parked runs whose wake a cluster failover may have lost (Redis replicates asynchronously).
       (signal) => parks.sweep(signal),
       // Agents' turns whose process died between two of their transitions.
-      ...(agentTypes.length === 0 ? [] : [() => agents.recover(LATE_AGENT_TURN_MS)]),
+      ...(agentTypes.length === 0 ? [] : [() => agents.recover(LATE_AGENT_TURN_MS, LATE_AGENT_INBOX_MS)]),
     ],
     recoverTaken: (taskIds) => driver.recoverTaken(taskIds),
     leases: () => driver.budgetHolds(),
@@ -512,6 +512,13 @@ const LATE_CASCADE_MS = 10_000;
  * nothing, and claims it for as long again.
  */
 const LATE_AGENT_TURN_MS = 5000;
+
+/**
+ * How long a message may wait in an idle agent's inbox before a worker's heartbeat starts its turn
+ * (ms): the sender starts it at once when it has the agent's type; a client without it (`queueflow
+ * send`) leaves it to the workers.
+ */
+const LATE_AGENT_INBOX_MS = 500;
 
 /** The partitions a worker serves: every one of `count`, or a non-empty list of them, each once. */
 function servedPartitions(partitions: unknown, count: number): number[] {

@@ -202,11 +202,13 @@ export class AgentRuntime {
    * it): a turn whose run was never made, or ended without its key hearing of it; an inbox that got
    * a message in a commit whose process died before it started the key's turn.
    *
-   * @param olderThanMs - only what has waited this long (ms): the process may still be at it.
+   * @param turnsOlderThanMs - only turns started or claimed this long ago (ms): their process may
+   *   still be at them.
+   * @param inboxesOlderThanMs - only inboxes due this long (ms).
    */
-  async recover(olderThanMs: number): Promise<void> {
+  async recover(turnsOlderThanMs: number, inboxesOlderThanMs: number): Promise<void> {
     const now = this.options.clock.now();
-    for (const { ref, runId } of await this.store.turnsDue(now - olderThanMs, now)) {
+    for (const { ref, runId } of await this.store.turnsDue(now - turnsOlderThanMs, now)) {
       const parsed = parseAgentRef(ref);
       if (!parsed || !this.types.has(parsed.type)) continue;
       const run = await this.runs.load(runId);
@@ -219,7 +221,7 @@ export class AgentRuntime {
       const turn = Number(runId.slice(runId.lastIndexOf('t') + 1));
       await this.startTurn(ref, { runId, turn, state: agent.state, version: agent.version, message: agent.next }, true);
     }
-    for (const ref of await this.store.inboxesDue(now - olderThanMs, now)) {
+    for (const ref of await this.store.inboxesDue(now - inboxesOlderThanMs, now)) {
       const parsed = parseAgentRef(ref);
       if (parsed && this.types.has(parsed.type)) await this.activate(ref);
     }

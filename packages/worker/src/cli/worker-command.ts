@@ -1,5 +1,5 @@
 import { Command } from 'commander';
-import { loadFlows } from '../load-flows.js';
+import { loadFlowsModule } from '../load-flows.js';
 import { throttledLog } from '../throttled-log.js';
 import { startWorker, type QueueflowWorker } from '../worker.js';
 import {
@@ -135,7 +135,7 @@ export function workerCommand(): Command {
             exitOnUnreachable?: boolean;
           },
       ) => {
-        const flows = await loadFlows(options.flows);
+        const { flows, agents } = await loadFlowsModule(options.flows);
         const me = `queueflow worker ${process.pid}`;
         const log = createLogger(options, { worker: `${hostname()}:${process.pid}` });
         // Every line about a try of a step names the run, step, node and attempt (and the worker).
@@ -159,6 +159,7 @@ export function workerCommand(): Command {
           onError: (error) => ready && logError(error.message),
           onLog: (line) => log.info(`${me}: ${line}`),
           flows,
+          agents,
           prefix: options.prefix,
           concurrency: options.concurrency,
           ...(options.queues ? { queues: options.queues } : {}),

@@ -1,0 +1,106 @@
+/**
+ * Fault tests of keyed agents (README "Agents"): racing first messages from several processes
+ * activate the key once, and a worker SIGKILLed in the middle of a turn loses no message and
+ * commits none twice. Workers and senders are real processes.
+ */
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterEach, describe, expect, it } from 'vitest';
+import { RedisEngine } from '@queueflow/worker';
+import { deletePrefix, redisUrl, testPrefix } from '../support/test-redis.js';
+import { waitFor } from '../support/wait-for.js';
+import { spawnWorker, stopWorkers, type WorkerProcess } from '../support/worker-process.js';
+import { tally } from './agent-flows.js';
+
+const FLOWS = fileURLToPath(new URL('./agent-flows.ts', import.meta.url));
+const SENDER = fileURLToPath(new URL('./send-agent-messages.ts', import.meta.url));
+
+/** Runs a sender process to its end. */
+function send(prefix: string, key: string, first: number, count: number): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(
+      process.execPath,
+      ['--import', 'tsx', SENDER, redisUrl(), prefix, key, String(first), String(count)],
+      {
+        stdio: ['ignore', 'ignore', 'pipe'],
+      },
+    );
+    let errors = '';
+    child.stderr.on('data', (chunk: Buffer) => (errors += chunk.toString()));
+    child.on('exit', (code) => (code === 0 ? resolve() : reject(new Error(`sender exited ${code}: ${errors}`))));
+  });
+}
+
+describe('fault: keyed agents across processes', () => {
+  let workers: WorkerProcess[] = [];
+  const cleanups: (() => Promise<void>)[] = [];
+  afterEach(async () => {
+    await stopWorkers(workers);
+    workers = [];
+    for (const cleanup of cleanups.splice(0)) await cleanup();
+  });
+
+  it('activates a key once when 5 processes send its first messages at once, and handles each message once, FIFO per sender', async () => {
+    const prefix = testPrefix('agents-race');
+    const engine = new RedisEngine({ connection: redisUrl(), prefix, flows: [], agents: [tally] });
+    cleanups.push(async () => {
+      await engine.close();
+      await deletePrefix(redisUrl(), prefix);
+    });
+    const options = { flows: FLOWS, redisUrl: redisUrl(), prefix, concurrency: 8 };
+    workers = await Promise.all([spawnWorker(options), spawnWorker(options), spawnWorker(options)]);
+    const ref = tally.ref('raced');
+    await Promise.all([0, 1, 2, 3, 4].map((sender) => send(prefix, 'raced', sender * 100, 10)));
+    await waitFor('50 turns', async () => (await engine.agent(ref))?.turns === 50, { timeoutMs: 60_000 });
+    const info = (await engine.agent(ref))!;
+    const seen = info.state.seen as number[];
+    expect([...seen].sort((a, b) => a - b)).toEqual(
+      [0, 1, 2, 3, 4].flatMap((s) => Array.from({ length: 10 }, (_, i) => s * 100 + i)),
+    );
+    for (const sender of [0, 1, 2, 3, 4]) {
+      const own = seen.filter((n) => Math.floor(n / 100) === sender);
+      expect(own, `sender ${sender}'s messages in the order sent`).toEqual([...own].sort((a, b) => a - b));
+    }
+    // One life of the key (one activation of a fresh key), 50 turns, each its own completed run.
+    const history = await engine.agentHistory(ref);
+    expect(history.map((turn) => turn.turn)).toEqual(Array.from({ length: 50 }, (_, i) => i + 1));
+    expect(new Set(history.map((turn) => turn.runId.replace(/t\d+$/, ''))).size).toBe(1);
+    expect(history.every((turn) => turn.status === 'completed')).toBe(true);
+  }, 120_000);
+
+  it('loses no message and commits none twice when the worker of a turn is SIGKILLed mid-turn', async () => {
+    const prefix = testPrefix('agents-sigkill');
+    const markerDir = mkdtempSync(join(tmpdir(), 'queueflow-agents-'));
+    const engine = new RedisEngine({ connection: redisUrl(), prefix, flows: [], agents: [tally] });
+    cleanups.push(async () => {
+      await engine.close();
+      await deletePrefix(redisUrl(), prefix);
+      rmSync(markerDir, { recursive: true, force: true });
+    });
+    const options = {
+      flows: FLOWS,
+      redisUrl: redisUrl(),
+      prefix,
+      concurrency: 2,
+      lockDurationMs: 2000,
+      stalledIntervalMs: 1000,
+    };
+    workers = await Promise.all([spawnWorker(options), spawnWorker(options), spawnWorker(options)]);
+    const ref = tally.ref('killed');
+    for (let n = 1; n <= 30; n++) await engine.send(ref, { n, execMs: 60, markerDir });
+    await waitFor('turn 8', async () => ((await engine.agent(ref))?.turns ?? 0) >= 8, { timeoutMs: 60_000 });
+    const [pid] = readFileSync(join(markerDir, 'current'), 'utf8').split(' ').map(Number);
+    const victim = workers.find((worker) => worker.pid === pid);
+    expect(victim, `the worker running the turn (pid ${pid})`).toBeDefined();
+    victim!.kill('SIGKILL');
+    expect(await victim!.exited).toBe('SIGKILL');
+    await waitFor('30 turns', async () => (await engine.agent(ref))?.turns === 30, { timeoutMs: 90_000 });
+    const info = (await engine.agent(ref))!;
+    expect(info.state.seen).toEqual(Array.from({ length: 30 }, (_, i) => i + 1));
+    expect(info).toMatchObject({ inbox: 0, failed: [] });
+    expect(info.running).toBeUndefined();
+  }, 150_000);
+});
