@@ -1,5 +1,8 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { Queue, Worker } from 'bullmq';
+import { Redis } from 'ioredis';
+import { nanoid } from 'nanoid';
 import { deletePrefix } from '../../../tests/support/redis-prefix.js';
 
 const CLI = fileURLToPath(new URL('../dist/cli.js', import.meta.url));
@@ -43,4 +46,39 @@ export function stopWorkerProcess(child: ChildProcess): Promise<void> {
     child.once('exit', () => resolve());
     child.kill('SIGTERM');
   });
+}
+
+/**
+ * The baseline of the sequential benchmarks: jobs per second of `steps` raw BullMQ jobs chained
+ * one after the other (each job's processor adds the next), one worker at concurrency 1.
+ */
+export async function chainedBullmqRate(steps: number): Promise<number> {
+  const prefix = `{bench-bull-${nanoid(6)}}`;
+  const connection = new Redis(redisUrl(), { maxRetriesPerRequest: null });
+  const queue = new Queue('chain', { connection, prefix });
+  let done!: () => void;
+  const finished = new Promise<void>((resolve) => (done = resolve));
+  const workerConnection = connection.duplicate(); // BullMQ leaves it open: closed below
+  const worker = new Worker(
+    'chain',
+    async (job) => {
+      const n = (job.data as { n: number }).n;
+      if (n >= steps) return done();
+      await queue.add('step', { n: n + 1 }, { jobId: `chain-${n + 1}`, removeOnComplete: true });
+    },
+    { connection: workerConnection, prefix, concurrency: 1 },
+  );
+  await worker.waitUntilReady();
+  try {
+    const started = performance.now();
+    await queue.add('step', { n: 1 }, { jobId: 'chain-1', removeOnComplete: true });
+    await finished;
+    return steps / ((performance.now() - started) / 1000);
+  } finally {
+    await worker.close();
+    await queue.close();
+    connection.disconnect();
+    workerConnection.disconnect();
+    await deleteKeys(prefix);
+  }
 }

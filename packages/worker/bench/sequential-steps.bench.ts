@@ -9,12 +9,10 @@
  * Usage: npm run bench -w @queueflow/worker [-- --steps 1000 --rounds 3]   (REDIS_URL selects Redis)
  */
 import { parseArgs } from 'node:util';
-import { Queue, Worker } from 'bullmq';
-import { Redis } from 'ioredis';
 import { nanoid } from 'nanoid';
 import { defineFlow, Flow, Node, setWarningHandler } from '@queueflow/runtime';
 import { RedisEngine, startWorker } from '../src/index.js';
-import { deleteKeys, formatRate, redisUrl } from './bench-support.js';
+import { chainedBullmqRate, deleteKeys, formatRate, redisUrl } from './bench-support.js';
 import { recordFigure } from '../../../bench/record-figure.js';
 
 const { values } = parseArgs({
@@ -64,44 +62,13 @@ async function queueflowRound(continueSteps?: number): Promise<number> {
   }
 }
 
-async function bullmqRound(): Promise<number> {
-  const prefix = `{bench-bull-${nanoid(6)}}`;
-  const connection = new Redis(redisUrl(), { maxRetriesPerRequest: null });
-  const queue = new Queue('chain', { connection, prefix });
-  let done!: () => void;
-  const finished = new Promise<void>((resolve) => (done = resolve));
-  const workerConnection = connection.duplicate(); // BullMQ leaves it open: closed below
-  const worker = new Worker(
-    'chain',
-    async (job) => {
-      const n = (job.data as { n: number }).n;
-      if (n >= steps) return done();
-      await queue.add('step', { n: n + 1 }, { jobId: `chain-${n + 1}`, removeOnComplete: true });
-    },
-    { connection: workerConnection, prefix, concurrency: 1 },
-  );
-  await worker.waitUntilReady();
-  try {
-    const started = performance.now();
-    await queue.add('step', { n: 1 }, { jobId: 'chain-1', removeOnComplete: true });
-    await finished;
-    return steps / ((performance.now() - started) / 1000);
-  } finally {
-    await worker.close();
-    await queue.close();
-    connection.disconnect();
-    workerConnection.disconnect();
-    await deleteKeys(prefix);
-  }
-}
-
 const ours: number[] = [];
 const jobPerStep: number[] = [];
 const raw: number[] = [];
-await bullmqRound(); // warm-up: module loading, script loading
+await chainedBullmqRate(steps); // warm-up: module loading, script loading
 await queueflowRound();
 for (let round = 0; round < rounds; round++) {
-  raw.push(await bullmqRound());
+  raw.push(await chainedBullmqRate(steps));
   ours.push(await queueflowRound());
   jobPerStep.push(await queueflowRound(0));
 }

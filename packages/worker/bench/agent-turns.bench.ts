@@ -1,0 +1,108 @@
+/**
+ * Keyed agents (README "Agents"), two figures in one run:
+ * - turns per second of one key handling `messages` messages sent up front, on one worker at
+ *   concurrency 1, against raw BullMQ jobs chained one after the other (the bar is ≥ 0.8);
+ * - Redis bytes per idle agent beyond its state's JSON: `keys` keys take one turn each, then the
+ *   MEMORY USAGE of their hashes and of the partition's agent index is summed (the bar is ≤ 300 B).
+ *
+ * Usage: npm run bench -w @queueflow/worker -- agent-turns   (or tsx bench/agent-turns.bench.ts
+ *        [--messages 1000 --keys 2000 --rounds 3]; REDIS_URL selects Redis)
+ */
+import { parseArgs } from 'node:util';
+import { Redis } from 'ioredis';
+import { nanoid } from 'nanoid';
+import { defineAgent, Node, setWarningHandler } from '@queueflow/runtime';
+import { RedisEngine, startWorker } from '../src/index.js';
+import { RedisKeys } from '../src/redis-keys.js';
+import { chainedBullmqRate, deleteKeys, formatRate, redisUrl } from './bench-support.js';
+import { recordFigure } from '../../../bench/record-figure.js';
+
+const { values } = parseArgs({
+  options: {
+    messages: { type: 'string', default: '1000' },
+    keys: { type: 'string', default: '2000' },
+    rounds: { type: 'string', default: '3' },
+  },
+});
+const messages = Number(values.messages);
+const keyCount = Number(values.keys);
+const rounds = Number(values.rounds);
+setWarningHandler(() => {});
+
+class Add extends Node<{ n: number }> {
+  override prep(state: { n: number }): void {
+    state.n += 1;
+  }
+}
+const counter = defineAgent('bench-counter', { state: () => ({ n: 0 }), turn: () => new Add({ name: 'add' }) });
+
+/** Opens a worker and a client on a fresh prefix; `body` gets them; everything is closed and deleted after. */
+async function withDeployment<T>(body: (engine: RedisEngine, prefix: string) => Promise<T>): Promise<T> {
+  const prefix = `{bench-agents-${nanoid(6)}}`;
+  const worker = await startWorker({ connection: redisUrl(), flows: [], agents: [counter], prefix, concurrency: 1 });
+  const engine = new RedisEngine({ connection: redisUrl(), flows: [], agents: [counter], prefix });
+  try {
+    return await body(engine, prefix);
+  } finally {
+    await engine.close();
+    await worker.close();
+    await deleteKeys(prefix);
+  }
+}
+
+/** Turns per second of one key handling `messages` messages. */
+function oneKeyRate(): Promise<number> {
+  return withDeployment(async (engine) => {
+    const ref = counter.ref('hot');
+    const started = performance.now();
+    for (let i = 0; i < messages; i++) await engine.send(ref, {});
+    while ((await engine.agent(ref))?.turns !== messages) await new Promise((resolve) => setTimeout(resolve, 5));
+    return messages / ((performance.now() - started) / 1000);
+  });
+}
+
+/** Redis bytes per idle agent beyond its state's JSON, over `keyCount` keys that took one turn each. */
+function idleBytes(): Promise<number> {
+  return withDeployment(async (engine, prefix) => {
+    const refs = Array.from({ length: keyCount }, (_, i) => counter.ref(`k${i}`));
+    for (const ref of refs) await engine.send(ref, {});
+    const keys = new RedisKeys(prefix);
+    const redis = new Redis(redisUrl());
+    try {
+      while ((await redis.zcard(keys.agentsRunning())) > 0 || (await engine.agent(refs.at(-1)!))?.turns !== 1)
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      let bytes = Number(await redis.call('MEMORY', 'USAGE', keys.agents(), 'SAMPLES', '0'));
+      let stateBytes = 0;
+      for (const ref of refs) {
+        bytes += Number(await redis.call('MEMORY', 'USAGE', keys.agent(ref), 'SAMPLES', '0'));
+        stateBytes += (await redis.hget(keys.agent(ref), 'state'))!.length;
+      }
+      return (bytes - stateBytes) / keyCount;
+    } finally {
+      redis.disconnect();
+    }
+  });
+}
+
+const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+await chainedBullmqRate(200); // warm-up: module loading, script loading
+await oneKeyRate();
+const ours: number[] = [];
+const raw: number[] = [];
+for (let round = 0; round < rounds; round++) {
+  raw.push(await chainedBullmqRate(messages));
+  ours.push(await oneKeyRate());
+}
+const perAgent = await idleBytes();
+console.log(`keyed agents: ${messages} messages to one key, 1 worker at concurrency 1, median of ${rounds} rounds`);
+console.log(`  turns on one key                 : ${formatRate(median(ours))} turns/s`);
+console.log(`  raw BullMQ chained               : ${formatRate(median(raw))} jobs/s`);
+console.log(
+  `  ratio                            : ${(median(ours) / median(raw)).toFixed(2)} (turns / BullMQ jobs; the bar is ≥ 0.8)`,
+);
+console.log(
+  `  Redis per idle agent             : ${Math.round(perAgent)} B beyond its state's JSON (${keyCount} keys; the bar is ≤ 300 B)`,
+);
+recordFigure({ name: 'agents.turns-ratio', value: median(ours) / median(raw), unit: '×', better: 'higher', bar: 0.8 });
+recordFigure({ name: 'agents.turns', value: median(ours), unit: 'turns/s', better: 'higher' });
+recordFigure({ name: 'agents.idle-bytes', value: perAgent, unit: 'B', better: 'lower', bar: 300 });
