@@ -404,10 +404,9 @@ export async function startWorker(options: WorkerOptions): Promise<QueueflowWork
     })()
       .then((stopped) => {
         for (const worker of workers) worker.resume();
-        log(
-          `fenced: ${reason}, which took its steps over (was it paused or starved?); stopped ${stopped} step(s) ` +
-            `here and dropped their results; rejoined as ${rejoined}`,
-        );
+        const held =
+          stopped === 0 ? 'it held no step' : `stopped the ${stopped} step(s) it held here and dropped their results`;
+        log(`fenced: ${reason} (was it paused or starved?); ${held}; rejoined as ${rejoined}`);
       })
       .catch(onError);
   };
