@@ -596,7 +596,7 @@ describe.concurrent('queueflow with bad input: a clear error, a non-zero exit, n
     const expected = {
       code: 1,
       stdout: '',
-      stderr: `queueflow: flows module '${NO_FLOWS}' exports no flow: export the results of defineFlow(name, build)\n`,
+      stderr: `queueflow: flows module '${NO_FLOWS}' exports no flow: export the results of defineFlow(name, build) (or of defineAgent)\n`,
     };
     const outs = await Promise.all([
       queueflow(['run', 'cli-greet', '--flows', NO_FLOWS, ...at(prefix)]),

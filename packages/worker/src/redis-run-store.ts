@@ -987,6 +987,10 @@ export class RedisRunStore implements RunStore {
     await this.redis.workerRegistry(this.home.workers(), this.home.workersSeen(), 'remove', id);
   }
 
+  async takeTask(worker: string, runId: string, taskId: string): Promise<void> {
+    await this.redis.sadd(this.keysOf(runId).taken(worker), taskId);
+  }
+
   async releaseTaken(worker: string, wakeIds: readonly string[]): Promise<void> {
     // Each task is in a taken set of its own partition (a child's first step is taken where the
     // child is made; a wake of a mailbox of the run's partition, by its run's transition), or of

@@ -9,6 +9,7 @@ import { isFinal, type RunStore, type StoredRun } from '../kernel/run-store.js';
 import { taskOptionsOf, type Scheduler } from '../kernel/scheduler.js';
 import { startRun } from '../kernel/start-run.js';
 import type { Checkpoint } from '../interpreter/checkpoint.js';
+import type { TurnTaker } from '../kernel/step-driver.js';
 import { decodeCheckpoint } from '../kernel/codec.js';
 import { LargeValues } from '../kernel/large-values.js';
 import { DEFAULT_LARGE_VALUE_BYTES } from '../kernel/claim-check.js';
@@ -103,7 +104,12 @@ export class AgentRuntime {
    * Creates the run of a turn that was activated and adds its first step. A state that cannot be
    * migrated, or is no longer valid input, fails the turn (its message goes to the dead letters).
    */
-  private async startTurn(ref: string, activation: AgentActivation, recovering = false): Promise<void> {
+  private async startTurn(
+    ref: string,
+    activation: AgentActivation,
+    recovering = false,
+    taker?: TurnTaker,
+  ): Promise<void> {
     let next: AgentActivation | undefined = activation;
     while (next) {
       const current: AgentActivation = next;
@@ -118,12 +124,19 @@ export class AgentRuntime {
         }
         const state = this.migrated(definition, current);
         const prepared = prepareRun(this.registry, definition.flow, state, {}, this.options);
-        await startRun(
-          this.runs,
-          this.scheduler,
-          { ...prepared, id: current.runId, turn: { agent: ref, turn: current.turn, message: current.message } },
-          this.options.clock.now(),
-        );
+        const run = {
+          ...prepared,
+          id: current.runId,
+          turn: { agent: ref, turn: current.turn, message: current.message },
+        };
+        if (taker?.runs(run.target)) {
+          // Made here, run by the caller's chain. Should it die before it takes the run, recover()
+          // adds its task; after, a survivor starts it (the worker's taken tasks).
+          await this.runs.create({ ...run, now: this.options.clock.now() });
+          await taker.take({ runId: run.id, target: run.target, priority: run.priority });
+        } else {
+          await startRun(this.runs, this.scheduler, run, this.options.clock.now());
+        }
       } catch (error) {
         if (!(error instanceof QueueflowError) || error.code === 'REDIS_UNAVAILABLE' || error.code === 'REDIS_TIMEOUT')
           throw error;
@@ -160,7 +173,7 @@ export class AgentRuntime {
    * Run `run` ended (any run: only a turn's end matters here). A completed turn commits its
    * final `shared` as the state; `shared` is read from the run when not given.
    */
-  async runEnded(run: StoredRun, shared?: JsonObject): Promise<void> {
+  async runEnded(run: StoredRun, shared?: JsonObject, taker?: TurnTaker): Promise<void> {
     const turn = run.turn;
     if (!turn || !isFinal(run.status)) return;
     const definition = this.types.get(parseAgentRef(turn.agent)?.type ?? '');
@@ -181,7 +194,7 @@ export class AgentRuntime {
       end.error = run.error ?? cancelledError(run.id);
     }
     const reply = await this.store.endTurn(turn.agent, end);
-    if (reply.next) await this.startTurn(turn.agent, reply.next);
+    if (reply.next) await this.startTurn(turn.agent, reply.next, false, taker);
   }
 
   /** A run ended with this status and error, as the step driver committed it. */
@@ -214,6 +227,8 @@ export class AgentRuntime {
       const run = await this.runs.load(runId);
       if (run) {
         if (isFinal(run.status)) await this.runEnded(run);
+        // Made for a chain that never ran it (its worker died): its first step gets its task.
+        else if (run.status === 'queued') await this.scheduler.addStep(run.id, 0, run.target, taskOptionsOf(run));
         continue;
       }
       const agent = await this.store.loadAgent(ref);

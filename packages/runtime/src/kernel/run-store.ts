@@ -164,6 +164,12 @@ export interface RunStore {
    */
   releaseTaken(worker: string, taskIds: readonly string[]): Promise<void>;
   /**
+   * Records that `worker` took task `taskId` of run `runId` to run itself, with no task in the
+   * scheduler (an agent's next turn, made by the end of the turn before it): should the worker die
+   * first, {@link claimTaken} gives it to a survivor.
+   */
+  takeTask(worker: string, runId: string, taskId: string): Promise<void>;
+  /**
    * Takes every task id `worker` took and had not released (a dead worker's, to make them due
    * now): wake ids and child runs' first step task ids.
    */

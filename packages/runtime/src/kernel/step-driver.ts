@@ -87,13 +87,24 @@ export interface StepDriverOptions {
   agents?: TurnHooks;
 }
 
+/**
+ * A chain that runs an agent's next turn itself, in the slot of the turn that ended: the turn's
+ * run is made, then taken (recorded among the worker's taken tasks, so that a survivor starts it
+ * should the worker die first).
+ */
+export interface TurnTaker {
+  /** Whether it runs a turn whose first step is `target` (its queue). */
+  runs(target: StepTarget): boolean;
+  take(turn: ChildStart): Promise<void>;
+}
+
 /** What the step driver tells keyed agents (AgentRuntime implements it). */
 export interface TurnHooks {
   /**
    * A run ended (`run.status` final). A completed turn's final `shared` comes with it when the
    * driver has it, else it is read from the run.
    */
-  runEnded(run: StoredRun, shared?: JsonObject): Promise<void>;
+  runEnded(run: StoredRun, shared?: JsonObject, taker?: TurnTaker): Promise<void>;
   /** Messages reached these addresses in a transition this driver made (a commit or a park). */
   delivered(addresses: string[]): Promise<void>;
 }
@@ -983,7 +994,7 @@ export class StepDriver {
       recordRunEnd({ ...run, trace: await this.traceOf(run) }, mode, fields.now, fields.runError);
     }
     await this.scheduler.promote(reply.wakes);
-    if (reply.result === 'committed') await this.toAgents(run, mode, fields, shared);
+    if (reply.result === 'committed') await this.toAgents(run, mode, fields, shared, takes ? chain : undefined);
     if (reply.result === 'stale') {
       const current = await this.store.load(run.id);
       if (current) await this.ensureProgress(current);
@@ -994,11 +1005,30 @@ export class StepDriver {
   }
 
   /** Tells keyed agents what a committed transition did: a turn that ended, messages to agents. */
-  private async toAgents(run: StoredRun, mode: CommitMode, fields: CommitFields, shared?: JsonObject): Promise<void> {
+  private async toAgents(
+    run: StoredRun,
+    mode: CommitMode,
+    fields: CommitFields,
+    shared?: JsonObject,
+    chain?: StepChain,
+  ): Promise<void> {
     const agents = this.options.agents;
     if (!agents) return;
+    const taker: TurnTaker | undefined = chain && {
+      runs: (target) => queueOf(target) === chain.queue,
+      take: async (turn) => {
+        await this.store.takeTask(this.workerId!, turn.runId, taskId(stepTaskOf(turn.runId, 0)));
+        chain.children.push(turn);
+      },
+    };
+    // The key's next turn runs in this chain, in the slot of the turn that ended (as a fan-out
+    // child's next sibling does): no task, no scheduler round.
     if (run.turn && (mode === 'completed' || mode === 'failed'))
-      await agents.runEnded({ ...run, status: mode, ...(fields.runError ? { error: fields.runError } : {}) }, shared);
+      await agents.runEnded(
+        { ...run, status: mode, ...(fields.runError ? { error: fields.runError } : {}) },
+        shared,
+        taker,
+      );
     if ((mode === 'next' || mode === 'completed') && fields.outbox?.length)
       await agents.delivered(fields.outbox.map((sent) => sent.address));
   }

@@ -263,7 +263,7 @@ export class MemoryRunStore implements RunStore, RunEventSource {
       // The worker takes the first child the end starts (see commit-step.lua's takeChild).
       if (result.type !== 'recorded' || !result.start || !report.take || fields.takenBy === undefined) return result;
       const [made] = this.makeChildren(parent.id, parent.step, [result.start.first]);
-      if (made) this.takeTask(fields.takenBy, taskId({ type: 'step', runId: made.id, step: 0 }));
+      if (made) this.addTaken(fields.takenBy, taskId({ type: 'step', runId: made.id, step: 0 }));
       return made ? { ...result, made } : result;
     };
     const records = fields.errorRecords ?? [];
@@ -639,12 +639,16 @@ export class MemoryRunStore implements RunStore, RunEventSource {
   private take(worker: string | undefined, wakes: string[]): { taken?: string } {
     const wake = worker === undefined ? undefined : wakes.shift();
     if (wake === undefined) return {};
-    this.takeTask(worker!, wake);
+    this.addTaken(worker!, wake);
     return { taken: wake };
   }
 
   /** Adds a task id to those `worker` took (see RunStore.claimTaken). */
-  private takeTask(worker: string, id: string): void {
+  async takeTask(worker: string, _runId: string, taskId: string): Promise<void> {
+    this.addTaken(worker, taskId);
+  }
+
+  private addTaken(worker: string, id: string): void {
     const taken = this.taken.get(worker) ?? new Set<string>();
     taken.add(id);
     this.taken.set(worker, taken);
