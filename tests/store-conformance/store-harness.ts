@@ -17,7 +17,9 @@ import { afterEach } from 'vitest';
 import type { Cluster, Redis } from 'ioredis';
 import type { ErrorRecord, Json, JsonObject, Message, RunError } from '@queueflow/runtime';
 import {
+  MemoryAgentStore,
   MemoryRunStore,
+  type AgentStore,
   childRunId,
   encodeCheckpoint,
   encodeChildStart,
@@ -39,6 +41,7 @@ import {
 import {
   CLUSTER_PARTITIONS,
   Partitions,
+  RedisAgentStore,
   RedisRunEvents,
   RedisRunStore,
   StreamReader,
@@ -63,6 +66,8 @@ export const RUNNABLE: readonly Runnable[] = [[FLOW, FINGERPRINT]];
 export interface StoreHarness {
   name: StoreName;
   store: RunStore;
+  /** The agent store over the same store's mailboxes (an agent's inbox is the mailbox at its address). */
+  agents: AgentStore;
   /** The store's event feed (the memory store itself; RedisRunEvents on Redis). */
   events(): RunEventSource;
   /** An epoch-ms time one second after the last one handed out, for `now` fields. */
@@ -100,25 +105,36 @@ export function useStore(name: StoreName): (settings?: StoreSettings) => Promise
       name === 'MemoryRunStore'
         ? openMemory(settings)
         : await openRedis(cleanups, settings, name === 'RedisRunStore' ? redisUrl() : { cluster: redisClusterUrls() });
-    return withBuilders(name, opened.store, opened.events, opened.elapse);
+    return { ...withBuilders(name, opened.store, opened.events, opened.elapse), agents: opened.agents };
   };
 }
 
 function openMemory(settings: StoreSettings): {
   store: RunStore;
+  agents: AgentStore;
   events: () => RunEventSource;
   elapse: (ms: number) => Promise<void>;
 } {
   const clock = new FakeClock();
   const store = new MemoryRunStore(clock, 10_000, 10_000, settings.maxStreamEntries);
-  return { store, events: () => store, elapse: async (ms) => clock.advance(ms) };
+  return {
+    store,
+    agents: new MemoryAgentStore(store, clock),
+    events: () => store,
+    elapse: async (ms) => clock.advance(ms),
+  };
 }
 
 async function openRedis(
   cleanups: (() => Promise<void>)[],
   settings: StoreSettings,
   url: RedisWhere,
-): Promise<{ store: RunStore; events: () => RunEventSource; elapse: (ms: number) => Promise<void> }> {
+): Promise<{
+  store: RunStore;
+  agents: AgentStore;
+  events: () => RunEventSource;
+  elapse: (ms: number) => Promise<void>;
+}> {
   // On the cluster, a store of 16 partitions (issue 18): mailboxes mostly in another partition than
   // the runs that use them, and runs spread over the masters.
   const partitions = new Partitions(testPrefix('store'), typeof url === 'string' ? 1 : CLUSTER_PARTITIONS);
@@ -149,6 +165,8 @@ async function openRedis(
   );
   return {
     store,
+    // A blocking wait (awaitMessage) opens a connection of its own, closed when it ends.
+    agents: new RedisAgentStore(withScripts(redis), partitions, () => inspectingConnection(url)),
     // The server's clock goes on by itself: the only way to let its time pass is to wait.
     elapse: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
     events: () => {
@@ -166,7 +184,7 @@ function withBuilders(
   store: RunStore,
   events: () => RunEventSource,
   elapse: (ms: number) => Promise<void>,
-): StoreHarness {
+): Omit<StoreHarness, 'agents'> {
   let time = Date.UTC(2025, 0, 1);
   let runs = 0;
   const now = (): number => (time += 1000);

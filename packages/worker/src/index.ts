@@ -6,6 +6,7 @@ export type { StoreSettings } from './store-settings.js';
 export { RedisKeys } from './redis-keys.js';
 export { Partitions, partitionPrefixes, MAX_PARTITIONS, CLUSTER_PARTITIONS } from './partitions.js';
 export { RedisRunStore } from './redis-run-store.js';
+export { RedisAgentStore } from './redis-agent-store.js';
 export { RedisRunEvents } from './redis-run-events.js';
 export { StreamReader } from './stream-reader.js';
 export { withScripts } from './scripts.js';
