@@ -59,7 +59,25 @@ const asker = defineAgent<{ answers: number[] }>('asker', {
   turn: () => new AskCounter({ name: 'ask-counter' }),
 });
 
-const agents: AgentDefinition<any>[] = [counter, asker];
+/** Holds its turn until cancelled when the message says `hold`; else counts it. */
+class Hold extends Node<{ handled: number }> {
+  override prep(): { hold?: boolean } {
+    return this.message!.body as { hold?: boolean };
+  }
+  override async exec(body: { hold?: boolean }): Promise<void> {
+    if (body.hold) await new Promise((resolve) => this.signal?.addEventListener('abort', resolve));
+  }
+  override post(shared: { handled: number }): undefined {
+    shared.handled += 1;
+    return undefined;
+  }
+}
+const holder = defineAgent<{ handled: number }>('holder', {
+  state: () => ({ handled: 0 }),
+  turn: () => new Hold({ name: 'hold' }),
+});
+
+const agents: AgentDefinition<any>[] = [counter, asker, holder];
 
 describe.each(engines)('%s: keyed agents', (name) => {
   const setup = useEngine(name);
@@ -149,6 +167,25 @@ describe.each(engines)('%s: keyed agents', (name) => {
     expect(await engine.deleteAgent(ref)).toBe(true);
     expect(await engine.agent(ref)).toBeUndefined();
     expect(await engine.deleteAgent(ref)).toBe(false);
+  });
+
+  it('cancels a running turn: its message goes to the dead letters, the next one is handled', async () => {
+    const { engine } = await setup('agents-cancel', { flows: [], agents, autoAdvance: true });
+    const ref = holder.ref('h');
+    const held = await engine.send(ref, { hold: true });
+    await engine.send(ref, {});
+    await waitFor('the held turn to run', async () => (await engine.agent(ref))?.running !== undefined);
+    const runId = (await engine.agent(ref))!.running!;
+    await waitFor('the turn run to start', async () => (await engine.get(runId))?.status === 'running');
+    expect((await engine.get(runId))!.agent).toEqual({ ref, turn: 1, messageId: held });
+    await engine.cancel(runId);
+    await waitFor('the next message to be handled', async () => (await engine.agent(ref))?.turns === 1, {
+      timeoutMs: 20_000,
+    });
+    const info = (await engine.agent(ref))!;
+    expect(info.state).toEqual({ handled: 1 });
+    expect(info.failed).toHaveLength(1);
+    expect(info.failed[0]).toMatchObject({ message: { id: held }, runId, error: { code: 'RUN_CANCELLED' } });
   });
 
   it('refuses bad refs and receives on an agent inbox', async () => {

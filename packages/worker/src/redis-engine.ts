@@ -243,7 +243,10 @@ export class RedisEngine implements Engine {
    * @throws QueueflowError RUN_NOT_FOUND for an unknown (or expired) run id.
    */
   async cancel(runId: string): Promise<void> {
-    return this.call((client) => client.cancel(runId));
+    return this.withConnection(async ({ client, agents }) => {
+      await client.cancel(runId);
+      await agents.cancelled(runId);
+    });
   }
 
   /**

@@ -62,6 +62,16 @@ export class AgentClient {
     return this.store.awaitMessage(replyTo, timeoutMs);
   }
 
+  /**
+   * A run was cancelled: when it was an agent's turn, its key records the end now (its message
+   * to the dead letters) and goes on with its next message, if this process has the agent's type
+   * (else a worker's heartbeat does, within seconds).
+   */
+  async cancelled(runId: string): Promise<void> {
+    const run = await this.runs.load(runId);
+    if (run?.turn) await this.runtime.runEnded(run);
+  }
+
   /** @see Engine.agent */
   async agent(ref: string): Promise<AgentInfo | undefined> {
     checkAgentRef('agent', ref);

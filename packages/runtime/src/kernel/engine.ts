@@ -104,6 +104,11 @@ export interface RunSummary {
   refusal?: string;
   /** For a run made by {@link Engine.fork}: the run and the committed step it started from. */
   forkedFrom?: { runId: string; step: number };
+  /**
+   * A turn of a keyed agent: the agent's address, the turn's number (1 for the key's first) and
+   * the id of the message it handles (`engine.agent(ref)` shows the key).
+   */
+  agent?: { ref: string; turn: number; messageId: string };
   /** Times the run went on after failing or being cancelled ({@link Engine.retry}). */
   retries?: number;
   /** While `throttled`: the budget key its step waits for (empty for a `RateLimitedError` of a node without limits). */

@@ -30,6 +30,7 @@ export function runSummaryOf(run: StoredRun): RunSummary {
     ...(run.retries ? { retries: run.retries } : {}),
     ...(run.status === 'throttled' && run.throttledBy !== undefined ? { throttledBy: run.throttledBy } : {}),
     ...(run.priority === undefined ? {} : { priority: run.priority }),
+    ...(run.turn ? { agent: { ref: run.turn.agent, turn: run.turn.turn, messageId: run.turn.message.id } } : {}),
     ...(run.status === 'queued' || run.status === 'running' ? { queue: queueOf(run.target) } : {}),
   };
 }
