@@ -57,3 +57,13 @@ export function countdownShared(limit: number): { limit: number; count: number; 
 export function oneTo(n: number): number[] {
   return Array.from({ length: n }, (_, i) => i + 1);
 }
+
+/** Blocks the worker's main event loop for `params.blockMs` with a synchronous loop (a CPU-bound step). */
+class BlockLoop extends Node<Record<string, unknown>, { blockMs: number }> {
+  override exec(): void {
+    const end = Date.now() + this.params.blockMs;
+    while (Date.now() < end); // never yields: the main loop cannot turn
+  }
+}
+
+export const blockLoop = defineFlow('block-loop', () => new Flow(new BlockLoop({ name: 'block' })));

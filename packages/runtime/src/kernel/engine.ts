@@ -407,6 +407,12 @@ export interface WorkerInfo {
   queues: string[];
   startedAt: number;
   lastSeenAt: number;
+  /**
+   * How long its main event loop had not turned at its last heartbeat, in ms (the heartbeat
+   * thread measures it: a long synchronous step or a starved CPU shows here, README "Busy is not
+   * dead"); absent where no thread measures it (LocalEngine, a worker of an older version).
+   */
+  loopLagMs?: number;
 }
 
 export interface MailboxesOptions {

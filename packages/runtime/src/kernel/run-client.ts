@@ -353,7 +353,11 @@ export class RunClient {
   async workers(): Promise<WorkerInfo[]> {
     const workers = await this.store.workers(this.options.workerLapseMs);
     // A worker from before queues were named serves the default queue.
-    return workers.map(({ meta: _meta, ...worker }) => ({ ...worker, queues: worker.queues ?? [DEFAULT_QUEUE] }));
+    return workers.map(({ meta, ...worker }) => ({
+      ...worker,
+      queues: worker.queues ?? [DEFAULT_QUEUE],
+      ...(meta?.loopLagMs === undefined ? {} : { loopLagMs: Number(meta.loopLagMs) }),
+    }));
   }
 
   /** See {@link Engine.budgets}. */

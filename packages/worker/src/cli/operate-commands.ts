@@ -170,8 +170,13 @@ function workersCommand(): Command {
         }
         for (const worker of workers) {
           const seen = Math.max(0, Math.round((Date.now() - worker.lastSeenAt) / 100) / 10);
+          // A main loop that has not turned for a second or more: busy (a long synchronous step) or starved.
+          const lag =
+            worker.loopLagMs !== undefined && worker.loopLagMs >= 1000
+              ? `  main loop blocked ${Math.round(worker.loopLagMs / 100) / 10} s`
+              : '';
           console.log(
-            `${worker.id}  ${worker.host}  pid ${worker.pid}  running ${worker.active}/${worker.concurrency}  queues ${worker.queues.join(', ')}  flows ${worker.flows.join(', ')}  seen ${seen} s ago`,
+            `${worker.id}  ${worker.host}  pid ${worker.pid}  running ${worker.active}/${worker.concurrency}${lag}  queues ${worker.queues.join(', ')}  flows ${worker.flows.join(', ')}  seen ${seen} s ago`,
           );
         }
       });
