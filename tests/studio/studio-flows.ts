@@ -5,6 +5,7 @@
  */
 import { existsSync } from 'node:fs';
 import {
+  defineAgent,
   defineFlow,
   Flow,
   Node,
@@ -251,3 +252,15 @@ export const flaky = defineFlow('st-flaky', () => {
 
 /** Every flow of this module. */
 export const studioFlows = [review, fan, gate, sum, wait, markup, metered, elsewhere, flaky];
+
+/** Counts the `add` of each message; a message with `fail: true` fails its turn (a dead letter). */
+class Tally extends Node<{ total: number }> {
+  override prep(state: { total: number }): void {
+    const body = this.message!.body as { add?: number; fail?: boolean };
+    if (body.fail) throw new NonRetryableError('this message fails its turn');
+    state.total += body.add ?? 0;
+  }
+}
+export const tally = defineAgent('st-tally', { state: () => ({ total: 0 }), turn: () => new Tally({ name: 'tally' }) });
+
+export const studioAgents = [tally];

@@ -2,6 +2,8 @@ import { useEffect, useRef } from 'preact/hooks';
 import { Link, Route, Router, Switch, useLocation, useRoute } from 'wouter-preact';
 import { config } from './config';
 import { useLiveState } from './live/live-events';
+import { AgentView } from './views/agent-view';
+import { AgentsView } from './views/agents-view';
 import { MailboxesView } from './views/mailboxes-view';
 import { RunView } from './views/run-view';
 import { RunsView } from './views/runs-view';
@@ -61,6 +63,7 @@ export function App() {
           <NavLink href="/queues">Queues</NavLink>
           <NavLink href="/workers">Workers</NavLink>
           <NavLink href="/mailboxes">Mailboxes</NavLink>
+          <NavLink href="/agents">Agents</NavLink>
         </nav>
         <span class="spacer" />
         {config.readOnly && (
@@ -79,6 +82,10 @@ export function App() {
           <Route path="/queues" component={QueuesView} />
           <Route path="/workers" component={WorkersView} />
           <Route path="/mailboxes" component={MailboxesView} />
+          <Route path="/agents" component={AgentsView} />
+          <Route path="/agents/:ref">
+            {(params: { ref: string }) => <AgentView key={params.ref} address={decodeURIComponent(params.ref)} />}
+          </Route>
           <Route>
             <h1>Not here</h1>
             <p>

@@ -12,7 +12,7 @@ import { setWarningHandler, type Engine } from '@queueflow/runtime';
 import { createStudioHandler, RedisEngine, type StudioHandler, type StudioHandlerOptions } from '@queueflow/worker';
 import { deletePrefix, redisUrl, testPrefix } from '../../support/test-redis.js';
 import { spawnWorker, stopWorkers, type WorkerProcess } from '../../support/worker-process.js';
-import { studioFlows } from '../studio-flows.js';
+import { studioAgents, studioFlows } from '../studio-flows.js';
 import { launchBrowser, type Browser } from './browser.js';
 
 export const STUDIO_FLOWS = fileURLToPath(new URL('../studio-flows.ts', import.meta.url));
@@ -109,7 +109,7 @@ export async function startStudio(name: string, options: StudioSetupOptions = {}
     );
     workers.push(...started);
     closers.push(() => stopWorkers(workers));
-    const engine = new RedisEngine({ connection: url, flows: studioFlows, prefix });
+    const engine = new RedisEngine({ connection: url, flows: studioFlows, agents: studioAgents, prefix });
     closers.push(() => engine.close());
     const studio = await serveStudio(engine, { live: { batchMs: 50 }, ...handlerOptions });
     closers.push(() => studio.close());

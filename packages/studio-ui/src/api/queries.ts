@@ -6,6 +6,8 @@ import { keepPreviousData, useQuery } from '@tanstack/preact-query';
 import { api } from './client';
 import { keys } from './query-keys';
 import type {
+  AgentBody,
+  AgentPage,
   ChildrenPage,
   CountsBody,
   FlowGraph,
@@ -100,4 +102,20 @@ export function useQueues() {
 
 export function useMailboxes() {
   return useQuery({ queryKey: keys.mailboxes, queryFn: () => api.get<MailboxInfo[]>('/api/mailboxes') });
+}
+
+export function useAgents(type: string | undefined, cursor: string | undefined) {
+  return useQuery({
+    queryKey: [...keys.agents, 'list', type ?? '', cursor ?? ''],
+    queryFn: () => api.get<AgentPage>('/api/agents', { type, cursor }),
+    placeholderData: keepPreviousData,
+  });
+}
+
+export function useAgent(ref: string) {
+  return useQuery({
+    queryKey: keys.agent(ref),
+    queryFn: () => api.get<AgentBody>('/api/agent', { ref }),
+    retry: false,
+  });
 }

@@ -14,4 +14,6 @@ export const keys = {
   workers: ['workers'] as const,
   mailboxes: ['mailboxes'] as const,
   queues: ['queues'] as const,
+  agents: ['agents'] as const,
+  agent: (ref: string) => ['agents', ref] as const,
 };

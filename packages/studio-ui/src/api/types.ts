@@ -2,6 +2,9 @@
  * The studio API's answers, as JSON (see packages/worker/src/studio). Times are epoch ms.
  */
 import type {
+  AgentInfo,
+  AgentPage,
+  AgentTurnInfo,
   BudgetInfo,
   ChildSummary,
   QueueInfo,
@@ -23,6 +26,8 @@ import type { PatchOperation } from '@queueflow/runtime/kernel';
 
 // The engine's own types (type imports: nothing of the runtime ships in the page).
 export type {
+  AgentPage,
+  AgentTurnInfo,
   BudgetInfo,
   ErrorRecord,
   FlowGraph,
@@ -87,4 +92,10 @@ export interface StepDiff {
 export interface QueuesBody {
   queues: QueueInfo[];
   budgets: BudgetInfo[];
+}
+
+/** `GET /api/agent?ref=`: the agent, and its turns (oldest first) as `history`. */
+export interface AgentBody extends AgentInfo {
+  ref: string;
+  history: AgentTurnInfo[];
 }

@@ -6,10 +6,14 @@ import type { RunChange } from '../api/types';
 /**
  * Reads again what a batch of run changes (a `runs` event) makes out of date: the runs lists when
  * a top-level run changed, each changed run and its step history, its parent's progress and the
- * parent's children pages. A fan-out child's id is its parent's followed by `.<step>.<index>`.
+ * parent's children pages, and the agents shown (an agent's turn is a top-level run). A fan-out
+ * child's id is its parent's followed by `.<step>.<index>`.
  */
 export function refreshChangedRuns(client: QueryClient, changes: RunChange[]): void {
-  if (changes.some((change) => !change.runId.includes('.'))) void refreshQueries(client, { queryKey: keys.runs });
+  if (changes.some((change) => !change.runId.includes('.'))) {
+    void refreshQueries(client, { queryKey: keys.runs });
+    void refreshQueries(client, { queryKey: keys.agents });
+  }
   void refreshQueries(client, {
     queryKey: ['children'],
     predicate: (query) => {

@@ -12,6 +12,7 @@ import { Problem } from '../components/problem';
 import { TimeAgo } from '../components/time-text';
 import { useNow } from '../components/use-now';
 import { useTitle } from '../components/use-title';
+import { agentHref } from './agents-view';
 
 /**
  * Mailboxes: the runs parked on each address (what they wait for, since when, until when) and the
@@ -70,7 +71,13 @@ function Mailbox({ box, now }: { box: MailboxInfo; now: number }) {
   return (
     <section class="panel mailbox" aria-label={`Mailbox ${box.address}`} data-address={box.address}>
       <h2>
-        <code>{box.address}</code>{' '}
+        {box.address.startsWith('agent:') ? (
+          <Link href={agentHref(box.address)} title="This mailbox is an agent's inbox">
+            <code>{box.address}</code>
+          </Link>
+        ) : (
+          <code>{box.address}</code>
+        )}{' '}
         <span class="muted small">
           {plural(box.size, 'message')} waiting · {plural(box.parked.length, 'run')} parked
         </span>

@@ -17,6 +17,7 @@ import { StepTimeline } from '../components/step-timeline';
 import { TimeAgo } from '../components/time-text';
 import { useNow } from '../components/use-now';
 import { useTitle } from '../components/use-title';
+import { agentHref } from './agents-view';
 
 /** One run, live: facts and actions, its graph, step timeline and diffs, errors, fan-out, `shared`. */
 export function RunView({ id }: { id: string }) {
@@ -105,6 +106,15 @@ function RunDetail({
                   {run.forkedFrom.runId}
                 </Link>{' '}
                 at step #{run.forkedFrom.step}
+              </>
+            )}
+            {run.agent && (
+              <>
+                {' '}
+                · turn {run.agent.turn} of agent{' '}
+                <Link href={agentHref(run.agent.ref)} data-testid="run-agent">
+                  {run.agent.ref}
+                </Link>
               </>
             )}
           </p>

@@ -10,6 +10,8 @@ import { StudioHttpError } from './studio-http-error.js';
 import { allChildren, countByStatus, MAX_CENSUS_CHILDREN } from './children-census.js';
 import {
   addressOf,
+  agentRefOf,
+  agentTypeOf,
   flowOf,
   integerOf,
   messageIdOf,
@@ -102,6 +104,24 @@ export class StudioApi {
       const messages = optionalIntegerOf(c.query.get('messages') ?? undefined, 'messages', 20, 0, 200);
       return this.need('mailboxes')({ messages });
     });
+    get('/api/agents', async (c) => {
+      const type = agentTypeOf(c.query.get('type') ?? undefined);
+      const cursor = c.query.get('cursor') || undefined;
+      const limit = optionalIntegerOf(c.query.get('limit') ?? undefined, 'limit', 50, 1, MAX_PAGE);
+      return this.need('agents')({
+        limit,
+        ...(type === undefined ? {} : { type }),
+        ...(cursor === undefined ? {} : { cursor: agentRefOf(cursor) }),
+      });
+    });
+    // An agent's address holds ':' and '/': it goes in the query, not the path.
+    get('/api/agent', async (c) => {
+      const ref = agentRefOf(c.query.get('ref') ?? undefined);
+      const info = await this.need('agent')(ref);
+      if (!info)
+        throw new StudioHttpError(404, 'AGENT_NOT_FOUND', `no agent '${ref}' (never sent a message, or deleted)`);
+      return { ref, ...info, history: await this.need('agentHistory')(ref) };
+    });
     get('/api/events', async (c) => {
       this.need('watch');
       this.live.attach(c.req, c.res);
@@ -122,6 +142,13 @@ export class StudioApi {
       return { id: handle.id };
     });
     post('/api/runs/:id/fork', (c) => this.fork(runIdOf(c.params.id), c.body));
+    post('/api/agent/redeliver', async (c) => {
+      const body = objectOf(c.body, 'the body');
+      const ref = agentRefOf(body.ref);
+      const messageId = messageIdOf(body.messageId);
+      await this.need('redeliver')(ref, messageId);
+      return { ref, messageId, redelivered: true };
+    });
     post('/api/answers', async (c) => {
       const body = objectOf(c.body, 'the body');
       const address = addressOf(body.address);
@@ -167,11 +194,11 @@ export class StudioApi {
   }
 
   /** The engine's method `name`, or a 501 when this engine has none. */
-  private need<K extends keyof StudioEngine>(name: K): StudioEngine[K] {
+  private need<K extends keyof StudioEngine>(name: K): NonNullable<StudioEngine[K]> {
     const method = this.engine[name] as unknown;
     if (typeof method !== 'function')
       throw new StudioHttpError(501, 'NOT_IMPLEMENTED', `this engine has no ${String(name)}(): it cannot show that`);
-    return (method as (...args: unknown[]) => unknown).bind(this.engine) as StudioEngine[K];
+    return (method as (...args: unknown[]) => unknown).bind(this.engine) as NonNullable<StudioEngine[K]>;
   }
 
   private async runs(query: URLSearchParams): Promise<RunsPageBody> {

@@ -17,11 +17,14 @@ export type {
 export type { Operation as PatchOperation } from 'fast-json-patch';
 
 /**
- * The engine methods the studio calls (`queues` and `budgets`, for the Queues page, may be
- * missing: the page then says this engine cannot show them). The studio never closes the
+ * The engine methods the studio calls (`queues` and `budgets`, for the Queues page, and the
+ * agent methods, for the Agents page, may be missing: the page then says this engine cannot show
+ * them). The studio never closes the
  * engine: whoever made it does.
  */
-export type StudioEngine = Partial<Pick<Engine, 'queues' | 'budgets'>> &
+export type StudioEngine = Partial<
+  Pick<Engine, 'queues' | 'budgets' | 'agents' | 'agent' | 'agentHistory' | 'redeliver'>
+> &
   Pick<
     Engine,
     | 'get'

@@ -16,6 +16,8 @@ export type StudioErrorCode =
   | 'INTERNAL'
   /** A cancel of a run that has already ended (409). */
   | 'RUN_ENDED'
+  /** No such agent key (404). */
+  | 'AGENT_NOT_FOUND'
   // engine codes passed through as they are
   | 'RUN_NOT_FOUND'
   | 'MESSAGE_NOT_FOUND'

@@ -4,6 +4,7 @@
  */
 import type { IncomingMessage } from 'node:http';
 import getRawBody from 'raw-body';
+import { parseAgentRef } from '@queueflow/runtime/kernel';
 import type { RunStatus } from './studio-engine.js';
 import { StudioHttpError } from './studio-http-error.js';
 
@@ -40,6 +41,21 @@ export function runIdOf(value: unknown, what = 'run id'): string {
 export function addressOf(value: unknown): string {
   if (typeof value !== 'string' || value.length === 0 || value.length > 1000 || /\s/.test(value))
     throw bad(`expected the address to be a non-empty string without spaces, got ${shown(value)}`);
+  return value;
+}
+
+/** An agent's address, `agent:<type>/<key>` (AgentDefinition.ref). */
+export function agentRefOf(value: unknown): string {
+  if (typeof value !== 'string' || value.length > 1000 || /\s/.test(value) || !parseAgentRef(value))
+    throw bad(`expected \`ref\` to be an agent address 'agent:<type>/<key>', got ${shown(value)}`);
+  return value;
+}
+
+/** An agent type filter: letters, digits, `_`, `.` or `-`; absent when empty. */
+export function agentTypeOf(value: string | undefined): string | undefined {
+  if (value === undefined || value === '') return undefined;
+  if (!/^[A-Za-z0-9_.-]{1,200}$/.test(value))
+    throw bad(`expected \`type\` to be an agent type (letters, digits, _ . or -), got ${shown(value)}`);
   return value;
 }
 
