@@ -19,7 +19,10 @@ export class LostJobs {
 
   /** Whether `error` is BullMQ's word on a job given up here, or on a lock lost while fenced. */
   covers(error: Error): boolean {
-    const match = /(?:Missing (?:lock|key) for job|could not renew lock for job) (\S+?)\.?(?: |$)/.exec(error.message);
+    const match =
+      /(?:Missing (?:lock|key) for job|Lock mismatch for job|could not renew lock for job) (\S+?)\.?(?: |$)/.exec(
+        error.message,
+      );
     return match !== null && this.ids.has(match[1]!);
   }
 }

@@ -389,7 +389,9 @@ export async function startWorker(options: WorkerOptions): Promise<QueueflowWork
    */
   const onFenced = (): void => {
     const fencedId = heartbeat.workerId;
-    const reason = `worker ${fencedId} was declared dead by another worker (no heartbeat for ${WORKER_LAPSE_MS / 1000} s)`;
+    // Another worker claimed its registry entry after no heartbeat for at least the lapse, or the
+    // entry went some other way (a purge): either way its steps may run elsewhere now.
+    const reason = `worker ${fencedId} was taken out of the worker registry (declared dead after at least ${WORKER_LAPSE_MS / 1000} s without a heartbeat, or removed)`;
     // No new job until it has joined again under its new id: a step taken meanwhile by a worker
     // that then died unregistered would wait for BullMQ's lock expiry.
     for (const worker of workers) void worker.pause(true);

@@ -671,7 +671,10 @@ export class StepDriver {
         if (fanIn) {
           const resumed = await span.run(() => resumeFanOut(graph, checkpoint, fanIn.outcomes, ctx));
           ended = resumed.outcome;
-          if (lostHere(controller)) return DONE;
+          if (lostHere(controller)) {
+            stream.drop();
+            return DONE;
+          }
           await stream.flush();
           if (cancelledHere(controller)) return await this.droppedByCancel(run);
           start.merged = { children: fanIn.total, conflicts: resumed.conflicts };
@@ -683,7 +686,10 @@ export class StepDriver {
             span.run(() => executeStep(graph, checkpoint, ctx)),
             untilLost(controller),
           ]);
-          if (outcome === LOST || lostHere(controller)) return DONE;
+          if (outcome === LOST || lostHere(controller)) {
+            stream.drop(); // a try given up says nothing more (its `exec` may run on, ignoring the signal)
+            return DONE;
+          }
           ended = outcome;
           // The step's entries are stored before its outcome: a follower sees them before the end.
           await stream.flush();

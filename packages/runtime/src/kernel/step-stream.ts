@@ -58,6 +58,15 @@ export class StepStream implements StepEmitterPort {
     if (this.failure !== undefined) throw this.failure;
   }
 
+  /**
+   * Drops the entries not yet stored and every later emit: the try was given up (its lock lost,
+   * its worker fenced), so what it still says belongs to no try that commits.
+   */
+  drop(): void {
+    this.closed = true;
+    this.pending = [];
+  }
+
   /** Appends the entries pending; `opening`: also when there are none (a restart, see the constructor). */
   private async write(opening = false): Promise<void> {
     const entries = this.pending;
