@@ -56,7 +56,15 @@ describe('fault: a paused or starved worker under load', () => {
   async function batch(docs: number, name: string, during: () => Promise<void> = async () => {}) {
     const handle = await harness.engine.start(pacedBatch, pacedShared(docs, name), { params: { execMs: 100 } });
     await during();
-    const result = await handle.result({ timeoutMs: 180_000 });
+    // Within the test's own deadline, so that a batch that never ends says where it stands and
+    // what the workers said, rather than only that the test timed out.
+    const result = await handle.result({ timeoutMs: 90_000 }).catch(async (error: Error) => {
+      const info = await harness.engine.get(handle.id);
+      const outputs = workers.map((worker) => `--- worker ${worker.pid}\n${worker.output().slice(-4000)}`);
+      throw new Error(
+        `${error.message}; the batch stands at ${JSON.stringify({ status: info?.status, children: info?.children })}\n${outputs.join('\n')}`,
+      );
+    });
     expect(result.status, JSON.stringify(result.error)).toBe('completed');
     // Every document's child visited its node STEPS times, each visit committed once.
     const visits = result.shared.visits;

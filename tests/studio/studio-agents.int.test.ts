@@ -39,7 +39,7 @@ it("lists agents, shows one's state, turns and dead letters, and redelivers a de
 
   // Redelivered, the message fails its turn again: a fourth turn, and the dead letter is back.
   await page.getByTestId(`redeliver-${poison}`).click();
-  await page.getByRole('button', { name: 'Redeliver', exact: true }).last().click();
+  await page.locator('dialog[open]').getByRole('button', { name: 'Redeliver', exact: true }).click();
   await page.getByTestId('turn-4').filter({ hasText: 'failed' }).waitFor();
 
   // A turn's run links to its agent.
