@@ -8,7 +8,7 @@
  * On one Redis with partitions (fast), and the issue's repro on the suite's Redis Cluster.
  */
 import { describe, expect, it } from 'vitest';
-import { Flow, Node, defineFlow } from '@queueflow/runtime';
+import { Flow, Node, defineFlow, type RunHandle } from '@queueflow/runtime';
 import { RedisEngine } from '@queueflow/worker';
 import { useRedisHarness } from '../support/redis-harness.js';
 import { deletePrefix } from '../support/redis-prefix.js';
@@ -74,7 +74,7 @@ describe('a client with a stale partition count', () => {
     for (const key of settings) expect(await redis.connection.hget(key, 'partitions')).toBe('4'); // the worker wrote them
     for (const key of settings) await redis.connection.del(key);
     // Run ids are random: start runs until each partition whose settings were deleted got one.
-    const handles = [];
+    const handles: RunHandle[] = [];
     const hit = new Set<number>();
     while (hit.size < settings.length) {
       const handle = await redis.engine.start(counting, { n: handles.length });
