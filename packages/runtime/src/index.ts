@@ -46,6 +46,7 @@ export type {
   AgentTurnInfo,
   AskOptions,
   ListAgentsOptions,
+  PublishResult,
 } from './agent/agent-types.js';
 export type {
   Engine,

@@ -140,6 +140,7 @@ export { jsonCopy } from './json/json.js';
 export { warn } from './core/warnings.js';
 export { invalidOption } from './core/validate-options.js';
 export { checkAddress, checkMessageBody } from './mailbox/message.js';
+export { checkTopic } from './mailbox/topic.js';
 export { checkWellFormed } from './core/well-formed.js';
 export type { Message } from './mailbox/message.js';
 export {

@@ -32,6 +32,7 @@ import {
   type ScheduleRunOptions,
   type AgentInfo,
   type AgentPage,
+  type PublishResult,
   type AgentTurnInfo,
   type AskOptions,
   type ListAgentsOptions,
@@ -55,6 +56,7 @@ import {
   agentsOf,
   withTurnFlows,
   type AgentDefinition,
+  checkTopic,
 } from '@queueflow/runtime/kernel';
 import { RedisAgentStore } from './redis-agent-store.js';
 import { BullmqScheduler } from './bullmq-scheduler.js';
@@ -266,6 +268,12 @@ export class RedisEngine implements Engine {
   async ask(address: string, body: Json, options?: AskOptions): Promise<Message | undefined> {
     checkAddress('ask', address);
     return this.write(({ agents }) => agents.ask(address, body, options));
+  }
+
+  /** @see Engine.publish */
+  async publish(topic: string, body: Json): Promise<PublishResult> {
+    checkTopic('publish', topic); // before the partition count is stored: a refusal writes nothing
+    return this.write(({ agents }) => agents.publish(topic, body));
   }
 
   /** @see Engine.agent */
@@ -552,11 +560,7 @@ export class RedisEngine implements Engine {
         maxCheckpointBytes: this.settings.maxCheckpointBytes,
         largeValueBytes: this.settings.largeValueBytes,
       });
-      const agents = new AgentClient(agentStore, store, runtime, {
-        send: (address, body, sendOptions) => client.send(address, body, sendOptions),
-        cancel: (runId) => client.cancel(runId),
-        history: (runId) => client.history(runId),
-      });
+      const agents = new AgentClient(agentStore, store, runtime, client);
       return { redis, partitions, countStored, subscriber, scheduler, waiter, client, reader, schedules, agents };
     })();
     this.connected.catch(() => {

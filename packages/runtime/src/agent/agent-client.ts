@@ -3,11 +3,19 @@ import { QueueflowError } from '../errors/queueflow-error.js';
 import type { Json, JsonObject } from '../json/json.js';
 import type { StepRecord } from '../kernel/engine.js';
 import { isFinal, type RunStore } from '../kernel/run-store.js';
-import { checkTimeout, type Message, type SendOptions } from '../mailbox/message.js';
+import { checkMessageBody, checkTimeout, type Message, type SendOptions } from '../mailbox/message.js';
+import { checkTopic } from '../mailbox/topic.js';
 import { checkWellFormed } from '../core/well-formed.js';
 import type { AgentRuntime } from './agent-runtime.js';
 import { MAX_TURNS_KEPT, turnRunId, type AgentStore } from './agent-store.js';
-import type { AgentInfo, AgentPage, AgentTurnInfo, AskOptions, ListAgentsOptions } from './agent-types.js';
+import type {
+  AgentInfo,
+  AgentPage,
+  AgentTurnInfo,
+  AskOptions,
+  ListAgentsOptions,
+  PublishResult,
+} from './agent-types.js';
 import { checkAgentRef, firstState, parseAgentRef } from './define-agent.js';
 
 /** Default of {@link AskOptions.timeoutMs}: 30 s. */
@@ -16,6 +24,10 @@ const DEFAULT_ASK_TIMEOUT_MS = 30_000;
 /** What the agent client needs of its engine's run client. */
 export interface AgentClientHost {
   send(address: string, body: Json, options?: SendOptions): Promise<string>;
+  /** A message from outside any run, with a fresh id (RunClient.newMessage). */
+  newMessage(body: Json): Message;
+  /** Appends one message to many mailboxes, windowed (RunClient.deliver). */
+  deliver(addresses: readonly string[], message: Message): Promise<void>;
   cancel(runId: string): Promise<void>;
   history(runId: string): Promise<StepRecord[]>;
 }
@@ -48,6 +60,31 @@ export class AgentClient {
     const id = await this.host.send(address, body, options);
     if (parsed) await this.runtime.delivered([address]);
     return id;
+  }
+
+  /**
+   * Publishes `body` on `topic` to the subscribers this engine's agent types name (see
+   * `AgentOptions.subscribe`), with one message id; a subscriber whose inbox is at its type's
+   * capacity does not get it (`full`). The mailboxes are written in windows, and the turns of the
+   * idle subscribers start. A process that dies part way has delivered to a prefix of them.
+   * @throws QueueflowError `INVALID_OPTION` (a bad topic, a mapping's bad key), `NOT_JSON`, `PAYLOAD_TOO_LARGE`.
+   */
+  async publish(topic: string, body: Json): Promise<PublishResult> {
+    checkTopic('publish', topic);
+    checkMessageBody(body, `message body published on '${topic}'`);
+    const subscribers = this.runtime.subscribers(topic, body);
+    const full = new Set<string>();
+    await Promise.all(
+      subscribers.map(async (address) => {
+        const capacity = this.runtime.definition(parseAgentRef(address)!.type)?.options.capacity;
+        if (capacity !== undefined && (await this.runs.mailboxSize(address)) >= capacity) full.add(address);
+      }),
+    );
+    const delivered = subscribers.filter((address) => !full.has(address));
+    const message: Message = { ...this.host.newMessage(body), topic };
+    await this.host.deliver(delivered, message);
+    await this.runtime.delivered(delivered);
+    return { messageId: message.id, delivered, full: [...full] };
   }
 
   /**

@@ -1,6 +1,7 @@
 import { QueueflowError } from '../errors/queueflow-error.js';
 import type { FlowRegistry } from '../interpreter/flow-definition.js';
-import type { JsonObject } from '../json/json.js';
+import type { Json, JsonObject } from '../json/json.js';
+import { topicSubscribers } from './topic-subscribers.js';
 import type { Clock } from '../kernel/clock.js';
 import type { RunError } from '../kernel/engine.js';
 import { newRunId } from '../kernel/run-id.js';
@@ -15,6 +16,9 @@ import { LargeValues } from '../kernel/large-values.js';
 import { DEFAULT_LARGE_VALUE_BYTES } from '../kernel/claim-check.js';
 import { firstState, parseAgentRef, type AgentDefinition } from './define-agent.js';
 import type { AgentActivation, AgentStore, FirstState, TurnEnd } from './agent-store.js';
+
+/** Keys activated at once after a delivery to many (a publish). */
+const ACTIVATION_WINDOW = 64;
 
 export interface AgentRuntimeOptions {
   clock: Clock;
@@ -71,6 +75,11 @@ export class AgentRuntime {
     return this.types.get(type);
   }
 
+  /** The addresses a body published on `topic` goes to: see {@link topicSubscribers}. */
+  subscribers(topic: string, body: Json): string[] {
+    return topicSubscribers(this.types.values(), topic, body);
+  }
+
   /** The agent types this process has. */
   definitions(): AgentDefinition<any>[] {
     return [...this.types.values()];
@@ -82,10 +91,9 @@ export class AgentRuntime {
    * it (its inbox is due: {@link AgentRuntime.recover}).
    */
   async delivered(addresses: Iterable<string>): Promise<void> {
-    for (const address of new Set(addresses)) {
-      const parsed = parseAgentRef(address);
-      if (parsed && this.types.has(parsed.type)) await this.activate(address);
-    }
+    const ours = [...new Set(addresses)].filter((address) => this.types.has(parseAgentRef(address)?.type ?? ''));
+    for (let first = 0; first < ours.length; first += ACTIVATION_WINDOW)
+      await Promise.all(ours.slice(first, first + ACTIVATION_WINDOW).map((ref) => this.activate(ref)));
   }
 
   /** Starts a turn of agent `ref` if it is idle and has a message. */

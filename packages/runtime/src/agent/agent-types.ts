@@ -68,3 +68,13 @@ export interface AskOptions {
   /** How long to wait for the answer, in milliseconds; then `ask` resolves `undefined`. @defaultValue 30000 */
   timeoutMs?: number;
 }
+
+/** What `engine.publish` did. */
+export interface PublishResult {
+  /** The id every subscriber's message has. */
+  messageId: string;
+  /** The agents it was delivered to, in subscription order. */
+  delivered: string[];
+  /** Subscribers whose inbox held their type's `capacity`: they did not get it. */
+  full: string[];
+}

@@ -1,9 +1,12 @@
 import type { BaseNode } from '../core/base-node.js';
 import { invalidOption } from '../core/validate-options.js';
-import { checkWellFormed } from '../core/well-formed.js';
 import { QueueflowError } from '../errors/queueflow-error.js';
 import { defineFlow, isFlowName, type FlowDefinition } from '../interpreter/flow-definition.js';
 import { assertJson, type Json, type JsonObject } from '../json/json.js';
+import { checkTopic } from '../mailbox/topic.js';
+import { agentRef } from './agent-ref.js';
+
+export { AGENT_REF_PREFIX, parseAgentRef, checkAgentRef } from './agent-ref.js';
 
 /**
  * How an agent type is made (see {@link defineAgent}). `S` is the agent's state: the `shared`
@@ -36,6 +39,12 @@ export interface AgentOptions<S extends object = JsonObject> {
   idleTtlMs?: number;
   /** Most messages a key's inbox holds; a send past it is refused (`MAILBOX_FULL`). @defaultValue unbounded */
   capacity?: number;
+  /**
+   * Topics this type subscribes to, each with the key (or keys) a published body goes to:
+   * `{ 'mail.classified': (body) => body.thread }`. `undefined` or `[]`: no key of this type
+   * gets that body. Only engines and workers given this type deliver to it.
+   */
+  subscribe?: Record<string, (body: Json) => string | readonly string[] | undefined>;
 }
 
 /**
@@ -52,14 +61,8 @@ export interface AgentDefinition<S extends object = JsonObject> {
   readonly options: Readonly<AgentOptions<S>>;
 }
 
-/** What every agent address starts with. */
-export const AGENT_REF_PREFIX = 'agent:';
-
 /** What the name of an agent type's turn flow starts with. */
 export const AGENT_FLOW_PREFIX = 'agent.';
-
-/** Longest agent key, in characters. */
-const MAX_AGENT_KEY = 256;
 
 const BRAND = Symbol.for('queueflow.agent');
 
@@ -83,7 +86,7 @@ export function defineAgent<S extends object = JsonObject>(type: string, options
   if (typeof options !== 'object' || options === null)
     throw invalidOption(`defineAgent('${type}')`, 'options', 'an object with `state` and `turn`', options);
   const owner = `defineAgent('${type}')`;
-  const known = ['state', 'turn', 'queries', 'version', 'migrate', 'idleTtlMs', 'capacity'];
+  const known = ['state', 'turn', 'queries', 'version', 'migrate', 'idleTtlMs', 'capacity', 'subscribe'];
   for (const name of Object.keys(options))
     if (!known.includes(name))
       throw new QueueflowError('INVALID_OPTION', `${owner}: unknown option '${name}'; known: ${known.join(', ')}`, {
@@ -98,6 +101,15 @@ export function defineAgent<S extends object = JsonObject>(type: string, options
       throw invalidOption(owner, 'queries', 'an object of functions', options.queries);
     for (const [name, query] of Object.entries(options.queries))
       if (typeof query !== 'function') throw invalidOption(owner, `queries.${name}`, 'a function', query);
+  }
+  if (options.subscribe !== undefined) {
+    if (typeof options.subscribe !== 'object' || options.subscribe === null)
+      throw invalidOption(owner, 'subscribe', 'an object of topic → (body) => key', options.subscribe);
+    for (const [topic, keyOf] of Object.entries(options.subscribe)) {
+      checkTopic(`${owner}: subscribe`, topic);
+      if (typeof keyOf !== 'function')
+        throw invalidOption(owner, `subscribe['${topic}']`, 'a function (body) => key', keyOf);
+    }
   }
   checkPositiveInteger(owner, 'version', options.version);
   checkPositiveInteger(owner, 'capacity', options.capacity);
@@ -124,48 +136,6 @@ function checkPositiveInteger(owner: string, option: string, value: unknown): vo
 /** Whether `value` is an {@link AgentDefinition} (a module's exports hold flows and agents). */
 export function isAgentDefinition(value: unknown): value is AgentDefinition<any> {
   return typeof value === 'object' && value !== null && (value as Record<symbol, unknown>)[BRAND] === true;
-}
-
-/**
- * The address of agent `key` of type `type`.
- * @throws TypeError (via QueueflowError `INVALID_OPTION`) for a key that is empty, longer than
- *   {@link MAX_AGENT_KEY}, holds whitespace or is not well-formed Unicode.
- */
-function agentRef(type: string, key: string): string {
-  if (typeof key !== 'string' || key === '' || key.length > MAX_AGENT_KEY || /\s/.test(key))
-    throw new QueueflowError(
-      'INVALID_OPTION',
-      `agent '${type}': expected \`key\` to be 1 to ${MAX_AGENT_KEY} characters without whitespace, got ${typeof key === 'string' ? JSON.stringify(key.slice(0, 80)) : typeof key}`,
-      { retryable: false },
-    );
-  checkWellFormed(`agent '${type}'`, 'key', key);
-  return `${AGENT_REF_PREFIX}${type}/${key}`;
-}
-
-/** The type and key of an agent address, or `undefined` for an address that names no agent. */
-export function parseAgentRef(address: string): { type: string; key: string } | undefined {
-  if (!address.startsWith(AGENT_REF_PREFIX)) return undefined;
-  const slash = address.indexOf('/', AGENT_REF_PREFIX.length);
-  if (slash === -1) return undefined;
-  const type = address.slice(AGENT_REF_PREFIX.length, slash);
-  const key = address.slice(slash + 1);
-  return isFlowName(type) && key !== '' ? { type, key } : undefined;
-}
-
-/**
- * The agent address `ref` names, checked.
- * @throws QueueflowError `INVALID_OPTION` naming the call and the value.
- */
-export function checkAgentRef(owner: string, ref: unknown): { type: string; key: string } {
-  const parsed = typeof ref === 'string' ? parseAgentRef(ref) : undefined;
-  if (!parsed)
-    throw new QueueflowError(
-      'INVALID_OPTION',
-      `${owner}: expected an agent address 'agent:<type>/<key>' (AgentDefinition.ref), got ${typeof ref === 'string' ? JSON.stringify(ref.slice(0, 80)) : typeof ref}`,
-      { retryable: false },
-    );
-  checkWellFormed(owner, 'ref', ref as string);
-  return parsed;
 }
 
 /** A fresh first state of `definition`, checked to survive JSON. @throws QueueflowError `NOT_JSON`. */

@@ -1,5 +1,6 @@
 import type { Json } from '../json/json.js';
-import { InvalidArgumentError } from '../errors/queueflow-error.js';
+import { InvalidArgumentError, QueueflowError } from '../errors/queueflow-error.js';
+import { checkAgentRef } from '../agent/agent-ref.js';
 import { mailboxOf } from '../mailbox/mailbox-of.js';
 import type { Message, ReceiveOptions, SendOptions } from '../mailbox/message.js';
 import type { Action, MaybePromise, NonIterableObject, ParamsObject } from './types.js';
@@ -212,6 +213,54 @@ export class BaseNode<S = unknown, P extends ParamsObject = NonIterableObject> {
     if (attached) return attached.port.emit(attached.node, encoded);
     const facts = visitOf(this);
     if (facts?.run?.stream) emitLocally(facts.run, this, facts.step, encoded);
+  }
+
+  /**
+   * Publishes `body` on `topic`: every agent type of the engine that subscribes to the topic
+   * (`defineAgent`'s `subscribe`) gets it at the keys its mapping names, each with the same
+   * message id. On an engine it leaves when this step commits, as a send does.
+   * @throws QueueflowError `INVALID_OPTION` for a bad topic, `NOT_JSON`, `PAYLOAD_TOO_LARGE`.
+   */
+  publish(topic: string, body: Json): Promise<void> {
+    return mailboxOf(this).publish(topic, body);
+  }
+
+  /**
+   * Hands work to another agent (README "Agents", handoffs).
+   * - `transfer` (default), in an agent's turn: sends `body` to `ref` in this step's commit as the
+   *   turn's message handed on (its sender and `replyTo` kept, so the agent that takes it over
+   *   answers the original asker; this agent is added to its `via`), and the turn ends with this
+   *   step whatever action `post` returns. Resolves `undefined`.
+   * - `delegate`: asks `ref` and waits (parked, holding no worker) for its answer, which it
+   *   resolves; `undefined` after `timeoutMs` milliseconds (default: waits as long as it takes).
+   *
+   * @throws TypeError (code `INVALID_ARGUMENT`) for `transfer` outside an agent's turn or on
+   *   `flow.run`; QueueflowError `INVALID_OPTION` for a `ref` that is no agent address or an unknown mode.
+   */
+  async handoff(
+    ref: string,
+    body: Json,
+    options: { mode?: 'transfer' | 'delegate'; timeoutMs?: number } = {},
+  ): Promise<Message | undefined> {
+    checkAgentRef('handoff', ref);
+    const mode = options.mode ?? 'transfer';
+    if (mode === 'delegate')
+      return this.ask(ref, body, options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs });
+    if (mode !== 'transfer')
+      throw new QueueflowError(
+        'INVALID_OPTION',
+        `handoff: expected \`mode\` 'transfer' or 'delegate', got ${JSON.stringify(mode)}`,
+        {
+          retryable: false,
+        },
+      );
+    const mailbox = mailboxOf(this) as Partial<{ transfer(ref: string, body: Json): Promise<void> }>;
+    if (!mailbox.transfer)
+      throw new InvalidArgumentError(
+        `handoff: 'transfer' hands on the message of an agent's turn, which runs on an engine`,
+      );
+    await mailbox.transfer(ref, body);
+    return undefined;
   }
 
   /** Answers a message received from `ask`. @throws TypeError (code `INVALID_ARGUMENT`) when it has no `replyTo`. */

@@ -83,6 +83,13 @@ export class Step {
         park: mailbox.parkRequest,
         replay: mailbox.replayAfterPark(),
       };
+    } else if (mailbox?.handedOff && result.type === 'next') {
+      // The turn handed its message on: it ends here, whatever successor the action named.
+      const lastAction = this.visited?.action;
+      result.checkpoint.frames = [];
+      if (lastAction === undefined) delete result.checkpoint.lastAction;
+      else result.checkpoint.lastAction = lastAction;
+      result = { type: 'completed', checkpoint: result.checkpoint, lastAction };
     }
     return {
       ...result,

@@ -62,6 +62,8 @@ export interface StepBudgetPort {
 export interface StepMailboxPort {
   readonly outbox: OutgoingMessage[];
   readonly parkRequest: ParkRequest | undefined;
+  /** A `handoff` in `transfer` mode: the run (an agent's turn) ends when this step commits. */
+  readonly handedOff?: boolean;
   replayAfterPark(): StepReplay;
 }
 

@@ -5,7 +5,14 @@ import type { FlowDefinition } from '../interpreter/flow-definition.js';
 import type { Json, JsonObject } from '../json/json.js';
 import type { MergeConflict, PatchOperation } from '../json/merge-patches.js';
 import type { Message, SendOptions } from '../mailbox/message.js';
-import type { AgentInfo, AgentPage, AgentTurnInfo, AskOptions, ListAgentsOptions } from '../agent/agent-types.js';
+import type {
+  AgentInfo,
+  AgentPage,
+  AgentTurnInfo,
+  AskOptions,
+  ListAgentsOptions,
+  PublishResult,
+} from '../agent/agent-types.js';
 import type { FlowGraph } from '../interpreter/mermaid.js';
 import type { StreamEntry, StreamOptions, StreamRestart } from '../stream/stream-types.js';
 
@@ -214,6 +221,17 @@ export interface Engine {
    * @returns the answer, or `undefined` after the timeout.
    */
   ask(address: string, body: Json, options?: AskOptions): Promise<Message | undefined>;
+  /**
+   * Publishes `body` on `topic` from outside any run: each agent type of this engine that
+   * subscribes to the topic (`defineAgent`'s `subscribe`) gets it at the keys its mapping names,
+   * all with one message id (`topic` set). The mailboxes are written in windows of 256; a
+   * subscriber whose inbox is at its type's `capacity` is skipped and listed in `full`.
+   * Subscribers added later do not get it. From a turn or a step, `this.publish` leaves with the
+   * step's commit instead (exactly once, with the step).
+   * @throws QueueflowError `INVALID_OPTION` for a bad topic name (letters, digits, `_ . : / -`) or
+   *   a mapping that returns no key, `NOT_JSON`, `PAYLOAD_TOO_LARGE`.
+   */
+  publish(topic: string, body: Json): Promise<PublishResult>;
   /**
    * A keyed agent: its last committed state, committed turns, inbox depth, running turn and dead
    * letters; `undefined` for a key never activated (or deleted).

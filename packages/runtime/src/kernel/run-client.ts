@@ -5,7 +5,7 @@ import type { FlowDefinition, FlowRegistry } from '../interpreter/flow-definitio
 import type { Checkpoint } from '../interpreter/checkpoint.js';
 import type { Json, JsonObject } from '../json/json.js';
 import { initialCheckpoint } from '../interpreter/walk.js';
-import { checkAddress, checkMessageBody, type SendOptions } from '../mailbox/message.js';
+import { checkAddress, checkMessageBody, type Message, type SendOptions } from '../mailbox/message.js';
 import { cancelRun } from './cancel-run.js';
 import type { Clock } from './clock.js';
 import { decodeCheckpoint, decodeShared, encodeCheckpoint, isDeltaCheckpoint } from './codec.js';
@@ -80,6 +80,9 @@ export interface RunClientOptions {
    */
   noWorkerWarningMs?: number;
 }
+
+/** Mailboxes one `deliver` writes to at once (a publish to many keys goes out in windows of these). */
+const SEND_WINDOW = 256;
 
 /** Longest idempotency key, in characters. */
 const MAX_IDEMPOTENCY_KEY = 256;
@@ -314,18 +317,37 @@ export class RunClient {
     checkAddress('send', address);
     checkMessageBody(body, `message body sent to '${address}'`);
     if (options.replyTo !== undefined) checkAddress('send', options.replyTo, 'replyTo');
-    const id = `m.${nanoid()}`;
+    const message = this.newMessage(body);
+    if (options.replyTo !== undefined) message.replyTo = options.replyTo;
+    await this.deliver([address], message);
+    return message.id;
+  }
+
+  /**
+   * A message from outside any run, with a fresh id and the trace context of the caller's span.
+   * `body` must have been checked (checkMessageBody).
+   */
+  newMessage(body: Json): Message {
     const span = trace.getActiveSpan();
     const sender = span ? traceparentOf(span) : undefined;
-    const { wakes } = await this.store.send(address, {
-      id,
+    return {
+      id: `m.${nanoid()}`,
       body,
       sentAt: this.options.clock.now(),
-      ...(options.replyTo === undefined ? {} : { replyTo: options.replyTo }),
       ...(sender === undefined ? {} : { trace: sender }),
-    });
-    await this.scheduler.promote(wakes);
-    return id;
+    };
+  }
+
+  /**
+   * Appends `message` (one id) to each mailbox of `addresses`, {@link SEND_WINDOW} at a time,
+   * and wakes the runs parked there. A process that dies part way has delivered a prefix.
+   */
+  async deliver(addresses: readonly string[], message: Message): Promise<void> {
+    for (let first = 0; first < addresses.length; first += SEND_WINDOW) {
+      const window = addresses.slice(first, first + SEND_WINDOW);
+      const replies = await Promise.all(window.map((address) => this.store.send(address, message)));
+      await this.scheduler.promote(replies.flatMap((reply) => reply.wakes));
+    }
   }
 
   /** See {@link Engine.history}. */

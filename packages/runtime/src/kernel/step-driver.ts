@@ -1,4 +1,4 @@
-import type { JsonObject } from '../json/json.js';
+import type { Json, JsonObject } from '../json/json.js';
 import { corruptRunError, recordOfFailedTask, runErrorOf, toErrorRecord } from '../errors/error-record.js';
 import { QueueflowError } from '../errors/queueflow-error.js';
 import { warn } from '../core/warnings.js';
@@ -107,6 +107,8 @@ export interface TurnHooks {
   runEnded(run: StoredRun, shared?: JsonObject, taker?: TurnTaker): Promise<void>;
   /** Messages reached these addresses in a transition this driver made (a commit or a park). */
   delivered(addresses: string[]): Promise<void>;
+  /** The addresses a body published on `topic` goes to (this process's agent types). */
+  subscribers(topic: string, body: Json): string[];
 }
 
 /** What a step's record needs beside its outcome. */
@@ -658,7 +660,10 @@ export class StepDriver {
         attempt,
         signal: controller.signal,
         run: { runId: run.id, flow: run.flow, step: run.step, ...(run.turn ? { message: run.turn.message } : {}) },
-        mailbox: new StepMailbox(reservations, { runId: run.id, step: run.step, trace }, run.replay, now),
+        mailbox: new StepMailbox(reservations, { runId: run.id, step: run.step, trace }, run.replay, now, {
+          turn: run.turn ? { agent: run.turn.agent, message: run.turn.message } : undefined,
+          subscribers: (topic, body) => this.options.agents?.subscribers(topic, body) ?? [],
+        }),
         emitter: stream,
         now,
         budget: gate,

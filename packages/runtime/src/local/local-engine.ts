@@ -46,7 +46,14 @@ import { AgentRuntime } from '../agent/agent-runtime.js';
 import { AgentClient } from '../agent/agent-client.js';
 import { agentsOf, withTurnFlows } from '../agent/agent-registry.js';
 import type { AgentDefinition } from '../agent/define-agent.js';
-import type { AgentInfo, AgentPage, AgentTurnInfo, AskOptions, ListAgentsOptions } from '../agent/agent-types.js';
+import type {
+  AgentInfo,
+  AgentPage,
+  AgentTurnInfo,
+  AskOptions,
+  ListAgentsOptions,
+  PublishResult,
+} from '../agent/agent-types.js';
 import type { Message, SendOptions } from '../mailbox/message.js';
 import { observeGauges } from '../telemetry/metrics.js';
 
@@ -175,11 +182,7 @@ export class LocalEngine implements Engine {
       where: 'in this engine',
       workerLapseMs: Infinity,
     });
-    this.agentClient = new AgentClient(agentStore, this.store, this.agentRuntime, {
-      send: (address, body, sendOptions) => this.client.send(address, body, sendOptions),
-      cancel: (runId) => this.client.cancel(runId),
-      history: (runId) => this.client.history(runId),
-    });
+    this.agentClient = new AgentClient(agentStore, this.store, this.agentRuntime, this.client);
     this.unobserve = observeGauges({
       queueDepth: () => this.scheduler.waiting,
       parkedRuns: () => this.store.parkedRuns(),
@@ -254,6 +257,12 @@ export class LocalEngine implements Engine {
   async ask(address: string, body: Json, options?: AskOptions): Promise<Message | undefined> {
     await this.open();
     return this.agentClient.ask(address, body, options);
+  }
+
+  /** @see Engine.publish */
+  async publish(topic: string, body: Json): Promise<PublishResult> {
+    await this.open();
+    return this.agentClient.publish(topic, body);
   }
 
   /** @see Engine.agent */

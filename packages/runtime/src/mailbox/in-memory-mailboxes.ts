@@ -9,6 +9,7 @@ import {
   type ReceiveOptions,
   type SendOptions,
 } from './message.js';
+import { checkTopic } from './topic.js';
 
 interface Waiter {
   resolve: (message: Message | undefined) => void;
@@ -104,6 +105,12 @@ export class InMemoryMailboxes implements Mailbox {
 
   replyAddress(): string {
     return `reply.${nanoid(12)}`;
+  }
+
+  /** No agent runs without an engine: the body is checked and goes nowhere. */
+  async publish(topic: string, body: Json): Promise<void> {
+    checkTopic('publish', topic);
+    checkMessageBody(body, `message body published on '${topic}'`);
   }
 }
 

@@ -18,6 +18,18 @@ export interface Message<B extends Json = Json> {
    * tracer provider was registered there: the receiving step's span links to it.
    */
   trace?: string;
+  /**
+   * Who sent it: an agent's address for a message sent from its turn, a run's id for one sent
+   * from another run's step; absent for `engine.send` and `engine.publish`. A handed-off message
+   * (`handoff` with `transfer`) keeps the sender of the message the turn handled.
+   */
+  from?: string;
+  /** The agents that handed it on (`handoff` with `transfer`), first first. */
+  via?: string[];
+  /** The topic it was published on (`publish`); every subscriber gets the same `id`. */
+  topic?: string;
+  /** The name of the reminder that sent it (`this.remind`); `body` is the reminder's. */
+  reminder?: string;
 }
 
 export interface SendOptions {
@@ -55,6 +67,14 @@ export interface Mailbox {
   receive(address: string, options?: ReceiveOptions): Promise<Message | undefined>;
   /** A fresh address for answers to one `ask`. */
   replyAddress(): string;
+  /**
+   * Publishes `body` on `topic`: each agent type of the engine that subscribes to it (its
+   * `subscribe` option) gets it at the keys its mapping names, all with the same message id.
+   * On an engine it leaves when the step commits, as a send does. Without an engine (`flow.run`)
+   * no agent subscribes and it goes nowhere.
+   * @throws as {@link Mailbox.send}, and QueueflowError `INVALID_OPTION` for a bad topic name.
+   */
+  publish(topic: string, body: Json): Promise<void>;
 }
 
 /** Largest message body, serialized as JSON, in bytes (1 MiB): mailboxes are for messages, `shared` for data. */

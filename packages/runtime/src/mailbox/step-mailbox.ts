@@ -15,8 +15,9 @@ import {
   type ReceiveOptions,
   type SendOptions,
 } from './message.js';
-import { parseAgentRef } from '../agent/define-agent.js';
+import { parseAgentRef } from '../agent/agent-ref.js';
 import { InvalidArgumentError } from '../errors/queueflow-error.js';
+import { checkTopic } from './topic.js';
 
 /**
  * Thrown inside node code by `receive` on an empty mailbox: the step parks. A control signal, not
@@ -27,6 +28,14 @@ class ParkSignal extends Error {
     super(`the step waits for a message at '${request.address}' (a parked run; not an error)`);
     this.name = 'ParkSignal';
   }
+}
+
+/** Who a step's messages come from, and where its publishes go. */
+export interface StepSender {
+  /** An agent's turn: its address and the message it handles. */
+  turn?: { agent: string; message: Message } | undefined;
+  /** The addresses of the subscribers of `topic` for `body` (the engine's agent types). */
+  subscribers(topic: string, body: Json): string[];
 }
 
 /**
@@ -50,11 +59,15 @@ export class StepMailbox implements Mailbox, StepMailboxPort {
   private receives = 0;
   private replies = 0;
 
+  /** A `handoff` in `transfer` mode: the turn ends with this step (see {@link StepMailboxPort.handedOff}). */
+  handedOff = false;
+
   constructor(
     private readonly reservations: MessageReservations,
     private readonly ids: { runId: string; step: number; trace?: string | undefined },
     private readonly replay: StepReplay,
     private readonly now: () => number,
+    private readonly sender: StepSender = { subscribers: () => [] },
   ) {}
 
   /** What the step, parked now, must find when it runs again. */
@@ -76,16 +89,56 @@ export class StepMailbox implements Mailbox, StepMailboxPort {
     const ordinal = this.sends++;
     if (ordinal < this.replay.sent) return; // delivered when this step parked before
     if (options.replyTo !== undefined && this.ownReplies.has(options.replyTo)) this.unanswered.add(options.replyTo);
-    this.outbox.push({
-      address,
-      message: {
-        id: `${this.ids.runId}.${this.ids.step}.s${ordinal}`,
-        body: jsonCopy(body),
-        ...(options.replyTo ? { replyTo: options.replyTo } : {}),
-        sentAt: this.now(),
-        ...(this.ids.trace === undefined ? {} : { trace: this.ids.trace }),
-      },
-    });
+    const message = this.message(ordinal, body);
+    if (options.replyTo) message.replyTo = options.replyTo;
+    this.outbox.push({ address, message });
+  }
+
+  async publish(topic: string, body: Json): Promise<void> {
+    checkTopic('publish', topic);
+    checkMessageBody(body, `message body published on '${topic}'`);
+    const addresses = this.sender.subscribers(topic, body);
+    if (this.parkRequest) return;
+    const ordinal = this.sends++; // one send: every subscriber gets the same message id
+    if (ordinal < this.replay.sent) return;
+    const message = { ...this.message(ordinal, body), topic };
+    for (const address of addresses) this.outbox.push({ address, message });
+  }
+
+  /**
+   * `handoff` in `transfer` mode: sends `body` to agent `ref` as the turn's message handed on (its
+   * sender and `replyTo` kept, this agent added to `via`), and the turn ends when this step commits.
+   * @throws TypeError (code `INVALID_ARGUMENT`) outside an agent's turn.
+   */
+  async transfer(ref: string, body: Json): Promise<void> {
+    checkMessageBody(body, `message body handed off to '${ref}'`);
+    const handled = this.sender.turn;
+    if (!handled)
+      throw new InvalidArgumentError(
+        `handoff: 'transfer' hands on the message of an agent's turn; this step runs no turn`,
+      );
+    if (this.parkRequest) return;
+    const ordinal = this.sends++;
+    this.handedOff = true;
+    if (ordinal < this.replay.sent) return;
+    const message = this.message(ordinal, body);
+    if (handled.message.from === undefined) delete message.from;
+    else message.from = handled.message.from;
+    if (handled.message.replyTo !== undefined) message.replyTo = handled.message.replyTo;
+    message.via = [...(handled.message.via ?? []), handled.agent];
+    this.outbox.push({ address: ref, message });
+  }
+
+  /** The message of send number `ordinal` of this step (its id survives the step running again). */
+  private message(ordinal: number, body: Json): Message {
+    const from = this.sender.turn?.agent ?? this.ids.runId;
+    return {
+      id: `${this.ids.runId}.${this.ids.step}.s${ordinal}`,
+      body: jsonCopy(body),
+      sentAt: this.now(),
+      from,
+      ...(this.ids.trace === undefined ? {} : { trace: this.ids.trace }),
+    };
   }
 
   async receive(address: string, options: ReceiveOptions = {}): Promise<Message | undefined> {
