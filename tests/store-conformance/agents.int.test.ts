@@ -150,4 +150,86 @@ describe.each(stores)('%s: agents', (name) => {
     expect(await waiting).toEqual(message('answer'));
     expect(await agents.awaitMessage('reply:x', 100)).toBeUndefined();
   });
+
+  describe('reminders', () => {
+    const reminder = (due: number, extra: { every?: number; missed?: 'skip' | 'once' } = {}) => ({
+      due,
+      body: { n: 1.5, big: 1234567890.123456 },
+      missed: extra.missed ?? ('once' as const),
+      ...(extra.every === undefined ? {} : { every: extra.every }),
+    });
+
+    it('fires a due reminder into its inbox once, with its body as sent, and drops it', async () => {
+      const { agents, store, now } = await open();
+      const at = now();
+      await agents.changeReminders(REF, [{ name: 'wake', reminder: reminder(at + 1000) }]);
+      expect(await agents.fireReminders(at, 100)).toEqual({ delivered: [], next: at + 1000 });
+      expect(await agents.fireReminders(at + 1000, 100)).toEqual({ delivered: [REF] });
+      expect(await agents.fireReminders(at + 2000, 100)).toEqual({ delivered: [] });
+      expect(await store.mailboxSize(REF)).toBe(1);
+      const activation = await agents.activateAgent(REF, first(), at + 1000);
+      expect(activation!.message).toEqual({
+        id: `r.wake.${at + 1000}`,
+        body: { n: 1.5, big: 1234567890.123456 },
+        sentAt: at + 1000,
+        reminder: 'wake',
+      });
+    });
+
+    it('replaces a reminder of the same name, cancels one, and lists them', async () => {
+      const { agents, store, now } = await open();
+      const at = now();
+      await store.send(REF, message('m1'));
+      await agents.activateAgent(REF, first(), at);
+      await agents.changeReminders(REF, [
+        { name: 'a', reminder: reminder(at + 5000) },
+        { name: 'b', reminder: reminder(at + 3000, { every: 1000 }) },
+        { name: 'a', reminder: reminder(at + 2000) },
+      ]);
+      expect((await agents.loadAgent(REF))!.reminders).toEqual([
+        { name: 'a', due: at + 2000 },
+        { name: 'b', due: at + 3000, every: 1000 },
+      ]);
+      await agents.changeReminders(REF, [{ name: 'b', cancel: true }]);
+      expect((await agents.loadAgent(REF))!.reminders).toEqual([{ name: 'a', due: at + 2000 }]);
+      expect(await agents.fireReminders(at + 10_000, 100)).toEqual({ delivered: [REF] });
+    });
+
+    it('repeats every period; missed ticks are delivered once or skipped, never one by one', async () => {
+      const { agents, store, now } = await open();
+      const at = now();
+      const other = 'agent:tally/k2';
+      await agents.changeReminders(REF, [{ name: 'tick', reminder: reminder(at, { every: 1000 }) }]);
+      await agents.changeReminders(other, [{ name: 'tick', reminder: reminder(at, { every: 1000, missed: 'skip' }) }]);
+      expect((await agents.fireReminders(at + 10, 100)).delivered.sort()).toEqual([REF, other]);
+      // Ten periods later: 'once' delivers one message, 'skip' none; both are due on the next tick.
+      expect(await agents.fireReminders(at + 10_500, 100)).toEqual({ delivered: [REF], next: at + 11_000 });
+      expect(await store.mailboxSize(REF)).toBe(2);
+      expect(await store.mailboxSize(other)).toBe(1);
+      expect((await agents.fireReminders(at + 11_000, 100)).delivered.sort()).toEqual([REF, other].sort());
+    });
+
+    it('fires at most `limit` at a time (earliest first within a partition)', async () => {
+      const { agents, now } = await open();
+      const at = now();
+      for (let i = 0; i < 5; i++)
+        await agents.changeReminders(`agent:tally/k${i}`, [{ name: 'r', reminder: reminder(at + 10 * (5 - i)) }]);
+      const first = await agents.fireReminders(at + 100, 2);
+      expect(first.delivered).toHaveLength(2);
+      expect(first.next).toBeLessThanOrEqual(at + 100); // more are due now
+      const rest = await agents.fireReminders(at + 100, 100);
+      expect([...first.delivered, ...rest.delivered].sort()).toEqual([0, 1, 2, 3, 4].map((i) => `agent:tally/k${i}`));
+    });
+
+    it('deletes the reminders of a deleted key', async () => {
+      const { agents, store, now } = await open();
+      const at = now();
+      await store.send(REF, message('m1'));
+      await agents.activateAgent(REF, first(), at);
+      await agents.changeReminders(REF, [{ name: 'a', reminder: reminder(at + 10) }]);
+      await agents.deleteAgent(REF);
+      expect(await agents.fireReminders(at + 100, 100)).toEqual({ delivered: [] });
+      expect(await store.mailboxSize(REF)).toBe(0);
+    });
+  });
 });

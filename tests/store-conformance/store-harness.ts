@@ -166,7 +166,7 @@ async function openRedis(
   return {
     store,
     // A blocking wait (awaitMessage) opens a connection of its own, closed when it ends.
-    agents: new RedisAgentStore(withScripts(redis), partitions, () => inspectingConnection(url)),
+    agents: new RedisAgentStore(withScripts(redis), partitions, () => inspectingConnection(url), 3600),
     // The server's clock goes on by itself: the only way to let its time pass is to wait.
     elapse: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
     events: () => {

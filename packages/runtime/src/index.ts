@@ -39,6 +39,7 @@ export {
 } from './errors/error-record.js';
 export { defineFlow, type FlowDefinition, type FlowsOption } from './interpreter/flow-definition.js';
 export { defineAgent, type AgentDefinition, type AgentOptions } from './agent/define-agent.js';
+export type { ReminderOptions, ReminderInfo } from './agent/reminders.js';
 export type {
   AgentInfo,
   AgentListing,

@@ -141,6 +141,14 @@ export { warn } from './core/warnings.js';
 export { invalidOption } from './core/validate-options.js';
 export { checkAddress, checkMessageBody } from './mailbox/message.js';
 export { checkTopic } from './mailbox/topic.js';
+export {
+  reminderInfo,
+  ONE_SHOT_GRACE_MS,
+  type ReminderChange,
+  type StoredReminder,
+  type ReminderInfo,
+} from './agent/reminders.js';
+export { ReminderTimer } from './agent/reminder-timer.js';
 export { checkWellFormed } from './core/well-formed.js';
 export type { Message } from './mailbox/message.js';
 export {

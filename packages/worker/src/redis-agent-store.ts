@@ -9,6 +9,10 @@ import {
   type Message,
   type StoredAgent,
   type TurnEnd,
+  type ReminderChange,
+  type StoredReminder,
+  reminderInfo,
+  ONE_SHOT_GRACE_MS,
 } from '@queueflow/runtime/kernel';
 import type { RedisConnection } from './connection.js';
 import type { Partitions } from './partitions.js';
@@ -25,6 +29,8 @@ export class RedisAgentStore implements AgentStore {
     private readonly partitions: Partitions,
     /** Opens a connection for one blocking wait (`awaitMessage`); the caller's is never blocked. */
     private readonly blocking: () => RedisConnection,
+    /** How long a mailbox nobody touches is kept, in seconds (a reminder's message goes to one). */
+    private readonly retentionSeconds: number,
   ) {}
 
   async activateAgent(ref: string, first: FirstState, now: number): Promise<AgentActivation | undefined> {
@@ -49,6 +55,7 @@ export class RedisAgentStore implements AgentStore {
         version: end.version ?? 1,
         now: String(end.now),
         idleTtlMs: end.idleTtlMs ?? 0,
+        remindersKey: this.partitions.ofAddress(ref).agentReminders(ref),
         maxDeadLetters: MAX_DEAD_LETTERS,
       }),
       end.state ?? '',
@@ -61,16 +68,17 @@ export class RedisAgentStore implements AgentStore {
 
   async loadAgent(ref: string): Promise<StoredAgent | undefined> {
     const keys = this.partitions.ofAddress(ref);
-    const [hash, inbox, next, failed] = (await this.redis
+    const [hash, inbox, next, failed, reminders] = (await this.redis
       .multi()
       .hgetall(keys.agent(ref))
       .llen(keys.mailbox(ref))
       .lindex(keys.mailbox(ref), 0)
       .lrange(keys.agentFailed(ref), 0, -1)
+      .hgetall(keys.agentReminders(ref))
       .exec())!.map(([error, value]) => {
       if (error) throw error;
       return value;
-    }) as [Record<string, string>, number, string | null, string[]];
+    }) as [Record<string, string>, number, string | null, string[], Record<string, string>];
     if (hash.state === undefined) return undefined;
     return {
       type: hash.type!,
@@ -82,6 +90,10 @@ export class RedisAgentStore implements AgentStore {
       incarnation: hash.inc ?? '',
       ...(hash.running === undefined ? {} : { running: hash.running }),
       failed: failed.map((letter) => JSON.parse(letter) as DeadLetter),
+      reminders: Object.entries(reminders)
+        .filter(([field]) => field.startsWith('spec:'))
+        .map(([field, spec]) => reminderInfo(field.slice(5), { ...(JSON.parse(spec) as StoredReminder), body: null }))
+        .sort((a, b) => a.due - b.due),
       inbox,
       ...(next === null ? {} : { next: decodeMessage(next) }),
       ...(hash.lastTurnAt === undefined ? {} : { lastTurnAt: Number(hash.lastTurnAt) }),
@@ -121,10 +133,13 @@ export class RedisAgentStore implements AgentStore {
   }
 
   async deleteAgent(ref: string): Promise<{ running?: string } | false> {
+    const keys = this.partitions.ofAddress(ref);
     const [existed, running] = (await this.redis.agentOps(
-      ...this.partitions.ofAddress(ref).agentKeys(ref),
+      ...keys.agentKeys(ref),
       'delete',
       ref,
+      keys.agentReminders(ref),
+      keys.reminders(),
     )) as [number, string?];
     if (existed === 0) return false;
     return running ? { running } : {};
@@ -159,6 +174,48 @@ export class RedisAgentStore implements AgentStore {
     for (const keys of this.partitions.all)
       due.push(...((await this.redis.claimDue(keys.agentsDue(), before, now, 50)) as string[]));
     return due;
+  }
+
+  async changeReminders(ref: string, changes: ReminderChange[]): Promise<void> {
+    const keys = this.partitions.ofAddress(ref);
+    const encoded = changes.map((change) =>
+      'cancel' in change
+        ? { name: change.name, cancel: true }
+        : {
+            name: change.name,
+            due: Math.round(change.reminder.due),
+            ...(change.reminder.every === undefined ? {} : { every: change.reminder.every }),
+            missed: change.reminder.missed,
+            body: JSON.stringify(change.reminder.body),
+          },
+    );
+    await this.redis.reminders(2, keys.reminders(), keys.agentReminders(ref), 'change', ref, JSON.stringify(encoded));
+  }
+
+  async fireReminders(now: number, limit: number): Promise<{ delivered: string[]; next?: number }> {
+    const delivered: string[] = [];
+    let next: number | undefined;
+    for (const keys of this.partitions.all) {
+      if (delivered.length >= limit) {
+        next = Math.min(next ?? Infinity, now); // partitions not looked at may have some due
+        break;
+      }
+      const options = {
+        now: Math.floor(now),
+        limit: limit - delivered.length,
+        graceMs: ONE_SHOT_GRACE_MS,
+        mailboxPrefix: keys.mailboxPrefix(),
+        reminderPrefix: keys.agentReminders(''),
+        retention: this.retentionSeconds,
+      };
+      const [refs, first] = (await this.redis.reminders(1, keys.reminders(), 'fire', JSON.stringify(options))) as [
+        string[],
+        string | null,
+      ];
+      delivered.push(...refs);
+      if (first !== null && first !== undefined) next = Math.min(next ?? Infinity, Number(first));
+    }
+    return next === undefined ? { delivered } : { delivered, next };
   }
 
   async awaitMessage(address: string, timeoutMs: number): Promise<Message | undefined> {

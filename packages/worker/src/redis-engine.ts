@@ -552,8 +552,11 @@ export class RedisEngine implements Engine {
       }
       const schedules = new RedisSchedules(redis, keys, scheduler);
       const countStored = stored ? Promise.resolve() : undefined;
-      const agentStore = new RedisAgentStore(withScripts(redis), partitions, () =>
-        createRedis(this.options.connection, 'reader', onError),
+      const agentStore = new RedisAgentStore(
+        withScripts(redis),
+        partitions,
+        () => createRedis(this.options.connection, 'reader', onError),
+        this.settings.retentionSeconds,
       );
       const runtime = new AgentRuntime(this.agentTypes, agentStore, store, scheduler, this.registry, {
         clock,

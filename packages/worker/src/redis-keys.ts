@@ -293,6 +293,16 @@ export class RedisKeys {
     return `${this.prefix}:agents:due`;
   }
 
+  /** Sorted set: the partition's agents' reminders, `'<name> <address>'` → when due (epoch ms; reminders.lua). */
+  reminders(): string {
+    return `${this.prefix}:reminders`;
+  }
+
+  /** Hash: agent `ref`'s reminders (reminders.lua: `spec:<name>`, `body:<name>`). */
+  agentReminders(ref: string): string {
+    return `${this.prefix}:agent-reminders:${ref}`;
+  }
+
   /** The six keys of agent `ref`, in the order the agent scripts take them (agent-lifecycle.lua). */
   agentKeys(ref: string): [string, string, string, string, string, string] {
     return [

@@ -34,6 +34,8 @@ const SCRIPTS: Record<ScriptName, { file: string; keys?: number; budget?: true; 
   activateAgent: { file: 'activate-agent.lua', keys: 6, agent: true },
   endTurn: { file: 'end-turn.lua', keys: 6, agent: true },
   agentOps: { file: 'agent-ops.lua', keys: 6, agent: true },
+  // Variable number of keys: 2 to change, 1 to fire.
+  reminders: { file: 'reminders.lua', agent: true },
   // On BullMQ's own keys: no prelude.
   hurryJob: { file: 'hurry-job.lua', keys: 1, bare: true },
 };
@@ -66,7 +68,8 @@ type ScriptName =
   | 'hurryJob'
   | 'activateAgent'
   | 'endTurn'
-  | 'agentOps';
+  | 'agentOps'
+  | 'reminders';
 
 let sources: Record<ScriptName, string> | undefined;
 

@@ -12,6 +12,7 @@ import {
   runScheduleTick,
   systemClock,
   AgentRuntime,
+  ReminderTimer,
   agentsOf,
   withTurnFlows,
   type AgentDefinition,
@@ -230,8 +231,11 @@ export async function startWorker(options: WorkerOptions): Promise<QueueflowWork
   await clock.sync();
   const scheduler = new BullmqScheduler(redis, partitions, onError, { skipVersionCheck });
   const store = new RedisRunStore(withScripts(redis), partitions, settings, clock);
-  const agentStore = new RedisAgentStore(withScripts(redis), partitions, () =>
-    createRedis(options.connection, 'reader', onError),
+  const agentStore = new RedisAgentStore(
+    withScripts(redis),
+    partitions,
+    () => createRedis(options.connection, 'reader', onError),
+    settings.retentionSeconds,
   );
   const agents = new AgentRuntime(agentTypes, agentStore, store, scheduler, registry, {
     clock,
@@ -451,6 +455,20 @@ export async function startWorker(options: WorkerOptions): Promise<QueueflowWork
   });
   await heartbeat.start();
   leasesTaken = () => heartbeat.leasesTaken();
+  // Agents' reminders: every worker with agent types fires those due (each once: one script).
+  const reminders =
+    agentTypes.length === 0
+      ? undefined
+      : new ReminderTimer(
+          () => agents.fireReminders(),
+          clock,
+          REMINDER_POLL_MS,
+          (error) => onError(error as Error),
+        );
+  if (reminders) {
+    agents.reminderSet = (due) => reminders.set(due);
+    reminders.start();
+  }
   // run() resolves when the worker closes; its errors are the worker's.
   for (const worker of workers) worker.run().catch(onError);
   // Metrics the application's reader collects (no-ops without a MeterProvider).
@@ -472,6 +490,7 @@ export async function startWorker(options: WorkerOptions): Promise<QueueflowWork
     close: () =>
       (closing ??= (async () => {
         unobserve();
+        await reminders?.close();
         driver.stopContinuing();
         await Promise.all(workers.map((worker) => worker.close()));
         liveness.stop();
@@ -495,6 +514,12 @@ const BUDGET_LEASE_MS = 60_000;
  * transition's caller applies it at once, so one this old was left by a worker that died.
  */
 const LATE_HANDOFF_MS = 5000;
+
+/**
+ * Longest a worker waits between two looks at the reminders due, in ms: reminders other processes
+ * set are found this late at most (its own, at once).
+ */
+const REMINDER_POLL_MS = 100;
 
 /** How often a worker drops the ids of expired runs from the runs index, in ms (RedisRunStore.trimIndex). */
 const TRIM_INDEX_INTERVAL_MS = 60_000;

@@ -122,6 +122,7 @@ export class AgentClient {
       inbox: stored.inbox,
       ...(stored.running === undefined ? {} : { running: stored.running }),
       failed: stored.failed,
+      reminders: stored.reminders,
       ...(stored.lastTurnAt === undefined ? {} : { lastTurnAt: stored.lastTurnAt }),
     };
   }

@@ -2,6 +2,7 @@ import { QueueflowError } from '../errors/queueflow-error.js';
 import type { FlowRegistry } from '../interpreter/flow-definition.js';
 import type { Json, JsonObject } from '../json/json.js';
 import { topicSubscribers } from './topic-subscribers.js';
+import type { ReminderChange } from './reminders.js';
 import type { Clock } from '../kernel/clock.js';
 import type { RunError } from '../kernel/engine.js';
 import { newRunId } from '../kernel/run-id.js';
@@ -16,6 +17,9 @@ import { LargeValues } from '../kernel/large-values.js';
 import { DEFAULT_LARGE_VALUE_BYTES } from '../kernel/claim-check.js';
 import { firstState, parseAgentRef, type AgentDefinition } from './define-agent.js';
 import type { AgentActivation, AgentStore, FirstState, TurnEnd } from './agent-store.js';
+
+/** Reminders one firing script takes (a second of 10,000 due at once takes several). */
+const REMINDER_WINDOW = 200;
 
 /** Keys activated at once after a delivery to many (a publish). */
 const ACTIVATION_WINDOW = 64;
@@ -78,6 +82,30 @@ export class AgentRuntime {
   /** The addresses a body published on `topic` goes to: see {@link topicSubscribers}. */
   subscribers(topic: string, body: Json): string[] {
     return topicSubscribers(this.types.values(), topic, body);
+  }
+
+  /**
+   * A turn's step set or cancelled reminders of agent `ref` (`this.remind`), about to commit:
+   * stored, and the process's {@link ReminderTimer} told of the earliest set.
+   */
+  async changeReminders(ref: string, changes: ReminderChange[]): Promise<void> {
+    await this.store.changeReminders(ref, changes);
+    for (const change of changes) if ('reminder' in change) this.reminderSet?.(change.reminder.due);
+  }
+
+  /** Told of each reminder this process sets (its ReminderTimer's `set`). */
+  reminderSet: ((due: number) => void) | undefined;
+
+  /**
+   * Fires the reminders due now, a window at a time, and starts the turns of the agents they
+   * reached. Resolves when the earliest reminder left is due (epoch ms).
+   */
+  async fireReminders(): Promise<number | undefined> {
+    for (;;) {
+      const { delivered, next } = await this.store.fireReminders(this.options.clock.now(), REMINDER_WINDOW);
+      await this.delivered(delivered);
+      if (delivered.length < REMINDER_WINDOW) return next;
+    }
   }
 
   /** The agent types this process has. */

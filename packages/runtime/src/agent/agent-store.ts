@@ -1,5 +1,6 @@
 import type { RunError } from '../kernel/engine.js';
 import type { Message } from '../mailbox/message.js';
+import type { ReminderChange, ReminderInfo } from './reminders.js';
 
 /**
  * The storage contract of keyed agents (README "Agents"): each key's state, its turn in flight,
@@ -48,6 +49,18 @@ export interface AgentStore {
    * activated the key (a step's commit), since before `before`; each one is claimed as turnsDue does.
    */
   inboxesDue(before: number, now: number): Promise<string[]>;
+  /**
+   * Applies a turn's reminder changes to agent `ref`, in order: a set replaces the reminder of its
+   * name, a cancel drops it. A key with reminders pending is not idle (idleTtlMs waits for them).
+   */
+  changeReminders(ref: string, changes: ReminderChange[]): Promise<void>;
+  /**
+   * Fires the reminders due at `now` (epoch ms, the store's clock), `limit` at most, earliest
+   * first (within a partition, on Redis): each delivers its message to its agent's inbox (marked due, as a send does), then is
+   * dropped or, repeating, due again (see fireReminder). Resolves the agents that got a message,
+   * and when the earliest reminder left is due.
+   */
+  fireReminders(now: number, limit: number): Promise<{ delivered: string[]; next?: number }>;
   /**
    * Takes the first message at `address`, waiting up to `timeoutMs` (ms) for one to come: the
    * answer to an `ask` from outside any run. One wait (Redis: one blocking connection) per call.
@@ -107,6 +120,8 @@ export interface StoredAgent {
   running?: string;
   /** Messages whose turn failed (or was cancelled), oldest first. */
   failed: DeadLetter[];
+  /** Its pending reminders, the next due first. */
+  reminders: ReminderInfo[];
   /** Turns started: the last turn's number (its run is `turnRunId(incarnation, turns started)`). */
   started: number;
   /** Names this life of the key (see {@link FirstState.incarnation}). */

@@ -2,6 +2,7 @@ import type { RunError } from '../errors/error-record.js';
 import type { JsonObject } from '../json/json.js';
 import type { PatchOperation } from '../json/merge-patches.js';
 import type { Message } from '../mailbox/message.js';
+import type { ReminderInfo } from './reminders.js';
 
 /** What the engines answer about agents (README "Agents"). Times are epoch milliseconds. */
 
@@ -21,6 +22,8 @@ export interface AgentInfo {
   failed: { message: Message; error: RunError; runId: string; at: number }[];
   /** When its last turn ended. */
   lastTurnAt?: number;
+  /** Its pending reminders (`this.remind`), the next due first. */
+  reminders: ReminderInfo[];
 }
 
 /** One key in `engine.agents()`. */

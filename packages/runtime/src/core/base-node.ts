@@ -1,6 +1,7 @@
 import type { Json } from '../json/json.js';
 import { InvalidArgumentError, QueueflowError } from '../errors/queueflow-error.js';
 import { checkAgentRef } from '../agent/agent-ref.js';
+import type { ReminderOptions } from '../agent/reminders.js';
 import { mailboxOf } from '../mailbox/mailbox-of.js';
 import type { Message, ReceiveOptions, SendOptions } from '../mailbox/message.js';
 import type { Action, MaybePromise, NonIterableObject, ParamsObject } from './types.js';
@@ -254,13 +255,26 @@ export class BaseNode<S = unknown, P extends ParamsObject = NonIterableObject> {
           retryable: false,
         },
       );
-    const mailbox = mailboxOf(this) as Partial<{ transfer(ref: string, body: Json): Promise<void> }>;
-    if (!mailbox.transfer)
-      throw new InvalidArgumentError(
-        `handoff: 'transfer' hands on the message of an agent's turn, which runs on an engine`,
-      );
-    await mailbox.transfer(ref, body);
+    await turnMailboxOf(this, 'handoff').transfer(ref, body);
     return undefined;
+  }
+
+  /**
+   * In an agent's turn: sets reminder `name`, a message with `reminder: name` and `options.body`
+   * that the agent gets later (`afterMs` from now or `at`, on the store's clock; `every` ms
+   * again until cancelled). A reminder of the same name is replaced. It is set when this step
+   * commits, and lasts across turns, worker deaths and Redis restarts (with persistence). Missed
+   * ticks after an outage are delivered once or skipped (`missed`), never one by one.
+   * @throws TypeError (code `INVALID_ARGUMENT`) outside an agent's turn; QueueflowError
+   *   `INVALID_OPTION` for a bad name (1 to 100 letters, digits, `_ . : -`) or option.
+   */
+  remind(name: string, options: ReminderOptions): void {
+    turnMailboxOf(this, 'remind').remind(name, options);
+  }
+
+  /** In an agent's turn: cancels reminder `name` when this step commits (none of that name: nothing). */
+  cancelReminder(name: string): void {
+    turnMailboxOf(this, 'cancelReminder').cancelReminder(name);
   }
 
   /** Answers a message received from `ask`. @throws TypeError (code `INVALID_ARGUMENT`) when it has no `replyTo`. */
@@ -309,4 +323,19 @@ function emitLocally(run: FlowRunState, node: BaseNode<any, any>, step: number, 
     at,
     data: JSON.parse(encoded) as Json,
   });
+}
+
+/** What a turn's step mailbox adds (StepMailbox): handoffs and reminders. */
+interface TurnMailbox {
+  transfer(ref: string, body: Json): Promise<void>;
+  remind(name: string, options: ReminderOptions): void;
+  cancelReminder(name: string): void;
+}
+
+/** The step mailbox of `node`, which a turn's operations need. @throws TypeError off an engine. */
+function turnMailboxOf(node: object, owner: string): TurnMailbox {
+  const mailbox = mailboxOf(node) as Partial<TurnMailbox>;
+  if (!mailbox.transfer)
+    throw new InvalidArgumentError(`${owner}: only an agent's turn can do this, and agents run on an engine`);
+  return mailbox as TurnMailbox;
 }

@@ -12,6 +12,8 @@
  *   step, no live worker serves; once per flow and client.
  * - `QF_SCHEDULE_TICK_FAILED`: a schedule's tick could not start its run (LocalEngine; on Redis
  *   the worker's `onError` hears of it and BullMQ retries the tick).
+ * - `QF_REMINDERS_FAILED`: agents' due reminders could not be fired (LocalEngine; a worker's
+ *   `onError` hears of it on Redis); they are tried again.
  * - `QF_CLOCK_SKEW`: this machine's clock is more than a second off the Redis server's; once.
  * - `QF_LIMITS_IGNORED`: `flow.run` visits a node with `limits`, which only the engines enforce
  *   (LocalEngine, RedisEngine); once per node name.
@@ -26,6 +28,7 @@ export type WarningCode =
   | 'QF_NO_WORKER'
   | 'QF_CLOCK_SKEW'
   | 'QF_SCHEDULE_TICK_FAILED'
+  | 'QF_REMINDERS_FAILED'
   | 'QF_LIMITS_IGNORED';
 
 /** Receives every warning queueflow emits. */

@@ -95,6 +95,7 @@ export class Step {
       ...result,
       errors: this.failedTries,
       outbox: mailbox?.outbox ?? [],
+      ...(mailbox?.reminders?.length && result.type !== 'park' ? { reminders: mailbox.reminders } : {}),
       ...(this.visited ? { visited: this.visited } : {}),
     };
   }

@@ -9,6 +9,7 @@ import type { Checkpoint } from './checkpoint.js';
 import type { Json, JsonObject } from '../json/json.js';
 import type { PatchOperation } from '../json/merge-patches.js';
 import type { BudgetLimit } from '../kernel/budget-store.js';
+import type { ReminderChange } from '../agent/reminders.js';
 
 /** What the next step of a run targets. */
 export interface StepTarget {
@@ -64,6 +65,8 @@ export interface StepMailboxPort {
   readonly parkRequest: ParkRequest | undefined;
   /** A `handoff` in `transfer` mode: the run (an agent's turn) ends when this step commits. */
   readonly handedOff?: boolean;
+  /** What `this.remind` / `this.cancelReminder` did, in call order: applied with the commit. */
+  readonly reminders?: ReminderChange[];
   replayAfterPark(): StepReplay;
 }
 
@@ -140,6 +143,8 @@ export type ChildOutcome =
 export type StepOutcome = StepResult & {
   /** Messages the step sent: deliver them with the commit (or the park); drop them otherwise. */
   outbox: OutgoingMessage[];
+  /** An agent's turn: its reminders set or cancelled (applied when the step commits). */
+  reminders?: ReminderChange[];
   /**
    * Every try of `exec` that failed during this step, oldest first, including one that
    * `execFallback` then rescued. On `failed`, `error` is the last of them when exec's error

@@ -1,4 +1,5 @@
 import type { Json, JsonObject } from '../json/json.js';
+import type { ReminderChange } from '../agent/reminders.js';
 import { corruptRunError, recordOfFailedTask, runErrorOf, toErrorRecord } from '../errors/error-record.js';
 import { QueueflowError } from '../errors/queueflow-error.js';
 import { warn } from '../core/warnings.js';
@@ -109,6 +110,8 @@ export interface TurnHooks {
   delivered(addresses: string[]): Promise<void>;
   /** The addresses a body published on `topic` goes to (this process's agent types). */
   subscribers(topic: string, body: Json): string[];
+  /** A turn's step set or cancelled reminders of its agent (`this.remind`), about to commit. */
+  changeReminders(ref: string, changes: ReminderChange[]): Promise<void>;
 }
 
 /** What a step's record needs beside its outcome. */
@@ -791,6 +794,9 @@ export class StepDriver {
       );
       return DONE;
     }
+    // Before the commit: should it not happen, the step runs again and sets them again (by name).
+    if (outcome.reminders?.length && run.turn)
+      await this.options.agents?.changeReminders(run.turn.agent, outcome.reminders);
     switch (outcome.type) {
       case 'next': {
         // The next step's task is added together with the commit (one round trip, not two), and

@@ -44,6 +44,7 @@ import { MemoryRunStore } from './memory-run-store.js';
 import { MemoryAgentStore } from './memory-agent-store.js';
 import { AgentRuntime } from '../agent/agent-runtime.js';
 import { AgentClient } from '../agent/agent-client.js';
+import { ReminderTimer } from '../agent/reminder-timer.js';
 import { agentsOf, withTurnFlows } from '../agent/agent-registry.js';
 import type { AgentDefinition } from '../agent/define-agent.js';
 import type {
@@ -109,6 +110,7 @@ export class LocalEngine implements Engine {
   /** Keyed agents: their turns' lifecycle, and what the engine answers about them. */
   private readonly agentRuntime: AgentRuntime;
   private readonly agentClient: AgentClient;
+  private readonly reminders: ReminderTimer;
   /** The schedules (their ticks are timers on the clock). */
   private readonly schedulesHere: LocalSchedules;
   /** Unregisters the observable gauges (queue depth, parked runs). */
@@ -183,6 +185,14 @@ export class LocalEngine implements Engine {
       workerLapseMs: Infinity,
     });
     this.agentClient = new AgentClient(agentStore, this.store, this.agentRuntime, this.client);
+    // Only this engine sets reminders here: its timer is armed for the earliest, never polls.
+    this.reminders = new ReminderTimer(
+      () => this.agentRuntime.fireReminders(),
+      clock,
+      Infinity,
+      (error) => warn('QF_REMINDERS_FAILED', `reminders could not fire: ${(error as Error).message}`),
+    );
+    this.agentRuntime.reminderSet = (due) => this.reminders.set(due);
     this.unobserve = observeGauges({
       queueDepth: () => this.scheduler.waiting,
       parkedRuns: () => this.store.parkedRuns(),
@@ -412,6 +422,7 @@ export class LocalEngine implements Engine {
     this.schedulesHere.close();
     this.unobserve();
     this.scheduler.close();
+    void this.reminders.close();
     this.driver.abortAll(new QueueflowError('ENGINE_CLOSED', 'the engine was closed'));
     this.waiter.close();
   }

@@ -9,6 +9,7 @@ import {
   type TurnEnd,
 } from '../agent/agent-store.js';
 import { parseAgentRef } from '../agent/define-agent.js';
+import { fireReminder, reminderInfo, type ReminderChange, type StoredReminder } from '../agent/reminders.js';
 import type { Clock } from '../kernel/clock.js';
 import type { Message } from '../mailbox/message.js';
 
@@ -46,6 +47,8 @@ interface MemoryAgent {
  */
 export class MemoryAgentStore implements AgentStore {
   private readonly agents = new Map<string, MemoryAgent>();
+  /** Reminders by agent, then by name. */
+  private readonly reminders = new Map<string, Map<string, StoredReminder>>();
 
   constructor(
     private readonly inboxes: InboxPort,
@@ -103,7 +106,7 @@ export class MemoryAgentStore implements AgentStore {
     delete agent.running;
     delete agent.runningMessage;
     const next = this.activate(ref, undefined, end.now);
-    if (!next && end.idleTtlMs !== undefined) agent.expiresAt = end.now + end.idleTtlMs;
+    if (!next && end.idleTtlMs !== undefined && !this.reminders.has(ref)) agent.expiresAt = end.now + end.idleTtlMs;
     return next ? { result: 'ended', next } : { result: 'ended' };
   }
 
@@ -122,6 +125,9 @@ export class MemoryAgentStore implements AgentStore {
       incarnation: agent.incarnation,
       ...(agent.running === undefined ? {} : { running: agent.running }),
       failed: agent.failed.slice(),
+      reminders: [...(this.reminders.get(ref) ?? new Map<string, StoredReminder>())]
+        .map(([name, reminder]) => reminderInfo(name, reminder))
+        .sort((a, b) => a.due - b.due),
       inbox: await this.inboxes.mailboxSize(ref),
       ...(agent.lastTurnAt === undefined ? {} : { lastTurnAt: agent.lastTurnAt }),
       createdAt: agent.createdAt,
@@ -145,6 +151,7 @@ export class MemoryAgentStore implements AgentStore {
   async deleteAgent(ref: string): Promise<{ running?: string } | false> {
     const agent = this.live(ref);
     this.inboxes.dropMailbox(ref);
+    this.reminders.delete(ref);
     if (!agent) return false;
     this.agents.delete(ref);
     return agent.running === undefined ? {} : { running: agent.running };
@@ -157,6 +164,38 @@ export class MemoryAgentStore implements AgentStore {
     const [letter] = agent.failed.splice(index, 1);
     await this.inboxes.send(ref, letter!.message);
     return true;
+  }
+
+  async changeReminders(ref: string, changes: ReminderChange[]): Promise<void> {
+    const byName = this.reminders.get(ref) ?? new Map<string, StoredReminder>();
+    for (const change of changes) {
+      if ('cancel' in change) byName.delete(change.name);
+      else byName.set(change.name, change.reminder);
+    }
+    if (byName.size > 0) this.reminders.set(ref, byName);
+    else this.reminders.delete(ref);
+  }
+
+  async fireReminders(now: number, limit: number): Promise<{ delivered: string[]; next?: number }> {
+    const due = [...this.reminders]
+      .flatMap(([ref, byName]) => [...byName].map(([name, reminder]) => ({ ref, name, reminder })))
+      .filter(({ reminder }) => reminder.due <= now)
+      .sort((a, b) => a.reminder.due - b.reminder.due)
+      .slice(0, limit);
+    const delivered: string[] = [];
+    for (const { ref, name, reminder } of due) {
+      const { message, next } = fireReminder(name, reminder, now);
+      if (message) {
+        await this.inboxes.send(ref, message);
+        delivered.push(ref);
+      }
+      if (next === undefined) await this.changeReminders(ref, [{ name, cancel: true }]);
+      else reminder.due = next;
+    }
+    let next: number | undefined;
+    for (const byName of this.reminders.values())
+      for (const reminder of byName.values()) next = Math.min(next ?? Infinity, reminder.due);
+    return next === undefined ? { delivered } : { delivered, next };
   }
 
   // In one process no transition is left half done by a crash: nothing is ever due.

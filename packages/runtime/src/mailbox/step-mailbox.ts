@@ -18,6 +18,7 @@ import {
 import { parseAgentRef } from '../agent/agent-ref.js';
 import { InvalidArgumentError } from '../errors/queueflow-error.js';
 import { checkTopic } from './topic.js';
+import { checkReminderName, planReminder, type ReminderChange, type ReminderOptions } from '../agent/reminders.js';
 
 /**
  * Thrown inside node code by `receive` on an empty mailbox: the step parks. A control signal, not
@@ -61,6 +62,8 @@ export class StepMailbox implements Mailbox, StepMailboxPort {
 
   /** A `handoff` in `transfer` mode: the turn ends with this step (see {@link StepMailboxPort.handedOff}). */
   handedOff = false;
+  /** Reminders set or cancelled, in call order (see {@link StepMailboxPort.reminders}). */
+  readonly reminders: ReminderChange[] = [];
 
   constructor(
     private readonly reservations: MessageReservations,
@@ -127,6 +130,31 @@ export class StepMailbox implements Mailbox, StepMailboxPort {
     if (handled.message.replyTo !== undefined) message.replyTo = handled.message.replyTo;
     message.via = [...(handled.message.via ?? []), handled.agent];
     this.outbox.push({ address: ref, message });
+  }
+
+  /**
+   * `this.remind`: sets reminder `name` of this turn's agent (replacing one of that name) when
+   * the step commits.
+   * @throws TypeError (code `INVALID_ARGUMENT`) outside an agent's turn; QueueflowError
+   *   `INVALID_OPTION` for a bad name or option.
+   */
+  remind(name: string, options: ReminderOptions): void {
+    const reminder = planReminder(name, options, this.now());
+    this.turnOf('remind');
+    if (!this.parkRequest) this.reminders.push({ name, reminder });
+  }
+
+  /** `this.cancelReminder`: cancels reminder `name` of this turn's agent when the step commits. */
+  cancelReminder(name: string): void {
+    checkReminderName(name);
+    this.turnOf('cancelReminder');
+    if (!this.parkRequest) this.reminders.push({ name, cancel: true });
+  }
+
+  private turnOf(owner: string): { agent: string; message: Message } {
+    const turn = this.sender.turn;
+    if (!turn) throw new InvalidArgumentError(`${owner}: reminders belong to agents; this step runs no agent's turn`);
+    return turn;
   }
 
   /** The message of send number `ordinal` of this step (its id survives the step running again). */

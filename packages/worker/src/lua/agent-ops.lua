@@ -2,8 +2,9 @@
   The other transitions of an agent (AgentStore.deleteAgent, redeliver), by ARGV[1]:
 
   KEYS[1..6] the agent's keys (agent-lifecycle.lua)
-  delete     ARGV[2] the address: deletes hash, inbox and dead letters, and the index, running and
-             due entries. Returns { 1, running run id or '' }, or { 0 } for no such key.
+  delete     ARGV[2] the address, ARGV[3] its reminders hash, ARGV[4] the partition's due reminders
+             (reminders.lua): deletes hash, inbox, dead letters and reminders, and the index,
+             running and due entries. Returns { 1, running run id or '' }, or { 0 } for no such key.
   redeliver  ARGV[2] the address, ARGV[3] a dead letter's message id, ARGV[4] now (epoch ms):
              moves it to the end of the inbox and marks the inbox due. Returns 1, or 0 when
              there is no such dead letter.
@@ -17,6 +18,10 @@ if op == 'delete' then
   redis.call('ZREM', k.x, ref)
   redis.call('ZREM', k.r, ref)
   redis.call('ZREM', k.d, ref)
+  for _, field in ipairs(redis.call('HKEYS', ARGV[3])) do
+    if string.sub(field, 1, 5) == 'spec:' then redis.call('ZREM', ARGV[4], string.sub(field, 6) .. ' ' .. ref) end
+  end
+  redis.call('DEL', ARGV[3])
   if existed == 0 then return { 0 } end
   return { 1, running or '' }
 end

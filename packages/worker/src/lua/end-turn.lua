@@ -7,7 +7,7 @@
   KEYS[1..6] the agent's keys (agent-lifecycle.lua)
   ARGV[1] the agent's address   ARGV[2] the turn's run id
   ARGV[3] options, JSON: status (completed | failed | cancelled), messageId, version, now
-          (epoch ms, a string), idleTtlMs, maxDeadLetters
+          (epoch ms, a string), idleTtlMs, maxDeadLetters, remindersKey (the agent's reminders hash)
   ARGV[4] completed: the new state JSON ('' otherwise)
   ARGV[5] failed or cancelled: the error JSON ('' otherwise)
 
@@ -36,7 +36,8 @@ redis.call('ZREM', k.r, ref)
 local next = activate(k, ref, o.now, false)
 if next then return { 1, next[1], next[2], next[3], next[4], next[5] } end
 local ttl = tonumber(o.idleTtlMs)
-if ttl and ttl > 0 then
+-- A key with reminders pending is not idle: it expires after a turn that leaves none.
+if ttl and ttl > 0 and redis.call('EXISTS', o.remindersKey) == 0 then
   redis.call('PEXPIRE', k.a, ttl)
   if redis.call('EXISTS', k.f) == 1 then redis.call('PEXPIRE', k.f, ttl) end
 end
