@@ -26,6 +26,7 @@ export type QueueflowErrorCode =
   | 'RATE_LIMITED'
   | 'WORKER_FENCED'
   | 'MAILBOX_FULL'
+  | 'ASK_CYCLE'
   | 'INTERNAL';
 
 /**

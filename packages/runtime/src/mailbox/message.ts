@@ -26,6 +26,11 @@ export interface Message<B extends Json = Json> {
   from?: string;
   /** The agents that handed it on (`handoff` with `transfer`), first first. */
   via?: string[];
+  /**
+   * An ask from an agent's turn: the agents whose turns wait for its answer, the first asker
+   * first (the turn that asked last). An ask to one of them would close a wait cycle (`ASK_CYCLE`).
+   */
+  waiting?: string[];
   /** The topic it was published on (`publish`); every subscriber gets the same `id`. */
   topic?: string;
   /** The name of the reminder that sent it (`this.remind`); `body` is the reminder's. */

@@ -16,7 +16,7 @@ import {
   type SendOptions,
 } from './message.js';
 import { parseAgentRef } from '../agent/agent-ref.js';
-import { InvalidArgumentError } from '../errors/queueflow-error.js';
+import { InvalidArgumentError, QueueflowError } from '../errors/queueflow-error.js';
 import { checkTopic } from './topic.js';
 import { checkReminderName, planReminder, type ReminderChange, type ReminderOptions } from '../agent/reminders.js';
 
@@ -86,15 +86,36 @@ export class StepMailbox implements Mailbox, StepMailboxPort {
     checkAddress('send', address);
     if (options.replyTo) checkAddress('send', options.replyTo, 'replyTo');
     checkMessageBody(body, `message body sent to '${address}'`);
+    const asks = options.replyTo !== undefined && this.ownReplies.has(options.replyTo);
+    const waiting = asks ? this.waitingOn(address) : undefined;
     // After a receive parked the step, nothing it does counts: the step will run again (code
     // that caught the park signal must not get its fallback's sends delivered).
     if (this.parkRequest) return;
     const ordinal = this.sends++;
     if (ordinal < this.replay.sent) return; // delivered when this step parked before
-    if (options.replyTo !== undefined && this.ownReplies.has(options.replyTo)) this.unanswered.add(options.replyTo);
+    if (asks) this.unanswered.add(options.replyTo!);
     const message = this.message(ordinal, body);
     if (options.replyTo) message.replyTo = options.replyTo;
+    if (waiting?.length) message.waiting = waiting;
     this.outbox.push({ address, message });
+  }
+
+  /**
+   * The agents that wait when this step asks `address`: those waiting on the turn's own message
+   * (an ask), then this agent. One of them asked would never answer: its turn waits on this one.
+   * @throws QueueflowError `ASK_CYCLE` naming the chain, at once (no timeout waited out).
+   */
+  private waitingOn(address: string): string[] | undefined {
+    const turn = this.sender.turn;
+    if (!turn) return undefined;
+    const waiting = [...(turn.message.replyTo === undefined ? [] : (turn.message.waiting ?? [])), turn.agent];
+    if (waiting.includes(address))
+      throw new QueueflowError(
+        'ASK_CYCLE',
+        `ask: '${turn.agent}' asking '${address}' would close a wait cycle: ${[...waiting.slice(waiting.indexOf(address)), address].join(' → ')} (each waits for the next one's answer)`,
+        { retryable: false },
+      );
+    return waiting;
   }
 
   async publish(topic: string, body: Json): Promise<void> {
@@ -128,6 +149,8 @@ export class StepMailbox implements Mailbox, StepMailboxPort {
     if (handled.message.from === undefined) delete message.from;
     else message.from = handled.message.from;
     if (handled.message.replyTo !== undefined) message.replyTo = handled.message.replyTo;
+    // The original askers still wait (this agent no longer does): a cycle back to them is one.
+    if (handled.message.waiting?.length) message.waiting = handled.message.waiting;
     message.via = [...(handled.message.via ?? []), handled.agent];
     this.outbox.push({ address: ref, message });
   }
