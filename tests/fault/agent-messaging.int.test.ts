@@ -1,0 +1,149 @@
+/**
+ * Fault tests of agent messaging (README "Agents talking"), with real worker processes:
+ * - Redis restarted (AOF) while reminders wait: each rings once, and an `every` reminder that
+ *   missed ticks while Redis was down rings once for them, not once per tick;
+ * - a 3-agent ask cycle whose agents' turns run on 3 workers fails at once with `ASK_CYCLE`;
+ * - a worker SIGKILLed in a turn that published: every subscriber gets the body once, one id.
+ */
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterEach, describe, expect, it } from 'vitest';
+import { RedisEngine } from '@queueflow/worker';
+import { startRedisServer } from '../support/redis-server.js';
+import { deletePrefix, redisUrl, testPrefix } from '../support/test-redis.js';
+import { waitFor } from '../support/wait-for.js';
+import { spawnWorker, stopWorkers, type WorkerProcess } from '../support/worker-process.js';
+import { alarm, announcer, listener, relay } from './agent-messaging-flows.js';
+
+const FLOWS = fileURLToPath(new URL('./agent-messaging-flows.ts', import.meta.url));
+const agents = [alarm, relay, announcer, listener];
+
+describe('fault: agent messaging across processes', () => {
+  let workers: WorkerProcess[] = [];
+  const cleanups: (() => Promise<void>)[] = [];
+  afterEach(async () => {
+    await stopWorkers(workers);
+    workers = [];
+    for (const cleanup of cleanups.splice(0)) await cleanup();
+  });
+
+  it('rings each reminder once across a Redis restart, and missed ticks once, not one by one', async () => {
+    const server = await startRedisServer({ appendOnly: true });
+    const prefix = testPrefix('reminders-restart');
+    const engine = new RedisEngine({ connection: server.url, prefix, flows: [], agents });
+    cleanups.push(async () => {
+      await engine.close();
+      await server.stop();
+    });
+    const options = { flows: FLOWS, redisUrl: server.url, prefix, concurrency: 4 };
+    workers = await Promise.all([spawnWorker(options), spawnWorker(options)]);
+    const keys = Array.from({ length: 20 }, (_, i) => `once${i}`);
+    const at = Date.now() + 4000;
+    for (const key of keys) await engine.send(alarm.ref(key), { at });
+    await engine.send(alarm.ref('ticker'), { every: 400, missed: 'once' });
+    await waitFor('the reminders set', async () => {
+      const infos = await Promise.all([...keys, 'ticker'].map((key) => engine.agent(alarm.ref(key))));
+      return infos.every((info) => info?.reminders.length === 1);
+    });
+    await waitFor(
+      'two ticks',
+      async () => ((await engine.agent(alarm.ref('ticker')))?.state.rings as unknown[]).length >= 2,
+    );
+    await server.kill();
+    await new Promise((resolve) => setTimeout(resolve, 2500)); // ~6 ticks of the ticker missed
+    await server.restart();
+    const restartedAt = Date.now();
+    // The client's first commands after the restart may meet a refused connection.
+    await waitFor('the client to reach Redis again', () =>
+      engine.agent(alarm.ref('ticker')).then(
+        () => true,
+        () => false,
+      ),
+    );
+    await waitFor(
+      'every one-shot reminder to ring',
+      async () => {
+        const infos = await Promise.all(keys.map((key) => engine.agent(alarm.ref(key))));
+        return infos.every((info) => (info?.state.rings as unknown[] | undefined)?.length === 1 && !info!.running);
+      },
+      { timeoutMs: 60_000 },
+    );
+    for (const key of keys) expect((await engine.agent(alarm.ref(key)))!.reminders).toEqual([]);
+    await waitFor('the ticker to tick after the restart', async () => {
+      const rings = (await engine.agent(alarm.ref('ticker')))!.state.rings as { sentAt: number }[];
+      return rings.filter((ring) => ring.sentAt >= restartedAt - 1000).length >= 2;
+    });
+    const rings = (await engine.agent(alarm.ref('ticker')))!.state.rings as { id: string; sentAt: number }[];
+    expect(new Set(rings.map((ring) => ring.id)).size).toBe(rings.length);
+    // The missed ticks came as one message: no two rings closer than half a period.
+    const times = rings.map((ring) => ring.sentAt).sort((a, b) => a - b);
+    for (let i = 1; i < times.length; i++)
+      expect(times[i]! - times[i - 1]!, `rings ${i - 1} and ${i}`).toBeGreaterThan(200);
+  }, 120_000);
+
+  it('fails a 3-agent ask cycle at once, with its turns on 3 workers', async () => {
+    const prefix = testPrefix('ask-cycle-3w');
+    const engine = new RedisEngine({ connection: redisUrl(), prefix, flows: [], agents });
+    cleanups.push(async () => {
+      await engine.close();
+      await deletePrefix(redisUrl(), prefix);
+    });
+    const options = { flows: FLOWS, redisUrl: redisUrl(), prefix, concurrency: 1 };
+    workers = await Promise.all([spawnWorker(options), spawnWorker(options), spawnWorker(options)]);
+    const [a, b, c] = ['a', 'b', 'c'].map((key) => relay.ref(key)) as [string, string, string];
+    const started = Date.now();
+    const answer = await engine.ask(a, { path: [b, c, a] }, { timeoutMs: 60_000 });
+    expect(answer?.body).toMatchObject({ code: 'ASK_CYCLE' });
+    expect(Date.now() - started).toBeLessThan(60_000);
+    // The three turns each held a slot of concurrency 1 while they waited: on three workers.
+  }, 120_000);
+
+  it('delivers a publish once to every subscriber, one id, when the publishing turn is SIGKILLed', async () => {
+    const prefix = testPrefix('publish-sigkill');
+    const markerDir = mkdtempSync(join(tmpdir(), 'queueflow-publish-'));
+    const engine = new RedisEngine({ connection: redisUrl(), prefix, flows: [], agents });
+    cleanups.push(async () => {
+      await engine.close();
+      await deletePrefix(redisUrl(), prefix);
+      rmSync(markerDir, { recursive: true, force: true });
+    });
+    const options = {
+      flows: FLOWS,
+      redisUrl: redisUrl(),
+      prefix,
+      concurrency: 2,
+      lockDurationMs: 2000,
+      stalledIntervalMs: 1000,
+    };
+    workers = await Promise.all([spawnWorker(options), spawnWorker(options)]);
+    const to = Array.from({ length: 50 }, (_, i) => `l${i}`);
+    await engine.send(announcer.ref('news'), { to, execMs: 4000, markerDir });
+    await waitFor('the turn to exec', () => {
+      try {
+        return readFileSync(join(markerDir, 'current'), 'utf8') !== '';
+      } catch {
+        return false;
+      }
+    });
+    const pid = Number(readFileSync(join(markerDir, 'current'), 'utf8'));
+    const victim = workers.find((worker) => worker.pid === pid)!;
+    expect(victim, `the worker running the turn (pid ${pid})`).toBeDefined();
+    victim.kill('SIGKILL');
+    await victim.exited;
+    workers.push(await spawnWorker(options));
+    await waitFor('the turn to commit', async () => (await engine.agent(announcer.ref('news')))?.turns === 1, {
+      timeoutMs: 60_000,
+    });
+    await waitFor('every listener', async () => {
+      const infos = await Promise.all(to.map((key) => engine.agent(listener.ref(key))));
+      return infos.every((info) => info?.turns === 1);
+    });
+    const ids = await Promise.all(
+      to.map(async (key) => (await engine.agent(listener.ref(key)))!.state.got as string[]),
+    );
+    expect(ids.every((got) => got.length === 1)).toBe(true);
+    expect(new Set(ids.map((got) => got[0])).size).toBe(1);
+  }, 120_000);
+});
