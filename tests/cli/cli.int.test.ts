@@ -480,6 +480,15 @@ describe('queueflow list', () => {
           new RegExp(`throttled  steps \\d+  .*Z  by 'cli-metered'  child of ${parent}$`),
         );
       }
+      // The parent holds no worker while its children run, but its work goes on: it reads running.
+      const [status, all] = await Promise.all([
+        queueflow(['status', parent, ...at(prefix)]),
+        queueflow(['list', ...at(prefix)]),
+      ]);
+      expect(parsed<RunInfo>(status)).toMatchObject({ status: 'running', children: { total: 3 } });
+      expect(all.stdout.split('\n').find((l) => l.startsWith(`${parent}  `))).toMatch(
+        /^\S+  cli-metered  running    steps \d+  \S+Z  fan-out [01] of 3 children ended$/,
+      );
     } finally {
       await engine.cancel(parent);
     }

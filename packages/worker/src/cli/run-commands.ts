@@ -125,7 +125,13 @@ function statusCommand(): Command {
                   .map(({ since, deadline }) => ({ mailbox: mailbox.address, since, deadline })),
               )[0]
             : undefined;
-        console.log(JSON.stringify({ ...info, ...(parkedOn ? { waitingOn: parkedOn } : {}), shared }, null, 2));
+        console.log(
+          JSON.stringify(
+            { ...info, status: shownStatus(info), ...(parkedOn ? { waitingOn: parkedOn } : {}), shared },
+            null,
+            2,
+          ),
+        );
       });
     });
 }
@@ -197,17 +203,38 @@ function listCommand(): Command {
           const runs = await listSince(engine, options);
           if (options.status === 'throttled') runs.push(...(await throttledChildren(engine, runs, options)));
           if (options.json) return console.log(JSON.stringify(runs, null, 2));
-          for (const run of runs) {
+          // A waiting run may be a fan-out parent: its children's counts are in its info.
+          const fanOuts = await Promise.all(
+            runs.map((run) => (run.status === 'waiting' ? engine.get(run.id) : Promise.resolve(undefined))),
+          );
+          runs.forEach((run, i) => {
             const at = new Date(run.createdAt).toISOString();
             const by = run.throttledBy ? `  by '${run.throttledBy}'` : '';
             const parent = run.parentId ? `  child of ${run.parentId}` : '';
+            const children = fanOuts[i]?.children;
+            const status = children ? 'running' : run.status;
+            const fanOut = children ? `  fan-out ${fanOutCounts(children)}` : '';
             console.log(
-              `${run.id}  ${run.flow}  ${run.status.padEnd(9)}  steps ${run.steps}  ${at}${by}${parent}${run.error ? `  ${firstLine(run.error.message)}` : ''}`,
+              `${run.id}  ${run.flow}  ${status.padEnd(9)}  steps ${run.steps}  ${at}${fanOut}${by}${parent}${run.error ? `  ${firstLine(run.error.message)}` : ''}`,
             );
-          }
+          });
         });
       },
     );
+}
+
+/**
+ * The status a person reads: a fan-out parent is stored `waiting` (it holds no worker while its
+ * children run) but its work goes on, so it shows `running`, with its children's counts beside.
+ */
+function shownStatus(info: RunInfo): RunStatus {
+  return info.status === 'waiting' && info.children ? 'running' : info.status;
+}
+
+/** `120 of 6046 children ended, 3 failed`. */
+function fanOutCounts(children: NonNullable<RunInfo['children']>): string {
+  const failed = children.failed > 0 ? `, ${children.failed} failed` : '';
+  return `${children.ended} of ${children.total} children ended${failed}`;
 }
 
 /** A list shows one line per run: an error's first line, at most 120 characters (`status <id>` shows it whole). */
