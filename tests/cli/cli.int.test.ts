@@ -487,7 +487,7 @@ describe('queueflow list', () => {
       ]);
       expect(parsed<RunInfo>(status)).toMatchObject({ status: 'running', children: { total: 3 } });
       expect(all.stdout.split('\n').find((l) => l.startsWith(`${parent}  `))).toMatch(
-        /^\S+  cli-metered  running    steps \d+  \S+Z  fan-out [01] of 3 children ended$/,
+        /^\S+ {2}cli-metered {2}running {4}steps \d+ {2}\S+Z {2}fan-out [01] of 3 children ended$/,
       );
     } finally {
       await engine.cancel(parent);
