@@ -48,7 +48,12 @@ export type {
   AskOptions,
   ListAgentsOptions,
   PublishResult,
+  PublishOptions,
+  ConversationInfo,
+  ConversationOptions,
+  EngineSendOptions,
 } from './agent/agent-types.js';
+export type { ConversationBudget, ConversationMessage } from './agent/conversation-store.js';
 export type {
   Engine,
   RunStatus,

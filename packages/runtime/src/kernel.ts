@@ -149,6 +149,12 @@ export {
   type ReminderInfo,
 } from './agent/reminders.js';
 export { ReminderTimer } from './agent/reminder-timer.js';
+export {
+  MAX_CONVERSATION_MESSAGES,
+  type ConversationStore,
+  type ConversationTurn,
+  type StoredConversation,
+} from './agent/conversation-store.js';
 export { checkWellFormed } from './core/well-formed.js';
 export type { Message } from './mailbox/message.js';
 export {

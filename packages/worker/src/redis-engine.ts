@@ -33,11 +33,13 @@ import {
   type AgentInfo,
   type AgentPage,
   type PublishResult,
+  type PublishOptions,
+  type ConversationInfo,
+  type EngineSendOptions,
   type AgentTurnInfo,
   type AskOptions,
   type ListAgentsOptions,
   type Message,
-  type SendOptions,
 } from '@queueflow/runtime';
 import {
   FlowRegistry,
@@ -59,6 +61,7 @@ import {
   checkTopic,
 } from '@queueflow/runtime/kernel';
 import { RedisAgentStore } from './redis-agent-store.js';
+import { RedisConversationStore } from './redis-conversation-store.js';
 import { BullmqScheduler } from './bullmq-scheduler.js';
 import {
   connectAll,
@@ -259,7 +262,7 @@ export class RedisEngine implements Engine {
    * @throws QueueflowError `NOT_JSON` for a body that would not survive JSON, `PAYLOAD_TOO_LARGE`
    *   for one over `MAX_MESSAGE_BYTES` (1 MiB); TypeError (code `INVALID_ARGUMENT`) for a bad address.
    */
-  async send(address: string, body: Json, options?: SendOptions): Promise<string> {
+  async send(address: string, body: Json, options?: EngineSendOptions): Promise<string> {
     checkAddress('send', address); // before the partition count is stored: a refusal writes nothing
     return this.write(({ agents }) => agents.send(address, body, options));
   }
@@ -271,9 +274,19 @@ export class RedisEngine implements Engine {
   }
 
   /** @see Engine.publish */
-  async publish(topic: string, body: Json): Promise<PublishResult> {
+  async publish(topic: string, body: Json, options?: PublishOptions): Promise<PublishResult> {
     checkTopic('publish', topic); // before the partition count is stored: a refusal writes nothing
-    return this.write(({ agents }) => agents.publish(topic, body));
+    return this.write(({ agents }) => agents.publish(topic, body, options));
+  }
+
+  /** @see Engine.conversation */
+  async conversation(id: string): Promise<ConversationInfo | undefined> {
+    return this.withConnection(({ agents }) => agents.conversation(id));
+  }
+
+  /** @see Engine.conversations */
+  async conversations(options?: { limit?: number; cursor?: string }): Promise<{ ids: string[]; cursor?: string }> {
+    return this.withConnection(({ agents }) => agents.conversationIds(options));
   }
 
   /** @see Engine.agent */
@@ -558,12 +571,14 @@ export class RedisEngine implements Engine {
         () => createRedis(this.options.connection, 'reader', onError),
         this.settings.retentionSeconds,
       );
+      const conversations = new RedisConversationStore(withScripts(redis), partitions, this.settings.retentionSeconds);
       const runtime = new AgentRuntime(this.agentTypes, agentStore, store, scheduler, this.registry, {
+        conversations,
         clock,
         maxCheckpointBytes: this.settings.maxCheckpointBytes,
         largeValueBytes: this.settings.largeValueBytes,
       });
-      const agents = new AgentClient(agentStore, store, runtime, client);
+      const agents = new AgentClient(agentStore, store, runtime, client, conversations, clock);
       return { redis, partitions, countStored, subscriber, scheduler, waiter, client, reader, schedules, agents };
     })();
     this.connected.catch(() => {

@@ -303,6 +303,21 @@ export class RedisKeys {
     return `${this.prefix}:agent-reminders:${ref}`;
   }
 
+  /** The four keys of conversation `id`, in the order conversations.lua takes them. */
+  conversationKeys(id: string): [string, string, string, string] {
+    return [
+      `${this.prefix}:conversation:${id}`,
+      `${this.prefix}:conversation-log:${id}`,
+      `${this.prefix}:conversation-running:${id}`,
+      this.conversations(),
+    ];
+  }
+
+  /** Sorted set: the partition's conversations, id → when it began (epoch ms). */
+  conversations(): string {
+    return `${this.prefix}:conversations`;
+  }
+
   /** The six keys of agent `ref`, in the order the agent scripts take them (agent-lifecycle.lua). */
   agentKeys(ref: string): [string, string, string, string, string, string] {
     return [

@@ -36,6 +36,7 @@ const SCRIPTS: Record<ScriptName, { file: string; keys?: number; budget?: true; 
   agentOps: { file: 'agent-ops.lua', keys: 6, agent: true },
   // Variable number of keys: 2 to change, 1 to fire.
   reminders: { file: 'reminders.lua', agent: true },
+  conversations: { file: 'conversations.lua', keys: 4, bare: true },
   // On BullMQ's own keys: no prelude.
   hurryJob: { file: 'hurry-job.lua', keys: 1, bare: true },
 };
@@ -69,7 +70,8 @@ type ScriptName =
   | 'activateAgent'
   | 'endTurn'
   | 'agentOps'
-  | 'reminders';
+  | 'reminders'
+  | 'conversations';
 
 let sources: Record<ScriptName, string> | undefined;
 

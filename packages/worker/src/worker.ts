@@ -20,6 +20,7 @@ import {
 import { BullmqScheduler, taskOfJob } from './bullmq-scheduler.js';
 import { createRedis, serverOf, type ConnectionOption } from './connection.js';
 import { RedisAgentStore } from './redis-agent-store.js';
+import { RedisConversationStore } from './redis-conversation-store.js';
 import { checkRedisConfig } from './probe-server.js';
 import { RedisLiveness } from './redis-liveness.js';
 import { normalizePrefix } from './redis-keys.js';
@@ -238,6 +239,7 @@ export async function startWorker(options: WorkerOptions): Promise<QueueflowWork
     settings.retentionSeconds,
   );
   const agents = new AgentRuntime(agentTypes, agentStore, store, scheduler, registry, {
+    conversations: new RedisConversationStore(withScripts(redis), partitions, settings.retentionSeconds),
     clock,
     maxCheckpointBytes: settings.maxCheckpointBytes,
     largeValueBytes: settings.largeValueBytes,

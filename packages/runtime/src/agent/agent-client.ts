@@ -3,7 +3,7 @@ import { QueueflowError } from '../errors/queueflow-error.js';
 import type { Json, JsonObject } from '../json/json.js';
 import type { StepRecord } from '../kernel/engine.js';
 import { isFinal, type RunStore } from '../kernel/run-store.js';
-import { checkMessageBody, checkTimeout, type Message, type SendOptions } from '../mailbox/message.js';
+import { checkAddress, checkMessageBody, checkTimeout, type Message, type SendOptions } from '../mailbox/message.js';
 import { checkTopic } from '../mailbox/topic.js';
 import { checkWellFormed } from '../core/well-formed.js';
 import type { AgentRuntime } from './agent-runtime.js';
@@ -13,9 +13,15 @@ import type {
   AgentPage,
   AgentTurnInfo,
   AskOptions,
+  ConversationInfo,
+  ConversationOptions,
+  EngineSendOptions,
   ListAgentsOptions,
+  PublishOptions,
   PublishResult,
 } from './agent-types.js';
+import type { ConversationStore } from './conversation-store.js';
+import type { Clock } from '../kernel/clock.js';
 import { checkAgentRef, firstState, parseAgentRef } from './define-agent.js';
 
 /** Default of {@link AskOptions.timeoutMs}: 30 s. */
@@ -42,6 +48,8 @@ export class AgentClient {
     private readonly runs: RunStore,
     private readonly runtime: AgentRuntime,
     private readonly host: AgentClientHost,
+    private readonly conversations: ConversationStore,
+    private readonly clock: Clock,
   ) {}
 
   /**
@@ -49,7 +57,8 @@ export class AgentClient {
    * process has the agent's type, else by a worker that has it, within a heartbeat).
    * @throws QueueflowError `MAILBOX_FULL` when the agent's inbox holds its type's `capacity`.
    */
-  async send(address: string, body: Json, options?: SendOptions): Promise<string> {
+  async send(address: string, body: Json, options: EngineSendOptions = {}): Promise<string> {
+    const conversation = checkConversation('send', options.conversation);
     const parsed = parseAgentRef(address);
     const capacity = parsed ? this.runtime.definition(parsed.type)?.options.capacity : undefined;
     if (capacity !== undefined && (await this.runs.mailboxSize(address)) >= capacity)
@@ -57,9 +66,71 @@ export class AgentClient {
         'MAILBOX_FULL',
         `send: the inbox of '${address}' holds ${capacity} messages, its type's capacity: try again later`,
       );
-    const id = await this.host.send(address, body, options);
+    let id: string;
+    if (conversation) {
+      checkAddress('send', address);
+      checkMessageBody(body, `message body sent to '${address}'`);
+      if (options.replyTo !== undefined) checkAddress('send', options.replyTo, 'replyTo');
+      const message = this.host.newMessage(body);
+      if (options.replyTo !== undefined) message.replyTo = options.replyTo;
+      message.conversation = await this.begin(conversation, message.id);
+      await this.host.deliver([address], message);
+      id = message.id;
+    } else {
+      id = await this.host.send(address, body, options.replyTo === undefined ? {} : { replyTo: options.replyTo });
+    }
     if (parsed) await this.runtime.delivered([address]);
     return id;
+  }
+
+  /** Starts or continues conversation `options` (its id, else `messageId`); resolves its id. */
+  private async begin(options: ConversationOptions, messageId: string): Promise<string> {
+    const id = options.id ?? messageId;
+    await this.conversations.begin(id, options.budget, this.clock.now());
+    return id;
+  }
+
+  /** @see Engine.conversation */
+  async conversation(id: string): Promise<ConversationInfo | undefined> {
+    checkConversationId('conversation', id);
+    const stored = await this.conversations.load(id);
+    if (!stored) return undefined;
+    const waits: ConversationInfo['waits'] = [];
+    for (const runId of stored.running) {
+      const run = await this.runs.load(runId);
+      const parked = run?.replay.parked;
+      if (run?.status === 'waiting' && run.turn && parked)
+        waits.push({ agent: run.turn.agent, runId, on: parked.address, since: run.updatedAt });
+    }
+    return {
+      id: stored.id,
+      status: stored.status,
+      turns: stored.turns,
+      participants: stored.participants,
+      messages: stored.log,
+      waits,
+      spend: {},
+      ...(stored.budget === undefined ? {} : { budget: stored.budget }),
+      startedAt: stored.startedAt,
+      updatedAt: stored.updatedAt,
+      ...(stored.error === undefined ? {} : { error: stored.error }),
+    };
+  }
+
+  /** @see Engine.conversations */
+  async conversationIds(
+    options: { limit?: number; cursor?: string } = {},
+  ): Promise<{ ids: string[]; cursor?: string }> {
+    const limit = options.limit ?? 100;
+    if (!Number.isInteger(limit) || limit < 1)
+      throw new QueueflowError(
+        'INVALID_OPTION',
+        `conversations: expected \`limit\` to be an integer from 1, got ${String(limit)}`,
+        {
+          retryable: false,
+        },
+      );
+    return this.conversations.list({ limit, ...(options.cursor === undefined ? {} : { cursor: options.cursor }) });
   }
 
   /**
@@ -69,7 +140,8 @@ export class AgentClient {
    * idle subscribers start. A process that dies part way has delivered to a prefix of them.
    * @throws QueueflowError `INVALID_OPTION` (a bad topic, a mapping's bad key), `NOT_JSON`, `PAYLOAD_TOO_LARGE`.
    */
-  async publish(topic: string, body: Json): Promise<PublishResult> {
+  async publish(topic: string, body: Json, options: PublishOptions = {}): Promise<PublishResult> {
+    const conversation = checkConversation('publish', options.conversation);
     checkTopic('publish', topic);
     checkMessageBody(body, `message body published on '${topic}'`);
     const subscribers = this.runtime.subscribers(topic, body);
@@ -82,6 +154,7 @@ export class AgentClient {
     );
     const delivered = subscribers.filter((address) => !full.has(address));
     const message: Message = { ...this.host.newMessage(body), topic };
+    if (conversation) message.conversation = await this.begin(conversation, message.id);
     await this.host.deliver(delivered, message);
     await this.runtime.delivered(delivered);
     return { messageId: message.id, delivered, full: [...full] };
@@ -95,7 +168,10 @@ export class AgentClient {
   async ask(address: string, body: Json, options: AskOptions = {}): Promise<Message | undefined> {
     const timeoutMs = checkTimeout('ask', options.timeoutMs) ?? DEFAULT_ASK_TIMEOUT_MS;
     const replyTo = `reply:${nanoid()}`;
-    await this.send(address, body, { replyTo });
+    await this.send(address, body, {
+      replyTo,
+      ...(options.conversation === undefined ? {} : { conversation: options.conversation }),
+    });
     return this.store.awaitMessage(replyTo, timeoutMs);
   }
 
@@ -231,4 +307,54 @@ export class AgentClient {
     );
     return turns.filter((turn): turn is AgentTurnInfo => turn !== undefined);
   }
+}
+
+/** Longest conversation id, in characters. */
+const MAX_CONVERSATION_ID = 200;
+
+/** @throws QueueflowError `INVALID_OPTION` for an id that is not 1 to 200 characters without whitespace. */
+function checkConversationId(owner: string, id: unknown): string {
+  if (typeof id !== 'string' || id === '' || id.length > MAX_CONVERSATION_ID || /\s/.test(id))
+    throw new QueueflowError(
+      'INVALID_OPTION',
+      `${owner}: expected a conversation id of 1 to ${MAX_CONVERSATION_ID} characters without whitespace, got ${typeof id === 'string' ? JSON.stringify(id.slice(0, 80)) : typeof id}`,
+      { retryable: false },
+    );
+  return checkWellFormed(owner, 'conversation.id', id);
+}
+
+/**
+ * The `conversation` option, checked.
+ * @throws QueueflowError `INVALID_OPTION` naming the bad id or limit.
+ */
+function checkConversation(owner: string, options: unknown): ConversationOptions | undefined {
+  if (options === undefined) return undefined;
+  if (typeof options !== 'object' || options === null)
+    throw new QueueflowError('INVALID_OPTION', `${owner}: expected \`conversation\` to be an object { id?, budget? }`, {
+      retryable: false,
+    });
+  const { id, budget } = options as ConversationOptions;
+  if (id !== undefined) checkConversationId(owner, id);
+  if (budget !== undefined) {
+    if (typeof budget !== 'object' || budget === null)
+      throw new QueueflowError('INVALID_OPTION', `${owner}: expected \`conversation.budget\` to be an object`, {
+        retryable: false,
+      });
+    for (const [limit, value] of Object.entries(budget)) {
+      const integer = limit === 'turns' || limit === 'messages';
+      if (!['turns', 'messages', 'wallMs'].includes(limit))
+        throw new QueueflowError(
+          'INVALID_OPTION',
+          `${owner}: unknown limit \`conversation.budget.${limit}\`; known: turns, messages, wallMs (cost is not counted yet)`,
+          { retryable: false },
+        );
+      if (typeof value !== 'number' || !(value > 0) || !Number.isFinite(value) || (integer && !Number.isInteger(value)))
+        throw new QueueflowError(
+          'INVALID_OPTION',
+          `${owner}: expected \`conversation.budget.${limit}\` to be a positive ${integer ? 'integer' : 'number of milliseconds'}, got ${JSON.stringify(value)}`,
+          { retryable: false },
+        );
+    }
+  }
+  return options as ConversationOptions;
 }

@@ -3,6 +3,8 @@ import type { FlowRegistry } from '../interpreter/flow-definition.js';
 import type { Json, JsonObject } from '../json/json.js';
 import { topicSubscribers } from './topic-subscribers.js';
 import type { ReminderChange } from './reminders.js';
+import type { ConversationStore } from './conversation-store.js';
+import { cancelRun } from '../kernel/cancel-run.js';
 import type { Clock } from '../kernel/clock.js';
 import type { RunError } from '../kernel/engine.js';
 import { newRunId } from '../kernel/run-id.js';
@@ -29,6 +31,8 @@ export interface AgentRuntimeOptions {
   /** Largest encoded checkpoint, in bytes (a turn's checkpoint holds the state). */
   maxCheckpointBytes: number;
   largeValueBytes?: number;
+  /** Where conversations are counted against their budgets; without it, none is. */
+  conversations?: ConversationStore;
   /**
    * The checkpoint of a stored run with its values put back (the step driver's).
    * @defaultValue decoded here (a turn's run is never a fan-out child)
@@ -158,6 +162,7 @@ export class AgentRuntime {
             await this.scheduler.addStep(run.id, 0, run.target, taskOptionsOf(run));
           return;
         }
+        await this.admit(ref, current);
         const state = this.migrated(definition, current);
         const prepared = prepareRun(this.registry, definition.flow, state, {}, this.options);
         const run = {
@@ -189,6 +194,33 @@ export class AgentRuntime {
     }
   }
 
+  /**
+   * Counts a turn in its message's conversation. A turn past the conversation's budget (or in one
+   * that ended) does not run: the conversation's running turns are cancelled, and this one fails.
+   * @throws QueueflowError `CONVERSATION_BUDGET` naming the limit.
+   */
+  private async admit(ref: string, activation: AgentActivation): Promise<void> {
+    const id = activation.message.conversation;
+    if (id === undefined || !this.options.conversations) return;
+    const reply = await this.options.conversations.turnStarted(id, {
+      ref,
+      runId: activation.runId,
+      turn: activation.turn,
+      message: { id: activation.message.id, from: activation.message.from, at: activation.message.sentAt },
+      now: this.options.clock.now(),
+    });
+    if (reply.admitted) return;
+    for (const runId of reply.running) await this.cancelTurn(runId);
+    throw new QueueflowError('CONVERSATION_BUDGET', reply.error.message, { retryable: false });
+  }
+
+  /** Cancels the run of a turn, and its key goes on (its message to the dead letters). */
+  private async cancelTurn(runId: string): Promise<void> {
+    await cancelRun(this.runs, this.scheduler, runId);
+    const run = await this.runs.load(runId);
+    if (run) await this.runEnded(run);
+  }
+
   /** The state a turn starts from: the committed one, migrated when its version is older. */
   private migrated(definition: AgentDefinition<any>, activation: AgentActivation): JsonObject {
     const state = JSON.parse(activation.state) as JsonObject;
@@ -214,6 +246,8 @@ export class AgentRuntime {
     if (!turn || !isFinal(run.status)) return;
     const definition = this.types.get(parseAgentRef(turn.agent)?.type ?? '');
     if (!definition) return; // a process with the type finishes it (recover)
+    const conversation = turn.message.conversation;
+    if (conversation !== undefined) await this.options.conversations?.turnEnded(conversation, run.id);
     const status = run.status as TurnEnd['status'];
     const idleTtlMs = definition.options.idleTtlMs;
     const end: TurnEnd = {

@@ -1,7 +1,8 @@
 import type { RunError } from '../errors/error-record.js';
 import type { JsonObject } from '../json/json.js';
 import type { PatchOperation } from '../json/merge-patches.js';
-import type { Message } from '../mailbox/message.js';
+import type { Message, SendOptions } from '../mailbox/message.js';
+import type { ConversationBudget, ConversationMessage } from './conversation-store.js';
 import type { ReminderInfo } from './reminders.js';
 
 /** What the engines answer about agents (README "Agents"). Times are epoch milliseconds. */
@@ -66,10 +67,56 @@ export interface AgentTurnInfo {
   patch?: PatchOperation[];
 }
 
+/** `conversation` of `engine.send`, `engine.ask` and `engine.publish` (README "Conversations"). */
+export interface ConversationOptions {
+  /**
+   * The conversation to start or continue: 1 to 200 characters without whitespace.
+   * @defaultValue a new one, whose id is the id of the message that starts it
+   */
+  id?: string;
+  /** Its limits; past any, no further turn of it runs (`CONVERSATION_BUDGET`). */
+  budget?: ConversationBudget;
+}
+
+/** Options of `engine.send`. */
+export interface EngineSendOptions extends SendOptions {
+  /** The message starts or continues a conversation. */
+  conversation?: ConversationOptions;
+}
+
+/** Options of `engine.publish`. */
+export interface PublishOptions {
+  /** The messages start or continue a conversation. */
+  conversation?: ConversationOptions;
+}
+
+/** A conversation as `engine.conversation(id)` shows it. Times are epoch milliseconds. */
+export interface ConversationInfo {
+  id: string;
+  /** `ended` once past its budget (then `error` says which limit). */
+  status: 'running' | 'ended';
+  /** Turns its agents took. */
+  turns: number;
+  /** The agents that took a turn in it, in the order they joined. */
+  participants: string[];
+  /** The messages its turns handled, in the order their turns started (the last 1,000). */
+  messages: ConversationMessage[];
+  /** Its turns parked now, and on what: an ask's reply address, or a mailbox. */
+  waits: { agent: string; runId: string; on: string; since: number }[];
+  /** What its turns spent, per agent and key (`this.spend`): not counted yet, always empty. */
+  spend: Record<string, Record<string, number>>;
+  budget?: ConversationBudget;
+  startedAt: number;
+  updatedAt: number;
+  error?: RunError;
+}
+
 /** Options of `engine.ask`. */
 export interface AskOptions {
   /** How long to wait for the answer, in milliseconds; then `ask` resolves `undefined`. @defaultValue 30000 */
   timeoutMs?: number;
+  /** The question starts or continues a conversation. */
+  conversation?: ConversationOptions;
 }
 
 /** What `engine.publish` did. */

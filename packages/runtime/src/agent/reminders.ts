@@ -116,7 +116,7 @@ export function fireReminder(
 }
 
 /** The id of the message a reminder's tick due at `due` sends: the same should it be fired twice. */
-export function reminderMessageId(name: string, due: number): string {
+function reminderMessageId(name: string, due: number): string {
   return `r.${name}.${due}`;
 }
 

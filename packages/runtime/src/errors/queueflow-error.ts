@@ -27,6 +27,7 @@ export type QueueflowErrorCode =
   | 'WORKER_FENCED'
   | 'MAILBOX_FULL'
   | 'ASK_CYCLE'
+  | 'CONVERSATION_BUDGET'
   | 'INTERNAL';
 
 /**

@@ -4,7 +4,7 @@ export type { RunError };
 import type { FlowDefinition } from '../interpreter/flow-definition.js';
 import type { Json, JsonObject } from '../json/json.js';
 import type { MergeConflict, PatchOperation } from '../json/merge-patches.js';
-import type { Message, SendOptions } from '../mailbox/message.js';
+import type { Message } from '../mailbox/message.js';
 import type {
   AgentInfo,
   AgentPage,
@@ -12,6 +12,9 @@ import type {
   AskOptions,
   ListAgentsOptions,
   PublishResult,
+  PublishOptions,
+  ConversationInfo,
+  EngineSendOptions,
 } from '../agent/agent-types.js';
 import type { FlowGraph } from '../interpreter/mermaid.js';
 import type { StreamEntry, StreamOptions, StreamRestart } from '../stream/stream-types.js';
@@ -211,9 +214,10 @@ export interface Engine {
    *   `MAILBOX_FULL` for an agent whose inbox holds its type's `capacity`.
    *
    * An agent's address (`AgentDefinition.ref(key)`) is its inbox: a message to an idle agent
-   * starts its turn (its first message activates it).
+   * starts its turn (its first message activates it). With `conversation`, the message starts or
+   * continues a conversation (a new one's id is the message's id), counted against its budget.
    */
-  send(address: string, body: Json, options?: SendOptions): Promise<string>;
+  send(address: string, body: Json, options?: EngineSendOptions): Promise<string>;
   /**
    * Request/reply from outside any run: sends `body` to `address` with a fresh reply address and
    * waits up to `options.timeoutMs` (ms, default 30 s) for the answer (`this.reply(this.message, …)`
@@ -231,7 +235,15 @@ export interface Engine {
    * @throws QueueflowError `INVALID_OPTION` for a bad topic name (letters, digits, `_ . : / -`) or
    *   a mapping that returns no key, `NOT_JSON`, `PAYLOAD_TOO_LARGE`.
    */
-  publish(topic: string, body: Json): Promise<PublishResult>;
+  publish(topic: string, body: Json, options?: PublishOptions): Promise<PublishResult>;
+  /**
+   * A conversation (README "Conversations"): its status, turns, participants, the messages its
+   * turns handled, its turns parked now (`waits`) and its budget; `undefined` for an unknown id.
+   * @throws QueueflowError `INVALID_OPTION` for an id that is not 1 to 200 characters without whitespace.
+   */
+  conversation(id: string): Promise<ConversationInfo | undefined>;
+  /** Conversation ids, newest first, a page at a time (`limit`, default 100; `cursor` of the page before). */
+  conversations(options?: { limit?: number; cursor?: string }): Promise<{ ids: string[]; cursor?: string }>;
   /**
    * A keyed agent: its last committed state, committed turns, inbox depth, running turn and dead
    * letters; `undefined` for a key never activated (or deleted).

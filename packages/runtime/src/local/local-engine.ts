@@ -54,8 +54,12 @@ import type {
   AskOptions,
   ListAgentsOptions,
   PublishResult,
+  PublishOptions,
+  ConversationInfo,
+  EngineSendOptions,
 } from '../agent/agent-types.js';
-import type { Message, SendOptions } from '../mailbox/message.js';
+import { MemoryConversationStore } from './memory-conversation-store.js';
+import type { Message } from '../mailbox/message.js';
 import { observeGauges } from '../telemetry/metrics.js';
 
 export interface LocalEngineOptions {
@@ -160,7 +164,9 @@ export class LocalEngine implements Engine {
       );
     });
     const agentStore = new MemoryAgentStore(this.store, clock);
+    const conversations = new MemoryConversationStore();
     this.agentRuntime = new AgentRuntime(agents, agentStore, this.store, this.scheduler, registry, {
+      conversations,
       clock,
       maxCheckpointBytes,
       largeValueBytes,
@@ -184,7 +190,7 @@ export class LocalEngine implements Engine {
       where: 'in this engine',
       workerLapseMs: Infinity,
     });
-    this.agentClient = new AgentClient(agentStore, this.store, this.agentRuntime, this.client);
+    this.agentClient = new AgentClient(agentStore, this.store, this.agentRuntime, this.client, conversations, clock);
     // Only this engine sets reminders here: its timer is armed for the earliest, never polls.
     this.reminders = new ReminderTimer(
       () => this.agentRuntime.fireReminders(),
@@ -258,7 +264,7 @@ export class LocalEngine implements Engine {
    * @returns the message's id (the `id` its receiver sees).
    * @throws QueueflowError NOT_JSON for a body that would not survive JSON; TypeError for a bad address.
    */
-  async send(address: string, body: Json, options?: SendOptions): Promise<string> {
+  async send(address: string, body: Json, options?: EngineSendOptions): Promise<string> {
     await this.open();
     return this.agentClient.send(address, body, options);
   }
@@ -270,9 +276,19 @@ export class LocalEngine implements Engine {
   }
 
   /** @see Engine.publish */
-  async publish(topic: string, body: Json): Promise<PublishResult> {
+  async publish(topic: string, body: Json, options?: PublishOptions): Promise<PublishResult> {
     await this.open();
-    return this.agentClient.publish(topic, body);
+    return this.agentClient.publish(topic, body, options);
+  }
+
+  /** @see Engine.conversation */
+  async conversation(id: string): Promise<ConversationInfo | undefined> {
+    return this.agentClient.conversation(id);
+  }
+
+  /** @see Engine.conversations */
+  async conversations(options?: { limit?: number; cursor?: string }): Promise<{ ids: string[]; cursor?: string }> {
+    return this.agentClient.conversationIds(options);
   }
 
   /** @see Engine.agent */

@@ -31,6 +31,11 @@ export interface Message<B extends Json = Json> {
    * first (the turn that asked last). An ask to one of them would close a wait cycle (`ASK_CYCLE`).
    */
   waiting?: string[];
+  /**
+   * The conversation it belongs to (README "Conversations"): set by `engine.send(…, {
+   * conversation })`, and carried by every message a turn handling it sends.
+   */
+  conversation?: string;
   /** The topic it was published on (`publish`); every subscriber gets the same `id`. */
   topic?: string;
   /** The name of the reminder that sent it (`this.remind`); `body` is the reminder's. */

@@ -183,11 +183,13 @@ export class StepMailbox implements Mailbox, StepMailboxPort {
   /** The message of send number `ordinal` of this step (its id survives the step running again). */
   private message(ordinal: number, body: Json): Message {
     const from = this.sender.turn?.agent ?? this.ids.runId;
+    const conversation = this.sender.turn?.message.conversation;
     return {
       id: `${this.ids.runId}.${this.ids.step}.s${ordinal}`,
       body: jsonCopy(body),
       sentAt: this.now(),
       from,
+      ...(conversation === undefined ? {} : { conversation }),
       ...(this.ids.trace === undefined ? {} : { trace: this.ids.trace }),
     };
   }

@@ -1,0 +1,113 @@
+import type { RunError } from '../kernel/engine.js';
+
+/**
+ * The storage contract of conversations (README "Conversations"): what the turns of a
+ * conversation did, counted against its budget. A conversation is the set of turns whose messages
+ * carry its id (a message sent from a turn carries the turn's). Each operation is one atomic
+ * transition (a Lua script on Redis, in the partition of the conversation's id).
+ */
+export interface ConversationStore {
+  /**
+   * Starts conversation `id` with `budget` (`engine.send(…, { conversation })`); one that exists
+   * keeps its record and takes the budget given, if any.
+   */
+  begin(id: string, budget: ConversationBudget | undefined, now: number): Promise<void>;
+  /**
+   * A turn of agent `turn.ref` is about to handle `turn.message` of conversation `id`. Admitted:
+   * it is counted, its agent joins the participants, its message is recorded, and its run is
+   * among the running turns. Refused when the conversation has ended, or when the turn would go
+   * past a limit of the budget: the conversation then ends with `CONVERSATION_BUDGET`, and the
+   * runs of its running turns are returned (the caller cancels them). A turn admitted before (its
+   * run id is among the running) is admitted again without counting.
+   */
+  turnStarted(
+    id: string,
+    turn: ConversationTurn,
+  ): Promise<{ admitted: true } | { admitted: false; error: RunError; running: string[] }>;
+  /** The turn of run `runId` ended: it leaves the running turns. */
+  turnEnded(id: string, runId: string): Promise<void>;
+  load(id: string): Promise<StoredConversation | undefined>;
+  /** Conversation ids, newest first, `limit` at most after `cursor`. */
+  list(options: { limit: number; cursor?: string }): Promise<{ ids: string[]; cursor?: string }>;
+}
+
+/** Limits of a conversation (`engine.send(…, { conversation: { budget } })`). */
+export interface ConversationBudget {
+  /** Most turns it may take, over all its agents. */
+  turns?: number;
+  /** Most messages its turns may handle (each turn handles one; a turn that fails counts). */
+  messages?: number;
+  /** Longest it may go on, in ms from its first message. */
+  wallMs?: number;
+}
+
+/** A turn as {@link ConversationStore.turnStarted} records it. Times are epoch ms. */
+export interface ConversationTurn {
+  ref: string;
+  runId: string;
+  turn: number;
+  message: { id: string; from?: string | undefined; at: number };
+  now: number;
+}
+
+/** One message a turn of the conversation handled. */
+export interface ConversationMessage {
+  id: string;
+  /** Its sender (`Message.from`); absent for a client's `engine.send`. */
+  from?: string;
+  /** The agent whose turn handled it. */
+  to: string;
+  /** When it was sent, epoch ms. */
+  at: number;
+  /** The turn's run (`engine.get`, `history`, `fork` take it). */
+  runId: string;
+  /** The turn's number at its agent. */
+  turn: number;
+}
+
+/** A conversation as stored. Times are epoch ms. */
+export interface StoredConversation {
+  id: string;
+  status: 'running' | 'ended';
+  turns: number;
+  /** Messages handled (one per turn). */
+  messages: number;
+  participants: string[];
+  /** The messages handled, oldest first: the last {@link MAX_CONVERSATION_MESSAGES}. */
+  log: ConversationMessage[];
+  /** Runs of its turns running now. */
+  running: string[];
+  budget?: ConversationBudget;
+  startedAt: number;
+  updatedAt: number;
+  /** Why it ended (`CONVERSATION_BUDGET`, naming the limit). */
+  error?: RunError;
+}
+
+/** Messages a conversation's record keeps, oldest dropped first. */
+export const MAX_CONVERSATION_MESSAGES = 1000;
+
+/**
+ * Whether a turn may start in a conversation that took `turns` turns (and `messages` messages),
+ * started at `startedAt`, under `budget`, at `now`: the limit it would pass, else `undefined`.
+ * Mirrored by the Redis store's conversations.lua.
+ */
+export function passedLimit(
+  budget: ConversationBudget | undefined,
+  record: { turns: number; messages: number; startedAt: number },
+  now: number,
+): string | undefined {
+  if (!budget) return undefined;
+  if (budget.turns !== undefined && record.turns + 1 > budget.turns) return `turns: ${budget.turns}`;
+  if (budget.messages !== undefined && record.messages + 1 > budget.messages) return `messages: ${budget.messages}`;
+  if (budget.wallMs !== undefined && now - record.startedAt > budget.wallMs) return `wallMs: ${budget.wallMs}`;
+  return undefined;
+}
+
+/** The error a conversation over its budget ends with. */
+export function budgetError(id: string, limit: string): RunError {
+  return {
+    code: 'CONVERSATION_BUDGET',
+    message: `conversation '${id}' reached its budget (${limit}): no further turn runs`,
+  };
+}

@@ -1,0 +1,90 @@
+--[[
+  Conversations (conversation-store.ts, README "Conversations"), by ARGV[1]. A conversation's keys
+  live in the partition of its id:
+
+  KEYS[1] the conversation hash: status (running | ended), turns, messages, startedAt, updatedAt,
+          participants (JSON array, in the order they joined), budget (JSON), error (JSON)
+  KEYS[2] its log (list of JSON { id, from?, to, at, runId, turn }, oldest first, capped)
+  KEYS[3] the runs of its running turns (set)
+  KEYS[4] the partition's conversations (sorted set: id -> when it began, epoch ms)
+
+  begin    ARGV[2] id   ARGV[3] budget JSON or ''   ARGV[4] now   ARGV[5] retention (s). Returns 1.
+  started  ARGV[2] id   ARGV[3] the turn JSON { ref, runId, turn, message: { id, from?, at }, now }
+           ARGV[4] the log's cap   ARGV[5] retention (s)
+           Returns { 1 } admitted; { 0, error JSON, running run ids } refused (see passedLimit in
+           conversation-store.ts, which this mirrors).
+  ended    ARGV[2] id   ARGV[3] the turn's run id. Returns 1.
+  Every write keeps the keys for the retention.
+]]
+local op, id = ARGV[1], ARGV[2]
+
+local function open(now)
+  if redis.call('EXISTS', KEYS[1]) == 0 then
+    redis.call('HSET', KEYS[1], 'status', 'running', 'turns', 0, 'messages', 0, 'startedAt', now, 'updatedAt', now,
+      'participants', '[]')
+    redis.call('ZADD', KEYS[4], now, id)
+  end
+end
+
+local function keep(retention)
+  for i = 1, 3 do
+    if redis.call('EXISTS', KEYS[i]) == 1 then redis.call('EXPIRE', KEYS[i], retention) end
+  end
+end
+
+if op == 'begin' then
+  open(tonumber(ARGV[4]))
+  if ARGV[3] ~= '' then redis.call('HSET', KEYS[1], 'budget', ARGV[3]) end
+  keep(ARGV[5])
+  return 1
+end
+
+if op == 'started' then
+  local turn = cjson.decode(ARGV[3])
+  local now = tonumber(turn.now)
+  open(now)
+  if redis.call('SISMEMBER', KEYS[3], turn.runId) == 1 then return { 1 } end
+  local f = redis.call('HMGET', KEYS[1], 'status', 'turns', 'messages', 'startedAt', 'budget', 'error')
+  local refused = function()
+    return { 0, redis.call('HGET', KEYS[1], 'error'), redis.call('SMEMBERS', KEYS[3]) }
+  end
+  if f[1] == 'ended' then return refused() end
+  local turns, messages, startedAt = tonumber(f[2]), tonumber(f[3]), tonumber(f[4])
+  local limit
+  if f[5] then
+    local budget = cjson.decode(f[5])
+    if type(budget.turns) == 'number' and turns + 1 > budget.turns then
+      limit = 'turns: ' .. budget.turns
+    elseif type(budget.messages) == 'number' and messages + 1 > budget.messages then
+      limit = 'messages: ' .. budget.messages
+    elseif type(budget.wallMs) == 'number' and now - startedAt > budget.wallMs then
+      limit = 'wallMs: ' .. budget.wallMs
+    end
+  end
+  if limit then
+    local error = { code = 'CONVERSATION_BUDGET',
+      message = "conversation '" .. id .. "' reached its budget (" .. limit .. '): no further turn runs' }
+    redis.call('HSET', KEYS[1], 'status', 'ended', 'error', cjson.encode(error), 'updatedAt', now)
+    keep(ARGV[5])
+    return refused()
+  end
+  local participants = cjson.decode(redis.call('HGET', KEYS[1], 'participants'))
+  local known = false
+  for _, ref in ipairs(participants) do if ref == turn.ref then known = true end end
+  if not known then table.insert(participants, turn.ref) end
+  redis.call('HSET', KEYS[1], 'turns', turns + 1, 'messages', messages + 1, 'updatedAt', now,
+    'participants', cjson.encode(participants))
+  local entry = { id = turn.message.id, from = turn.message.from, to = turn.ref, at = turn.message.at,
+    runId = turn.runId, turn = turn.turn }
+  redis.call('RPUSH', KEYS[2], cjson.encode(entry))
+  redis.call('LTRIM', KEYS[2], -tonumber(ARGV[4]), -1)
+  redis.call('SADD', KEYS[3], turn.runId)
+  keep(ARGV[5])
+  return { 1 }
+end
+
+if op == 'ended' then
+  redis.call('SREM', KEYS[3], ARGV[3])
+  return 1
+end
+return redis.error_reply('conversations: unknown op ' .. tostring(op))

@@ -1,0 +1,111 @@
+/**
+ * Contract: conversations (README "Conversations"). A message sent with `conversation` starts or
+ * continues one; every message a turn handling it sends carries it on. `engine.conversation(id)`
+ * shows its turns, participants, the messages its turns handled in order, and its turns parked
+ * now. Past a limit of its budget no further turn runs: the conversation ends with
+ * `CONVERSATION_BUDGET`, and the message of the refused turn goes to its agent's dead letters.
+ */
+import { describe, expect, it } from 'vitest';
+import { defineAgent, Node, type JsonObject } from '@queueflow/runtime';
+import { waitFor } from '../support/wait-for.js';
+import { engines, useEngine } from './engine-harness.js';
+
+/** Two agents that answer each other for ever: a runaway loop. */
+class Bounce extends Node<{ hits: number }> {
+  override async prep(state: { hits: number }): Promise<void> {
+    state.hits += 1;
+    const other = this.message!.from === player.ref('ping') ? 'pong' : 'ping';
+    await this.send(player.ref(other), { hit: state.hits });
+  }
+}
+const player = defineAgent('player', { state: () => ({ hits: 0 }), turn: () => new Bounce({ name: 'bounce' }) });
+
+/** Asks the next agent of its path, or, last, waits on the mailbox `gate`; answers what came back. */
+class Chain extends Node {
+  override async prep(): Promise<void> {
+    const message = this.message!;
+    const [next, ...rest] = (message.body as { path: string[] }).path;
+    const answer = next === undefined ? await this.receive('gate') : await this.ask(next, { path: rest });
+    if (message.replyTo) await this.reply(message, (answer?.body ?? null) as JsonObject);
+  }
+}
+const link = defineAgent('link', { state: () => ({}), turn: () => new Chain({ name: 'chain' }) });
+const agents = [player, link];
+
+describe.each(engines)('%s: conversations', (name) => {
+  const setup = useEngine(name);
+
+  it('stops a runaway two-agent loop at its turn budget', async () => {
+    const { engine } = await setup('conversation-budget', { flows: [], agents, autoAdvance: true, concurrency: 4 });
+    const id = await engine.send(player.ref('ping'), { hit: 0 }, { conversation: { budget: { turns: 20 } } });
+    await waitFor('the conversation to end', async () => (await engine.conversation(id))?.status === 'ended', {
+      timeoutMs: 60_000,
+    });
+    await waitFor('no turn to run', async () => {
+      const refs = [player.ref('ping'), player.ref('pong')];
+      const infos = await Promise.all(refs.map((ref) => engine.agent(ref)));
+      return infos.every((info) => info?.running === undefined);
+    });
+    const conversation = (await engine.conversation(id))!;
+    expect(conversation).toMatchObject({
+      id,
+      status: 'ended',
+      turns: 20,
+      participants: [player.ref('ping'), player.ref('pong')],
+      error: { code: 'CONVERSATION_BUDGET', message: expect.stringContaining('turns: 20') as unknown },
+      budget: { turns: 20 },
+    });
+    const [ping, pong] = await Promise.all([engine.agent(player.ref('ping')), engine.agent(player.ref('pong'))]);
+    expect(ping!.turns + pong!.turns).toBe(20);
+    const refused = [...ping!.failed, ...pong!.failed];
+    expect(refused).toHaveLength(1);
+    expect(refused[0]!.error.code).toBe('CONVERSATION_BUDGET');
+    expect(refused[0]!.message.conversation).toBe(id);
+    // The messages of the turns, in order, each from the other player.
+    expect(conversation.messages).toHaveLength(20);
+    expect(conversation.messages[0]).toMatchObject({ id, to: player.ref('ping'), turn: 1 });
+    expect(conversation.messages[0]!.from).toBeUndefined();
+    for (const [i, message] of conversation.messages.slice(1).entries())
+      expect(message.from, `message ${i + 1}`).toBe(conversation.messages[i]!.to);
+    expect((await engine.conversations()).ids).toContain(id);
+  });
+
+  it('records a 3-agent chain under its id, with the turns parked now', async () => {
+    const { engine } = await setup('conversation-chain', { flows: [], agents, autoAdvance: true });
+    const [a, b, c] = ['a', 'b', 'c'].map((key) => link.ref(key)) as [string, string, string];
+    const answer = engine.ask(a, { path: [b, c] }, { timeoutMs: 30_000, conversation: { id: 'support-1' } });
+    await waitFor(
+      'two parked asks and the gate',
+      async () => (await engine.conversation('support-1'))?.waits.length === 3,
+    );
+    const waiting = (await engine.conversation('support-1'))!;
+    expect(waiting.waits.map((wait) => wait.agent)).toEqual(expect.arrayContaining([a, b, c]));
+    expect(waiting.waits.find((wait) => wait.agent === c)!.on).toBe('gate');
+    await engine.send('gate', { opened: true });
+    expect((await answer)?.body).toEqual({ opened: true });
+    await waitFor('the turns to end', async () => (await engine.conversation('support-1'))?.waits.length === 0);
+    const conversation = (await engine.conversation('support-1'))!;
+    expect(conversation).toMatchObject({ status: 'running', turns: 3, participants: [a, b, c], waits: [] });
+    expect(conversation.messages.map((message) => [message.from ?? null, message.to])).toEqual([
+      [null, a],
+      [a, b],
+      [b, c],
+    ]);
+  });
+
+  it('refuses a bad conversation id or budget, sending nothing', async () => {
+    const { engine } = await setup('conversation-bad', { flows: [], agents, autoAdvance: true });
+    await expect(engine.send(link.ref('x'), {}, { conversation: { id: 'has space' } })).rejects.toMatchObject({
+      code: 'INVALID_OPTION',
+    });
+    await expect(engine.send(link.ref('x'), {}, { conversation: { budget: { turns: 1.5 } } })).rejects.toMatchObject({
+      code: 'INVALID_OPTION',
+      message: expect.stringContaining('turns') as unknown,
+    });
+    await expect(
+      engine.send(link.ref('x'), {}, { conversation: { budget: { tokens: 5 } as never } }),
+    ).rejects.toMatchObject({ code: 'INVALID_OPTION', message: expect.stringContaining('tokens') as unknown });
+    expect(await engine.agent(link.ref('x'))).toBeUndefined();
+    expect(await engine.conversation('nobody')).toBeUndefined();
+  });
+});
