@@ -22,7 +22,7 @@ export interface ReminderOptions {
    * What a reminder that could not fire on time delivers (its workers were down, or Redis was):
    * `'once'` one message for all its missed ticks, `'skip'` none (the next tick comes on time).
    * A tick is missed when it is a whole period late (`every`), or, for a one-shot reminder,
-   * {@link ONE_SHOT_GRACE_MS} late. Missed ticks are never replayed one by one. @defaultValue 'once'
+   * 60 s late (ONE_SHOT_GRACE_MS). Missed ticks are never replayed one by one. @defaultValue 'once'
    */
   missed?: 'skip' | 'once';
 }

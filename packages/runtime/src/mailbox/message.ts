@@ -32,8 +32,8 @@ export interface Message<B extends Json = Json> {
    */
   waiting?: string[];
   /**
-   * The conversation it belongs to (README "Conversations"): set by `engine.send(…, {
-   * conversation })`, and carried by every message a turn handling it sends.
+   * The conversation it belongs to (README "Conversations"): set by the `conversation` option of
+   * `engine.send`, and carried by every message a turn handling it sends.
    */
   conversation?: string;
   /** The topic it was published on (`publish`); every subscriber gets the same `id`. */
