@@ -82,3 +82,16 @@ export const listener = defineAgent<{ got: string[] }>('fault-listener', {
   turn: () => new Listen({ name: 'listen' }),
   subscribe: { 'fault.news': (body) => (body as { to: string[] }).to },
 });
+
+/** Two players that answer each other for ever: a runaway loop (a conversation's budget stops it). */
+class Bounce extends Node<{ hits: number }> {
+  override async prep(state: { hits: number }): Promise<void> {
+    state.hits += 1;
+    const other = this.message!.from === player.ref('ping') ? 'pong' : 'ping';
+    await this.send(player.ref(other), { hit: state.hits });
+  }
+}
+export const player = defineAgent('fault-player', {
+  state: () => ({ hits: 0 }),
+  turn: () => new Bounce({ name: 'bounce' }),
+});

@@ -3,7 +3,8 @@
  * - Redis restarted (AOF) while reminders wait: each rings once, and an `every` reminder that
  *   missed ticks while Redis was down rings once for them, not once per tick;
  * - a 3-agent ask cycle whose agents' turns run on 3 workers fails at once with `ASK_CYCLE`;
- * - a worker SIGKILLed in a turn that published: every subscriber gets the body once, one id.
+ * - a worker SIGKILLed in a turn that published: every subscriber gets the body once, one id;
+ * - a runaway two-agent loop with a budget of 50 turns, on 3 workers: no turn past the 50th runs.
  */
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -15,10 +16,10 @@ import { startRedisServer } from '../support/redis-server.js';
 import { deletePrefix, redisUrl, testPrefix } from '../support/test-redis.js';
 import { waitFor } from '../support/wait-for.js';
 import { spawnWorker, stopWorkers, type WorkerProcess } from '../support/worker-process.js';
-import { alarm, announcer, listener, relay } from './agent-messaging-flows.js';
+import { alarm, announcer, listener, player, relay } from './agent-messaging-flows.js';
 
 const FLOWS = fileURLToPath(new URL('./agent-messaging-flows.ts', import.meta.url));
-const agents = [alarm, relay, announcer, listener];
+const agents = [alarm, relay, announcer, listener, player];
 
 describe('fault: agent messaging across processes', () => {
   let workers: WorkerProcess[] = [];
@@ -145,5 +146,28 @@ describe('fault: agent messaging across processes', () => {
     );
     expect(ids.every((got) => got.length === 1)).toBe(true);
     expect(new Set(ids.map((got) => got[0])).size).toBe(1);
+  }, 120_000);
+
+  it('stops a runaway two-agent loop at 50 turns on 3 workers', async () => {
+    const prefix = testPrefix('conversation-runaway');
+    const engine = new RedisEngine({ connection: redisUrl(), prefix, flows: [], agents });
+    cleanups.push(async () => {
+      await engine.close();
+      await deletePrefix(redisUrl(), prefix);
+    });
+    const options = { flows: FLOWS, redisUrl: redisUrl(), prefix, concurrency: 4 };
+    workers = await Promise.all([spawnWorker(options), spawnWorker(options), spawnWorker(options)]);
+    const id = await engine.send(player.ref('ping'), { hit: 0 }, { conversation: { budget: { turns: 50 } } });
+    await waitFor('the conversation to end', async () => (await engine.conversation(id))?.status === 'ended', {
+      timeoutMs: 60_000,
+    });
+    const refs = [player.ref('ping'), player.ref('pong')];
+    await waitFor('no turn to run', async () =>
+      (await Promise.all(refs.map((ref) => engine.agent(ref)))).every((info) => info?.running === undefined),
+    );
+    const [ping, pong] = await Promise.all(refs.map((ref) => engine.agent(ref)));
+    expect(ping!.turns + pong!.turns).toBe(50);
+    expect((await engine.conversation(id))!).toMatchObject({ turns: 50, error: { code: 'CONVERSATION_BUDGET' } });
+    expect([...ping!.failed, ...pong!.failed].map((letter) => letter.error.code)).toEqual(['CONVERSATION_BUDGET']);
   }, 120_000);
 });

@@ -9,8 +9,8 @@ describe('README agents', () => {
   const section = readme.slice(readme.indexOf('## Agents'), readme.indexOf('## Mailboxes'));
   const examples = [...section.matchAll(/```ts\n([\s\S]*?)```/g)].map((match) => match[1]!);
 
-  it('has two examples', () => {
-    expect(examples).toHaveLength(2);
+  it('has three examples', () => {
+    expect(examples).toHaveLength(3);
   });
 
   it.each(examples.map((code, i) => [i + 1, code] as const))(
