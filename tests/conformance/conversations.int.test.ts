@@ -14,7 +14,7 @@ import { engines, useEngine } from './engine-harness.js';
 class Bounce extends Node<{ hits: number }> {
   override async prep(state: { hits: number }): Promise<void> {
     state.hits += 1;
-    const other = this.message!.from === player.ref('ping') ? 'pong' : 'ping';
+    const other = this.agentKey === 'ping' ? 'pong' : 'ping';
     await this.send(player.ref(other), { hit: state.hits });
   }
 }

@@ -87,7 +87,7 @@ export const listener = defineAgent<{ got: string[] }>('fault-listener', {
 class Bounce extends Node<{ hits: number }> {
   override async prep(state: { hits: number }): Promise<void> {
     state.hits += 1;
-    const other = this.message!.from === player.ref('ping') ? 'pong' : 'ping';
+    const other = this.agentKey === 'ping' ? 'pong' : 'ping';
     await this.send(player.ref(other), { hit: state.hits });
   }
 }

@@ -6,6 +6,7 @@ import { graphCommand } from './cli/graph-command.js';
 import { initCommand } from './cli/init.js';
 import { operateCommands } from './cli/operate-commands.js';
 import { agentCommands } from './cli/agent-commands.js';
+import { conversationCommands } from './cli/conversation-commands.js';
 import { QUEUEFLOW_VERSION, checkConnectionFlags } from './cli/options.js';
 import { runCommands } from './cli/run-commands.js';
 import { scheduleCommand } from './cli/schedule-commands.js';
@@ -31,6 +32,7 @@ const commands = [
   ...runCommands(),
   ...operateCommands(),
   ...agentCommands(),
+  ...conversationCommands(),
   scheduleCommand(),
   tailCommand(),
   graphCommand(),

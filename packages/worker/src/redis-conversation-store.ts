@@ -91,9 +91,16 @@ export class RedisConversationStore implements ConversationStore {
       })
       .sort((a, b) => b.at - a.at || (a.id < b.id ? -1 : 1))
       .map((entry) => entry.id);
-    const from = options.cursor === undefined ? 0 : all.indexOf(options.cursor) + 1;
-    const ids = all.slice(from, from + options.limit);
-    return from + options.limit < all.length ? { ids, cursor: ids.at(-1)! } : { ids };
+    // A conversation expired with its retention leaves its index entry: left out here, and dropped.
+    const exists = await Promise.all(all.map((id) => this.redis.exists(this.keys(id)[0])));
+    const live = all.filter((id, i) => {
+      if (exists[i] === 1) return true;
+      void this.redis.zrem(this.keys(id)[3], id).catch(() => {});
+      return false;
+    });
+    const from = options.cursor === undefined ? 0 : live.indexOf(options.cursor) + 1;
+    const ids = live.slice(from, from + options.limit);
+    return from + options.limit < live.length ? { ids, cursor: ids.at(-1)! } : { ids };
   }
 
   private keys(id: string): [string, string, string, string] {

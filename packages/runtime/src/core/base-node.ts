@@ -1,6 +1,6 @@
 import type { Json } from '../json/json.js';
 import { InvalidArgumentError, QueueflowError } from '../errors/queueflow-error.js';
-import { checkAgentRef } from '../agent/agent-ref.js';
+import { checkAgentRef, parseAgentRef } from '../agent/agent-ref.js';
 import type { ReminderOptions } from '../agent/reminders.js';
 import { mailboxOf } from '../mailbox/mailbox-of.js';
 import type { Message, ReceiveOptions, SendOptions } from '../mailbox/message.js';
@@ -62,6 +62,23 @@ export class BaseNode<S = unknown, P extends ParamsObject = NonIterableObject> {
    */
   get message(): Message | undefined {
     return visitOf(this)?.message;
+  }
+
+  /** In an agent's turn, the agent's address (`agent:<type>/<key>`); `undefined` outside a turn. */
+  get agentRef(): string | undefined {
+    return visitOf(this)?.agent;
+  }
+
+  /**
+   * In an agent's turn, the agent's key; `undefined` outside a turn.
+   * @example
+   * ```ts
+   * const other = this.agentKey === 'ping' ? 'pong' : 'ping';
+   * ```
+   */
+  get agentKey(): string | undefined {
+    const ref = visitOf(this)?.agent;
+    return ref === undefined ? undefined : parseAgentRef(ref)?.key;
   }
 
   /** Successors by action; read-only view. */

@@ -31,6 +31,8 @@ export interface VisitFacts {
   readonly run?: FlowRunState;
   /** An agent's turn: the message it handles (`this.message`). */
   readonly message?: Message;
+  /** An agent's turn: the agent's address (`this.agent`). */
+  readonly agent?: string;
 }
 
 /** One top-level `flow.run`: its id and name, and the visits so far (nested flows included). */

@@ -30,7 +30,7 @@ export interface StepContext {
   /** Aborts the running `exec` (a cancelled run). */
   signal?: AbortSignal | undefined;
   /** Run facts for node code, without the attempt (each try sets its own). */
-  run?: (Omit<RunContext, 'attempt'> & { message?: Message }) | undefined;
+  run?: (Omit<RunContext, 'attempt'> & { message?: Message; agent?: string }) | undefined;
   /** The step's mailbox; without one, node code cannot send or receive (fan-out items). */
   mailbox?: (Mailbox & StepMailboxPort) | undefined;
   /** The step's stream (`this.emit`); without one, emitted entries go nowhere. */

@@ -662,7 +662,12 @@ export class StepDriver {
       const ctx: StepContext = {
         attempt,
         signal: controller.signal,
-        run: { runId: run.id, flow: run.flow, step: run.step, ...(run.turn ? { message: run.turn.message } : {}) },
+        run: {
+          runId: run.id,
+          flow: run.flow,
+          step: run.step,
+          ...(run.turn ? { message: run.turn.message, agent: run.turn.agent } : {}),
+        },
         mailbox: new StepMailbox(reservations, { runId: run.id, step: run.step, trace }, run.replay, now, {
           turn: run.turn ? { agent: run.turn.agent, message: run.turn.message } : undefined,
           subscribers: (topic, body) => this.options.agents?.subscribers(topic, body) ?? [],

@@ -1,0 +1,86 @@
+import { Command } from 'commander';
+import type { ConversationInfo } from '@queueflow/runtime';
+import {
+  clusterOption,
+  jsonOption,
+  positiveInteger,
+  prefixOption,
+  redisOption,
+  withEngine,
+  type ConnectionFlags,
+} from './options.js';
+
+/** The commands that look at conversations (README "Conversations"): `conversations`, `conversation <id>`. */
+export function conversationCommands(): Command[] {
+  return [conversationsCommand(), conversationCommand()];
+}
+
+function conversationsCommand(): Command {
+  return new Command('conversations')
+    .description('list conversation ids, newest first (a page at a time: --cursor with the last id printed)')
+    .option('--limit <n>', 'most conversations listed', positiveInteger, 100)
+    .option('--cursor <id>', 'list the conversations after this one')
+    .addOption(jsonOption())
+    .addOption(redisOption())
+    .addOption(clusterOption())
+    .addOption(prefixOption())
+    .action(async (options: ConnectionFlags & { json?: boolean; limit: number; cursor?: string }) => {
+      await withEngine(options, async (engine) => {
+        const page = await engine.conversations({
+          limit: options.limit,
+          ...(options.cursor === undefined ? {} : { cursor: options.cursor }),
+        });
+        if (options.json) return console.log(JSON.stringify(page, null, 2));
+        if (page.ids.length === 0) return console.log(`no conversation under prefix '${options.prefix}'`);
+        for (const id of page.ids) console.log(id);
+        if (page.cursor) console.log(`more: --cursor '${page.cursor}'`);
+      });
+    });
+}
+
+function conversationCommand(): Command {
+  return new Command('conversation')
+    .argument('<id>', "the conversation's id (the id of the message that started it)")
+    .description('print a conversation as a sequence of messages between its agents, with its turns, waits and budget')
+    .addOption(jsonOption())
+    .addOption(redisOption())
+    .addOption(clusterOption())
+    .addOption(prefixOption())
+    .action(async (id: string, options: ConnectionFlags & { json?: boolean }) => {
+      await withEngine(options, async (engine) => {
+        const info = await engine.conversation(id);
+        if (options.json) return console.log(JSON.stringify(info ?? null, null, 2));
+        if (!info) {
+          process.exitCode = 1;
+          return console.error(`no conversation '${id}' under prefix '${options.prefix}' (never started, or expired)`);
+        }
+        console.log(describeConversation(info));
+      });
+    });
+}
+
+/**
+ * A conversation as text: a header, then one line per message its turns handled, in order, as a
+ * sequence diagram reads (`sender -> agent`), then its waits.
+ */
+export function describeConversation(info: ConversationInfo): string {
+  const budget = info.budget
+    ? Object.entries(info.budget)
+        .map(([limit, value]) => `${limit} ${String(value)}`)
+        .join(', ')
+    : 'none';
+  const lines = [
+    `conversation ${info.id}: ${info.status}, ${info.turns} turn${info.turns === 1 ? '' : 's'}, budget: ${budget}`,
+  ];
+  if (info.error) lines.push(`  ended: ${info.error.message}`);
+  lines.push(`  participants: ${info.participants.join(', ') || 'none'}`);
+  for (const message of info.messages) {
+    const at = new Date(message.at).toISOString();
+    lines.push(
+      `  ${at}  ${message.from ?? '(client)'} -> ${message.to}  ${message.id}  turn ${message.turn} (run ${message.runId})`,
+    );
+  }
+  for (const wait of info.waits)
+    lines.push(`  waiting: ${wait.agent} on ${wait.on} since ${new Date(wait.since).toISOString()}`);
+  return lines.join('\n');
+}

@@ -1,0 +1,72 @@
+/**
+ * `queueflow agents`, `agent <ref>`, `conversations` and `conversation <id>` as a user runs them:
+ * the built CLI in child processes, against agents a worker process ran.
+ */
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { RedisEngine } from '@queueflow/worker';
+import { at, parsed, queueflow } from './cli-harness.js';
+import { pinger } from './cli-agents.js';
+import { deletePrefix, redisUrl, testPrefix } from '../support/test-redis.js';
+import { waitFor } from '../support/wait-for.js';
+import { spawnWorker, stopWorkers, type WorkerProcess } from '../support/worker-process.js';
+
+const AGENTS = fileURLToPath(new URL('./cli-agents.ts', import.meta.url));
+
+describe('queueflow agents, agent, conversations, conversation', () => {
+  const prefix = testPrefix('cli-agents');
+  const engine = new RedisEngine({ connection: redisUrl(), flows: [], agents: [pinger], prefix });
+  let worker: WorkerProcess | undefined;
+  let conversation = '';
+
+  beforeAll(async () => {
+    worker = await spawnWorker({ flows: AGENTS, redisUrl: redisUrl(), prefix, concurrency: 2 });
+    conversation = await engine.send(pinger.ref('ping'), { left: 3 }, { conversation: { budget: { turns: 10 } } });
+    await waitFor('four turns', async () => (await engine.conversation(conversation))?.turns === 4);
+    await waitFor('the last turn to end', async () => (await engine.agent(pinger.ref('pong')))?.turns === 2);
+  }, 120_000);
+
+  afterAll(async () => {
+    await engine.close();
+    await stopWorkers(worker ? [worker] : []);
+    await deletePrefix(redisUrl(), prefix);
+  });
+
+  it('agents lists the keys; agent prints one, or fails naming an unknown one', async () => {
+    expect(await queueflow(['agents', ...at(prefix)])).toEqual({
+      code: 0,
+      stdout: `${pinger.ref('ping')}\n${pinger.ref('pong')}\n`,
+      stderr: '',
+    });
+    const shown = await queueflow(['agent', pinger.ref('pong'), '--json', ...at(prefix)]);
+    expect(parsed(shown)).toMatchObject({ type: 'cli-pinger', key: 'pong', turns: 2, state: { rounds: 2 } });
+    const missing = await queueflow(['agent', pinger.ref('nobody'), ...at(prefix)]);
+    expect(missing.code).toBe(1);
+    expect(missing.stderr).toContain(`no agent '${pinger.ref('nobody')}'`);
+  });
+
+  it('conversations lists it; conversation prints its messages as a sequence, or JSON', async () => {
+    expect(await queueflow(['conversations', ...at(prefix)])).toEqual({
+      code: 0,
+      stdout: `${conversation}\n`,
+      stderr: '',
+    });
+    const text = await queueflow(['conversation', conversation, ...at(prefix)]);
+    expect(text.code, text.stderr).toBe(0);
+    const lines = text.stdout.trim().split('\n');
+    expect(lines[0]).toBe(`conversation ${conversation}: running, 4 turns, budget: turns 10`);
+    expect(lines[1]).toBe(`  participants: ${pinger.ref('ping')}, ${pinger.ref('pong')}`);
+    expect(lines.slice(2).map((line) => /-> (\S+)/.exec(line)?.[1])).toEqual([
+      pinger.ref('ping'),
+      pinger.ref('pong'),
+      pinger.ref('ping'),
+      pinger.ref('pong'),
+    ]);
+    expect(lines[2]).toContain(`(client) -> ${pinger.ref('ping')}  ${conversation}  turn 1`);
+    const json = await queueflow(['conversation', conversation, '--json', ...at(prefix)]);
+    expect(parsed(json)).toMatchObject({ id: conversation, turns: 4, status: 'running' });
+    const missing = await queueflow(['conversation', 'nope', ...at(prefix)]);
+    expect(missing).toMatchObject({ code: 1, stdout: '' });
+    expect(missing.stderr).toContain("no conversation 'nope'");
+  });
+});
