@@ -63,7 +63,7 @@ function conversationCommand(): Command {
  * A conversation as text: a header, then one line per message its turns handled, in order, as a
  * sequence diagram reads (`sender -> agent`), then its waits.
  */
-export function describeConversation(info: ConversationInfo): string {
+function describeConversation(info: ConversationInfo): string {
   const budget = info.budget
     ? Object.entries(info.budget)
         .map(([limit, value]) => `${limit} ${String(value)}`)
