@@ -1,4 +1,4 @@
-import type { RunError } from '../kernel/engine.js';
+import type { RunError } from '../errors/error-record.js';
 
 /**
  * The storage contract of conversations (README "Conversations"): what the turns of a

@@ -7,7 +7,7 @@ import {
   type ConversationTurn,
   type StoredConversation,
 } from '../agent/conversation-store.js';
-import type { RunError } from '../kernel/engine.js';
+import type { RunError } from '../errors/error-record.js';
 
 /** LocalEngine's conversations: each transition one synchronous change of a map. */
 export class MemoryConversationStore implements ConversationStore {
