@@ -7,7 +7,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { context, trace } from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import { InMemorySpanExporter, SimpleSpanProcessor, TracerProvider } from '@opentelemetry/sdk-trace';
-import { defineFlow, Flow, LocalEngine, Node, ParallelBatchFlow } from '@queueflow/runtime';
+import { defineAgent, defineFlow, Flow, LocalEngine, Node, ParallelBatchFlow } from '@queueflow/runtime';
 import { aborted } from '../support/node-probes.js';
 import { waitFor } from '../support/wait-for.js';
 
@@ -27,6 +27,13 @@ class Boom extends Node {
     throw new Error('boom');
   }
 }
+
+class Answer extends Node {
+  override async prep(): Promise<void> {
+    if (this.message!.replyTo) await this.reply(this.message!, 'ok');
+  }
+}
+const answerer = defineAgent('answerer', { state: () => ({}), turn: () => new Answer({ name: 'answer' }) });
 
 const held = defineFlow('held', () => new Flow(new Fan(new Hold({ name: 'hold' }), { name: 'fan' })));
 const failing = defineFlow('failing', () => new Flow(new Boom({ name: 'boom' })));
@@ -62,6 +69,16 @@ describe('run spans', () => {
     const children = runs.filter((s) => s !== parent);
     expect(children.map((s) => s.attributes['queueflow.run.status'])).toEqual(['cancelled', 'cancelled', 'cancelled']);
     expect(children.every((s) => s.parentSpanContext?.spanId === fanOutStep.spanContext().spanId)).toBe(true);
+    await engine.close();
+  });
+
+  it("puts the agent and the conversation on a turn's step spans", async () => {
+    const engine = new LocalEngine({ flows: [], agents: [answerer] });
+    const ref = answerer.ref('a');
+    await engine.ask(ref, {}, { conversation: { id: 'conv-span' }, timeoutMs: 5000 });
+    await waitFor('the step span', () => exporter.getFinishedSpans().some((s) => s.name === 'step answer'));
+    const step = exporter.getFinishedSpans().find((s) => s.name === 'step answer')!;
+    expect(step.attributes).toMatchObject({ 'queueflow.agent': ref, 'queueflow.conversation': 'conv-span' });
     await engine.close();
   });
 });

@@ -629,6 +629,8 @@ export class StepDriver {
         step: run.step,
         attempt,
         parent: await this.traceOf(run),
+        agent: run.turn?.agent,
+        conversation: run.turn?.message.conversation,
       });
       const trace = span.trace;
       const reservations = {

@@ -30,7 +30,8 @@ import { emitStepEvent, type StepEvent } from './step-listener.js';
  *   end, with the run's `createdAt` as its start), status and error.
  *
  * Attributes: `queueflow.run.id`, `queueflow.flow`, `queueflow.node`, `queueflow.step`,
- * `queueflow.attempt` (and `queueflow.item`, `queueflow.run.status`, `queueflow.step.outcome`).
+ * `queueflow.attempt` (and `queueflow.item`, `queueflow.run.status`, `queueflow.step.outcome`; an
+ * agent's turn: `queueflow.agent`, and `queueflow.conversation`, also on its metrics).
  */
 
 const ATTRIBUTES = {
@@ -42,6 +43,8 @@ const ATTRIBUTES = {
   item: 'queueflow.item',
   runStatus: 'queueflow.run.status',
   outcome: 'queueflow.step.outcome',
+  agent: 'queueflow.agent',
+  conversation: 'queueflow.conversation',
 } as const;
 
 let cached: { provider: TracerProvider; tracer: Tracer } | undefined;
@@ -75,6 +78,9 @@ export interface TryFacts {
   item?: number;
   /** The trace context of the run (or, for an item, of its fan-out step). */
   parent: string | undefined;
+  /** An agent's turn: the agent's address, and the conversation of its message. */
+  agent?: string | undefined;
+  conversation?: string | undefined;
 }
 
 /** One try of a step or item, traced and counted. */
@@ -86,7 +92,9 @@ export class TrySpan {
 
   constructor(facts: TryFacts) {
     this.facts = facts;
-    this.metricAttributes = { [ATTRIBUTES.flow]: facts.flow, [ATTRIBUTES.node]: facts.node };
+    // A conversation's id on its turns' spans and metrics, so a backend can group what a team did.
+    const conversation = facts.conversation === undefined ? {} : { [ATTRIBUTES.conversation]: facts.conversation };
+    this.metricAttributes = { [ATTRIBUTES.flow]: facts.flow, [ATTRIBUTES.node]: facts.node, ...conversation };
     const kind = facts.item === undefined ? 'step' : 'item';
     this.span = tracer().startSpan(
       `${kind} ${facts.node}`,
@@ -99,6 +107,8 @@ export class TrySpan {
           [ATTRIBUTES.step]: facts.step,
           [ATTRIBUTES.attempt]: facts.attempt,
           ...(facts.item === undefined ? {} : { [ATTRIBUTES.item]: facts.item }),
+          ...(facts.agent === undefined ? {} : { [ATTRIBUTES.agent]: facts.agent }),
+          ...conversation,
         },
       },
       contextOf(facts.parent),
