@@ -1,7 +1,8 @@
 /**
  * The studio's Agents page in chromium (issue 25), against a real Redis and a `queueflow worker`
  * process: the agents listed by type, an agent's state, turns with their diffs and dead letters,
- * a redelivery from the page, and the links from a turn's run and from the agent's mailbox.
+ * its reminders and a turn's conversation, a redelivery from the page, and the links from a
+ * turn's run and from the agent's mailbox.
  */
 import { nanoid } from 'nanoid';
 import { afterAll, beforeAll, expect, it } from 'vitest';
@@ -18,9 +19,9 @@ it("lists agents, shows one's state, turns and dead letters, and redelivers a de
   const { page, engine } = s;
   const key = `k-${nanoid(6)}`;
   const ref = tally.ref(key);
-  await engine.send(ref, { add: 2 });
+  await engine.send(ref, { add: 2 }, { conversation: { id: `conv-${key}` } });
   const poison = await engine.send(ref, { fail: true });
-  await engine.send(ref, { add: 3 });
+  await engine.send(ref, { add: 3, remindInMs: 3_600_000 });
   await expect.poll(async () => (await engine.agent(ref))?.turns, { timeout: 20_000 }).toBe(2);
 
   await page.goto(`${s.url}/`);
@@ -32,6 +33,12 @@ it("lists agents, shows one's state, turns and dead letters, and redelivers a de
   await page.getByRole('tree').or(page.getByLabel("The agent's state")).first().waitFor();
   await page.getByTestId('turn-1').filter({ hasText: 'completed' }).filter({ hasText: '"/total"' }).waitFor();
   await page.getByTestId('turn-2').filter({ hasText: 'failed' }).waitFor();
+  await page
+    .getByTestId('turn-1')
+    .getByTestId('turn-conversation')
+    .filter({ hasText: `conv-${key}` })
+    .waitFor();
+  await page.getByTestId('agent-reminders').filter({ hasText: 'recount' }).waitFor();
   const letters = page.getByTestId('dead-letters');
   await letters.filter({ hasText: poison }).filter({ hasText: 'this message fails its turn' }).waitFor();
   await s.shot('agent');

@@ -253,12 +253,16 @@ export const flaky = defineFlow('st-flaky', () => {
 /** Every flow of this module. */
 export const studioFlows = [review, fan, gate, sum, wait, markup, metered, elsewhere, flaky];
 
-/** Counts the `add` of each message; a message with `fail: true` fails its turn (a dead letter). */
+/**
+ * Counts the `add` of each message; a message with `fail: true` fails its turn (a dead letter); one
+ * with `remindInMs` sets the reminder `recount`.
+ */
 class Tally extends Node<{ total: number }> {
   override prep(state: { total: number }): void {
-    const body = this.message!.body as { add?: number; fail?: boolean };
+    const body = this.message!.body as { add?: number; fail?: boolean; remindInMs?: number };
     if (body.fail) throw new NonRetryableError('this message fails its turn');
     state.total += body.add ?? 0;
+    if (body.remindInMs !== undefined) this.remind('recount', { afterMs: body.remindInMs });
   }
 }
 export const tally = defineAgent('st-tally', { state: () => ({ total: 0 }), turn: () => new Tally({ name: 'tally' }) });

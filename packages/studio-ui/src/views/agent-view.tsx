@@ -66,6 +66,21 @@ export function AgentView({ address }: { address: string }) {
         </dd>
         <dt>Last turn</dt>
         <dd>{info.lastTurnAt === undefined ? 'none yet' : dateTime(info.lastTurnAt)}</dd>
+        <dt>Reminders</dt>
+        <dd data-testid="agent-reminders">
+          {info.reminders.length === 0 ? (
+            'none'
+          ) : (
+            <ul class="plain">
+              {info.reminders.map((reminder) => (
+                <li key={reminder.name}>
+                  <code>{reminder.name}</code> at {dateTime(reminder.due)}
+                  {reminder.every === undefined ? '' : `, then every ${reminder.every} ms`}
+                </li>
+              ))}
+            </ul>
+          )}
+        </dd>
       </dl>
       <h2>State</h2>
       <JsonBox value={info.state as Json} label="The agent's state" />
@@ -174,6 +189,24 @@ function Turns({ turns }: { turns: AgentTurnInfo[] }) {
               {turn.message && (
                 <div>
                   message <code>{JSON.stringify(turn.message.body)}</code>
+                  {turn.message.from ? (
+                    <>
+                      {' '}
+                      from <code>{turn.message.from}</code>
+                    </>
+                  ) : null}
+                  {turn.message.reminder ? (
+                    <>
+                      {' '}
+                      (reminder <code>{turn.message.reminder}</code>)
+                    </>
+                  ) : null}
+                  {turn.message.conversation ? (
+                    <>
+                      {' '}
+                      in conversation <code data-testid="turn-conversation">{turn.message.conversation}</code>
+                    </>
+                  ) : null}
                 </div>
               )}
               {turn.patch && (
