@@ -45,10 +45,17 @@ const sender = defineAgent<Log>('topic-sender', {
     'mail.other': () => 'x',
   },
 });
+/** Holds its turn until cancelled: the message stays in the inbox, which stays full. */
+class Hold extends Node {
+  override async exec(): Promise<void> {
+    await new Promise((resolve) => this.signal?.addEventListener('abort', resolve));
+  }
+}
 const full = defineAgent<Log>('topic-full', {
   state: () => ({ got: [] }),
-  turn: () => new Record({ name: 'record' }),
+  turn: () => new Hold({ name: 'hold' }),
   capacity: 1,
+  onFull: 'reject',
   subscribe: { 'mail.full': () => 'only' },
 });
 
@@ -158,10 +165,18 @@ describe.each(engines)('%s: agent topics and handoffs', (name) => {
     expect(fromRun[0]!.id).not.toBe(fromRun[1]!.id);
   });
 
-  it('skips a subscriber whose inbox is full and names it', async () => {
+  it('skips a subscriber whose inbox is full and names it; a send to it is refused', async () => {
     const { engine } = await setup('topics-full', { flows: [], agents, autoAdvance: false });
-    expect((await engine.publish('mail.full', { n: 1 })).delivered).toEqual([full.ref('only')]);
-    expect(await engine.publish('mail.full', { n: 2 })).toMatchObject({ delivered: [], full: [full.ref('only')] });
+    const ref = full.ref('only');
+    expect((await engine.publish('mail.full', { n: 1 })).delivered).toEqual([ref]);
+    await waitFor('its turn to hold the message', async () => (await engine.agent(ref))?.running !== undefined);
+    expect(await engine.publish('mail.full', { n: 2 })).toMatchObject({ delivered: [], full: [ref] });
+    await expect(engine.send(ref, { n: 3 })).rejects.toMatchObject({
+      code: 'MAILBOX_FULL',
+      message: expect.stringContaining(ref) as unknown,
+    });
+    expect((await engine.agent(ref))!.inbox).toBe(1);
+    expect(await engine.deleteAgent(ref)).toBe(true); // cancels the held turn
   });
 
   it('refuses a bad topic and a mapping that returns no key, delivering nothing', async () => {

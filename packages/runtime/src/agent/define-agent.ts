@@ -40,6 +40,13 @@ export interface AgentOptions<S extends object = JsonObject> {
   /** Most messages a key's inbox holds; a send past it is refused (`MAILBOX_FULL`). @defaultValue unbounded */
   capacity?: number;
   /**
+   * What a send to a full inbox does: `'reject'` refuses it with `MAILBOX_FULL`. `'park'` (the
+   * sending run waits for room) is accepted but not there yet: it refuses as `'reject'` does.
+   * Only `engine.send` and `engine.publish` check the capacity so far, not sends from steps.
+   * @defaultValue 'reject'
+   */
+  onFull?: 'reject' | 'park';
+  /**
    * Topics this type subscribes to, each with the key (or keys) a published body goes to:
    * `{ 'mail.classified': (body) => body.thread }`. `undefined` or `[]`: no key of this type
    * gets that body. Only engines and workers given this type deliver to it.
@@ -86,7 +93,7 @@ export function defineAgent<S extends object = JsonObject>(type: string, options
   if (typeof options !== 'object' || options === null)
     throw invalidOption(`defineAgent('${type}')`, 'options', 'an object with `state` and `turn`', options);
   const owner = `defineAgent('${type}')`;
-  const known = ['state', 'turn', 'queries', 'version', 'migrate', 'idleTtlMs', 'capacity', 'subscribe'];
+  const known = ['state', 'turn', 'queries', 'version', 'migrate', 'idleTtlMs', 'capacity', 'onFull', 'subscribe'];
   for (const name of Object.keys(options))
     if (!known.includes(name))
       throw new QueueflowError('INVALID_OPTION', `${owner}: unknown option '${name}'; known: ${known.join(', ')}`, {
@@ -113,6 +120,8 @@ export function defineAgent<S extends object = JsonObject>(type: string, options
   }
   checkPositiveInteger(owner, 'version', options.version);
   checkPositiveInteger(owner, 'capacity', options.capacity);
+  if (options.onFull !== undefined && options.onFull !== 'reject' && options.onFull !== 'park')
+    throw invalidOption(owner, 'onFull', "'reject' or 'park'", options.onFull);
   if (options.idleTtlMs !== undefined && !(Number.isFinite(options.idleTtlMs) && options.idleTtlMs > 0))
     throw invalidOption(owner, 'idleTtlMs', 'a positive number of milliseconds', options.idleTtlMs);
   if (options.migrate !== undefined && typeof options.migrate !== 'function')
