@@ -75,7 +75,7 @@ function idleBytes(): Promise<number> {
       let stateBytes = 0;
       for (const ref of refs) {
         bytes += Number(await redis.call('MEMORY', 'USAGE', keys.agent(ref), 'SAMPLES', '0'));
-        stateBytes += (await redis.hget(keys.agent(ref), 'state'))!.length;
+        stateBytes += (await redis.hget(keys.agent(ref), 'st'))!.length;
       }
       return (bytes - stateBytes) / keyCount;
     } finally {

@@ -34,12 +34,11 @@ export class RedisAgentStore implements AgentStore {
   ) {}
 
   async activateAgent(ref: string, first: FirstState, now: number): Promise<AgentActivation | undefined> {
-    const { type, key } = parseAgentRef(ref)!;
     const reply = (await this.redis.activateAgent(
       ...this.partitions.ofAddress(ref).agentKeys(ref),
       ref,
       String(now),
-      JSON.stringify({ ...first, type, key }),
+      JSON.stringify(first),
     )) as string[];
     return activationOf(reply);
   }
@@ -79,16 +78,15 @@ export class RedisAgentStore implements AgentStore {
       if (error) throw error;
       return value;
     }) as [Record<string, string>, number, string | null, string[], Record<string, string>];
-    if (hash.state === undefined) return undefined;
+    if (hash.st === undefined) return undefined;
     return {
-      type: hash.type!,
-      key: hash.key!,
-      state: hash.state,
-      version: Number(hash.version ?? 1),
-      turns: Number(hash.turns ?? 0),
-      started: Number(hash.seq ?? 0),
-      incarnation: hash.inc ?? '',
-      ...(hash.running === undefined ? {} : { running: hash.running }),
+      ...parseAgentRef(ref)!, // type and key: the address holds them
+      state: hash.st,
+      version: Number(hash.v ?? 1),
+      turns: Number(hash.t ?? 0),
+      started: Number(hash.n ?? 0),
+      incarnation: hash.i ?? '',
+      ...(hash.r === undefined ? {} : { running: hash.r }),
       failed: failed.map((letter) => JSON.parse(letter) as DeadLetter),
       reminders: Object.entries(reminders)
         .filter(([field]) => field.startsWith('spec:'))
@@ -96,8 +94,7 @@ export class RedisAgentStore implements AgentStore {
         .sort((a, b) => a.due - b.due),
       inbox,
       ...(next === null ? {} : { next: decodeMessage(next) }),
-      ...(hash.lastTurnAt === undefined ? {} : { lastTurnAt: Number(hash.lastTurnAt) }),
-      createdAt: Number(hash.createdAt ?? 0),
+      ...(hash.l === undefined ? {} : { lastTurnAt: Number(hash.l) }),
     };
   }
 
@@ -161,7 +158,7 @@ export class RedisAgentStore implements AgentStore {
     for (const keys of this.partitions.all) {
       const refs = (await this.redis.claimDue(keys.agentsRunning(), before, now, 50)) as string[];
       for (const ref of refs) {
-        const running = await this.redis.hget(keys.agent(ref), 'running');
+        const running = await this.redis.hget(keys.agent(ref), 'r');
         if (running) due.push({ ref, runId: running });
         else await this.redis.zrem(keys.agentsRunning(), ref);
       }

@@ -262,12 +262,12 @@ export class RedisKeys {
   }
 
   /**
-   * Hash: keyed agent `ref` (agent-lifecycle.lua: type, key, state, version, turns, seq, inc,
-   * running, createdAt, lastTurnAt), in the partition of its address, beside its inbox (the
+   * Hash: keyed agent `ref` (agent-lifecycle.lua names its short fields: state, version, turns,
+   * incarnation, turn in flight, times), in the partition of its address, beside its inbox (the
    * mailbox at `ref`).
    */
   agent(ref: string): string {
-    return `${this.prefix}:agent:${ref}`;
+    return `${this.prefix}:${ref}`; // `<prefix>:agent:<type>/<key>`: the address names it
   }
 
   /** List: agent `ref`'s dead letters (JSON objects: message, error, runId, at; oldest first, capped). */

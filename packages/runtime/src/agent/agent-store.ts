@@ -131,7 +131,6 @@ export interface StoredAgent {
   /** The message at the head of the inbox: the running turn's, or the next turn's. */
   next?: Message;
   lastTurnAt?: number;
-  createdAt: number;
 }
 
 /** A message whose turn failed. */

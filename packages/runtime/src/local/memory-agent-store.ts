@@ -36,7 +36,6 @@ interface MemoryAgent {
   runningMessage?: string;
   failed: DeadLetter[];
   lastTurnAt?: number;
-  createdAt: number;
   /** Deleted at this time (epoch ms) unless a turn starts first (idleTtlMs). */
   expiresAt?: number;
 }
@@ -76,7 +75,6 @@ export class MemoryAgentStore implements AgentStore {
         seq: 0,
         incarnation: first.incarnation,
         failed: [],
-        createdAt: now,
       };
       this.agents.set(ref, agent);
     }
@@ -130,7 +128,6 @@ export class MemoryAgentStore implements AgentStore {
         .sort((a, b) => a.due - b.due),
       inbox: await this.inboxes.mailboxSize(ref),
       ...(agent.lastTurnAt === undefined ? {} : { lastTurnAt: agent.lastTurnAt }),
-      createdAt: agent.createdAt,
     };
   }
 

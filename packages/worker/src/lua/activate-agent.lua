@@ -3,7 +3,7 @@
 
   KEYS[1..6] the agent's keys (agent-lifecycle.lua: hash, inbox, index, running, due, dead letters)
   ARGV[1] the agent's address   ARGV[2] now (epoch ms)
-  ARGV[3] its first state, JSON { type, key, state, version, incarnation }, or '' (none: a key
+  ARGV[3] its first state, JSON { state, version, incarnation }, or '' (none: a key
           never activated is left due)
 
   Returns { run id, turn, state, version, message JSON } when a turn starts, else {}.

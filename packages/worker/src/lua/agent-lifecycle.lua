@@ -2,9 +2,10 @@
   Keyed agents (agent-store.ts, README "Agents"): the prelude of the agent scripts. An agent's
   keys live in the partition of its address, with its inbox (the mailbox at that address):
 
-  a   the agent hash: type, key, state (JSON), version, turns (committed), seq (turns started),
-      inc (the key's incarnation: its turn runs are `<inc>t<n>`), running (the run id of the turn
-      in flight), createdAt, lastTurnAt
+  a   the agent hash, its fields named short (an idle agent costs this hash and its index entry;
+      its type and key are in its address): st the state (JSON), v its version, t turns committed,
+      n turns started, i the key's incarnation (its turn runs are `<i>t<n>`), r the run id of the
+      turn in flight, l when its last turn ended (epoch ms)
   i   the inbox (mailbox list; messages JSON, oldest first)
   x   the index of the partition's agents (sorted set, score 0: ordered by address)
   r   turns in flight (sorted set: address -> when started or last claimed, epoch ms)
@@ -17,7 +18,7 @@
 -- false. Takes the address off the due inboxes either way: whoever reads it next finds it handled.
 local function activate(k, ref, now, first)
   redis.call('ZREM', k.d, ref)
-  if redis.call('HEXISTS', k.a, 'running') == 1 then return false end
+  if redis.call('HEXISTS', k.a, 'r') == 1 then return false end
   local head = redis.call('LINDEX', k.i, 0)
   if not head then return false end
   if redis.call('EXISTS', k.a) == 0 then
@@ -26,18 +27,17 @@ local function activate(k, ref, now, first)
       redis.call('ZADD', k.d, now, ref)
       return false
     end
-    redis.call('HSET', k.a, 'type', first.type, 'key', first.key, 'state', first.state, 'version', first.version,
-      'turns', 0, 'seq', 0, 'inc', first.incarnation, 'createdAt', now)
+    redis.call('HSET', k.a, 'st', first.state, 'v', first.version, 't', 0, 'n', 0, 'i', first.incarnation)
     redis.call('ZADD', k.x, 0, ref)
   else
     -- An idle key kept for idleTtlMs is kept for good while a turn runs.
     redis.call('PERSIST', k.a)
     redis.call('PERSIST', k.f)
   end
-  local seq = redis.call('HINCRBY', k.a, 'seq', 1)
-  local fields = redis.call('HMGET', k.a, 'inc', 'state', 'version')
+  local seq = redis.call('HINCRBY', k.a, 'n', 1)
+  local fields = redis.call('HMGET', k.a, 'i', 'st', 'v')
   local runId = fields[1] .. 't' .. seq
-  redis.call('HSET', k.a, 'running', runId)
+  redis.call('HSET', k.a, 'r', runId)
   redis.call('ZADD', k.r, now, ref)
   return { runId, seq, fields[2], fields[3], head }
 end

@@ -12,7 +12,7 @@
 local k = agentKeys()
 local op, ref = ARGV[1], ARGV[2]
 if op == 'delete' then
-  local running = redis.call('HGET', k.a, 'running')
+  local running = redis.call('HGET', k.a, 'r')
   local existed = redis.call('DEL', k.a)
   redis.call('DEL', k.i, k.f)
   redis.call('ZREM', k.x, ref)

@@ -16,13 +16,13 @@
 ]]
 local k = agentKeys()
 local ref, runId = ARGV[1], ARGV[2]
-if redis.call('HGET', k.a, 'running') ~= runId then return {} end
+if redis.call('HGET', k.a, 'r') ~= runId then return {} end
 local o = cjson.decode(ARGV[3])
 local head = redis.call('LINDEX', k.i, 0)
 local isHead = head and cjson.decode(head).id == o.messageId
 if o.status == 'completed' then
-  redis.call('HSET', k.a, 'state', ARGV[4], 'version', o.version)
-  redis.call('HINCRBY', k.a, 'turns', 1)
+  redis.call('HSET', k.a, 'st', ARGV[4], 'v', o.version)
+  redis.call('HINCRBY', k.a, 't', 1)
   if isHead then redis.call('LPOP', k.i) end
 elseif isHead then
   redis.call('LPOP', k.i)
@@ -30,8 +30,8 @@ elseif isHead then
   redis.call('RPUSH', k.f, '{"message":' .. head .. ',"error":' .. ARGV[5] .. ',"runId":"' .. runId .. '","at":' .. o.now .. '}')
   redis.call('LTRIM', k.f, -tonumber(o.maxDeadLetters), -1)
 end
-redis.call('HSET', k.a, 'lastTurnAt', o.now)
-redis.call('HDEL', k.a, 'running')
+redis.call('HSET', k.a, 'l', o.now)
+redis.call('HDEL', k.a, 'r')
 redis.call('ZREM', k.r, ref)
 local next = activate(k, ref, o.now, false)
 if next then return { 1, next[1], next[2], next[3], next[4], next[5] } end
