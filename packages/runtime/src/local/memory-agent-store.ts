@@ -54,11 +54,11 @@ export class MemoryAgentStore implements AgentStore {
     private readonly clock: Clock,
   ) {}
 
-  async activateAgent(ref: string, first: FirstState, now: number): Promise<AgentActivation | undefined> {
-    return this.activate(ref, first, now);
+  async activateAgent(ref: string, first: FirstState): Promise<AgentActivation | undefined> {
+    return this.activate(ref, first);
   }
 
-  private activate(ref: string, first: FirstState | undefined, now: number): AgentActivation | undefined {
+  private activate(ref: string, first: FirstState | undefined): AgentActivation | undefined {
     let agent = this.live(ref);
     if (agent?.running !== undefined) return undefined;
     const message = this.inboxes.peekMessage(ref);
@@ -103,7 +103,7 @@ export class MemoryAgentStore implements AgentStore {
     agent.lastTurnAt = end.now;
     delete agent.running;
     delete agent.runningMessage;
-    const next = this.activate(ref, undefined, end.now);
+    const next = this.activate(ref, undefined);
     if (!next && end.idleTtlMs !== undefined && !this.reminders.has(ref)) agent.expiresAt = end.now + end.idleTtlMs;
     return next ? { result: 'ended', next } : { result: 'ended' };
   }
