@@ -197,6 +197,8 @@ describe.each(engines)('%s: agent topics and handoffs', (name) => {
     expect(answer?.body).toEqual({ answer: 'billing answers refund?' });
     await waitFor('the front turn to end', async () => (await engine.agent(front.ref('desk')))?.turns === 1);
     expect((await engine.agent(front.ref('desk')))!.state).toEqual({ handled: ['refund?'] }); // `after` never ran
+    // The answer leaves with billing's step; its state commits when its turn ends, a moment later.
+    await waitFor("billing's turn to end", async () => (await engine.agent(billing.ref('main')))?.turns === 1);
     const seen = ((await engine.agent(billing.ref('main')))!.state as Billing).seen;
     expect(seen).toEqual([{ q: 'refund?', from: null, via: [front.ref('desk')] }]);
   });
@@ -207,6 +209,7 @@ describe.each(engines)('%s: agent topics and handoffs', (name) => {
     expect(answer?.body).toEqual({ via: 'front', billing: { answer: 'billing answers invoice?' } });
     await waitFor('the front turn to end', async () => (await engine.agent(front.ref('desk')))?.turns === 1);
     expect((await engine.agent(front.ref('desk')))!.state).toEqual({ handled: ['invoice?', 'after'] });
+    await waitFor("billing's turn to end", async () => (await engine.agent(billing.ref('main')))?.turns === 1);
     const seen = ((await engine.agent(billing.ref('main')))!.state as Billing).seen;
     expect(seen).toEqual([{ q: 'invoice?', from: front.ref('desk'), via: [] }]);
   });
