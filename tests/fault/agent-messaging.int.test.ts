@@ -78,10 +78,13 @@ describe('fault: agent messaging across processes', () => {
     });
     const rings = (await engine.agent(alarm.ref('ticker')))!.state.rings as { id: string; sentAt: number }[];
     expect(new Set(rings.map((ring) => ring.id)).size).toBe(rings.length);
-    // The missed ticks came as one message: no two rings closer than half a period.
-    const times = rings.map((ring) => ring.sentAt).sort((a, b) => a - b);
-    for (let i = 1; i < times.length; i++)
-      expect(times[i]! - times[i - 1]!, `rings ${i - 1} and ${i}`).toBeGreaterThan(200);
+    // The ~6 ticks missed while Redis was down came as one message, then the schedule went on: at
+    // most that one and the next on-time tick within a period (replayed one by one, all 6 would).
+    const after = rings
+      .map((ring) => ring.sentAt)
+      .filter((at) => at >= restartedAt - 1000)
+      .sort((a, b) => a - b);
+    expect(after.filter((at) => at - after[0]! < 350).length).toBeLessThanOrEqual(2);
   }, 120_000);
 
   it('fails a 3-agent ask cycle at once, with its turns on 3 workers', async () => {
