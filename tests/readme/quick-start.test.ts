@@ -1,26 +1,12 @@
-import { execFileSync } from 'node:child_process';
-import { readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import { folded, readmeSection, runExample, tsExamples } from './readme-example.js';
 
 /** The README's quick start runs as written and prints what its last comment says. */
 describe('README quick start', () => {
   it('runs and prints the documented output', () => {
-    const readme = readFileSync(fileURLToPath(new URL('../../README.md', import.meta.url)), 'utf8');
-    const section = readme.slice(readme.indexOf('## Quick start'));
-    const code = section.slice(section.indexOf('```ts') + 5, section.indexOf('```', section.indexOf('```ts') + 5));
+    const code = tsExamples(readmeSection('## Quick start'))[0]!;
     const expected = /\/\/ (sorry: .*)$/m.exec(code)?.[1];
     expect(expected).toBeDefined();
-    const file = fileURLToPath(new URL('./quick-start.generated.ts', import.meta.url));
-    writeFileSync(file, code);
-    try {
-      const output = execFileSync(process.execPath, ['--import', 'tsx', file], {
-        encoding: 'utf8',
-        env: { ...process.env, NODE_NO_WARNINGS: '1' },
-      });
-      expect(output.replace(/\s+/g, ' ').trim()).toBe(expected!.replace(/\s+/g, ' ').trim());
-    } finally {
-      rmSync(file, { force: true });
-    }
+    expect(runExample(code, 'quick-start')).toBe(folded(expected!));
   });
 });
