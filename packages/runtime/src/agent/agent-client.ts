@@ -121,15 +121,7 @@ export class AgentClient {
   async conversationIds(
     options: { limit?: number; cursor?: string } = {},
   ): Promise<{ ids: string[]; cursor?: string }> {
-    const limit = options.limit ?? 100;
-    if (!Number.isInteger(limit) || limit < 1)
-      throw new QueueflowError(
-        'INVALID_OPTION',
-        `conversations: expected \`limit\` to be an integer from 1, got ${String(limit)}`,
-        {
-          retryable: false,
-        },
-      );
+    const limit = pageLimit('conversations', options.limit);
     return this.conversations.list({ limit, ...(options.cursor === undefined ? {} : { cursor: options.cursor }) });
   }
 
@@ -205,15 +197,7 @@ export class AgentClient {
 
   /** @see Engine.agents */
   async agents(options: ListAgentsOptions = {}): Promise<AgentPage> {
-    const limit = options.limit ?? 100;
-    if (!Number.isInteger(limit) || limit < 1)
-      throw new QueueflowError(
-        'INVALID_OPTION',
-        `agents: expected \`limit\` to be an integer from 1, got ${String(limit)}`,
-        {
-          retryable: false,
-        },
-      );
+    const limit = pageLimit('agents', options.limit);
     if (options.cursor !== undefined) checkWellFormed('agents', 'cursor', options.cursor);
     const page = await this.store.listAgents({
       limit,
@@ -357,4 +341,21 @@ function checkConversation(owner: string, options: unknown): ConversationOptions
     }
   }
   return options as ConversationOptions;
+}
+
+/**
+ * The `limit` of a page (`agents`, `conversations`): 100 when absent.
+ * @throws QueueflowError `INVALID_OPTION` for one that is not an integer from 1.
+ */
+function pageLimit(owner: string, limit: number | undefined): number {
+  if (limit === undefined) return 100;
+  if (!Number.isInteger(limit) || limit < 1)
+    throw new QueueflowError(
+      'INVALID_OPTION',
+      `${owner}: expected \`limit\` to be an integer from 1, got ${String(limit)}`,
+      {
+        retryable: false,
+      },
+    );
+  return limit;
 }
