@@ -181,7 +181,10 @@ export class AgentRuntime {
       } catch (error) {
         if (!(error instanceof QueueflowError) || error.code === 'REDIS_UNAVAILABLE' || error.code === 'REDIS_TIMEOUT')
           throw error;
-        // No run can be made of this state: the turn fails at once, as a turn whose run failed.
+        // No run can be made of this state: the turn fails at once, as a turn whose run failed
+        // (and, admitted in its conversation, leaves its running turns there).
+        const conversation = current.message.conversation;
+        if (conversation !== undefined) await this.options.conversations?.turnEnded(conversation, current.runId);
         const reply = await this.store.endTurn(ref, {
           runId: current.runId,
           status: 'failed',
