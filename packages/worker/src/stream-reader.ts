@@ -99,8 +99,10 @@ export class StreamReader {
     try {
       while (this.waiters.size > 0 && !this.closed) {
         const blocking = this.connection();
+        await this.identify(blocking, [...this.waiters.keys()][0]!);
+        // Waiters may have timed out during that wait: read for those still waiting.
         const keys = [...this.waiters.keys()];
-        await this.identify(blocking, keys[0]!);
+        if (keys.length === 0) continue;
         const ids = keys.map((key) => smallestAfter(this.waiters.get(key)!));
         this.generation++;
         this.inFlight = new Map(keys.map((key, i) => [key, ids[i]!]));
