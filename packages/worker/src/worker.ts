@@ -36,7 +36,7 @@ import { ServerClock } from './server-clock.js';
 import { storeOptions, type StoreSettings } from './store-settings.js';
 import { waitForRedis } from './wait-for-redis.js';
 import { DEFAULT_MAX_LOOP_LAG_MS, WORKER_LAPSE_MS, WorkerHeartbeat } from './worker-heartbeat.js';
-import { LostJobs, lostStep } from './lost-jobs.js';
+import { LostJobs, giveUpJob, lostStep } from './lost-jobs.js';
 
 /** How long a step or tick this worker cannot run (other code, no such flow) waits before another try, in ms. */
 const REFUSAL_DELAY_MS = 5000;
@@ -297,10 +297,13 @@ export async function startWorker(options: WorkerOptions): Promise<QueueflowWork
         await runScheduleTick(schedule, at, tickHost);
         return;
       }
-      const result = await driver.run(taskOfJob(job), job.attemptsMade, signal);
-      // Its lock was lost (another worker runs the step now) or this worker was fenced: BullMQ
-      // would refuse to finish the job anyway; the step's try was dropped, uncommitted.
-      if (signal?.aborted) return;
+      const result = await driver.run(taskOfJob(job), job.attemptsMade, signal).catch((error: unknown) => {
+        if (signal?.aborted) return undefined;
+        throw error;
+      });
+      // Its lock was lost (another worker runs the step now) or this worker was fenced: the
+      // step's try was dropped, uncommitted, and the job is not this worker's to finish.
+      if (signal?.aborted || result === undefined) return await giveUpJob(job, token, `job ${job.id} was given up`);
       if (result.type === 'retry') throw new RetryStep(result.error, result.delayMs);
       if (result.type === 'defer') {
         await job.moveToDelayed(Date.now() + result.delayMs, token);
