@@ -314,8 +314,50 @@ export const fanIn = defineFlow(
   () => new Flow(new EachChild(new ReceiveOwn({ name: 'receive-own' }), { name: 'each-child' })),
 );
 
+// ---------------------------------------------------------------------------------------------
+// select: `receiveAny` over `addresses`, `count` times, one per step or all in one step (which
+// then parks between them and runs again from its start); each kept with the address it came
+// from. A timeout ends it.
+
+export interface SelectShared {
+  got: (Received & { address: string })[];
+  timedOut?: boolean;
+}
+export interface SelectParams {
+  addresses: string[];
+  count: number;
+  perStep?: boolean;
+  timeoutMs?: number;
+  [key: string]: unknown;
+}
+
+class Select extends Node<SelectShared, SelectParams> {
+  override async prep(shared: SelectShared): Promise<SelectShared['got'] | undefined> {
+    const { addresses, count, perStep = true, timeoutMs } = this.params;
+    const got: SelectShared['got'] = [];
+    for (let i = 0; i < (perStep ? 1 : count - shared.got.length); i++) {
+      const received = await this.receiveAny(addresses, timeout(timeoutMs));
+      if (!received) return undefined;
+      got.push({ address: received.address, ...kept(received.message) });
+    }
+    return got;
+  }
+  override post(shared: SelectShared, got: SelectShared['got'] | undefined): string | undefined {
+    if (!got) shared.timedOut = true;
+    shared.got.push(...(got ?? []));
+    return !shared.timedOut && shared.got.length < this.params.count ? 'again' : undefined;
+  }
+}
+
+export const select = defineFlow('mb-select', () => {
+  const node = new Select({ name: 'select' });
+  node.on('again', node);
+  return new Flow(node);
+});
+
 /** Every flow of this module. */
 export const mailboxFlows = [
+  select,
   collect,
   produce,
   waitOnce,

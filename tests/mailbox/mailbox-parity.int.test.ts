@@ -22,6 +22,7 @@ import {
   mailboxFlows,
   produce,
   refuse,
+  select,
   twoReceives,
   waitOnce,
   type AnswerShared,
@@ -29,6 +30,7 @@ import {
   type TwoReceivesShared,
   type AskShared,
   type CollectShared,
+  type SelectShared,
   type WaitOnceShared,
 } from './mailbox-flows.js';
 
@@ -150,6 +152,70 @@ describe.each(['flow.run', 'LocalEngine', 'RedisEngine', 'RedisCluster'])('mailb
       expect(result.status, result.error?.message).toBe('completed');
       expect(bodies(result.shared)).toEqual([{ n: 1 }, { n: 2 }, { n: 3 }]);
     }
+  });
+
+  it('receiveAny takes the head of the first of its addresses that holds a message, in the order given; the others stay', async () => {
+    const [a, b, c] = [address('any-a'), address('any-b'), address('any-c')];
+    await h().send(b, 'b1');
+    await h().send(c, 'c1');
+    await h().send(b, 'b2');
+    const selecting = await h().start(select, { got: [] } as SelectShared, { addresses: [a, b, c], count: 3 });
+    const result = await selecting.result();
+    expect(result.status, result.error?.message).toBe('completed');
+    expect(result.shared.got.map((m) => [m.address, m.body])).toEqual([
+      [b, 'b1'],
+      [b, 'b2'],
+      [c, 'c1'],
+    ]);
+  });
+
+  it('receiveAny parks on every address; the first message to any of them wakes it, and a later one elsewhere stays', async () => {
+    const [a, b] = [address('park-any-a'), address('park-any-b')];
+    const selecting = await h().start(select, { got: [] } as SelectShared, { addresses: [a, b], count: 1 });
+    await h().parked(selecting);
+    await h().send(b, 'to b');
+    const result = await selecting.result();
+    expect(result.status, result.error?.message).toBe('completed');
+    expect(result.shared.got.map((m) => [m.address, m.body])).toEqual([[b, 'to b']]);
+    // The run no longer waits on `a`: a message there waits for the next receiver.
+    await h().send(a, 'to a');
+    const later = await (await h().start(collect, { got: [] } as CollectShared, { address: a, count: 1 })).result();
+    expect(bodies(later.shared)).toEqual(['to a']);
+  });
+
+  it("a step parked on its second receiveAny, run again, gets its first message again, not an earlier address's newer one", async () => {
+    const [a, b] = [address('again-a'), address('again-b')];
+    await h().send(b, 'b1');
+    const selecting = await h().start(select, { got: [] } as SelectShared, {
+      addresses: [a, b],
+      count: 2,
+      perStep: false,
+    });
+    await h().parked(selecting);
+    await h().send(a, 'a1');
+    const result = await selecting.result();
+    expect(result.status, result.error?.message).toBe('completed');
+    expect(result.shared.got.map((m) => [m.address, m.body])).toEqual([
+      [b, 'b1'],
+      [a, 'a1'],
+    ]);
+    const ids = result.shared.got.map((m) => m.id);
+    expect(new Set(ids).size).toBe(2);
+  });
+
+  it('receiveAny resolves undefined after its timeout; messages sent later stay in their mailboxes', async () => {
+    const [a, b] = [address('any-timeout-a'), address('any-timeout-b')];
+    const selecting = await h().start(select, { got: [] } as SelectShared, {
+      addresses: [a, b],
+      count: 1,
+      timeoutMs: 300,
+    });
+    const result = await selecting.result();
+    expect(result.status, result.error?.message).toBe('completed');
+    expect(result.shared).toMatchObject({ got: [], timedOut: true });
+    await h().send(b, 'late');
+    const later = await (await h().start(collect, { got: [] } as CollectShared, { address: b, count: 1 })).result();
+    expect(bodies(later.shared)).toEqual(['late']);
   });
 
   it('a timeout wakes the parked run and receive resolves undefined; a later message waits for the next receiver', async () => {

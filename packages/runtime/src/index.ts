@@ -90,7 +90,7 @@ export { toMermaid, type MermaidOptions } from './interpreter/mermaid.js';
 export type { Clock } from './kernel/clock.js';
 export { assertJson, type Json, type JsonObject } from './json/json.js';
 export type { MergeConflict } from './json/merge-patches.js';
-export type { Message, Mailbox, SendOptions, ReceiveOptions } from './mailbox/message.js';
+export type { Message, Mailbox, SendOptions, ReceiveOptions, Received } from './mailbox/message.js';
 export { MAX_MESSAGE_BYTES } from './mailbox/message.js';
 export { MAX_STREAM_ENTRY_BYTES } from './stream/stream-entry.js';
 export { InMemoryMailboxes, processMailboxes } from './mailbox/in-memory-mailboxes.js';

@@ -15,6 +15,11 @@ function mailbox(replay: { sent: number } = { sent: 0 }, held = new Map<number, 
       calls.push([ordinal, address]);
       return held.get(ordinal);
     },
+    reserveAny: async (ordinal: number, addresses: readonly string[]) => {
+      calls.push([ordinal, addresses.join('|')]);
+      const message = held.get(ordinal);
+      return message && { address: addresses[0]!, message };
+    },
   };
   const box = new StepMailbox(reservations, { runId: 'run', step: 3 }, replay, () => 1000);
   return { box, calls };
@@ -48,5 +53,28 @@ describe('StepMailbox', () => {
     await box.send('agent', { q: 1 }, { replyTo: 'shared-answers' });
     expect(await box.receive('shared-answers').catch((signal: Error) => signal.name)).toBe('ParkSignal');
     expect(calls).toEqual([[0, 'shared-answers']]);
+  });
+
+  it('receiveAny parks on all its addresses with one receive ordinal', async () => {
+    const { box, calls } = mailbox();
+    const signal = await box.receiveAny(['a', 'b'], { timeoutMs: 500 }).catch((error: Error) => error.name);
+    expect(signal).toBe('ParkSignal');
+    expect(calls).toEqual([[0, 'a|b']]);
+    expect(box.parkRequest).toEqual({ ordinal: 0, address: 'a', addresses: ['a', 'b'], deadline: 1500 });
+  });
+
+  it('receiveAny refuses an empty list, a repeated address and an agent inbox, naming them', async () => {
+    const { box } = mailbox();
+    await expect(box.receiveAny([])).rejects.toMatchObject({
+      code: 'INVALID_ARGUMENT',
+      message: 'receiveAny: expected `addresses` to be a non-empty array of addresses, got `[]`',
+    });
+    await expect(box.receiveAny(['a', 'b', 'a'])).rejects.toThrow(
+      "receiveAny: `addresses[2]` repeats 'a': each mailbox once",
+    );
+    await expect(box.receiveAny(['a', 'b c'])).rejects.toThrow('`addresses[1]`');
+    await expect(box.receiveAny(['a', 'agent:desk/1'])).rejects.toThrow(
+      "receiveAny: 'agent:desk/1' is an agent's inbox",
+    );
   });
 });

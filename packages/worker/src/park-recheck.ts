@@ -94,7 +94,8 @@ export class ParkRecheck {
           for (const job of jobs) {
             const data = job?.data as { runId?: string; park?: number } | undefined;
             if (!job?.id || data?.runId === undefined || data.park === undefined) continue; // not a wake
-            if (changed.has(partition) || changed.has(await this.mailboxPartition(data.runId))) wakes.push(job.id);
+            if (changed.has(partition) || (await this.mailboxPartitions(data.runId)).some((p) => changed.has(p)))
+              wakes.push(job.id);
           }
           if (jobs.length < PAGE) break;
         }
@@ -104,10 +105,11 @@ export class ParkRecheck {
     return wakes.length;
   }
 
-  /** The partition of the mailbox run `runId` is parked on; -1 when it is not parked. */
-  private async mailboxPartition(runId: string): Promise<number> {
+  /** The partitions of the mailboxes run `runId` is parked on (several for a receiveAny); none when it is not parked. */
+  private async mailboxPartitions(runId: string): Promise<number[]> {
     const replay = await this.redis.hget(this.partitions.of(runId).run(runId), 'replay');
     const parked = replay ? decodeReplay(replay).parked : undefined;
-    return parked ? this.partitions.indexOfAddress(parked.address) : -1;
+    if (!parked) return [];
+    return (parked.addresses ?? [parked.address]).map((address) => this.partitions.indexOfAddress(address));
   }
 }

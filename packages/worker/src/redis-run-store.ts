@@ -59,7 +59,7 @@ import {
 } from '@queueflow/runtime/kernel';
 import type { FinalRunStatus, StreamRestart } from '@queueflow/runtime';
 import type { Clock } from '@queueflow/runtime';
-import type { Message } from '@queueflow/runtime';
+import type { Message, Received } from '@queueflow/runtime';
 import { RedisBudgets } from './redis-budgets.js';
 import { Partitions, confirmPartitionCount, countChangedSince, groupBy } from './partitions.js';
 import type { RedisKeys } from './redis-keys.js';
@@ -450,7 +450,9 @@ export class RedisRunStore implements RunStore {
     const run = runOfHash(runId, hash);
     const parked = run.replay.parked;
     const woken = wake !== undefined && run.status === 'waiting' && run.parkCount === wake && parked !== undefined;
-    if (!woken || (flatReserved.length === 0 && !this.remote(runId, parked.address))) return run;
+    // A receiveAny's message is reserved when the step runs again (which address is not known here).
+    const preReserve = parked?.addresses === undefined && this.remote(runId, parked?.address ?? '');
+    if (!woken || (flatReserved.length === 0 && !preReserve)) return run;
     const reserved = new Map<number, Message>();
     const elsewhere = new Map<number, string>(); // ordinal -> address, held in another partition
     for (const [field, value] of Object.entries(hashOfList(flatReserved))) {
@@ -469,7 +471,7 @@ export class RedisRunStore implements RunStore {
       if (held !== null) reserved.set(ordinal, decodeMessage(held));
     }
     // The parked receive's own message, held now (as reserve-message.lua would take it here).
-    if (this.remote(runId, parked.address) && !reserved.has(parked.ordinal)) {
+    if (preReserve && !reserved.has(parked.ordinal)) {
       const message = await this.reserveMessage(run, parked.ordinal, parked.address);
       if (message && message !== 'stale') reserved.set(parked.ordinal, message);
     }
@@ -835,9 +837,38 @@ export class RedisRunStore implements RunStore {
   }
 
   async reserveMessage(at: StoredRun, ordinal: number, address: string): Promise<Message | undefined | 'stale'> {
+    const received = await this.reserveAt(at, ordinal, address);
+    return received === 'stale' ? received : received?.message;
+  }
+
+  async reserveAnyMessage(
+    at: StoredRun,
+    ordinal: number,
+    addresses: readonly string[],
+  ): Promise<Received | undefined | 'stale'> {
+    for (const address of addresses) {
+      const received = await this.reserveAt(at, ordinal, address, true);
+      if (received !== undefined) return received;
+    }
+    return undefined;
+  }
+
+  /**
+   * Reserves for receive `ordinal` what was reserved for it before (whichever address it came
+   * from), else the head of `address` (reserve-message.lua). `any` (a receiveAny, which asks its
+   * addresses in turn): a remote reservation whose mailbox proves empty is dropped, so that the
+   * next address can be asked; an earlier reservation elsewhere that proves empty is dropped
+   * too, and `address` is asked again.
+   */
+  private async reserveAt(
+    at: StoredRun,
+    ordinal: number,
+    address: string,
+    any = false,
+  ): Promise<Received | undefined | 'stale'> {
     const keys = this.keysOf(at.id);
     const remote = this.remote(at.id, address);
-    const [code, reply] = (await this.redis.reserveMessage(
+    const [code, reply, heldAt] = (await this.redis.reserveMessage(
       keys.run(at.id),
       keys.reserved(at.id),
       remote ? keys.reserved(at.id) : keys.mailbox(address),
@@ -845,19 +876,32 @@ export class RedisRunStore implements RunStore {
       ordinal,
       address,
       remote ? 'remote' : '',
-    )) as [number, string?];
+    )) as [number, string?, string?];
     if (code === -1) return 'stale';
-    if (code !== 2) return code === 1 ? decodeMessage(reply!) : undefined;
+    if (code === 1) return { address: heldAt ?? address, message: decodeMessage(reply!) };
+    if (code !== 2) return undefined;
     // Recorded in the run's partition: now held in the mailbox's (hold-message.lua).
-    const mailbox = this.partitions.ofAddress(address);
+    const holdAt = heldAt ?? address;
+    const mailbox = this.partitions.ofAddress(holdAt);
     const held = (await this.redis.holdMessage(
-      mailbox.held(at.id, address),
-      mailbox.mailbox(address),
+      mailbox.held(at.id, holdAt),
+      mailbox.mailbox(holdAt),
       reply!,
       ordinal,
       this.options.retentionSeconds,
     )) as string | null;
-    return held ? decodeMessage(held) : undefined;
+    if (held) return { address: holdAt, message: decodeMessage(held) };
+    if (!any) return undefined;
+    await this.redis.reserveMessage(
+      keys.run(at.id),
+      keys.reserved(at.id),
+      keys.reserved(at.id),
+      positionOf(at),
+      ordinal,
+      holdAt,
+      'forget',
+    );
+    return holdAt === address ? undefined : this.reserveAt(at, ordinal, address, any);
   }
 
   async park(
@@ -872,6 +916,7 @@ export class RedisRunStore implements RunStore {
       at: positionOf(at),
       replay: encodeReplay(replay),
       address: park.address,
+      ...(park.addresses === undefined ? {} : { addresses: park.addresses }),
       outbox: outboxOf(outbox),
       ...(takenBy === undefined ? {} : { takenKey: this.keysOf(at.id).taken(takenBy) }),
     };

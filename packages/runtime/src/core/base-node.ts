@@ -3,7 +3,7 @@ import { InvalidArgumentError, QueueflowError } from '../errors/queueflow-error.
 import { checkAgentRef, parseAgentRef } from '../agent/agent-ref.js';
 import type { ReminderOptions } from '../agent/reminders.js';
 import { mailboxOf } from '../mailbox/mailbox-of.js';
-import type { Message, ReceiveOptions, SendOptions } from '../mailbox/message.js';
+import type { Message, ReceiveOptions, Received, SendOptions } from '../mailbox/message.js';
 import type { Action, MaybePromise, NonIterableObject, ParamsObject } from './types.js';
 import { DEFAULT_ACTION } from './types.js';
 import { visitOf, type FlowRunState, type RunContext } from './run-context.js';
@@ -193,6 +193,25 @@ export class BaseNode<S = unknown, P extends ParamsObject = NonIterableObject> {
    */
   receive(address: string, options?: ReceiveOptions): Promise<Message | undefined> {
     return mailboxOf(this).receive(address, options);
+  }
+
+  /**
+   * The first message of several mailboxes (select): `{ address, message }` for the head of the
+   * first of `addresses` that holds one (in the order given), else for the first message to
+   * arrive at any of them; `undefined` after `timeoutMs` (milliseconds). Only that message is
+   * taken: the others stay in their mailboxes. On an engine a run that waits is parked on every
+   * address at once, and its step runs again from the start when a message comes (as `receive`).
+   *
+   * @throws TypeError (code `INVALID_ARGUMENT`) for an empty list, a bad or repeated address, or
+   *   an agent's inbox (its turns read it as `this.message`).
+   * @example
+   * ```ts
+   * const got = await this.receiveAny(['orders', 'cancellations'], { timeoutMs: 60_000 });
+   * if (got?.address === 'cancellations') return 'cancel';
+   * ```
+   */
+  receiveAny(addresses: readonly string[], options?: ReceiveOptions): Promise<Received | undefined> {
+    return mailboxOf(this).receiveAny(addresses, options);
   }
 
   /**

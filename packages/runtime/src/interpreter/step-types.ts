@@ -4,7 +4,7 @@
  */
 import type { RunContext } from '../core/run-context.js';
 import type { ErrorRecord } from '../errors/error-record.js';
-import type { Mailbox, Message } from '../mailbox/message.js';
+import type { Mailbox, Message, Received } from '../mailbox/message.js';
 import type { Checkpoint } from './checkpoint.js';
 import type { Json, JsonObject } from '../json/json.js';
 import type { PatchOperation } from '../json/merge-patches.js';
@@ -189,10 +189,15 @@ export interface OutgoingMessage {
   message: Message;
 }
 
-/** Where a parked step waits: receive call number `ordinal` of the step, on `address`. */
+/**
+ * Where a parked step waits: receive call number `ordinal` of the step, on `address`, or (a
+ * `receiveAny` of several) on each of `addresses`, whose first is `address`.
+ */
 export interface ParkRequest {
   ordinal: number;
   address: string;
+  /** Every address a `receiveAny` waits on (two or more); absent for a `receive`. */
+  addresses?: string[];
   /** Epoch ms after which that receive resolves `undefined`; `null` waits as long as it takes. */
   deadline: number | null;
 }
@@ -214,4 +219,9 @@ export interface StepReplay {
  */
 export interface MessageReservations {
   reserve(ordinal: number, address: string): Promise<Message | undefined>;
+  /**
+   * As `reserve`, for a `receiveAny`: the message reserved for `ordinal` before, with its
+   * address, else the head of the first of `addresses` that holds one.
+   */
+  reserveAny(ordinal: number, addresses: readonly string[]): Promise<Received | undefined>;
 }

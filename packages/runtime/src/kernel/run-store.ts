@@ -5,7 +5,7 @@ import type { OutgoingMessage, ParkRequest, StepReplay } from '../interpreter/st
 import type { Json } from '../json/json.js';
 import type { FinalRunStatus, ListRunsOptions, RunError, RunStatus } from './engine.js';
 import type { StreamEntry } from '../stream/stream-types.js';
-import type { Message } from '../mailbox/message.js';
+import type { Message, Received } from '../mailbox/message.js';
 import type { ValueClaim } from './claim-check.js';
 import type { AgentTurn } from '../agent/agent-store.js';
 import type { BudgetHold, BudgetKeyInfo, BudgetReply, BudgetRequest, BudgetState } from './budget-store.js';
@@ -120,6 +120,16 @@ export interface RunStore {
    * moved on (a stale delivery reserves nothing).
    */
   reserveMessage(at: StoredRun, ordinal: number, address: string): Promise<Message | undefined | 'stale'>;
+  /**
+   * As {@link RunStore.reserveMessage}, for a `receiveAny`: the message reserved for `ordinal`
+   * before, with the address it came from, else the head of the first of `addresses` that holds
+   * one. One message at most is reserved for an ordinal, whatever the addresses asked.
+   */
+  reserveAnyMessage(
+    at: StoredRun,
+    ordinal: number,
+    addresses: readonly string[],
+  ): Promise<Received | undefined | 'stale'>;
   /**
    * Parks the run on `park.address` and delivers the step's sends so far. With `takenBy`, that
    * worker takes the first run the sends wake (see {@link CommitFields.takenBy}).

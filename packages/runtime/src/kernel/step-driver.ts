@@ -112,6 +112,8 @@ export interface TurnHooks {
   subscribers(topic: string, body: Json): string[];
   /** A turn's step set or cancelled reminders of its agent (`this.remind`), about to commit. */
   changeReminders(ref: string, changes: ReminderChange[]): Promise<void>;
+  /** A turn of agent `ref` spent `amount` of `key` in conversation `id` (`this.spend`; see AgentRuntime.spend). */
+  spend(id: string, ref: string, key: string, amount: number): Promise<void>;
 }
 
 /** What a step's record needs beside its outcome. */
@@ -641,6 +643,18 @@ export class StepDriver {
           span.linkTo(message?.trace); // from the step that sent it
           return message;
         },
+        reserveAny: async (ordinal: number, addresses: readonly string[]) => {
+          // One address: a receive's reservation (the woken step's may be held already).
+          if (addresses.length === 1) {
+            const message = await reservations.reserve(ordinal, addresses[0]!);
+            return message && { address: addresses[0]!, message };
+          }
+          const received = await this.store.reserveAnyMessage(run, ordinal, addresses);
+          if (received === 'stale')
+            throw new Error(`run '${run.id}' is no longer at step ${run.step}: this run of the step is stale`);
+          span.linkTo(received?.message.trace);
+          return received;
+        },
       };
       // A try of this step wrote entries and ended with no transition (its worker died, or lost
       // the step): this one restarts it, and its stream says so at once (StreamEntry.restart).
@@ -673,6 +687,7 @@ export class StepDriver {
         mailbox: new StepMailbox(reservations, { runId: run.id, step: run.step, trace }, run.replay, now, {
           turn: run.turn ? { agent: run.turn.agent, message: run.turn.message } : undefined,
           subscribers: (topic, body) => this.options.agents?.subscribers(topic, body) ?? [],
+          spend: spenderOf(run, this.options.agents),
         }),
         emitter: stream,
         now,
@@ -1138,4 +1153,15 @@ function cancelledHere(controller: AbortController): boolean {
 
 function optional<K extends string, V>(key: K, value: V | undefined): { [P in K]?: V } {
   return (value === undefined ? {} : { [key]: value }) as { [P in K]?: V };
+}
+
+/** What `this.spend` counts against in a step of `run`: its turn's conversation, if any. */
+function spenderOf(
+  run: StoredRun,
+  agents: TurnHooks | undefined,
+): ((key: string, amount: number) => Promise<void>) | undefined {
+  const turn = run.turn;
+  const conversation = turn?.message.conversation;
+  if (!agents || !turn || conversation === undefined) return undefined;
+  return (key, amount) => agents.spend(conversation, turn.agent, key, amount);
 }

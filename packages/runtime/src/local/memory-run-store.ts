@@ -1,7 +1,7 @@
 import type { ErrorRecord } from '../errors/error-record.js';
 import type { Json } from '../json/json.js';
 import type { ChildOutcome, OutgoingMessage, ParkRequest, StepReplay, StepTarget } from '../interpreter/step-types.js';
-import type { Message } from '../mailbox/message.js';
+import type { Message, Received } from '../mailbox/message.js';
 import {
   decodeConflict,
   decodeErrorRecord,
@@ -228,7 +228,9 @@ export class MemoryRunStore implements RunStore, RunEventSource {
     const { run } = entry;
     const parked = run.replay.parked;
     if (wake !== undefined && run.status === 'waiting' && parked && run.parkCount === wake) {
-      if (!entry.reserved.has(parked.ordinal)) await this.reserveMessage(run, parked.ordinal, parked.address);
+      // A receive's own message, reserved now (a receiveAny reserves it when it runs again).
+      if (!entry.reserved.has(parked.ordinal) && parked.addresses === undefined)
+        await this.reserveMessage(run, parked.ordinal, parked.address);
       const reserved = new Map<number, Message>();
       for (const [ordinal, held] of entry.reserved) reserved.set(ordinal, decodeMessage(held.message));
       return { ...copyOf(run), reserved };
@@ -478,6 +480,22 @@ export class MemoryRunStore implements RunStore, RunEventSource {
     return decodeMessage(message);
   }
 
+  async reserveAnyMessage(
+    at: StoredRun,
+    ordinal: number,
+    addresses: readonly string[],
+  ): Promise<Received | undefined | 'stale'> {
+    const entry = this.runs.get(at.id);
+    if (!entry || isFinal(entry.run.status) || !atStep(entry.run, at)) return 'stale';
+    const held = entry.reserved.get(ordinal);
+    if (held) return { address: held.address, message: decodeMessage(held.message) };
+    for (const address of addresses) {
+      const message = await this.reserveMessage(at, ordinal, address);
+      if (message && message !== 'stale') return { address, message };
+    }
+    return undefined;
+  }
+
   async park(
     at: StoredRun,
     park: ParkRequest,
@@ -499,10 +517,13 @@ export class MemoryRunStore implements RunStore, RunEventSource {
     run.updatedAt = now;
     run.startedAt ??= now;
     this.deliver(outbox, wakes);
-    const waiting = this.waiters.get(park.address) ?? new Set<string>();
-    waiting.add(wakeId(run.id, run.step, parkCount));
-    this.waiters.set(park.address, waiting);
-    const ready = (this.queues.get(park.address)?.length ?? 0) > 0;
+    const addresses = park.addresses ?? [park.address];
+    for (const address of addresses) {
+      const waiting = this.waiters.get(address) ?? new Set<string>();
+      waiting.add(wakeId(run.id, run.step, parkCount));
+      this.waiters.set(address, waiting);
+    }
+    const ready = addresses.some((address) => (this.queues.get(address)?.length ?? 0) > 0);
     this.changed(run.id);
     return { result: 'committed', parkCount, ready, wakes, ...this.take(takenBy, wakes) };
   }
@@ -1049,11 +1070,13 @@ export class MemoryRunStore implements RunStore, RunEventSource {
 
   /** The run stops waiting where its step last parked: its wake leaves that address's waiters. */
   private leaveWaiters(run: StoredRun): void {
-    const address = run.replay.parked?.address;
-    if (address === undefined) return;
-    const waiting = this.waiters.get(address);
-    waiting?.delete(wakeId(run.id, run.step, run.parkCount));
-    if (waiting?.size === 0) this.waiters.delete(address);
+    const parked = run.replay.parked;
+    if (parked === undefined) return;
+    for (const address of parked.addresses ?? [parked.address]) {
+      const waiting = this.waiters.get(address);
+      waiting?.delete(wakeId(run.id, run.step, run.parkCount));
+      if (waiting?.size === 0) this.waiters.delete(address);
+    }
   }
 
   private emit(call: (listener: RunEventListener) => void): void {
@@ -1102,7 +1125,11 @@ function copyOf(run: StoredRun): StoredRun {
 function copyOfReplay(replay: StepReplay): StepReplay {
   return {
     ...replay,
-    ...(replay.parked ? { parked: { ...replay.parked } } : {}),
+    ...(replay.parked
+      ? {
+          parked: { ...replay.parked, ...(replay.parked.addresses ? { addresses: [...replay.parked.addresses] } : {}) },
+        }
+      : {}),
     ...(replay.timedOut ? { timedOut: [...replay.timedOut] } : {}),
   };
 }

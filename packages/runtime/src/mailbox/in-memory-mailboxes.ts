@@ -2,17 +2,21 @@ import { nanoid } from 'nanoid';
 import { jsonCopy, type Json } from '../json/json.js';
 import {
   checkAddress,
+  checkAddresses,
   checkMessageBody,
   checkTimeout,
   type Mailbox,
   type Message,
   type ReceiveOptions,
+  type Received,
   type SendOptions,
 } from './message.js';
 import { checkTopic } from './topic.js';
 
+/** A waiting `receive` (one address) or `receiveAny` (several: the first message answers it). */
 interface Waiter {
-  resolve: (message: Message | undefined) => void;
+  addresses: readonly string[];
+  resolve: (received: Received | undefined) => void;
   timer: NodeJS.Timeout | undefined;
 }
 
@@ -56,10 +60,9 @@ export class InMemoryMailboxes implements Mailbox {
 
   /** Hands `message` to the first waiting receiver of `address`, else queues it at `end`. */
   private deliver(address: string, message: Message, end: 'head' | 'tail'): void {
-    const waiter = this.waiters.get(address)?.shift();
+    const waiter = this.waiters.get(address)?.[0];
     if (waiter) {
-      clearTimeout(waiter.timer);
-      waiter.resolve(message);
+      this.settle(waiter, { address, message });
       return;
     }
     const queue = this.queues.get(address) ?? [];
@@ -81,26 +84,45 @@ export class InMemoryMailboxes implements Mailbox {
     return this.queues.get(address)?.length ?? 0;
   }
 
-  receive(address: string, options: ReceiveOptions = {}): Promise<Message | undefined> {
+  async receive(address: string, options: ReceiveOptions = {}): Promise<Message | undefined> {
     checkAddress('receive', address);
     const timeoutMs = checkTimeout('receive', options.timeoutMs);
-    const ready = this.take(address);
-    if (ready) return Promise.resolve(ready);
+    return (await this.wait([address], timeoutMs))?.message;
+  }
+
+  receiveAny(addresses: readonly string[], options: ReceiveOptions = {}): Promise<Received | undefined> {
+    const checked = checkAddresses('receiveAny', addresses);
+    return this.wait(checked, checkTimeout('receiveAny', options.timeoutMs));
+  }
+
+  /** The head of the first of `addresses` holding a message, else the first to arrive, else `undefined` after `timeoutMs`. */
+  private wait(addresses: readonly string[], timeoutMs: number | undefined): Promise<Received | undefined> {
+    for (const address of addresses) {
+      const message = this.take(address);
+      if (message) return Promise.resolve({ address, message });
+    }
     if (timeoutMs === 0) return Promise.resolve(undefined);
     return new Promise((resolve) => {
-      const waiter: Waiter = { resolve, timer: undefined };
-      if (timeoutMs !== undefined) {
-        waiter.timer = setTimeout(() => {
-          const list = this.waiters.get(address);
-          const index = list?.indexOf(waiter) ?? -1;
-          if (index >= 0) list!.splice(index, 1);
-          resolve(undefined);
-        }, timeoutMs);
+      const waiter: Waiter = { addresses, resolve, timer: undefined };
+      if (timeoutMs !== undefined) waiter.timer = setTimeout(() => this.settle(waiter, undefined), timeoutMs);
+      for (const address of addresses) {
+        const list = this.waiters.get(address) ?? [];
+        list.push(waiter);
+        this.waiters.set(address, list);
       }
-      const list = this.waiters.get(address) ?? [];
-      list.push(waiter);
-      this.waiters.set(address, list);
     });
+  }
+
+  /** Answers a waiter, which then waits on none of its addresses any more. */
+  private settle(waiter: Waiter, received: Received | undefined): void {
+    clearTimeout(waiter.timer);
+    for (const address of waiter.addresses) {
+      const list = this.waiters.get(address);
+      const index = list?.indexOf(waiter) ?? -1;
+      if (index >= 0) list!.splice(index, 1);
+      if (list?.length === 0) this.waiters.delete(address);
+    }
+    waiter.resolve(received);
   }
 
   replyAddress(): string {

@@ -55,6 +55,13 @@ export interface ReceiveOptions {
   timeoutMs?: number;
 }
 
+/** What `receiveAny` took: the first message of one of several mailboxes, and which. */
+export interface Received<B extends Json = Json> {
+  /** The mailbox it came from: one of the addresses asked. */
+  address: string;
+  message: Message<B>;
+}
+
 /**
  * Durable FIFO queues of messages by address: how agents talk. Node code reaches it through
  * `this.send` / `this.receive` / `this.ask`; outside any run through `engine.send`.
@@ -75,6 +82,15 @@ export interface Mailbox {
    * `timeoutMs`. On the engines a run that waits is parked: it holds no worker and no connection.
    */
   receive(address: string, options?: ReceiveOptions): Promise<Message | undefined>;
+  /**
+   * The first message of several mailboxes (select): the head of the first of `addresses` that
+   * holds one, in the order given, else the first to arrive at any of them; `undefined` after
+   * `timeoutMs`. Only that message is taken: the others stay in their mailboxes. On the engines a
+   * run that waits is parked on every address at once, as `receive` parks on one.
+   * @throws TypeError (code `INVALID_ARGUMENT`) for an empty list, a bad or repeated address, or
+   *   an agent's inbox.
+   */
+  receiveAny(addresses: readonly string[], options?: ReceiveOptions): Promise<Received | undefined>;
   /** A fresh address for answers to one `ask`. */
   replyAddress(): string;
   /**
@@ -125,6 +141,25 @@ export function checkAddress(owner: string, address: unknown, option = 'address'
     );
   }
   return checkWellFormed(owner, option, address);
+}
+
+/**
+ * Checks the addresses of a `receiveAny`: a non-empty array of distinct addresses (see {@link checkAddress}).
+ * @throws TypeError (code `INVALID_ARGUMENT`) naming the bad value and its index.
+ */
+export function checkAddresses(owner: string, addresses: unknown): string[] {
+  if (!Array.isArray(addresses) || addresses.length === 0)
+    throw new InvalidArgumentError(
+      `${owner}: expected \`addresses\` to be a non-empty array of addresses, got \`${JSON.stringify(addresses) ?? String(addresses)}\``,
+    );
+  const seen = new Set<string>();
+  return addresses.map((address: unknown, i) => {
+    const checked = checkAddress(owner, address, `addresses[${i}]`);
+    if (seen.has(checked))
+      throw new InvalidArgumentError(`${owner}: \`addresses[${i}]\` repeats '${checked}': each mailbox once`);
+    seen.add(checked);
+    return checked;
+  });
 }
 
 /**

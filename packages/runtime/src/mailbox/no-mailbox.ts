@@ -5,6 +5,7 @@ import type { Mailbox } from './message.js';
 export const noMailbox: Mailbox = {
   send: () => Promise.reject(notHere()),
   receive: () => Promise.reject(notHere()),
+  receiveAny: () => Promise.reject(notHere()),
   publish: () => Promise.reject(notHere()),
   replyAddress: () => {
     throw notHere();

@@ -8,11 +8,13 @@ import type {
 } from '../interpreter/step-types.js';
 import {
   checkAddress,
+  checkAddresses,
   checkMessageBody,
   checkTimeout,
   type Mailbox,
   type Message,
   type ReceiveOptions,
+  type Received,
   type SendOptions,
 } from './message.js';
 import { parseAgentRef } from '../agent/agent-ref.js';
@@ -31,12 +33,25 @@ class ParkSignal extends Error {
   }
 }
 
+/**
+ * An agent's inbox is read by its turns alone (`this.message`).
+ * @throws TypeError (code `INVALID_ARGUMENT`) for one.
+ */
+function checkReceivable(owner: string, address: string): void {
+  if (parseAgentRef(address))
+    throw new InvalidArgumentError(
+      `${owner}: '${address}' is an agent's inbox, which only its turns read (this.message); send to it instead`,
+    );
+}
+
 /** Who a step's messages come from, and where its publishes go. */
 export interface StepSender {
   /** An agent's turn: its address and the message it handles. */
   turn?: { agent: string; message: Message } | undefined;
   /** The addresses of the subscribers of `topic` for `body` (the engine's agent types). */
   subscribers(topic: string, body: Json): string[];
+  /** Counts a spend in the turn's conversation (absent outside one: nothing to count against). */
+  spend?: ((key: string, amount: number) => Promise<void>) | undefined;
 }
 
 /**
@@ -167,6 +182,14 @@ export class StepMailbox implements Mailbox, StepMailboxPort {
     if (!this.parkRequest) this.reminders.push({ name, reminder });
   }
 
+  /**
+   * What `this.spend` counts against beside the node's `limits`: the conversation of this
+   * step's turn (at once: a failed try's spend counts too); `undefined` outside one.
+   */
+  get conversationSpend(): ((key: string, amount: number) => Promise<void>) | undefined {
+    return this.sender.spend;
+  }
+
   /** `this.cancelReminder`: cancels reminder `name` of this turn's agent when the step commits. */
   cancelReminder(name: string): void {
     checkReminderName(name);
@@ -195,22 +218,43 @@ export class StepMailbox implements Mailbox, StepMailboxPort {
   }
 
   async receive(address: string, options: ReceiveOptions = {}): Promise<Message | undefined> {
-    checkAddress('receive', address);
-    if (parseAgentRef(address))
-      throw new InvalidArgumentError(
-        `receive: '${address}' is an agent's inbox, which only its turns read (this.message); send to it instead`,
-      );
+    checkReceivable('receive', checkAddress('receive', address));
     const timeoutMs = checkTimeout('receive', options.timeoutMs);
     if (this.parkRequest) throw new ParkSignal(this.parkRequest); // parking already: go no further
     const ordinal = this.receives++;
     if (this.replay.timedOut?.includes(ordinal)) return this.timeOut(ordinal);
     const message = this.unanswered.has(address) ? undefined : await this.reservations.reserve(ordinal, address);
-    if (message) return message;
+    return message ?? this.park(ordinal, [address], timeoutMs);
+  }
+
+  /**
+   * One receive call (one ordinal) over several mailboxes: the message reserved for it before,
+   * else the head of the first of `addresses` holding one; else the step parks on all of them.
+   */
+  async receiveAny(addresses: readonly string[], options: ReceiveOptions = {}): Promise<Received | undefined> {
+    const checked = checkAddresses('receiveAny', addresses);
+    for (const address of checked) checkReceivable('receiveAny', address);
+    const timeoutMs = checkTimeout('receiveAny', options.timeoutMs);
+    if (this.parkRequest) throw new ParkSignal(this.parkRequest);
+    const ordinal = this.receives++;
+    if (this.replay.timedOut?.includes(ordinal)) return this.timeOut(ordinal);
+    const open = checked.filter((address) => !this.unanswered.has(address));
+    const received = open.length === 0 ? undefined : await this.reservations.reserveAny(ordinal, open);
+    return received ?? this.park(ordinal, checked, timeoutMs);
+  }
+
+  /**
+   * Receive call `ordinal` found nothing at `addresses`: it times out (`undefined`) once its
+   * deadline has passed, else the step parks on them. A step woken from the same wait keeps the
+   * deadline it parked with.
+   */
+  private park(ordinal: number, addresses: string[], timeoutMs: number | undefined): undefined {
     const parked = this.replay.parked;
-    const sameWait = parked?.ordinal === ordinal && parked.address === address;
+    const sameWait =
+      parked?.ordinal === ordinal && (parked.addresses ?? [parked.address]).join(' ') === addresses.join(' ');
     const deadline = sameWait ? parked.deadline : timeoutMs === undefined ? null : this.now() + timeoutMs;
     if (deadline !== null && this.now() >= deadline) return this.timeOut(ordinal);
-    this.parkRequest = { ordinal, address, deadline };
+    this.parkRequest = { ordinal, address: addresses[0]!, deadline, ...(addresses.length > 1 ? { addresses } : {}) };
     throw new ParkSignal(this.parkRequest);
   }
 

@@ -32,7 +32,8 @@ local reserved = {}
 if ARGV[2] ~= '' and run[1] == 'waiting' and (run[5] or '0') == ARGV[2] and run[6] then
   local parked = cjson.decode(run[6]).parked
   local m = cjson.decode(ARGV[3])
-  if type(parked) == 'table' and isLocal(m, parked.address) then
+  -- A receive's own message (a receiveAny reserves its when the step runs again).
+  if type(parked) == 'table' and type(parked.addresses) ~= 'table' and isLocal(m, parked.address) then
     local ordinal = string.format('%d', parked.ordinal)
     if redis.call('HEXISTS', KEYS[2], 'm' .. ordinal) == 0 then
       local message = redis.call('LPOP', m.mailboxPrefix .. parked.address)

@@ -12,6 +12,7 @@
     replay     StepReplay JSON (sends delivered, the park, receives timed out): kept on the run
                as `replay` until the step commits
     address    the address it waits on
+    addresses  (a receiveAny) every address it waits on, `address` first
     now        epoch ms       runId      retention (seconds)      channel      changes
     mailboxPrefix, waitersPrefix   key prefixes of mailboxes and their waiter sets
     outbox     the step's sends so far, { address, message JSON } pairs
@@ -38,7 +39,11 @@ local parkCount = redis.call('HINCRBY', KEYS[1], 'parkCount', 1)
 redis.call('HSET', KEYS[1], 'status', 'waiting', 'replay', o.replay, 'updatedAt', o.now)
 redis.call('HSETNX', KEYS[1], 'startedAt', o.now)
 deliverOutbox(o, o.outbox, wakes, o.retention, KEYS[1])
-local ready = waitOn(o, KEYS[1], o.runId, o.address, o.runId .. '-' .. expectedStep .. '-p' .. parkCount)
+local wake = o.runId .. '-' .. expectedStep .. '-p' .. parkCount
+local ready = 0
+for _, address in ipairs(o.addresses or { o.address }) do
+  if waitOn(o, KEYS[1], o.runId, address, wake) == 1 then ready = 1 end
+end
 changed(KEYS[1], o.runId, o)
 local taken = takeWake(o, wakes)
 return { 1, parkCount, ready, wakes, taken }

@@ -9,25 +9,37 @@
   (hold-message.lua) under the run's hold epoch, which this returns; a commit consumes it there
   and a failure or a cancel gives it back (releaseReserved, consumeReserved: by hand-offs).
 
+  A `receiveAny` asks its addresses one at a time with the same ordinal: whatever was reserved
+  for the ordinal before comes back with its own address, whichever address is asked, so one
+  message at most is ever reserved for it. A remote reservation whose hold found its mailbox empty
+  is dropped (ARGV[4] 'forget') before the next address is asked.
+
   KEYS[1] run hash   KEYS[2] run reserved-messages hash
   KEYS[3] mailbox list (for a mailbox of another partition: KEYS[2] again)
   ARGV[1] the step counter of the step, then ':' and its park count (see atStep)
-  ARGV[2] receive call ordinal   ARGV[3] address   ARGV[4] 'remote' or ''
+  ARGV[2] receive call ordinal   ARGV[3] address   ARGV[4] 'remote', 'forget' or ''
 
-  Returns: { 1, message JSON } reserved; { 0 } the mailbox is empty;
-           { 2, hold epoch } (remote) hold it in the mailbox's partition;
+  Returns: { 1, message JSON, address } reserved; { 0 } the mailbox is empty (or forgotten);
+           { 2, hold epoch, address } (remote) hold it in that address's partition;
            { -1 } the run has ended or moved past this step (a stale delivery): reserve nothing
 ]]
 local status = redis.call('HGET', KEYS[1], 'status')
 local expectedStep, expectedParks = string.match(ARGV[1], '^(%d+):(%d+)$')
 if not status or isFinal(status) or not atStep(KEYS[1], expectedStep, expectedParks) then return { -1 } end
-local held = redis.call('HGET', KEYS[2], 'm' .. ARGV[2])
-if held then return { 1, held } end
+local ordinal = ARGV[2]
+if ARGV[4] == 'forget' then
+  if redis.call('HGET', KEYS[2], 'r' .. ordinal) == ARGV[3] then redis.call('HDEL', KEYS[2], 'r' .. ordinal) end
+  return { 0 }
+end
+local held = redis.call('HMGET', KEYS[2], 'm' .. ordinal, 'a' .. ordinal, 'r' .. ordinal)
+if held[1] then return { 1, held[1], held[2] or ARGV[3] } end
+local epoch = redis.call('HGET', KEYS[1], 'holdEpoch') or '0'
+if held[3] then return { 2, epoch, held[3] } end
 if ARGV[4] == 'remote' then
-  redis.call('HSET', KEYS[2], 'r' .. ARGV[2], ARGV[3])
-  return { 2, redis.call('HGET', KEYS[1], 'holdEpoch') or '0' }
+  redis.call('HSET', KEYS[2], 'r' .. ordinal, ARGV[3])
+  return { 2, epoch, ARGV[3] }
 end
 local message = redis.call('LPOP', KEYS[3])
 if not message then return { 0 } end
-redis.call('HSET', KEYS[2], 'a' .. ARGV[2], ARGV[3], 'm' .. ARGV[2], message)
-return { 1, message }
+redis.call('HSET', KEYS[2], 'a' .. ordinal, ARGV[3], 'm' .. ordinal, message)
+return { 1, message, ARGV[3] }

@@ -431,8 +431,12 @@ local function leaveWaiters(runKey, m, runId)
   local parked = cjson.decode(fields[1]).parked
   if type(parked) ~= 'table' or type(parked.address) ~= 'string' then return end
   local wake = runId .. '-' .. fields[2] .. '-p' .. (fields[3] or '0')
-  if isLocal(m, parked.address) then redis.call('SREM', waitersKey(m, parked.address), wake)
-  else handOff(m, runKey, runId, { t = 'unwait', a = parked.address, w = wake }) end
+  local addresses = parked.addresses
+  if type(addresses) ~= 'table' then addresses = { parked.address } end -- a receiveAny's, or a receive's one
+  for _, address in ipairs(addresses) do
+    if isLocal(m, address) then redis.call('SREM', waitersKey(m, address), wake)
+    else handOff(m, runKey, runId, { t = 'unwait', a = address, w = wake }) end
+  end
 end
 
 -- The run parks on `address` with wake job `wake`; returns 1 when a message waits there already
