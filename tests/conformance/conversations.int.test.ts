@@ -30,7 +30,18 @@ class Chain extends Node {
   }
 }
 const link = defineAgent('link', { state: () => ({}), turn: () => new Chain({ name: 'chain' }) });
-const agents = [player, link];
+/** A player that spends 30 tokens a turn (in exec, as a model call would) and hands the ball on. */
+class Spend extends Node<{ hits: number }> {
+  override async prep(state: { hits: number }): Promise<void> {
+    state.hits += 1;
+    await this.send(spender.ref(this.agentKey === 'ping' ? 'pong' : 'ping'), { hit: state.hits });
+  }
+  override async exec(): Promise<void> {
+    await this.spend('tokens', 30);
+  }
+}
+const spender = defineAgent('spender', { state: () => ({ hits: 0 }), turn: () => new Spend({ name: 'spend' }) });
+const agents = [player, link, spender];
 
 describe.each(engines)('%s: conversations', (name) => {
   const setup = useEngine(name);
@@ -68,6 +79,37 @@ describe.each(engines)('%s: conversations', (name) => {
     for (const [i, message] of conversation.messages.slice(1).entries())
       expect(message.from, `message ${i + 1}`).toBe(conversation.messages[i]!.to);
     expect((await engine.conversations()).ids).toContain(id);
+  });
+
+  it('ends a conversation whose turns spend past its cost budget, cancelling the turn that did', async () => {
+    const { engine } = await setup('conversation-cost', { flows: [], agents, autoAdvance: true });
+    const [ping, pong] = [spender.ref('ping'), spender.ref('pong')];
+    const id = await engine.send(ping, { hit: 0 }, { conversation: { budget: { cost: { key: 'tokens', max: 100 } } } });
+    await waitFor('the conversation to end', async () => (await engine.conversation(id))?.status === 'ended', {
+      timeoutMs: 60_000,
+    });
+    await waitFor('no turn to run', async () => {
+      const infos = await Promise.all([ping, pong].map((ref) => engine.agent(ref)));
+      return infos.every((info) => info?.running === undefined);
+    });
+    // Turns 1 to 3 spent 90; turn 4 (pong's second) went past 100: cancelled, its send never left.
+    const conversation = (await engine.conversation(id))!;
+    expect(conversation).toMatchObject({
+      status: 'ended',
+      turns: 4,
+      spend: { [ping]: { tokens: 60 }, [pong]: { tokens: 60 } },
+      error: {
+        code: 'CONVERSATION_BUDGET',
+        message: `conversation '${id}' reached its budget (cost: 100 tokens): no further turn runs`,
+      },
+      budget: { cost: { key: 'tokens', max: 100 } },
+    });
+    const [pinged, ponged] = await Promise.all([engine.agent(ping), engine.agent(pong)]);
+    expect(pinged!.state).toEqual({ hits: 2 });
+    expect(ponged!.state).toEqual({ hits: 1 }); // the cancelled turn's state was not kept
+    await expect(
+      engine.send(ping, {}, { conversation: { budget: { cost: { key: 'tokens', max: -1 } } } }),
+    ).rejects.toMatchObject({ code: 'INVALID_OPTION', message: expect.stringContaining('cost.max') as unknown });
   });
 
   it('records a 3-agent chain under its id, with the turns parked now', async () => {

@@ -51,6 +51,21 @@ export class RedisConversationStore implements ConversationStore {
     await this.redis.conversations(...this.keys(id), 'ended', id, runId);
   }
 
+  async spend(
+    id: string,
+    spent: { ref: string; key: string; amount: number; now: number },
+  ): Promise<{ ok: true } | { ok: false; error: RunError; running: string[] }> {
+    const reply = (await this.redis.conversations(
+      ...this.keys(id),
+      'spend',
+      id,
+      JSON.stringify(spent),
+      this.retentionSeconds,
+    )) as [number, string?, string[]?];
+    if (reply[0] === 1) return { ok: true };
+    return { ok: false, error: JSON.parse(reply[1]!) as RunError, running: reply[2] ?? [] };
+  }
+
   async load(id: string): Promise<StoredConversation | undefined> {
     const [hash, log, running] = this.keys(id);
     const [fields, entries, runs] = (await this.redis
@@ -75,6 +90,9 @@ export class RedisConversationStore implements ConversationStore {
       startedAt: Number(fields.startedAt),
       updatedAt: Number(fields.updatedAt),
       ...(fields.error === undefined ? {} : { error: JSON.parse(fields.error) as RunError }),
+      ...(fields.spend === undefined
+        ? {}
+        : { spend: JSON.parse(fields.spend) as NonNullable<StoredConversation['spend']> }),
     };
   }
 

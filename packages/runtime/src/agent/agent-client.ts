@@ -21,6 +21,7 @@ import type {
   PublishResult,
 } from './agent-types.js';
 import type { ConversationStore } from './conversation-store.js';
+import { checkSpendKey } from './spend.js';
 import type { Clock } from '../kernel/clock.js';
 import { checkAgentRef, firstState, parseAgentRef } from './define-agent.js';
 
@@ -109,7 +110,7 @@ export class AgentClient {
       participants: stored.participants,
       messages: stored.log,
       waits,
-      spend: {},
+      spend: stored.spend ?? {},
       ...(stored.budget === undefined ? {} : { budget: stored.budget }),
       startedAt: stored.startedAt,
       updatedAt: stored.updatedAt,
@@ -326,12 +327,16 @@ function checkConversation(owner: string, options: unknown): ConversationOptions
       });
     for (const [limit, value] of Object.entries(budget)) {
       const integer = limit === 'turns' || limit === 'messages';
-      if (!['turns', 'messages', 'wallMs'].includes(limit))
+      if (!['turns', 'messages', 'wallMs', 'cost'].includes(limit))
         throw new QueueflowError(
           'INVALID_OPTION',
-          `${owner}: unknown limit \`conversation.budget.${limit}\`; known: turns, messages, wallMs (cost is not counted yet)`,
+          `${owner}: unknown limit \`conversation.budget.${limit}\`; known: turns, messages, wallMs, cost`,
           { retryable: false },
         );
+      if (limit === 'cost') {
+        checkCost(owner, value);
+        continue;
+      }
       if (typeof value !== 'number' || !(value > 0) || !Number.isFinite(value) || (integer && !Number.isInteger(value)))
         throw new QueueflowError(
           'INVALID_OPTION',
@@ -341,6 +346,29 @@ function checkConversation(owner: string, options: unknown): ConversationOptions
     }
   }
   return options as ConversationOptions;
+}
+
+/**
+ * A budget's `cost`: `{ key, max }`, a spend key (as `this.spend` takes) and a positive amount.
+ * @throws QueueflowError `INVALID_OPTION` naming the bad value.
+ */
+function checkCost(owner: string, cost: unknown): void {
+  const { key, max } = (cost ?? {}) as { key?: unknown; max?: unknown };
+  const extra =
+    typeof cost === 'object' && cost !== null ? Object.keys(cost).filter((k) => k !== 'key' && k !== 'max') : [];
+  if (typeof cost !== 'object' || cost === null || extra.length > 0)
+    throw new QueueflowError(
+      'INVALID_OPTION',
+      `${owner}: expected \`conversation.budget.cost\` to be { key, max }, got ${JSON.stringify(cost)}`,
+      { retryable: false },
+    );
+  checkSpendKey(`${owner}: \`conversation.budget.cost.key\``, key);
+  if (typeof max !== 'number' || !(max > 0) || !Number.isFinite(max))
+    throw new QueueflowError(
+      'INVALID_OPTION',
+      `${owner}: expected \`conversation.budget.cost.max\` to be a positive number, got ${JSON.stringify(max)}`,
+      { retryable: false },
+    );
 }
 
 /**

@@ -217,6 +217,19 @@ export class AgentRuntime {
     throw new QueueflowError('CONVERSATION_BUDGET', reply.error.message, { retryable: false });
   }
 
+  /**
+   * Agent `ref`'s turn spent `amount` of `key` in conversation `id` (`this.spend`). Past the
+   * budget's cost (or in a conversation that has ended) its running turns are cancelled, this
+   * one among them.
+   * @throws QueueflowError `CONVERSATION_BUDGET` naming the limit, then.
+   */
+  async spend(id: string, ref: string, key: string, amount: number): Promise<void> {
+    const reply = await this.options.conversations?.spend(id, { ref, key, amount, now: this.options.clock.now() });
+    if (!reply || reply.ok) return;
+    for (const runId of reply.running) await this.cancelTurn(runId);
+    throw new QueueflowError('CONVERSATION_BUDGET', reply.error.message, { retryable: false });
+  }
+
   /** Cancels the run of a turn, and its key goes on (its message to the dead letters). */
   private async cancelTurn(runId: string): Promise<void> {
     await cancelRun(this.runs, this.scheduler, runId);

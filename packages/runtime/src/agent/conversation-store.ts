@@ -26,6 +26,16 @@ export interface ConversationStore {
   ): Promise<{ admitted: true } | { admitted: false; error: RunError; running: string[] }>;
   /** The turn of run `runId` ended: it leaves the running turns. */
   turnEnded(id: string, runId: string): Promise<void>;
+  /**
+   * Agent `ref` spent `amount` of `key` in conversation `id` (`this.spend`): added to what it
+   * spent. Spent past the budget's `cost` (the sum over the participants), the conversation ends
+   * with `CONVERSATION_BUDGET`; refused then, and whenever the conversation has ended, with the
+   * runs of its running turns (the caller cancels them). What is spent is counted either way.
+   */
+  spend(
+    id: string,
+    spent: { ref: string; key: string; amount: number; now: number },
+  ): Promise<{ ok: true } | { ok: false; error: RunError; running: string[] }>;
   load(id: string): Promise<StoredConversation | undefined>;
   /** Conversation ids, newest first, `limit` at most after `cursor`. */
   list(options: { limit: number; cursor?: string }): Promise<{ ids: string[]; cursor?: string }>;
@@ -39,6 +49,11 @@ export interface ConversationBudget {
   messages?: number;
   /** Longest it may go on, in ms from its first message. */
   wallMs?: number;
+  /**
+   * Most of `key` its turns may spend together (`this.spend(key, n)`, tokens or dollars, say):
+   * the spend that goes past `max` ends the conversation.
+   */
+  cost?: { key: string; max: number };
 }
 
 /** A turn as {@link ConversationStore.turnStarted} records it. Times are epoch ms. */
@@ -82,6 +97,8 @@ export interface StoredConversation {
   updatedAt: number;
   /** Why it ended (`CONVERSATION_BUDGET`, naming the limit). */
   error?: RunError;
+  /** What its turns spent (`this.spend`), by agent, then key. */
+  spend?: Record<string, Record<string, number>>;
 }
 
 /** Messages a conversation's record keeps, oldest dropped first. */
@@ -94,14 +111,25 @@ export const MAX_CONVERSATION_MESSAGES = 1000;
  */
 export function passedLimit(
   budget: ConversationBudget | undefined,
-  record: { turns: number; messages: number; startedAt: number },
+  record: { turns: number; messages: number; startedAt: number; spend?: StoredConversation['spend'] },
   now: number,
 ): string | undefined {
   if (!budget) return undefined;
   if (budget.turns !== undefined && record.turns + 1 > budget.turns) return `turns: ${budget.turns}`;
   if (budget.messages !== undefined && record.messages + 1 > budget.messages) return `messages: ${budget.messages}`;
   if (budget.wallMs !== undefined && now - record.startedAt > budget.wallMs) return `wallMs: ${budget.wallMs}`;
-  return undefined;
+  return costPassed(budget, record.spend);
+}
+
+/** The cost limit `spend` went past (the sum over the agents of the budget's key), else `undefined`. */
+export function costPassed(
+  budget: ConversationBudget | undefined,
+  spend: StoredConversation['spend'],
+): string | undefined {
+  const cost = budget?.cost;
+  if (!cost) return undefined;
+  const total = Object.values(spend ?? {}).reduce((sum, byKey) => sum + (byKey[cost.key] ?? 0), 0);
+  return total > cost.max ? `cost: ${cost.max} ${cost.key}` : undefined;
 }
 
 /** The error a conversation over its budget ends with. */

@@ -5,6 +5,8 @@ import { checkMaxRetries, checkOptionalPositiveInteger, checkWaitOptions, invali
 import { InvalidArgumentError, NodeTimeoutError, retryAfterOf } from '../errors/queueflow-error.js';
 import { toErrorRecord } from '../errors/error-record.js';
 import { budgetOf } from './budget-of.js';
+import { mailboxOf } from '../mailbox/mailbox-of.js';
+import { checkSpendKey } from '../agent/spend.js';
 import { checkLimits, type Limit } from './limit.js';
 import { checkQueueName } from './queue-name.js';
 import { warnIfLimitsIgnored } from './warn-limits-ignored.js';
@@ -142,13 +144,22 @@ export class Node<S = unknown, P extends ParamsObject = NonIterableObject> exten
   }
 
   /**
-   * Inside `exec`: reports what this try really took from `key`'s rate (the token count of the
-   * provider's reply, when the limit's `cost` only estimated it). Later admissions see the
-   * corrected window. Resolves once the store has it; a no-op on `flow.run` (no budgets there).
+   * Inside `exec`: reports what this try really took of `key` (tokens, dollars), to two places:
+   * - a key of this visit's `limits`: the try's take from `key`'s rate (the token count of the
+   *   provider's reply, when the limit's `cost` only estimated it; it replaces the estimate), so
+   *   that later admissions see the corrected window;
+   * - in an agent's turn of a conversation (README "Conversations"), any key: added to what the
+   *   agent spent there (`engine.conversation(id).spend`) and counted against the budget's
+   *   `cost: { key, max }`. The spend that goes past `max` ends the conversation and cancels its
+   *   running turns, this one among them. A try that fails after spending has spent: it stays counted.
+   * Resolves once the store has it; a no-op on `flow.run` (neither budgets nor conversations there).
    *
-   * @param key - a key of this node's `limits` for this visit.
-   * @param units - units taken, a finite number ≥ 0 (replaces the estimate).
-   * @throws TypeError (code `INVALID_ARGUMENT`) for a key not among this visit's limits, or bad units.
+   * @param key - what was spent: a key of this visit's `limits`, or (in a conversation) 1 to 100
+   *   letters, digits, `_ . : -`.
+   * @param units - units taken, a finite number ≥ 0.
+   * @throws TypeError (code `INVALID_ARGUMENT`) for a key neither among this visit's limits nor
+   *   counted by a conversation, or bad units; QueueflowError `INVALID_OPTION` for a bad
+   *   conversation key, `CONVERSATION_BUDGET` naming the limit when the conversation has ended.
    * @example
    * ```ts
    * const reply = await model.chat(prompt);
@@ -162,13 +173,18 @@ export class Node<S = unknown, P extends ParamsObject = NonIterableObject> exten
       );
     }
     const attached = budgetOf(this);
-    if (!attached) return Promise.resolve();
-    if (!attached.keys.includes(key)) {
+    const conversation = (mailboxOf(this) as { conversationSpend?: (key: string, units: number) => Promise<void> })
+      .conversationSpend;
+    const limited = attached?.keys.includes(key) === true;
+    if (attached && !limited && !conversation) {
       throw new InvalidArgumentError(
         `spend: '${key}' is not a budget key of this visit's limits (${attached.keys.map((k) => `'${k}'`).join(', ')})`,
       );
     }
-    return attached.port.spend(key, units);
+    if (conversation) checkSpendKey('spend: `key`', key);
+    return Promise.all([limited ? attached!.port.spend(key, units) : undefined, conversation?.(key, units)]).then(
+      () => undefined,
+    );
   }
 
   /**

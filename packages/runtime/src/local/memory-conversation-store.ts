@@ -1,5 +1,6 @@
 import {
   budgetError,
+  costPassed,
   MAX_CONVERSATION_MESSAGES,
   passedLimit,
   type ConversationBudget,
@@ -60,6 +61,23 @@ export class MemoryConversationStore implements ConversationStore {
     const conversation = this.conversations.get(id);
     if (!conversation) return;
     conversation.running = conversation.running.filter((running) => running !== runId);
+  }
+
+  async spend(
+    id: string,
+    spent: { ref: string; key: string; amount: number; now: number },
+  ): Promise<{ ok: true } | { ok: false; error: RunError; running: string[] }> {
+    const conversation = this.open(id, spent.now);
+    const byKey = ((conversation.spend ??= {})[spent.ref] ??= {});
+    byKey[spent.key] = (byKey[spent.key] ?? 0) + spent.amount;
+    conversation.updatedAt = spent.now;
+    if (conversation.status === 'running') {
+      const limit = costPassed(conversation.budget, conversation.spend);
+      if (limit === undefined) return { ok: true };
+      conversation.status = 'ended';
+      conversation.error = budgetError(id, limit);
+    }
+    return { ok: false, error: conversation.error!, running: conversation.running.slice() };
   }
 
   async load(id: string): Promise<StoredConversation | undefined> {

@@ -3,7 +3,8 @@
   live in the partition of its id:
 
   KEYS[1] the conversation hash: status (running | ended), turns, messages, startedAt, updatedAt,
-          participants (JSON array, in the order they joined), budget (JSON), error (JSON)
+          participants (JSON array, in the order they joined), budget (JSON), error (JSON),
+          spend (JSON { agent: { key: amount } })
   KEYS[2] its log (list of JSON { id, from?, to, at, runId, turn }, oldest first, capped)
   KEYS[3] the runs of its running turns (set)
   KEYS[4] the partition's conversations (sorted set: id -> when it began, epoch ms)
@@ -14,6 +15,9 @@
            Returns { 1 } admitted; { 0, error JSON, running run ids } refused (see passedLimit in
            conversation-store.ts, which this mirrors).
   ended    ARGV[2] id   ARGV[3] the turn's run id. Returns 1.
+  spend    ARGV[2] id   ARGV[3] JSON { ref, key, amount, now }   ARGV[4] retention (s)
+           Returns { 1 } counted; { 0, error JSON, running run ids } counted, and the conversation
+           has ended (now, past the budget's cost, or before).
   Every write keeps the keys for the retention.
 ]]
 local op, id = ARGV[1], ARGV[2]
@@ -24,6 +28,21 @@ local function open(now)
       'participants', '[]')
     redis.call('ZADD', KEYS[4], now, id)
   end
+end
+
+-- The cost limit the conversation's spend went past (the sum over its agents), else nil.
+local function costPassed(budget, spend)
+  local cost = budget and budget.cost
+  if type(cost) ~= 'table' then return nil end
+  local total = 0
+  for _, byKey in pairs(spend) do total = total + (tonumber(byKey[cost.key]) or 0) end
+  if total > cost.max then return 'cost: ' .. cost.max .. ' ' .. cost.key end
+  return nil
+end
+
+local function budgetError(limit)
+  return cjson.encode({ code = 'CONVERSATION_BUDGET',
+    message = "conversation '" .. id .. "' reached its budget (" .. limit .. '): no further turn runs' })
 end
 
 local function keep(retention)
@@ -44,7 +63,7 @@ if op == 'started' then
   local now = tonumber(turn.now)
   open(now)
   if redis.call('SISMEMBER', KEYS[3], turn.runId) == 1 then return { 1 } end
-  local f = redis.call('HMGET', KEYS[1], 'status', 'turns', 'messages', 'startedAt', 'budget', 'error')
+  local f = redis.call('HMGET', KEYS[1], 'status', 'turns', 'messages', 'startedAt', 'budget', 'spend')
   local refused = function()
     return { 0, redis.call('HGET', KEYS[1], 'error'), redis.call('SMEMBERS', KEYS[3]) }
   end
@@ -59,12 +78,12 @@ if op == 'started' then
       limit = 'messages: ' .. budget.messages
     elseif type(budget.wallMs) == 'number' and now - startedAt > budget.wallMs then
       limit = 'wallMs: ' .. budget.wallMs
+    else
+      limit = costPassed(budget, cjson.decode(f[6] or '{}'))
     end
   end
   if limit then
-    local error = { code = 'CONVERSATION_BUDGET',
-      message = "conversation '" .. id .. "' reached its budget (" .. limit .. '): no further turn runs' }
-    redis.call('HSET', KEYS[1], 'status', 'ended', 'error', cjson.encode(error), 'updatedAt', now)
+    redis.call('HSET', KEYS[1], 'status', 'ended', 'error', budgetError(limit), 'updatedAt', now)
     keep(ARGV[5])
     return refused()
   end
@@ -86,5 +105,27 @@ end
 if op == 'ended' then
   redis.call('SREM', KEYS[3], ARGV[3])
   return 1
+end
+
+if op == 'spend' then
+  local spent = cjson.decode(ARGV[3])
+  open(spent.now)
+  local f = redis.call('HMGET', KEYS[1], 'status', 'budget', 'spend')
+  local spend = cjson.decode(f[3] or '{}')
+  local byKey = spend[spent.ref] or {}
+  byKey[spent.key] = (tonumber(byKey[spent.key]) or 0) + spent.amount
+  spend[spent.ref] = byKey
+  redis.call('HSET', KEYS[1], 'spend', cjson.encode(spend), 'updatedAt', spent.now)
+  local ended = f[1] == 'ended'
+  if not ended then
+    local limit = costPassed(f[2] and cjson.decode(f[2]), spend)
+    if limit then
+      redis.call('HSET', KEYS[1], 'status', 'ended', 'error', budgetError(limit))
+      ended = true
+    end
+  end
+  keep(ARGV[4])
+  if not ended then return { 1 } end
+  return { 0, redis.call('HGET', KEYS[1], 'error'), redis.call('SMEMBERS', KEYS[3]) }
 end
 return redis.error_reply('conversations: unknown op ' .. tostring(op))
