@@ -21,7 +21,13 @@ describe('queueflow agents, agent, conversations, conversation', () => {
 
   beforeAll(async () => {
     worker = await spawnWorker({ flows: AGENTS, redisUrl: redisUrl(), prefix, concurrency: 2 });
-    conversation = await engine.send(pinger.ref('ping'), { left: 3 }, { conversation: { budget: { turns: 10 } } });
+    conversation = await engine.send(
+      pinger.ref('ping'),
+      { left: 3 },
+      {
+        conversation: { budget: { turns: 10, cost: { key: 'tokens', max: 1000 } } },
+      },
+    );
     await waitFor('four turns', async () => (await engine.conversation(conversation))?.turns === 4);
     await waitFor('the last turn to end', async () => (await engine.agent(pinger.ref('pong')))?.turns === 2);
   }, 120_000);
@@ -54,9 +60,13 @@ describe('queueflow agents, agent, conversations, conversation', () => {
     const text = await queueflow(['conversation', conversation, ...at(prefix)]);
     expect(text.code, text.stderr).toBe(0);
     const lines = text.stdout.trim().split('\n');
-    expect(lines[0]).toBe(`conversation ${conversation}: running, 4 turns, budget: turns 10`);
+    expect(lines[0]).toBe(`conversation ${conversation}: running, 4 turns, budget: turns 10, cost 1000 tokens`);
     expect(lines[1]).toBe(`  participants: ${pinger.ref('ping')}, ${pinger.ref('pong')}`);
-    expect(lines.slice(2).map((line) => /-> (\S+)/.exec(line)?.[1])).toEqual([
+    expect(lines.slice(6)).toEqual([
+      `  spent: ${pinger.ref('ping')} 10 tokens`,
+      `  spent: ${pinger.ref('pong')} 10 tokens`,
+    ]);
+    expect(lines.slice(2, 6).map((line) => /-> (\S+)/.exec(line)?.[1])).toEqual([
       pinger.ref('ping'),
       pinger.ref('pong'),
       pinger.ref('ping'),

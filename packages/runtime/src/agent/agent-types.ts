@@ -103,7 +103,7 @@ export interface ConversationInfo {
   messages: ConversationMessage[];
   /** Its turns parked now, and on what: an ask's reply address, or a mailbox. */
   waits: { agent: string; runId: string; on: string; since: number }[];
-  /** What its turns spent, per agent and key (`this.spend`): not counted yet, always empty. */
+  /** What its turns spent, per agent, then key (`this.spend`), counted at each spend. */
   spend: Record<string, Record<string, number>>;
   budget?: ConversationBudget;
   startedAt: number;

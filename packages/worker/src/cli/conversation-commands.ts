@@ -61,12 +61,14 @@ function conversationCommand(): Command {
 
 /**
  * A conversation as text: a header, then one line per message its turns handled, in order, as a
- * sequence diagram reads (`sender -> agent`), then its waits.
+ * sequence diagram reads (`sender -> agent`), then what each agent spent, then its waits.
  */
 function describeConversation(info: ConversationInfo): string {
   const budget = info.budget
     ? Object.entries(info.budget)
-        .map(([limit, value]) => `${limit} ${String(value)}`)
+        .map(([limit, value]: [string, number | { key: string; max: number }]) =>
+          typeof value === 'object' ? `${limit} ${value.max} ${value.key}` : `${limit} ${value}`,
+        )
         .join(', ')
     : 'none';
   const lines = [
@@ -79,6 +81,11 @@ function describeConversation(info: ConversationInfo): string {
     lines.push(
       `  ${at}  ${message.from ?? '(client)'} -> ${message.to}  ${message.id}  turn ${message.turn} (run ${message.runId})`,
     );
+  }
+  for (const agent of info.participants) {
+    const byKey = Object.entries(info.spend[agent] ?? {});
+    if (byKey.length > 0)
+      lines.push(`  spent: ${agent} ${byKey.map(([key, amount]) => `${amount} ${key}`).join(', ')}`);
   }
   for (const wait of info.waits)
     lines.push(`  waiting: ${wait.agent} on ${wait.on} since ${new Date(wait.since).toISOString()}`);
