@@ -112,3 +112,21 @@ export {
   type LlmQuota,
 } from './llm/llm-limits.js';
 export { retryAfterMsOf } from './llm/retry-after.js';
+export {
+  deskAgents,
+  scriptedReviewer,
+  type ThreadState,
+  type SenderState,
+  type ListState,
+  type ModeratorState,
+} from './desk/desk-agents.js';
+export {
+  readCorpusMails,
+  deskSample,
+  threadKeyOf,
+  normalSubject,
+  listKeyOf,
+  DESK_SAMPLE_SIZE,
+  type DeskMail,
+} from './desk/desk-mail.js';
+export { runDesk, type DeskOptions, type DeskResult, type KeyedState } from './desk/run-desk.js';

@@ -17,6 +17,8 @@ import { quotaFromEnv } from '../llm/llm-limits.js';
 import { expandSelection } from '../utils/document-selection.js';
 import { DEFAULT_SAMPLE_SIZE, listCorpus } from '../utils/spam-assassin-corpus.js';
 import { checkPrefixNeedsRedis, keyPrefix } from './prefix-option.js';
+import { DESK_SAMPLE_SIZE } from '../desk/desk-mail.js';
+import { runDeskCommand } from './desk-command.js';
 import { runCommand } from './run-command.js';
 import { runDistributed } from './run-distributed.js';
 import { runEmbedded, type RunnerResult } from './run-embedded.js';
@@ -37,6 +39,7 @@ interface CliOptions {
   prefix: string;
   studio?: boolean;
   studioPort: number;
+  desk?: boolean;
 }
 
 /** Documents in flight by default with `--redis`: enough to keep several workers' slots busy. */
@@ -100,7 +103,13 @@ const program = new Command()
       'run on the embedded LocalEngine and serve queueflow studio for it (watch the run in a browser; it stays open after the report until Ctrl-C)',
     ).conflicts('redis'),
   )
-  .option('--studio-port <n>', 'with --studio: its port on 127.0.0.1 (0: any free port)', portNumber, 4000);
+  .option('--studio-port <n>', 'with --studio: its port on 127.0.0.1 (0: any free port)', portNumber, 4000)
+  .addOption(
+    new Option(
+      '--desk',
+      `the mail desk instead: replay the corpus in date order into a team of keyed agents (threads, senders, lists, a moderator); --limit mails from August 2002 (default ${DESK_SAMPLE_SIZE}) or --all, embedded or with --redis; states under out/desk/`,
+    ).conflicts(['input', 'studio', 'llm']),
+  );
 
 function portNumber(value: string): number {
   const parsed = Number(value);
@@ -113,6 +122,17 @@ function portNumber(value: string): number {
 async function main(): Promise<void> {
   const options = program.parse().opts<CliOptions>();
   checkPrefixNeedsRedis(program, options.redis);
+  if (options.desk) {
+    await runDeskCommand({
+      limit: options.limit,
+      all: options.all,
+      redis: options.redis,
+      prefix: options.prefix,
+      progress: options.progress,
+      concurrency: options.concurrency,
+    });
+    return;
+  }
   const selection = selectDocuments(options);
   const docs = await expandSelection(selection);
   if (docs.length === 0) {

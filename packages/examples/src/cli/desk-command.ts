@@ -1,0 +1,66 @@
+import { LocalEngine, type Engine } from '@queueflow/runtime';
+import { RedisEngine } from '@queueflow/worker';
+import { deskAgents, scriptedReviewer } from '../desk/desk-agents.js';
+import { DESK_SAMPLE_SIZE, deskSample, readCorpusMails } from '../desk/desk-mail.js';
+import { formatDeskReport, writeDeskFiles } from '../desk/desk-report.js';
+import { runDesk } from '../desk/run-desk.js';
+import { createProgressBar } from './progress-bar.js';
+import { redactUrl } from './redact-url.js';
+import { resolveUserPath } from './user-path.js';
+
+/** Turns a mail's conversation may take: its triage, thread, sender, list and moderator turns, with room. */
+const TURN_BUDGET = 8;
+
+export interface DeskCommandOptions {
+  /** Mails to replay (see {@link deskSample}); `undefined`: {@link DESK_SAMPLE_SIZE}. */
+  limit?: number | undefined;
+  all?: boolean | undefined;
+  /** Run on the workers of this Redis instead of embedded. */
+  redis?: string | undefined;
+  prefix: string;
+  progress: boolean;
+  /** Mails triaged at once. */
+  concurrency?: number | undefined;
+  /** Where the files go (relative: from where the user ran npm). @defaultValue 'out/desk' */
+  out?: string | undefined;
+}
+
+/**
+ * `npm start -- --desk`: replays the corpus in date order as a mail stream into the desk's agents,
+ * embedded (LocalEngine) or on the workers of `--redis`, then prints the report and writes the
+ * agents' final states under `out/desk/`.
+ */
+export async function runDeskCommand(options: DeskCommandOptions): Promise<void> {
+  const mails = await readCorpusMails();
+  const selected = options.all ? mails : deskSample(mails, options.limit ?? DESK_SAMPLE_SIZE);
+  const distributed = options.redis !== undefined;
+  const engine: Engine = distributed
+    ? new RedisEngine({
+        connection: options.redis!,
+        prefix: options.prefix,
+        flows: [scriptedReviewer],
+        agents: deskAgents,
+      })
+    : new LocalEngine({ flows: [scriptedReviewer], agents: deskAgents });
+  const inFlight = options.concurrency ?? (distributed ? 64 : 16);
+  console.error(
+    `queueflow mail desk: ${selected.length} of the corpus's ${mails.length} dated mails in date order${options.all ? '' : ' from August 2002 (--all: every one)'}, ` +
+      `${distributed ? `on queueflow workers (${redactUrl(options.redis!)}, prefix ${options.prefix})` : 'embedded'}, ${inFlight} mails in flight`,
+  );
+  const bar = createProgressBar(selected.length, options.progress);
+  try {
+    const result = await runDesk(engine, selected, {
+      inFlight,
+      turnBudget: TURN_BUDGET,
+      onProgress: (done, total) => bar.update(done, total),
+    });
+    bar.stop();
+    const files = await writeDeskFiles(result, resolveUserPath(options.out ?? 'out/desk'));
+    console.log(
+      formatDeskReport(result, { title: `queueflow mail desk (${distributed ? 'distributed' : 'embedded'})`, files }),
+    );
+  } finally {
+    bar.stop();
+    await engine.close();
+  }
+}

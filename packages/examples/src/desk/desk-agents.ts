@@ -1,0 +1,251 @@
+/**
+ * The mail desk's team of keyed agents (README "The mail desk"). Each mail is a conversation:
+ * the desk sends it to a `triage` agent of its own, whose turn parses and classifies it and
+ * publishes it on `mail.classified`; the `thread`, `sender` and `list` agents it concerns take it
+ * from there, and a `sender` whose good reputation meets a spam alerts the `moderator`, who asks
+ * a reviewer (a person, or the scripted one) through the mailbox `desk.reviewer`.
+ *
+ * What a thread, sender or list keeps does not depend on the order its mails came in (sets kept
+ * sorted, first and last mails by date): the same corpus gives the same states embedded or on any
+ * number of workers. A list's digests do depend on timing (see `list`).
+ */
+import { defineAgent, defineFlow, Flow, Node, type Message } from '@queueflow/runtime';
+import { parseEmail } from '../utils/email-parser.js';
+import { readDocumentBytes } from '../utils/document-reader.js';
+import { getSpamClassifier } from '../utils/spam-classifier.js';
+import { analyseText } from '../utils/text-analysis.js';
+import { cleanText } from '../utils/text-cleaner.js';
+import { earlier, later, MAIL_CLASSIFIED, withMember, type ClassifiedMail, type MailPoint } from './classified-mail.js';
+import { MAX_MAIL_BYTES, type DeskMail } from './desk-mail.js';
+
+/** Where the moderator asks a person (or the scripted reviewer) about a sender. */
+export const REVIEWER_ADDRESS = 'desk.reviewer';
+
+/** Mails a list's digest holds before it is written (the rest: at the list's `flush` reminder). */
+const DIGEST_SIZE = 10;
+
+/** How long after its first pending mail a list writes its digest anyway, in ms (wall clock). */
+const DIGEST_AFTER_MS = 2000;
+
+// --- triage: one turn per mail ------------------------------------------------------------------
+
+class Triage extends Node<{ label?: string }, Record<string, never>> {
+  override async prep(): Promise<DeskMail> {
+    return this.message!.body as unknown as DeskMail;
+  }
+  override async exec(mail: DeskMail): Promise<ClassifiedMail> {
+    const email = await parseEmail(
+      await readDocumentBytes({ source: 'spam-assassin', path: mail.path }, MAX_MAIL_BYTES),
+    );
+    const text = cleanText({ kind: 'email', plainText: email.plainText, html: email.html });
+    const prediction = (await getSpamClassifier()).classify({
+      subject: email.subject,
+      text,
+      senderDomain: email.senderDomain,
+    });
+    const { summary } = analyseText(text, { maxChars: 4000, keywordCount: 0, summarySentences: 1 });
+    return { ...mail, label: prediction.label, summary };
+  }
+  /** A mail the parser refuses (truncated, malformed) is skipped, and said so: not a failed turn. */
+  override execFallback(_mail: DeskMail, error: Error): { skipped: string } {
+    return { skipped: error.message };
+  }
+  override async post(
+    state: { label?: string },
+    _mail: DeskMail,
+    outcome: ClassifiedMail | { skipped: string },
+  ): Promise<undefined> {
+    const message = this.message!;
+    if ('skipped' in outcome) {
+      if (message.replyTo) await this.reply(message, outcome);
+      return undefined;
+    }
+    state.label = outcome.label;
+    await this.publish(MAIL_CLASSIFIED, outcome as never);
+    if (message.replyTo) await this.reply(message, { label: outcome.label });
+    return undefined;
+  }
+}
+
+/** Keyed by the mail's document id; forgotten a second after its one turn. */
+export const triage = defineAgent('desk-triage', {
+  state: () => ({}) as { label?: string },
+  turn: () => new Triage({ name: 'classify', maxRetries: 2, wait: 0.1 }),
+  idleTtlMs: 1000,
+});
+
+// --- thread: who wrote in it, how much, first and last mail ----------------------------------------
+
+export interface ThreadState {
+  count: number;
+  participants: string[];
+  first: MailPoint | null;
+  last: MailPoint | null;
+  /** Its subject (its first mail's) and summary: the first mail's sentence, then the latest's. */
+  subject: string;
+  summary: string;
+}
+
+class FollowThread extends Node<ThreadState> {
+  override post(state: ThreadState): undefined {
+    const mail = this.message!.body as unknown as ClassifiedMail;
+    const point: MailPoint = { at: mail.at, docId: mail.docId, from: mail.from, summary: mail.summary };
+    state.count += 1;
+    state.participants = withMember(state.participants, mail.from);
+    state.first = earlier(state.first, point);
+    state.last = later(state.last, point);
+    if (state.first === point) state.subject = mail.subject;
+    const sentences = [state.first.summary, state.last === state.first ? null : state.last.summary];
+    state.summary = sentences.filter((sentence) => sentence).join(' … ');
+    return undefined;
+  }
+}
+
+export const thread = defineAgent('desk-thread', {
+  state: (): ThreadState => ({ count: 0, participants: [], first: null, last: null, subject: '', summary: '' }),
+  turn: () => new FollowThread({ name: 'follow' }),
+  subscribe: { [MAIL_CLASSIFIED]: (body) => (body as unknown as ClassifiedMail).thread },
+});
+
+// --- sender: a reputation ---------------------------------------------------------------------
+
+export interface SenderState {
+  ham: number;
+  spam: number;
+  lists: string[];
+  first: number | null;
+  last: number | null;
+}
+
+/** A sender's reputation, from 0 (all spam) to 1 (all ham): Laplace-smoothed share of ham. */
+export function reputationOf(state: Pick<SenderState, 'ham' | 'spam'>): number {
+  return (state.ham + 1) / (state.ham + state.spam + 2);
+}
+
+/** Ham mails a sender needs before a spam of theirs is news to the moderator. */
+const TRUSTED_AFTER = 2;
+
+class Reputation extends Node<SenderState> {
+  override async post(state: SenderState): Promise<undefined> {
+    const mail = this.message!.body as unknown as ClassifiedMail;
+    // A sender with a good reputation who suddenly sends spam: the moderator asks a person.
+    if (mail.label === 'spam' && state.spam === 0 && state.ham >= TRUSTED_AFTER)
+      await this.send(moderator.ref('desk'), {
+        sender: mail.from,
+        docId: mail.docId,
+        subject: mail.subject,
+        ham: state.ham,
+      });
+    state[mail.label] += 1;
+    if (mail.list) state.lists = withMember(state.lists, mail.list);
+    state.first = Math.min(state.first ?? mail.at, mail.at);
+    state.last = Math.max(state.last ?? mail.at, mail.at);
+    return undefined;
+  }
+}
+
+export const sender = defineAgent('desk-sender', {
+  state: (): SenderState => ({ ham: 0, spam: 0, lists: [], first: null, last: null }),
+  turn: () => new Reputation({ name: 'reputation' }),
+  subscribe: { [MAIL_CLASSIFIED]: (body) => (body as unknown as ClassifiedMail).from },
+});
+
+// --- list: a digest of its ham ----------------------------------------------------------------
+
+interface Digest {
+  /** The digest's number at its list. */
+  number: number;
+  mails: { at: number; from: string; subject: string }[];
+}
+
+export interface ListState {
+  count: number;
+  senders: string[];
+  pending: Digest['mails'];
+  digests: number;
+  /** The digest written last (the desk writes each list's last digest to `out/desk/`). */
+  lastDigest: Digest | null;
+}
+
+class Digests extends Node<ListState> {
+  override post(state: ListState): undefined {
+    const message = this.message!;
+    if (message.reminder === undefined) {
+      const mail = message.body as unknown as ClassifiedMail;
+      state.count += 1;
+      state.senders = withMember(state.senders, mail.from);
+      state.pending.push({ at: mail.at, from: mail.from, subject: mail.subject });
+      if (state.pending.length === 1) this.remind('flush', { afterMs: DIGEST_AFTER_MS });
+    }
+    if (state.pending.length >= DIGEST_SIZE || (message.reminder === 'flush' && state.pending.length > 0)) {
+      state.digests += 1;
+      state.lastDigest = { number: state.digests, mails: state.pending.sort((a, b) => a.at - b.at) };
+      state.pending = [];
+      this.cancelReminder('flush');
+    }
+    return undefined;
+  }
+}
+
+/** Subscribes to the ham of its list: a digest every {@link DIGEST_SIZE} mails, or at its `flush` reminder. */
+export const list = defineAgent('desk-list', {
+  state: (): ListState => ({ count: 0, senders: [], pending: [], digests: 0, lastDigest: null }),
+  turn: () => new Digests({ name: 'digest' }),
+  subscribe: {
+    [MAIL_CLASSIFIED]: (body) => {
+      const mail = body as unknown as ClassifiedMail;
+      return mail.label === 'ham' ? mail.list : undefined;
+    },
+  },
+});
+
+// --- moderator: asks a person -----------------------------------------------------------------
+
+export interface ModeratorState {
+  asked: number;
+  verdicts: { sender: string; docId: string; verdict: string }[];
+}
+
+class Moderate extends Node<ModeratorState> {
+  override prep(): Promise<Message | undefined> {
+    return this.ask(REVIEWER_ADDRESS, this.message!.body, { timeoutMs: 60_000 });
+  }
+  override post(state: ModeratorState, answer: Message | undefined): undefined {
+    const alert = this.message!.body as { sender: string; docId: string };
+    state.asked += 1;
+    const verdict = (answer?.body as { verdict?: string } | undefined)?.verdict ?? 'no answer';
+    state.verdicts.push({ sender: alert.sender, docId: alert.docId, verdict });
+    return undefined;
+  }
+}
+
+export const moderator = defineAgent('desk-moderator', {
+  state: (): ModeratorState => ({ asked: 0, verdicts: [] }),
+  turn: () => new Moderate({ name: 'ask-reviewer' }),
+});
+
+// --- the scripted reviewer: a plain flow answering the moderator ----------------------------------
+
+class ScriptedReviewer extends Node<{ answered: number }> {
+  override prep(): Promise<Message | undefined> {
+    return this.receive(REVIEWER_ADDRESS);
+  }
+  override async post(shared: { answered: number }, question: Message | undefined): Promise<string | undefined> {
+    const body = question?.body as { stop?: boolean; ham?: number } | undefined;
+    if (!question || body?.stop) return 'stop';
+    // A sender with many good mails more likely had a false positive.
+    await this.reply(question, { verdict: (body?.ham ?? 0) >= 5 ? 'false positive' : 'spam confirmed' });
+    shared.answered += 1;
+    return 'next';
+  }
+}
+
+/** Answers each question at `desk.reviewer` until it gets `{ stop: true }`. */
+export const scriptedReviewer = defineFlow('desk-reviewer', () => {
+  const review = new ScriptedReviewer({ name: 'review' });
+  review.on('next', review).on('stop', new Node({ name: 'stopped' }));
+  return new Flow(review);
+});
+
+/** The desk's agent types, as engines and workers take them. */
+export const deskAgents = [triage, thread, sender, list, moderator];

@@ -1,0 +1,181 @@
+import type { AgentInfo, Engine } from '@queueflow/runtime';
+import type { DeskMail } from './desk-mail.js';
+import {
+  list,
+  moderator,
+  REVIEWER_ADDRESS,
+  scriptedReviewer,
+  sender,
+  thread,
+  triage,
+  type ListState,
+  type ModeratorState,
+  type SenderState,
+  type ThreadState,
+} from './desk-agents.js';
+import { agentKeyOf } from './desk-mail.js';
+
+export interface DeskOptions {
+  /** Mails triaged at once (each an ask to its triage agent). */
+  inFlight: number;
+  /** Most turns a mail's conversation may take (its triage, thread, sender, list and moderator turns). */
+  turnBudget: number;
+  /** Told after each mail is triaged. */
+  onProgress?: (triaged: number, total: number) => void;
+  /** How often the end is looked for once every mail is triaged, in ms. @defaultValue 200 */
+  pollMs?: number;
+  /** How long the agents may count nothing new before the desk gives up, in ms. @defaultValue 120000 */
+  stallMs?: number;
+}
+
+/** An agent's key and last committed state. */
+export interface KeyedState<S> {
+  key: string;
+  state: S;
+}
+
+/** What a desk run leaves: every agent's final state, and its figures. */
+export interface DeskResult {
+  mails: number;
+  ham: number;
+  spam: number;
+  /** Mails the triage skipped (the parser refused them), with why. */
+  skipped: { docId: string; reason: string }[];
+  /** From the first send to the last agent idle, in seconds. */
+  seconds: number;
+  /** Per mail, from its send to its triage's reply, in ms (sorted). */
+  triageMs: number[];
+  threads: KeyedState<ThreadState>[];
+  senders: KeyedState<SenderState>[];
+  lists: KeyedState<ListState>[];
+  moderator: ModeratorState | undefined;
+  /** Committed turns per agent type. */
+  turns: Record<string, number>;
+  /** The largest state, as JSON bytes, and whose. */
+  largestState: { ref: string; bytes: number };
+}
+
+/**
+ * Replays `mails` (in date order) into the desk's agents on `engine`, which has them (and the
+ * scripted reviewer flow): each mail is sent, as a conversation of its own, to its triage agent,
+ * at most `inFlight` at once. Once every mail is triaged, waits until each thread, sender and
+ * list has counted every mail meant for it, the lists have written their digests and the
+ * moderator is idle; then reads every agent's final state.
+ */
+export async function runDesk(engine: Engine, mails: readonly DeskMail[], options: DeskOptions): Promise<DeskResult> {
+  // The end is known from the agents' counts: agents of an earlier desk would be counted too.
+  const earlier = await engine.agents({ type: sender.type, limit: 1 });
+  if (earlier.agents.length > 0)
+    throw new Error(
+      `this engine already holds the agents of an earlier desk run (${earlier.agents[0]!.ref}...): ` +
+        'run on a fresh prefix, or empty this one with `npx queueflow purge --yes` (with its --redis and --prefix)',
+    );
+  const started = performance.now();
+  const reviewer = await engine.start(scriptedReviewer, { answered: 0 });
+  const triageMs: number[] = [];
+  const skipped: DeskResult['skipped'] = [];
+  const labels = new Map<string, 'ham' | 'spam'>();
+  let next = 0;
+  const triageNext = async (): Promise<void> => {
+    while (next < mails.length) {
+      const mail = mails[next++]!;
+      const sent = performance.now();
+      const reply = await engine.ask(triage.ref(agentKeyOf(mail.docId)), mail as never, {
+        timeoutMs: 300_000,
+        conversation: { id: mail.docId, budget: { turns: options.turnBudget } },
+      });
+      triageMs.push(performance.now() - sent);
+      const body = reply?.body as { label?: 'ham' | 'spam'; skipped?: string } | undefined;
+      if (body?.label) labels.set(mail.docId, body.label);
+      else skipped.push({ docId: mail.docId, reason: body?.skipped ?? 'no reply from its triage within 300 s' });
+      options.onProgress?.(triageMs.length, mails.length);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(options.inFlight, mails.length) }, triageNext));
+
+  const triaged = mails.filter((mail) => labels.has(mail.docId));
+  const listed = triaged.filter((mail) => mail.list !== undefined && labels.get(mail.docId) === 'ham').length;
+  let states: Awaited<ReturnType<typeof readStates>>;
+  let progress = '';
+  let progressAt = performance.now();
+  for (;;) {
+    states = await readStates(engine);
+    const counted = (infos: AgentInfo[], count: (state: never) => number): number =>
+      infos.reduce((sum, info) => sum + count(info.state as never), 0);
+    const figures = {
+      threads: counted(states.threads, (state: ThreadState) => state.count),
+      senders: counted(states.senders, (state: SenderState) => state.ham + state.spam),
+      lists: counted(states.lists, (state: ListState) => state.count),
+      pending: counted(states.lists, (state: ListState) => state.pending.length),
+      moderator: (states.moderator?.inbox ?? 0) + (states.moderator?.running === undefined ? 0 : 1),
+    };
+    const expected = { threads: triaged.length, senders: triaged.length, lists: listed, pending: 0, moderator: 0 };
+    if (JSON.stringify(figures) === JSON.stringify(expected)) break;
+    if (JSON.stringify(figures) !== progress) [progress, progressAt] = [JSON.stringify(figures), performance.now()];
+    else if (performance.now() - progressAt > (options.stallMs ?? 120_000))
+      throw new Error(
+        `the desk's agents counted nothing new for ${Math.round((options.stallMs ?? 120_000) / 1000)} s: ` +
+          `they stand at ${progress}, expected ${JSON.stringify(expected)}`,
+      );
+    await new Promise((resolve) => setTimeout(resolve, options.pollMs ?? 200));
+  }
+  await engine.send(REVIEWER_ADDRESS, { stop: true });
+  await reviewer.result();
+  const seconds = (performance.now() - started) / 1000;
+
+  const all = [...states.threads, ...states.senders, ...states.lists, ...(states.moderator ? [states.moderator] : [])];
+  const turns: Record<string, number> = {};
+  let largestState = { ref: '', bytes: 0 };
+  for (const info of all) {
+    turns[info.type] = (turns[info.type] ?? 0) + info.turns;
+    const bytes = Buffer.byteLength(JSON.stringify(info.state));
+    if (bytes > largestState.bytes) largestState = { ref: `agent:${info.type}/${info.key}`, bytes };
+  }
+  turns[triage.type] = triageMs.length;
+  const keyed = <S>(infos: AgentInfo[]): KeyedState<S>[] =>
+    infos.map((info) => ({ key: info.key, state: info.state as unknown as S }));
+  const spam = [...labels.values()].filter((label) => label === 'spam').length;
+  return {
+    mails: mails.length,
+    ham: labels.size - spam,
+    spam,
+    skipped,
+    seconds,
+    triageMs: triageMs.sort((a, b) => a - b),
+    threads: keyed<ThreadState>(states.threads),
+    senders: keyed<SenderState>(states.senders),
+    lists: keyed<ListState>(states.lists),
+    moderator: states.moderator?.state as unknown as ModeratorState | undefined,
+    turns,
+    largestState,
+  };
+}
+
+/** Every thread, sender and list agent, and the moderator, as `engine.agent` shows them. */
+async function readStates(engine: Engine): Promise<{
+  threads: AgentInfo[];
+  senders: AgentInfo[];
+  lists: AgentInfo[];
+  moderator: AgentInfo | undefined;
+}> {
+  const [threads, senders, lists, desk] = await Promise.all([
+    agentsOf(engine, thread.type),
+    agentsOf(engine, sender.type),
+    agentsOf(engine, list.type),
+    engine.agent(moderator.ref('desk')),
+  ]);
+  return { threads, senders, lists, moderator: desk };
+}
+
+/** Every agent of `type`, in key order. */
+async function agentsOf(engine: Engine, type: string): Promise<AgentInfo[]> {
+  const infos: AgentInfo[] = [];
+  let cursor: string | undefined;
+  do {
+    const page = await engine.agents({ type, limit: 500, ...(cursor === undefined ? {} : { cursor }) });
+    const found = await Promise.all(page.agents.map((listing) => engine.agent(listing.ref)));
+    for (const info of found) if (info) infos.push(info);
+    cursor = page.cursor;
+  } while (cursor !== undefined);
+  return infos;
+}

@@ -1,0 +1,92 @@
+/**
+ * The mail desk (issue 28): the same 200 corpus mails replayed into the desk's agents embedded
+ * (LocalEngine) and on two worker processes, one of them SIGKILLed while the mails are triaged
+ * (a third takes its place). Every thread, sender and list agent ends in the same state, and no
+ * mail is lost or counted twice: each sender's counts add up to the mails triaged.
+ */
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { LocalEngine } from '@queueflow/runtime';
+import { RedisEngine } from '@queueflow/worker';
+import {
+  deskAgents,
+  deskSample,
+  readCorpusMails,
+  runDesk,
+  scriptedReviewer,
+  type DeskMail,
+  type DeskResult,
+} from '../src/index.js';
+import { deletePrefix, redisUrl, testPrefix } from '../../../tests/support/test-redis.js';
+import { spawnWorker, stopWorkers, type WorkerProcess } from '../../../tests/support/worker-process.js';
+
+const FLOWS = fileURLToPath(new URL('../src/flows.ts', import.meta.url));
+const MAILS = 200;
+
+/** What must not depend on where and in which order the turns ran (a list's digests do). */
+function comparable(result: DeskResult): object {
+  return {
+    threads: result.threads,
+    senders: result.senders,
+    lists: result.lists.map(({ key, state }) => ({ key, count: state.count, senders: state.senders })),
+  };
+}
+
+describe('the mail desk', () => {
+  let mails: DeskMail[] = [];
+  let embedded: DeskResult;
+  const prefix = testPrefix('desk');
+  const workers: WorkerProcess[] = [];
+
+  beforeAll(async () => {
+    delete process.env.OPENAI_BASE_URL; // never a model in tests (the workers inherit this env)
+    mails = deskSample(await readCorpusMails(), MAILS);
+  }, 60_000);
+  afterAll(async () => {
+    await stopWorkers(workers);
+    await deletePrefix(redisUrl(), prefix);
+  });
+
+  it('embedded: every mail reaches its thread, sender and list once', async () => {
+    const engine = new LocalEngine({ flows: [scriptedReviewer], agents: deskAgents });
+    try {
+      embedded = await runDesk(engine, mails, { inFlight: 16, turnBudget: 8 });
+    } finally {
+      await engine.close();
+    }
+    const triaged = embedded.ham + embedded.spam;
+    expect(triaged + embedded.skipped.length).toBe(MAILS);
+    expect(triaged).toBeGreaterThan(MAILS * 0.9);
+    expect(embedded.senders.reduce((sum, { state }) => sum + state.ham + state.spam, 0)).toBe(triaged);
+    expect(embedded.threads.reduce((sum, { state }) => sum + state.count, 0)).toBe(triaged);
+    expect(embedded.lists.length).toBeGreaterThan(3);
+    expect(embedded.turns['desk-triage']).toBe(MAILS);
+    // Threads group replies: fewer threads than mails, some with several people.
+    expect(embedded.threads.length).toBeLessThan(triaged);
+    expect(embedded.threads.some(({ state }) => state.participants.length >= 3)).toBe(true);
+  });
+
+  it('on workers, one SIGKILLed midway: the same states, no mail lost or counted twice', async () => {
+    const options = { flows: FLOWS, redisUrl: redisUrl(), prefix, concurrency: 4 };
+    workers.push(...(await Promise.all([spawnWorker(options), spawnWorker(options)])));
+    const engine = new RedisEngine({ connection: redisUrl(), prefix, flows: [scriptedReviewer], agents: deskAgents });
+    let killed = false;
+    try {
+      const distributed = await runDesk(engine, mails, {
+        inFlight: 16,
+        turnBudget: 8,
+        onProgress: (triaged) => {
+          if (killed || triaged < MAILS / 3) return;
+          killed = true;
+          workers[0]!.kill('SIGKILL');
+          void spawnWorker(options).then((worker) => workers.push(worker));
+        },
+      });
+      expect(killed).toBe(true);
+      expect(comparable(distributed)).toEqual(comparable(embedded));
+      expect(distributed.skipped).toEqual(embedded.skipped);
+    } finally {
+      await engine.close();
+    }
+  }, 240_000);
+});
