@@ -12,13 +12,18 @@
  * ```sh
  * npm run bench:scaling -w @queueflow/examples -- --redis redis://127.0.0.1:6379 --repeats 3 --workers 1,2,4
  * ```
+ *
+ * With `--desk` (`npm run bench:desk -w @queueflow/examples`), the mail desk instead (`--desk` of
+ * the same CLI; mails per second until every agent is idle), and after each distributed trial the
+ * Redis memory of its idle agents (MEMORY USAGE of their keys, per agent). The last line is the
+ * scaling ratio: the median on the most workers over the median on one.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Command, InvalidArgumentError } from 'commander';
-import { deletePrefix } from '../../../tests/support/redis-prefix.js';
+import { deletePrefix, inspectingConnection, keysUnder } from '../../../tests/support/redis-prefix.js';
 
 const EXAMPLES = fileURLToPath(new URL('..', import.meta.url));
 const PIPELINE = path.join(EXAMPLES, 'dist/cli/pipeline.js');
@@ -35,6 +40,7 @@ interface Options {
   limit?: number;
   concurrency: number;
   workerConcurrency: number;
+  desk?: boolean;
 }
 
 function positiveInteger(value: string): number {
@@ -51,6 +57,7 @@ const options = new Command()
   .option('--limit <n>', 'documents (default: the whole corpus)', positiveInteger)
   .option('--concurrency <n>', 'documents in flight (distributed: across the workers)', positiveInteger, 64)
   .option('--worker-concurrency <n>', 'steps at once per worker', positiveInteger, 8)
+  .option('--desk', 'the mail desk instead of the document pipeline (default --limit: the desk sample of 1,000 mails)')
   .parse()
   .opts<Options>();
 
@@ -59,7 +66,12 @@ interface Trial {
   docsPerSecond: number;
   seconds: number;
   accuracy: string | undefined;
+  /** The desk on workers: Redis bytes per idle agent at its end. */
+  bytesPerAgent?: number;
 }
+
+/** What one item is called: documents for the pipeline, mails for the desk. */
+const UNIT = options.desk ? 'mails' : 'docs';
 
 async function main(): Promise<void> {
   const setups = ['embedded', ...options.workers.map((n) => `${n} worker${n === 1 ? '' : 's'}`)];
@@ -70,32 +82,45 @@ async function main(): Promise<void> {
       const trial = workers === 0 ? await embedded() : await distributed(workers);
       trial.setup = setups[i]!;
       trials.push(trial);
+      const detail = options.desk
+        ? trial.bytesPerAgent === undefined
+          ? ''
+          : `; ${trial.bytesPerAgent} bytes of Redis per idle agent`
+        : `; held-out accuracy ${trial.accuracy ?? '?'}`;
       console.log(
-        `trial ${repeat}/${options.repeats}  ${trial.setup.padEnd(10)} ${trial.docsPerSecond.toFixed(1).padStart(7)} docs/s  (${trial.seconds.toFixed(1)} s; held-out accuracy ${trial.accuracy ?? '?'})`,
+        `trial ${repeat}/${options.repeats}  ${trial.setup.padEnd(10)} ${trial.docsPerSecond.toFixed(1).padStart(7)} ${UNIT}/s  (${trial.seconds.toFixed(1)} s${detail})`,
       );
     }
   }
+  const what = options.desk ? 'mails' : 'documents';
   console.log(
-    `\n${options.limit ?? 'all'} documents, ${options.repeats} trials each; min / median / max documents per second`,
+    `\n${options.limit ?? (options.desk ? 'the sample of' : 'all')} ${what}, ${options.repeats} trials each; min / median / max ${what} per second`,
   );
+  const medians = new Map<string, number>();
   for (const setup of setups) {
     const rates = trials
       .filter((t) => t.setup === setup)
       .map((t) => t.docsPerSecond)
       .sort((a, b) => a - b);
     const median = rates[Math.floor(rates.length / 2)]!;
+    medians.set(setup, median);
     console.log(
       `  ${setup.padEnd(10)} ${rates[0]!.toFixed(1).padStart(7)} / ${median.toFixed(1).padStart(7)} / ${rates.at(-1)!.toFixed(1).padStart(7)}`,
     );
   }
+  const most = Math.max(...options.workers);
+  const one = medians.get('1 worker');
+  if (one !== undefined && most > 1)
+    console.log(`scaling: ${most} workers / 1 worker = ${(medians.get(`${most} workers`)! / one).toFixed(2)}`);
 }
 
 function selection(): string[] {
+  if (options.desk) return ['--desk', ...(options.limit ? ['--limit', String(options.limit)] : [])];
   return options.limit ? ['--limit', String(options.limit)] : ['--all'];
 }
 
 async function embedded(): Promise<Trial> {
-  return parseReport(await runCli([...selection(), '--concurrency', '8']));
+  return parseReport(await runCli([...selection(), ...(options.desk ? [] : ['--concurrency', '8'])]));
 }
 
 async function distributed(count: number): Promise<Trial> {
@@ -103,7 +128,7 @@ async function distributed(count: number): Promise<Trial> {
   const workers: ChildProcess[] = [];
   try {
     for (let i = 0; i < count; i++) workers.push(await startWorker(prefix));
-    return parseReport(
+    const trial = parseReport(
       await runCli([
         ...selection(),
         '--redis',
@@ -114,9 +139,31 @@ async function distributed(count: number): Promise<Trial> {
         String(options.concurrency),
       ]),
     );
+    if (options.desk) trial.bytesPerAgent = await bytesPerAgent(prefix);
+    return trial;
   } finally {
     await Promise.all(workers.map(stop));
     await deletePrefix(options.redis, prefix);
+  }
+}
+
+/**
+ * Redis bytes per agent left under `prefix` (the desk's, all idle at its end): MEMORY USAGE of the
+ * agents' hashes (`<prefix>:agent:<type>/<key>`) and of their index entries' share, over their count.
+ */
+async function bytesPerAgent(prefix: string): Promise<number> {
+  const redis = inspectingConnection(options.redis);
+  try {
+    let bytes = 0;
+    let agents = 0;
+    for (const key of await keysUnder(redis, prefix)) {
+      if (!/:agent:[^:]+\/[^:]+$/.test(key)) continue; // an agent's hash, not its history or inbox
+      agents += 1;
+      bytes += (await redis.memory('USAGE', key)) ?? 0;
+    }
+    return agents === 0 ? 0 : Math.round(bytes / agents);
+  } finally {
+    redis.disconnect();
   }
 }
 
@@ -173,7 +220,7 @@ async function runCli(args: string[]): Promise<string> {
 }
 
 function parseReport(report: string): Trial {
-  const throughput = /Throughput +([\d.]+) documents\/s +\(([\d.]+) s/.exec(report);
+  const throughput = /Throughput +([\d.]+) (?:documents|mails)\/s +\(([\d.]+) s/.exec(report);
   if (!throughput) throw new Error(`no Throughput line in the report:\n${report}`);
   const accuracy = /accuracy ([\d.]+%)/.exec(report)?.[1];
   return { setup: '', docsPerSecond: Number(throughput[1]), seconds: Number(throughput[2]), accuracy };
