@@ -183,6 +183,20 @@ describe.each(['flow.run', 'LocalEngine', 'RedisEngine', 'RedisCluster'])('mailb
     expect(bodies(later.shared)).toEqual(['to a']);
   });
 
+  it('receiveAny leaves no message stranded beside another run parked on one of its addresses', async () => {
+    const [a, b] = [address('stranded-a'), address('stranded-b')];
+    const both = await h().start(select, { got: [] } as SelectShared, { addresses: [a, b], count: 1 });
+    await h().parked(both);
+    const onB = await h().start(select, { got: [] } as SelectShared, { addresses: [b], count: 1 });
+    await h().parked(onB);
+    // The send to `a` wakes `both`; the one to `b` may take `both`'s wake at `b`, already used.
+    await h().send(a, 'to a');
+    await h().send(b, 'to b');
+    const [first, second] = await Promise.all([both.result(), onB.result()]);
+    expect(first.shared.got.map((m) => [m.address, m.body])).toEqual([[a, 'to a']]);
+    expect(second.shared.got.map((m) => [m.address, m.body])).toEqual([[b, 'to b']]);
+  });
+
   it("a step parked on its second receiveAny, run again, gets its first message again, not an earlier address's newer one", async () => {
     const [a, b] = [address('again-a'), address('again-b')];
     await h().send(b, 'b1');

@@ -203,7 +203,7 @@ export class BaseNode<S = unknown, P extends ParamsObject = NonIterableObject> {
    * address at once, and its step runs again from the start when a message comes (as `receive`).
    *
    * @throws TypeError (code `INVALID_ARGUMENT`) for an empty list, a bad or repeated address, or
-   *   an agent's inbox (its turns read it as `this.message`).
+   *   (on an engine) an agent's inbox (its turns read it as `this.message`).
    * @example
    * ```ts
    * const got = await this.receiveAny(['orders', 'cancellations'], { timeoutMs: 60_000 });

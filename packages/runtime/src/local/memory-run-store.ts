@@ -254,7 +254,7 @@ export class MemoryRunStore implements RunStore, RunEventSource {
     const { run } = entry;
     if (isFinal(run.status) || !atStep(run, at)) return { result: 'stale', wakes };
     this.endStreamTry(entry);
-    this.leaveWaiters(run);
+    this.leaveWaiters(run, wakes);
     const toParent = (outcome: ChildOutcome | undefined): ChildEndedResult | undefined => {
       if (!report) return undefined;
       const { parent } = report;
@@ -345,7 +345,7 @@ export class MemoryRunStore implements RunStore, RunEventSource {
     if (isFinal(run.status) || !atStep(run, at)) return { result: 'stale', wakes };
     this.endStreamTry(entry);
     this.claim(at.id, fields.values);
-    this.leaveWaiters(run);
+    this.leaveWaiters(run, wakes);
     entry.reserved.clear();
     this.deliver(fields.outbox, wakes);
     if (fields.record !== undefined) this.pushRecord(entry, fields.record);
@@ -449,7 +449,7 @@ export class MemoryRunStore implements RunStore, RunEventSource {
     const { run } = entry;
     if (isFinal(run.status)) return { result: 'ended', wakes };
     const status = run.status;
-    this.leaveWaiters(run);
+    this.leaveWaiters(run, wakes);
     this.releaseReserved(entry, wakes);
     this.emit((listener) => listener.cancelled?.(runId));
     this.finish(entry, 'cancelled', this.clock.now());
@@ -510,7 +510,7 @@ export class MemoryRunStore implements RunStore, RunEventSource {
     if (isFinal(run.status) || !atStep(run, at)) return { result: 'stale', parkCount: 0, ready: false, wakes };
     this.endStreamTry(entry);
     const now = this.clock.now();
-    this.leaveWaiters(run);
+    this.leaveWaiters(run, wakes);
     const parkCount = ++run.parkCount;
     run.status = 'waiting';
     run.replay = copyOfReplay(replay);
@@ -1068,14 +1068,21 @@ export class MemoryRunStore implements RunStore, RunEventSource {
     wakes.push(first);
   }
 
-  /** The run stops waiting where its step last parked: its wake leaves that address's waiters. */
-  private leaveWaiters(run: StoredRun): void {
+  /**
+   * The run stops waiting where its step last parked: its wake leaves that address's waiters. A
+   * `receiveAny` park leaves several: a send to one of them woke the run and took its wake there
+   * only, so a send to another may have taken its wake meant for another run since. Where a
+   * message waits with runs still parked, one of them is woken (`wakes`): no message stays
+   * stranded beside a waiting run.
+   */
+  private leaveWaiters(run: StoredRun, wakes: string[]): void {
     const parked = run.replay.parked;
     if (parked === undefined) return;
     for (const address of parked.addresses ?? [parked.address]) {
       const waiting = this.waiters.get(address);
       waiting?.delete(wakeId(run.id, run.step, run.parkCount));
       if (waiting?.size === 0) this.waiters.delete(address);
+      if (parked.addresses && (this.queues.get(address)?.length ?? 0) > 0) this.collectWaiters(address, wakes);
     }
   }
 

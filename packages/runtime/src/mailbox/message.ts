@@ -88,7 +88,7 @@ export interface Mailbox {
    * `timeoutMs`. Only that message is taken: the others stay in their mailboxes. On the engines a
    * run that waits is parked on every address at once, as `receive` parks on one.
    * @throws TypeError (code `INVALID_ARGUMENT`) for an empty list, a bad or repeated address, or
-   *   an agent's inbox.
+   *   (on an engine) an agent's inbox.
    */
   receiveAny(addresses: readonly string[], options?: ReceiveOptions): Promise<Received | undefined>;
   /** A fresh address for answers to one `ask`. */

@@ -6,7 +6,8 @@
   caller that read the list before another applied it) is skipped.
     send     { a, m }  a message to address a: appended, and a run parked there is woken
     wait     { a, w }  wake job w joins the waiters of address a (ready when a message waits)
-    unwait   { a, w }  wake job w leaves them
+    unwait   { a, w, n }  wake job w leaves them; `n` (a receiveAny's park): a run still parked
+                       there is woken when a message waits (see leaveWaiters)
     consume  { a, e }  the run's messages held at address a in epoch e are consumed
     release  { a, e }  ... given back, at the head of the mailbox and in their order
   A consume or a release marks the epoch done at that address (hold-message.lua then holds
@@ -36,6 +37,7 @@ for _, h in ipairs(cjson.decode(ARGV[2])) do
     if redis.call('LLEN', mailboxKey(o, h.a)) > 0 then table.insert(ready, h.w) end
   elseif h.t == 'unwait' then
     redis.call('SREM', waitersKey(o, h.a), h.w)
+    if h.n and redis.call('LLEN', mailboxKey(o, h.a)) > 0 then collectWaiters(o, h.a, wakes) end
   else
     local heldKey = o.heldPrefix .. h.r .. ':' .. h.a
     local prefix = h.e .. ':'

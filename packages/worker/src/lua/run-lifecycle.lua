@@ -424,7 +424,10 @@ local function deliverOutbox(m, outbox, wakes, retention, runKey)
 end
 
 -- The run stops waiting where its step last parked (it commits, parks again, or ends): its wake
--- job leaves that address's waiters, so no set outlives the runs it lists.
+-- job leaves that address's waiters, so no set outlives the runs it lists. A receiveAny park
+-- leaves several (`n`: pass on): a send to one of them took its wake there only, so a send to
+-- another may have taken its wake meant for another run since; where a message waits with runs
+-- still parked, one of them is woken (m.wakes), so that no message stays stranded.
 local function leaveWaiters(runKey, m, runId)
   local fields = redis.call('HMGET', runKey, 'replay', 'step', 'parkCount')
   if not fields[1] then return end
@@ -432,10 +435,15 @@ local function leaveWaiters(runKey, m, runId)
   if type(parked) ~= 'table' or type(parked.address) ~= 'string' then return end
   local wake = runId .. '-' .. fields[2] .. '-p' .. (fields[3] or '0')
   local addresses = parked.addresses
-  if type(addresses) ~= 'table' then addresses = { parked.address } end -- a receiveAny's, or a receive's one
+  local any = type(addresses) == 'table'
+  if not any then addresses = { parked.address } end -- a receiveAny's, or a receive's one
   for _, address in ipairs(addresses) do
-    if isLocal(m, address) then redis.call('SREM', waitersKey(m, address), wake)
-    else handOff(m, runKey, runId, { t = 'unwait', a = address, w = wake }) end
+    if isLocal(m, address) then
+      redis.call('SREM', waitersKey(m, address), wake)
+      if any and redis.call('LLEN', mailboxKey(m, address)) > 0 then collectWaiters(m, address, m.wakes) end
+    else
+      handOff(m, runKey, runId, { t = 'unwait', a = address, w = wake, n = any and 1 or nil })
+    end
   end
 end
 
