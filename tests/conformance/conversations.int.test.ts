@@ -110,6 +110,9 @@ describe.each(engines)('%s: conversations', (name) => {
     await expect(
       engine.send(ping, {}, { conversation: { budget: { cost: { key: 'tokens', max: -1 } } } }),
     ).rejects.toMatchObject({ code: 'INVALID_OPTION', message: expect.stringContaining('cost.max') as unknown });
+    await expect(
+      engine.send(ping, {}, { conversation: { budget: { cost: { key: 'tokens', max: Number.NaN } } } }),
+    ).rejects.toMatchObject({ message: expect.stringContaining('got NaN') as unknown });
   });
 
   it('records a 3-agent chain under its id, with the turns parked now', async () => {

@@ -326,6 +326,7 @@ function checkConversation(owner: string, options: unknown): ConversationOptions
         retryable: false,
       });
     for (const [limit, value] of Object.entries(budget)) {
+      if (value === undefined) continue; // a limit left out
       const integer = limit === 'turns' || limit === 'messages';
       if (!['turns', 'messages', 'wallMs', 'cost'].includes(limit))
         throw new QueueflowError(
@@ -362,11 +363,11 @@ function checkCost(owner: string, cost: unknown): void {
       `${owner}: expected \`conversation.budget.cost\` to be { key, max }, got ${JSON.stringify(cost)}`,
       { retryable: false },
     );
-  checkSpendKey(`${owner}: \`conversation.budget.cost.key\``, key);
+  checkSpendKey(owner, 'conversation.budget.cost.key', key);
   if (typeof max !== 'number' || !(max > 0) || !Number.isFinite(max))
     throw new QueueflowError(
       'INVALID_OPTION',
-      `${owner}: expected \`conversation.budget.cost.max\` to be a positive number, got ${JSON.stringify(max)}`,
+      `${owner}: expected \`conversation.budget.cost.max\` to be a positive finite number, got ${typeof max === 'string' ? JSON.stringify(max) : String(max)}`,
       { retryable: false },
     );
 }

@@ -121,6 +121,9 @@ export function passedLimit(
   return costPassed(budget, record.spend);
 }
 
+/** How far past a cost's max a sum may land by rounding alone, relative to max (mirrored in conversations.lua). */
+const SPEND_TOLERANCE = 1e-9;
+
 /** The cost limit `spend` went past (the sum over the agents of the budget's key), else `undefined`. */
 export function costPassed(
   budget: ConversationBudget | undefined,
@@ -129,7 +132,8 @@ export function costPassed(
   const cost = budget?.cost;
   if (!cost) return undefined;
   const total = Object.values(spend ?? {}).reduce((sum, byKey) => sum + (byKey[cost.key] ?? 0), 0);
-  return total > cost.max ? `cost: ${cost.max} ${cost.key}` : undefined;
+  // Past max, not at it: sums of fractions (0.1 + 0.2) land a rounding error above their value.
+  return total - cost.max > SPEND_TOLERANCE * Math.max(1, cost.max) ? `cost: ${cost.max} ${cost.key}` : undefined;
 }
 
 /** The error a conversation over its budget ends with. */

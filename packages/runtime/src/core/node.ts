@@ -6,7 +6,7 @@ import { InvalidArgumentError, NodeTimeoutError, retryAfterOf } from '../errors/
 import { toErrorRecord } from '../errors/error-record.js';
 import { budgetOf } from './budget-of.js';
 import { mailboxOf } from '../mailbox/mailbox-of.js';
-import { checkSpendKey } from '../agent/spend.js';
+import { checkSpendKey, MAX_SPEND_AMOUNT } from '../agent/spend.js';
 import { checkLimits, type Limit } from './limit.js';
 import { checkQueueName } from './queue-name.js';
 import { warnIfLimitsIgnored } from './warn-limits-ignored.js';
@@ -144,7 +144,8 @@ export class Node<S = unknown, P extends ParamsObject = NonIterableObject> exten
   }
 
   /**
-   * Inside `exec`: reports what this try really took of `key` (tokens, dollars), to two places:
+   * From a step of this node (usually `exec`, after a model call): reports what this try really
+   * took of `key` (tokens, dollars), to two places:
    * - a key of this visit's `limits`: the try's take from `key`'s rate (the token count of the
    *   provider's reply, when the limit's `cost` only estimated it; it replaces the estimate), so
    *   that later admissions see the corrected window;
@@ -154,12 +155,14 @@ export class Node<S = unknown, P extends ParamsObject = NonIterableObject> exten
    *   running turns, this one among them. A try that fails after spending has spent: it stays counted.
    * Resolves once the store has it; a no-op on `flow.run` (neither budgets nor conversations there).
    *
-   * @param key - what was spent: a key of this visit's `limits`, or (in a conversation) 1 to 100
-   *   letters, digits, `_ . : -`.
-   * @param units - units taken, a finite number ≥ 0.
-   * @throws TypeError (code `INVALID_ARGUMENT`) for a key neither among this visit's limits nor
-   *   counted by a conversation, or bad units; QueueflowError `INVALID_OPTION` for a bad
-   *   conversation key, `CONVERSATION_BUDGET` naming the limit when the conversation has ended.
+   * @param key - what was spent: a key of this visit's `limits`, or (in a conversation) any key of
+   *   1 to 200 characters.
+   * @param units - units taken, a finite number from 0 to Number.MAX_SAFE_INTEGER.
+   * @throws TypeError (code `INVALID_ARGUMENT`), synchronously: bad units, or, in a node with
+   *   `limits` outside a conversation, a key not among them (a node without limits outside a
+   *   conversation counts nothing, whatever the key); QueueflowError `INVALID_OPTION`, synchronously
+   *   too, for a bad conversation key. The promise rejects with `CONVERSATION_BUDGET` naming the
+   *   limit when the conversation has ended.
    * @example
    * ```ts
    * const reply = await model.chat(prompt);
@@ -167,9 +170,9 @@ export class Node<S = unknown, P extends ParamsObject = NonIterableObject> exten
    * ```
    */
   spend(key: string, units: number): Promise<void> {
-    if (typeof units !== 'number' || !Number.isFinite(units) || units < 0) {
+    if (typeof units !== 'number' || !Number.isFinite(units) || units < 0 || units > MAX_SPEND_AMOUNT) {
       throw new InvalidArgumentError(
-        `spend: expected \`units\` to be a finite number from 0 and up, got \`${String(units)}\` (${typeof units})`,
+        `spend: expected \`units\` to be a finite number from 0 to ${MAX_SPEND_AMOUNT}, got \`${String(units)}\` (${typeof units})`,
       );
     }
     const attached = budgetOf(this);
@@ -181,7 +184,7 @@ export class Node<S = unknown, P extends ParamsObject = NonIterableObject> exten
         `spend: '${key}' is not a budget key of this visit's limits (${attached.keys.map((k) => `'${k}'`).join(', ')})`,
       );
     }
-    if (conversation) checkSpendKey('spend: `key`', key);
+    if (conversation) checkSpendKey('spend', 'key', key);
     return Promise.all([limited ? attached!.port.spend(key, units) : undefined, conversation?.(key, units)]).then(
       () => undefined,
     );

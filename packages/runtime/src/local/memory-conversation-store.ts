@@ -18,7 +18,7 @@ export class MemoryConversationStore implements ConversationStore {
 
   async begin(id: string, budget: ConversationBudget | undefined, now: number): Promise<void> {
     const conversation = this.open(id, now);
-    if (budget) conversation.budget = budget;
+    if (budget) conversation.budget = structuredClone(budget); // the caller's object may change later
   }
 
   async turnStarted(

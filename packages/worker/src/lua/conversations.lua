@@ -36,7 +36,8 @@ local function costPassed(budget, spend)
   if type(cost) ~= 'table' then return nil end
   local total = 0
   for _, byKey in pairs(spend) do total = total + (tonumber(byKey[cost.key]) or 0) end
-  if total > cost.max then return 'cost: ' .. cost.max .. ' ' .. cost.key end
+  -- Past max, not at it: sums of fractions land a rounding error above their value (SPEND_TOLERANCE).
+  if total - cost.max > 1e-9 * math.max(1, cost.max) then return 'cost: ' .. cost.max .. ' ' .. cost.key end
   return nil
 end
 
