@@ -6,7 +6,7 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { metrics } from '@opentelemetry/api';
 import { MeterProvider, MetricReader, type MetricData } from '@opentelemetry/sdk-metrics';
-import { defineFlow, Flow, LocalEngine, Node } from '@queueflow/runtime';
+import { defineAgent, defineFlow, Flow, LocalEngine, Node } from '@queueflow/runtime';
 
 class CollectingReader extends MetricReader {
   protected override async onForceFlush(): Promise<void> {}
@@ -59,6 +59,24 @@ describe('metrics', () => {
     expect(points('queueflow.runs.parked').map((p) => p.value)).toEqual([1]);
     expect(points('queueflow.queue.depth').map((p) => p.value)).toEqual([0]);
     await engine.cancel(waiting.id);
+    await engine.close();
+  });
+
+  it('observes the inboxes of each agent type: messages, the deepest key, keys at capacity', async () => {
+    // A turn that waits on a mailbox nobody sends to: its key's later messages stay in its inbox.
+    const stuck = defineAgent('metrics-stuck', { state: () => ({}), turn: () => new Wait(), capacity: 3 });
+    const engine = new LocalEngine({ flows: [], agents: [stuck] });
+    for (const body of [1, 2, 3]) await engine.send(stuck.ref('a'), body);
+    await engine.send(stuck.ref('b'), 1);
+    const { resourceMetrics } = await reader.collect();
+    const all: MetricData[] = resourceMetrics.scopeMetrics.flatMap((scope) => scope.metrics);
+    const of = (name: string) =>
+      (all.find((m) => m.descriptor.name === name)?.dataPoints ?? [])
+        .filter((p) => p.attributes['queueflow.agent.type'] === 'metrics-stuck')
+        .map((p) => p.value);
+    expect(of('queueflow.agent.inbox.messages')).toEqual([4]);
+    expect(of('queueflow.agent.inbox.deepest')).toEqual([3]);
+    expect(of('queueflow.agent.inbox.full')).toEqual([1]);
     await engine.close();
   });
 });

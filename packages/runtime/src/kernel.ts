@@ -113,6 +113,7 @@ export {
 export { LargeValues } from './kernel/large-values.js';
 export { compareStreamIds } from './stream/stream-entry.js';
 export { observeGauges, queueflowMetrics, type GaugeSource, type QueueflowMetrics } from './telemetry/metrics.js';
+export { inboxDepths, type InboxDepth } from './agent/inbox-depth.js';
 export { setStepListener, type StepEvent } from './telemetry/step-listener.js';
 export { checkRunId, newRunId } from './kernel/run-id.js';
 export { checkRunInput } from './kernel/run-input.js';

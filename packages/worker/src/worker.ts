@@ -7,6 +7,7 @@ import {
   StepDriver,
   checkQueueName,
   invalidOption,
+  inboxDepths,
   observeGauges,
   resumeCascades,
   runScheduleTick,
@@ -487,6 +488,9 @@ export async function startWorker(options: WorkerOptions): Promise<QueueflowWork
       return depth;
     },
     parkedRuns: () => store.parkedRuns(),
+    ...(agentTypes.length === 0
+      ? {}
+      : { agentInboxes: () => inboxDepths(store, (type) => agents.definition(type)?.options.capacity) }),
   });
 
   let closing: Promise<void> | undefined;

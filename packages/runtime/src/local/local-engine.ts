@@ -61,6 +61,7 @@ import type {
 import { MemoryConversationStore } from './memory-conversation-store.js';
 import type { Message } from '../mailbox/message.js';
 import { observeGauges } from '../telemetry/metrics.js';
+import { inboxDepths } from '../agent/inbox-depth.js';
 
 export interface LocalEngineOptions {
   /** The flows this engine runs: definitions from `defineFlow`, or a module exporting them (and agents). */
@@ -202,6 +203,7 @@ export class LocalEngine implements Engine {
     this.unobserve = observeGauges({
       queueDepth: () => this.scheduler.waiting,
       parkedRuns: () => this.store.parkedRuns(),
+      agentInboxes: () => inboxDepths(this.store, (type) => this.agentRuntime.definition(type)?.options.capacity),
     });
     this.ready = Promise.all([
       this.waiter.start(),

@@ -1,4 +1,5 @@
 import { metrics, type BatchObservableResult, type Counter, type Histogram, type Meter } from '@opentelemetry/api';
+import type { InboxDepth } from '../agent/inbox-depth.js';
 
 /**
  * queueflow's metrics, through `@opentelemetry/api` (the application registers a MeterProvider;
@@ -13,6 +14,7 @@ import { metrics, type BatchObservableResult, type Counter, type Histogram, type
  * | `queueflow.step.duration` | histogram, ms, every try | same, `queueflow.step.outcome` |
  * | `queueflow.queue.depth` | observable gauge: tasks waiting for a worker | |
  * | `queueflow.runs.parked` | observable gauge: runs parked on a mailbox | |
+ * | `queueflow.agent.inbox.messages`, `.deepest`, `.full` | observable gauges: an agent type's inboxes | `queueflow.agent.type` |
  * | `queueflow.budget.waits` | counter: visits that waited for a budget (flow control) | `queueflow.budget` |
  */
 export interface QueueflowMetrics {
@@ -62,11 +64,16 @@ export interface GaugeSource {
   queueDepth(): Promise<number> | number;
   /** Runs parked on a mailbox now. */
   parkedRuns(): Promise<number> | number;
+  /** The inboxes of each agent type with messages waiting (see `inboxDepths`); absent: no agents. */
+  agentInboxes?(): Promise<InboxDepth[]>;
 }
 
 /**
  * Registers the observable gauges `queueflow.queue.depth` and `queueflow.runs.parked` for
- * `source` (read when the application's metric reader collects). Returns the unregister function.
+ * `source` (read when the application's metric reader collects), and with `agentInboxes`, per
+ * agent type (attribute `queueflow.agent.type`): `queueflow.agent.inbox.messages` (messages
+ * waiting in its inboxes), `queueflow.agent.inbox.deepest` (the most one key holds) and
+ * `queueflow.agent.inbox.full` (keys at their type's capacity). Returns the unregister function.
  */
 export function observeGauges(source: GaugeSource): () => void {
   const current = meter();
@@ -76,11 +83,33 @@ export function observeGauges(source: GaugeSource): () => void {
   const parked = current.createObservableGauge('queueflow.runs.parked', {
     description: 'Runs parked on a mailbox, waiting for a message',
   });
+  const inbox = {
+    messages: current.createObservableGauge('queueflow.agent.inbox.messages', {
+      description: "Messages waiting in the inboxes of an agent type's keys",
+    }),
+    deepest: current.createObservableGauge('queueflow.agent.inbox.deepest', {
+      description: 'The most messages one key of an agent type holds',
+    }),
+    full: current.createObservableGauge('queueflow.agent.inbox.full', {
+      description: "Keys of an agent type whose inbox holds the type's capacity",
+    }),
+  };
+  const gauges = [depth, parked, ...(source.agentInboxes ? Object.values(inbox) : [])];
   const callback = async (result: BatchObservableResult): Promise<void> => {
-    const [queued, waiting] = await Promise.all([source.queueDepth(), source.parkedRuns()]);
+    const [queued, waiting, inboxes] = await Promise.all([
+      source.queueDepth(),
+      source.parkedRuns(),
+      source.agentInboxes?.() ?? [],
+    ]);
     result.observe(depth, queued);
     result.observe(parked, waiting);
+    for (const { type, messages, deepest, full } of inboxes) {
+      const attributes = { 'queueflow.agent.type': type };
+      result.observe(inbox.messages, messages, attributes);
+      result.observe(inbox.deepest, deepest, attributes);
+      result.observe(inbox.full, full, attributes);
+    }
   };
-  current.addBatchObservableCallback(callback, [depth, parked]);
-  return () => current.removeBatchObservableCallback(callback, [depth, parked]);
+  current.addBatchObservableCallback(callback, gauges);
+  return () => current.removeBatchObservableCallback(callback, gauges);
 }
