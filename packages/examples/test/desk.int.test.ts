@@ -85,6 +85,10 @@ describe('the mail desk', () => {
       expect(killed).toBe(true);
       expect(comparable(distributed)).toEqual(comparable(embedded));
       expect(distributed.skipped).toEqual(embedded.skipped);
+      // Its agents would be counted again: a second desk on the prefix is refused.
+      await expect(runDesk(engine, mails, { inFlight: 16, turnBudget: 8 })).rejects.toThrow(
+        'this engine already holds agents of an earlier desk run',
+      );
     } finally {
       await engine.close();
     }

@@ -3,7 +3,7 @@ import { RedisEngine } from '@queueflow/worker';
 import { deskAgents, scriptedReviewer } from '../desk/desk-agents.js';
 import { DESK_SAMPLE_SIZE, deskSample, readCorpusMails } from '../desk/desk-mail.js';
 import { formatDeskReport, writeDeskFiles } from '../desk/desk-report.js';
-import { runDesk } from '../desk/run-desk.js';
+import { checkFreshEngine, runDesk } from '../desk/run-desk.js';
 import { createProgressBar } from './progress-bar.js';
 import { redactUrl } from './redact-url.js';
 import { resolveUserPath } from './user-path.js';
@@ -31,8 +31,6 @@ export interface DeskCommandOptions {
  * agents' final states under `out/desk/`.
  */
 export async function runDeskCommand(options: DeskCommandOptions): Promise<void> {
-  const mails = await readCorpusMails();
-  const selected = options.all ? mails : deskSample(mails, options.limit ?? DESK_SAMPLE_SIZE);
   const distributed = options.redis !== undefined;
   const engine: Engine = distributed
     ? new RedisEngine({
@@ -42,12 +40,25 @@ export async function runDeskCommand(options: DeskCommandOptions): Promise<void>
         agents: deskAgents,
       })
     : new LocalEngine({ flows: [scriptedReviewer], agents: deskAgents });
+  try {
+    await checkFreshEngine(engine);
+    if (distributed && (await engine.workers()).length === 0)
+      throw new Error(
+        `no queueflow worker serves ${redactUrl(options.redis!)} with prefix ${options.prefix}: start one (or more) with ` +
+          `npx queueflow worker --flows packages/examples/dist/flows.js --redis <url> --prefix '${options.prefix}'`,
+      );
+  } catch (error) {
+    await engine.close();
+    throw error;
+  }
+  const mails = await readCorpusMails();
+  const selected = options.all ? mails : deskSample(mails, options.limit ?? DESK_SAMPLE_SIZE);
   const inFlight = options.concurrency ?? (distributed ? 64 : 16);
   console.error(
     `queueflow mail desk: ${selected.length} of the corpus's ${mails.length} dated mails in date order${options.all ? '' : ' from August 2002 (--all: every one)'}, ` +
       `${distributed ? `on queueflow workers (${redactUrl(options.redis!)}, prefix ${options.prefix})` : 'embedded'}, ${inFlight} mails in flight`,
   );
-  const bar = createProgressBar(selected.length, options.progress);
+  const bar = createProgressBar(selected.length, options.progress, { many: 'mails triaged', short: 'mails' });
   try {
     const result = await runDesk(engine, selected, {
       inFlight,

@@ -108,7 +108,7 @@ const program = new Command()
     new Option(
       '--desk',
       `the mail desk instead: replay the corpus in date order into a team of keyed agents (threads, senders, lists, a moderator); --limit mails from August 2002 (default ${DESK_SAMPLE_SIZE}) or --all, embedded or with --redis; states under out/desk/`,
-    ).conflicts(['input', 'studio', 'llm']),
+    ).conflicts(['input', 'studio', 'llm', 'out', 'maxBytes', 'slowest']),
   );
 
 function portNumber(value: string): number {

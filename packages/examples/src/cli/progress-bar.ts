@@ -13,15 +13,19 @@ const LOG_PROGRESS_INTERVAL_MS = 5000;
 
 /**
  * The progress of the batch on stderr (so stdout keeps only the report), with the rate in
- * documents per second and the ETA, drawn by cli-progress. On a terminal, a bar redrawn in place;
+ * `unit`s (documents by default) per second and the ETA, drawn by cli-progress. On a terminal, a bar redrawn in place;
  * otherwise (a log file, CI) cli-progress's non-TTY mode prints the same figures as a new line
  * every {@link LOG_PROGRESS_INTERVAL_MS}, so a long batch is never silent. Off (a no-op) when
  * `enabled` is false.
  */
-export function createProgressBar(total: number, enabled: boolean): Progress {
+export function createProgressBar(
+  total: number,
+  enabled: boolean,
+  unit: { many: string; short: string } = { many: 'documents', short: 'docs' },
+): Progress {
   if (!enabled) return { update() {}, stop() {} };
   const tty = process.stderr.isTTY === true;
-  const figures = '{value}/{total} documents | {rate} docs/s | {duration_formatted} elapsed, ETA {eta_formatted}{note}';
+  const figures = `{value}/{total} ${unit.many} | {rate} ${unit.short}/s | {duration_formatted} elapsed, ETA {eta_formatted}{note}`;
   const bar = new cliProgress.SingleBar(
     {
       stream: process.stderr,

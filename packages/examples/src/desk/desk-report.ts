@@ -10,11 +10,13 @@ export interface DeskFiles {
   senders: string;
   lists: string;
   digests: string;
+  moderator: string;
 }
 
 /**
  * Writes the final states under `dir`: `threads.jsonl`, `senders.jsonl` and `lists.jsonl` (one
- * agent a line: its key, then its state), and `digests.md` (each list's last digest).
+ * agent a line: its key, then its state), `digests.md` (each list's last digest) and
+ * `moderator.json` (the moderator's verdicts).
  */
 export async function writeDeskFiles(result: DeskResult, dir: string): Promise<DeskFiles> {
   const files: DeskFiles = {
@@ -22,6 +24,7 @@ export async function writeDeskFiles(result: DeskResult, dir: string): Promise<D
     senders: path.join(dir, 'senders.jsonl'),
     lists: path.join(dir, 'lists.jsonl'),
     digests: path.join(dir, 'digests.md'),
+    moderator: path.join(dir, 'moderator.json'),
   };
   const lines = <S>(states: KeyedState<S>[]) => states.map(({ key, state }) => ({ key, ...state }));
   await writeJsonl(files.threads, lines(result.threads));
@@ -40,6 +43,7 @@ export async function writeDeskFiles(result: DeskResult, dir: string): Promise<D
       ].join('\n'),
     );
   await writeFile(files.digests, `# Mail desk digests (the last of each list)\n\n${digests.join('\n')}`);
+  await writeFile(files.moderator, `${JSON.stringify(result.moderator ?? { asked: 0, verdicts: [] }, null, 2)}\n`);
   return files;
 }
 
@@ -62,9 +66,10 @@ export function formatDeskReport(result: DeskResult, context: { title: string; f
   const out = [rule, context.title, rule];
   out.push(
     `Mails            ${result.mails}  (ham ${result.ham}, spam ${result.spam}, skipped ${result.skipped.length})`,
-    `Throughput       ${(triaged / result.seconds).toFixed(1)} mails/s  (${result.seconds.toFixed(1)} s, until every agent was idle)`,
+    `Throughput       ${(triaged / result.triageSeconds).toFixed(1)} mails/s  (${result.triageSeconds.toFixed(1)} s to triage them; ` +
+      `every agent idle after ${result.seconds.toFixed(1)} s, the lists' last digests written)`,
     `Agents           ${result.threads.length} threads, ${result.senders.length} senders, ${result.lists.length} lists, ` +
-      `${result.moderator ? 1 : 0} moderator; a triage agent per mail, dropped after its turn`,
+      `${result.moderator ? 'the moderator' : 'no moderator (no alert)'}; a triage agent per mail, dropped after its turn`,
     `Turns            ${turns}  (${Object.entries(result.turns)
       .map(([type, n]) => `${type.replace(/^desk-/, '')} ${n}`)
       .join(', ')})`,
@@ -99,6 +104,7 @@ export function formatDeskReport(result: DeskResult, context: { title: string; f
     `                 ${context.files.senders}`,
     `                 ${context.files.lists}`,
     `                 ${context.files.digests}`,
+    `                 ${context.files.moderator}`,
     '',
   );
   return out.join('\n');

@@ -41,8 +41,10 @@ export interface DeskResult {
   spam: number;
   /** Mails the triage skipped (the parser refused them), with why. */
   skipped: { docId: string; reason: string }[];
-  /** From the first send to the last agent idle, in seconds. */
+  /** From the first send to the last agent idle (a list's last digest included), in seconds. */
   seconds: number;
+  /** From the first send to the last triage's reply, in seconds. */
+  triageSeconds: number;
   /** Per mail, from its send to its triage's reply, in ms (sorted). */
   triageMs: number[];
   threads: KeyedState<ThreadState>[];
@@ -63,13 +65,7 @@ export interface DeskResult {
  * moderator is idle; then reads every agent's final state.
  */
 export async function runDesk(engine: Engine, mails: readonly DeskMail[], options: DeskOptions): Promise<DeskResult> {
-  // The end is known from the agents' counts: agents of an earlier desk would be counted too.
-  const earlier = await engine.agents({ type: sender.type, limit: 1 });
-  if (earlier.agents.length > 0)
-    throw new Error(
-      `this engine already holds the agents of an earlier desk run (${earlier.agents[0]!.ref}...): ` +
-        'run on a fresh prefix, or empty this one with `npx queueflow purge --yes` (with its --redis and --prefix)',
-    );
+  await checkFreshEngine(engine);
   const started = performance.now();
   const reviewer = await engine.start(scriptedReviewer, { answered: 0 });
   const triageMs: number[] = [];
@@ -92,6 +88,7 @@ export async function runDesk(engine: Engine, mails: readonly DeskMail[], option
     }
   };
   await Promise.all(Array.from({ length: Math.min(options.inFlight, mails.length) }, triageNext));
+  const triageSeconds = (performance.now() - started) / 1000;
 
   const triaged = mails.filter((mail) => labels.has(mail.docId));
   const listed = triaged.filter((mail) => mail.list !== undefined && labels.get(mail.docId) === 'ham').length;
@@ -111,6 +108,11 @@ export async function runDesk(engine: Engine, mails: readonly DeskMail[], option
     };
     const expected = { threads: triaged.length, senders: triaged.length, lists: listed, pending: 0, moderator: 0 };
     if (JSON.stringify(figures) === JSON.stringify(expected)) break;
+    if (figures.threads > expected.threads || figures.senders > expected.senders || figures.lists > expected.lists)
+      throw new Error(
+        `the desk's agents counted more mails than were triaged: ${JSON.stringify(figures)}, expected ` +
+          `${JSON.stringify(expected)} (a triage that answered after its timeout, or mails of another desk run)`,
+      );
     if (JSON.stringify(figures) !== progress) [progress, progressAt] = [JSON.stringify(figures), performance.now()];
     else if (performance.now() - progressAt > (options.stallMs ?? 120_000))
       throw new Error(
@@ -141,6 +143,7 @@ export async function runDesk(engine: Engine, mails: readonly DeskMail[], option
     spam,
     skipped,
     seconds,
+    triageSeconds,
     triageMs: triageMs.sort((a, b) => a - b),
     threads: keyed<ThreadState>(states.threads),
     senders: keyed<SenderState>(states.senders),
@@ -149,6 +152,20 @@ export async function runDesk(engine: Engine, mails: readonly DeskMail[], option
     turns,
     largestState,
   };
+}
+
+/**
+ * The desk knows its end from the agents' counts: the agents (or queued mails) of an earlier desk
+ * run, finished or interrupted, would be counted too.
+ * @throws Error naming one of them and how to start afresh.
+ */
+export async function checkFreshEngine(engine: Engine): Promise<void> {
+  const earlier = await engine.agents({ limit: 1 });
+  if (earlier.agents.length > 0)
+    throw new Error(
+      `this engine already holds agents of an earlier desk run, finished or interrupted (${earlier.agents[0]!.ref}...): ` +
+        'run on a fresh --prefix, or empty this one with `npx queueflow purge --yes` (with its --redis and --prefix)',
+    );
 }
 
 /** Every thread, sender and list agent, and the moderator, as `engine.agent` shows them. */
