@@ -64,10 +64,10 @@ describe('document pipeline: embedded and on RedisEngine with 2 worker processes
     rmSync(tmp, { recursive: true, force: true });
   }, 120_000);
 
-  it('loads exactly one flow, documents, from the flows module, and nothing else before it is ready', () => {
+  it("loads the flows module's flows (documents, the desk's reviewer) and nothing else before it is ready", () => {
     for (const worker of workers) {
       const [beforeReady] = worker.output().split(': ready');
-      expect(worker.output()).toMatch(/: ready on .*flows: documents; concurrency 8\)/);
+      expect(worker.output()).toMatch(/: ready on .*flows: documents, desk-reviewer; concurrency 8\)/);
       expect(beforeReady).not.toMatch(/train|warm|model/i); // the classifier is made at the first document
     }
   });
