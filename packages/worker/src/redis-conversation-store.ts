@@ -42,9 +42,8 @@ export class RedisConversationStore implements ConversationStore {
       JSON.stringify(turn),
       MAX_CONVERSATION_MESSAGES,
       this.retentionSeconds,
-    )) as [number, string?, string[]?];
-    if (reply[0] === 1) return { admitted: true };
-    return { admitted: false, error: JSON.parse(reply[1]!) as RunError, running: reply[2] ?? [] };
+    )) as ConversationsReply;
+    return reply[0] === 1 ? { admitted: true } : { admitted: false, ...refusalOf(reply) };
   }
 
   async turnEnded(id: string, runId: string): Promise<void> {
@@ -61,9 +60,8 @@ export class RedisConversationStore implements ConversationStore {
       id,
       JSON.stringify(spent),
       this.retentionSeconds,
-    )) as [number, string?, string[]?];
-    if (reply[0] === 1) return { ok: true };
-    return { ok: false, error: JSON.parse(reply[1]!) as RunError, running: reply[2] ?? [] };
+    )) as ConversationsReply;
+    return reply[0] === 1 ? { ok: true } : { ok: false, ...refusalOf(reply) };
   }
 
   async load(id: string): Promise<StoredConversation | undefined> {
@@ -124,4 +122,12 @@ export class RedisConversationStore implements ConversationStore {
   private keys(id: string): [string, string, string, string] {
     return this.partitions.ofAddress(id).conversationKeys(id);
   }
+}
+
+/** What conversations.lua's `started` and `spend` answer: `{ 1 }`, or `{ 0, error JSON, running run ids }`. */
+type ConversationsReply = [number, string?, string[]?];
+
+/** A refused turn or an over-budget spend: why the conversation ended, and the runs of its running turns. */
+function refusalOf(reply: ConversationsReply): { error: RunError; running: string[] } {
+  return { error: JSON.parse(reply[1]!) as RunError, running: reply[2] ?? [] };
 }
