@@ -61,11 +61,11 @@ export class AgentClient {
   async send(address: string, body: Json, options: EngineSendOptions = {}): Promise<string> {
     const conversation = checkConversation('send', options.conversation);
     const parsed = parseAgentRef(address);
-    const capacity = parsed ? this.runtime.definition(parsed.type)?.options.capacity : undefined;
-    if (capacity !== undefined && (await this.runs.mailboxSize(address)) >= capacity)
+    const bound = parsed ? await this.runtime.inboxBound(address) : undefined;
+    if (bound && bound.size >= bound.capacity)
       throw new QueueflowError(
         'MAILBOX_FULL',
-        `send: the inbox of '${address}' holds ${capacity} messages, its type's capacity: try again later`,
+        `send: the inbox of '${address}' holds ${bound.capacity} messages, its type's capacity: try again later`,
       );
     let id: string;
     if (conversation) {
@@ -141,8 +141,8 @@ export class AgentClient {
     const full = new Set<string>();
     await Promise.all(
       subscribers.map(async (address) => {
-        const capacity = this.runtime.definition(parseAgentRef(address)!.type)?.options.capacity;
-        if (capacity !== undefined && (await this.runs.mailboxSize(address)) >= capacity) full.add(address);
+        const bound = await this.runtime.inboxBound(address);
+        if (bound && bound.size >= bound.capacity) full.add(address);
       }),
     );
     const delivered = subscribers.filter((address) => !full.has(address));

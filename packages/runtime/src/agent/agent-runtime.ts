@@ -18,6 +18,7 @@ import { decodeCheckpoint } from '../kernel/codec.js';
 import { LargeValues } from '../kernel/large-values.js';
 import { DEFAULT_LARGE_VALUE_BYTES } from '../kernel/claim-check.js';
 import { firstState, parseAgentRef, type AgentDefinition } from './define-agent.js';
+import type { InboxBound } from '../mailbox/step-mailbox.js';
 import type { AgentActivation, AgentStore, FirstState, TurnEnd } from './agent-store.js';
 
 /** Reminders one firing script takes (a second of 10,000 due at once takes several). */
@@ -81,6 +82,21 @@ export class AgentRuntime {
   /** The agent type `type`, when this process has its definition. */
   definition(type: string): AgentDefinition<any> | undefined {
     return this.types.get(type);
+  }
+
+  /**
+   * The bound of the inbox at `address` and the messages it holds now, for a send to check: an
+   * agent of a type this process has, with a `capacity`; else `undefined` (unbounded).
+   */
+  async inboxBound(address: string): Promise<InboxBound | undefined> {
+    const parsed = parseAgentRef(address);
+    const options = parsed ? this.types.get(parsed.type)?.options : undefined;
+    if (options?.capacity === undefined) return undefined;
+    return {
+      capacity: options.capacity,
+      onFull: options.onFull ?? 'reject',
+      size: await this.runs.mailboxSize(address),
+    };
   }
 
   /** The addresses a body published on `topic` goes to: see {@link topicSubscribers}. */

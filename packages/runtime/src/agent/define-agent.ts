@@ -37,12 +37,20 @@ export interface AgentOptions<S extends object = JsonObject> {
    * letters and its turn history. In milliseconds. @defaultValue kept for ever
    */
   idleTtlMs?: number;
-  /** Most messages a key's inbox holds; a send past it is refused (`MAILBOX_FULL`). @defaultValue unbounded */
+  /**
+   * Most messages a key's inbox holds; a send past it is refused (`MAILBOX_FULL`), and a publish
+   * skips the key. Checked where the sending process knows this type (engines and workers given
+   * it), when the send is made: senders racing to the last free place can overshoot by their
+   * number. @defaultValue unbounded
+   */
   capacity?: number;
   /**
-   * What a send to a full inbox does: `'reject'` refuses it with `MAILBOX_FULL`. `'park'` (the
-   * sending run waits for room) is accepted but not there yet: it refuses as `'reject'` does.
-   * Only `engine.send` and `engine.publish` check the capacity so far, not sends from steps.
+   * What a send to a full inbox does:
+   * - `'reject'`: `engine.send` rejects, and a step's `this.send`, `this.ask` or `this.handoff`
+   *   throws, with `MAILBOX_FULL` (retryable: the node's retries and backoff apply);
+   * - `'park'`: `engine.send` rejects as for `'reject'` (it has no run to park); a step's send
+   *   parks its run (status `waiting`, no worker slot held), which looks again every 250 ms and
+   *   sends once there is room. Two agents each parked on the other's full inbox wait for good.
    * @defaultValue 'reject'
    */
   onFull?: 'reject' | 'park';

@@ -200,6 +200,12 @@ export interface ParkRequest {
   addresses?: string[];
   /** Epoch ms after which that receive resolves `undefined`; `null` waits as long as it takes. */
   deadline: number | null;
+  /**
+   * A send (`ordinal` counts sends) waiting for room in the full inbox at `address`
+   * (`onFull: 'park'`): it waits on no mailbox (`addresses` is empty) and looks again at
+   * `deadline`.
+   */
+  room?: true;
 }
 
 /** What earlier runs of the same step left behind (the step parked, then woke). */

@@ -11,7 +11,7 @@ import { executeStep } from '../interpreter/step-interpreter.js';
 import type { ChildOutcome, ParkRequest, StepContext, StepOutcome, StepTarget } from '../interpreter/step-types.js';
 import { TrySpan, recordRunEnd } from '../telemetry/tracing.js';
 import type { MergeConflict } from '../json/merge-patches.js';
-import { StepMailbox } from '../mailbox/step-mailbox.js';
+import { StepMailbox, type InboxBound } from '../mailbox/step-mailbox.js';
 import { BudgetGate, BudgetLeases } from './budget-gate.js';
 import { CheckpointCache } from './checkpoint-cache.js';
 import type { Clock } from './clock.js';
@@ -114,6 +114,8 @@ export interface TurnHooks {
   changeReminders(ref: string, changes: ReminderChange[]): Promise<void>;
   /** A turn of agent `ref` spent `amount` of `key` in conversation `id` (`this.spend`; see AgentRuntime.spend). */
   spend(id: string, ref: string, key: string, amount: number): Promise<void>;
+  /** The bound of the inbox at `address`, when bounded (see AgentRuntime.inboxBound). */
+  inboxBound(address: string): Promise<InboxBound | undefined>;
 }
 
 /** What a step's record needs beside its outcome. */
@@ -688,6 +690,7 @@ export class StepDriver {
           turn: run.turn ? { agent: run.turn.agent, message: run.turn.message } : undefined,
           subscribers: (topic, body) => this.options.agents?.subscribers(topic, body) ?? [],
           spend: spenderOf(run, this.options.agents),
+          inbox: this.options.agents ? (address) => this.options.agents!.inboxBound(address) : undefined,
         }),
         emitter: stream,
         now,

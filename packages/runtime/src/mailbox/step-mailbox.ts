@@ -28,7 +28,11 @@ import { checkReminderName, planReminder, type ReminderChange, type ReminderOpti
  */
 class ParkSignal extends Error {
   constructor(readonly request: ParkRequest) {
-    super(`the step waits for a message at '${request.address}' (a parked run; not an error)`);
+    super(
+      request.room
+        ? `the step waits for room in the inbox of '${request.address}' (a parked run; not an error)`
+        : `the step waits for a message at '${request.address}' (a parked run; not an error)`,
+    );
     this.name = 'ParkSignal';
   }
 }
@@ -52,7 +56,26 @@ export interface StepSender {
   subscribers(topic: string, body: Json): string[];
   /** Counts a spend in the turn's conversation (absent outside one: nothing to count against). */
   spend?: ((key: string, amount: number) => Promise<void>) | undefined;
+  /**
+   * The bound of the inbox at `address` (an agent of a type with `capacity` that this process
+   * knows) and how many messages it holds now; `undefined` for an unbounded mailbox.
+   */
+  inbox?: ((address: string) => Promise<InboxBound | undefined>) | undefined;
 }
+
+/** A bounded inbox as a send finds it (see {@link StepSender.inbox}). */
+export interface InboxBound {
+  capacity: number;
+  onFull: 'reject' | 'park';
+  /** Messages it holds now. */
+  size: number;
+}
+
+/**
+ * How often a step parked for room in a full inbox (`onFull: 'park'`) looks again, in ms. A timed
+ * wake, not a waiter: the receiving agent's partition need not know who waits for its room.
+ */
+const ROOM_RECHECK_MS = 250;
 
 /**
  * The mailbox of one step on an engine. Sends are buffered and leave with the step's commit
@@ -106,8 +129,12 @@ export class StepMailbox implements Mailbox, StepMailboxPort {
     // After a receive parked the step, nothing it does counts: the step will run again (code
     // that caught the park signal must not get its fallback's sends delivered).
     if (this.parkRequest) return;
+    if (this.sends < this.replay.sent) {
+      this.sends++;
+      return; // delivered when this step parked before
+    }
+    await this.checkRoom(address);
     const ordinal = this.sends++;
-    if (ordinal < this.replay.sent) return; // delivered when this step parked before
     if (asks) this.unanswered.add(options.replyTo!);
     const message = this.message(ordinal, body);
     if (options.replyTo) message.replyTo = options.replyTo;
@@ -141,7 +168,43 @@ export class StepMailbox implements Mailbox, StepMailboxPort {
     const ordinal = this.sends++; // one send: every subscriber gets the same message id
     if (ordinal < this.replay.sent) return;
     const message = { ...this.message(ordinal, body), topic };
-    for (const address of addresses) this.outbox.push({ address, message });
+    for (const address of addresses) {
+      // As `engine.publish`: a subscriber whose bounded inbox is full does not get the body.
+      const bound = await this.sender.inbox?.(address);
+      if (bound && this.heldFor(address, bound) >= bound.capacity) continue;
+      this.outbox.push({ address, message });
+    }
+  }
+
+  /**
+   * A send to a bounded inbox that is full (its messages and this step's sends to it not yet
+   * delivered reach its `capacity`): refused with `MAILBOX_FULL`, or (`onFull: 'park'`) the step
+   * parks and runs again from its start a moment later ({@link ROOM_RECHECK_MS}), holding no slot.
+   * The check is made here, the message leaves at the step's commit: steps sending to the same
+   * inbox at once can each find room, and overshoot the capacity by their number.
+   * @throws QueueflowError `MAILBOX_FULL` (retryable: the node's retries and backoff apply).
+   */
+  private async checkRoom(address: string): Promise<void> {
+    const bound = await this.sender.inbox?.(address);
+    if (!bound || this.heldFor(address, bound) < bound.capacity) return;
+    if (bound.onFull === 'reject')
+      throw new QueueflowError(
+        'MAILBOX_FULL',
+        `send: the inbox of '${address}' holds ${bound.capacity} messages, its type's capacity: try again later`,
+      );
+    this.parkRequest = {
+      ordinal: this.sends,
+      address,
+      addresses: [],
+      deadline: this.now() + ROOM_RECHECK_MS,
+      room: true,
+    };
+    throw new ParkSignal(this.parkRequest);
+  }
+
+  /** Messages `address` holds, counting this step's sends to it that have not left yet. */
+  private heldFor(address: string, bound: InboxBound): number {
+    return bound.size + this.outbox.filter((sent) => sent.address === address).length;
   }
 
   /**
@@ -157,6 +220,7 @@ export class StepMailbox implements Mailbox, StepMailboxPort {
         `handoff: 'transfer' hands on the message of an agent's turn; this step runs no turn`,
       );
     if (this.parkRequest) return;
+    if (this.sends >= this.replay.sent) await this.checkRoom(ref);
     const ordinal = this.sends++;
     this.handedOff = true;
     if (ordinal < this.replay.sent) return;
