@@ -54,6 +54,7 @@ export type {
   EngineSendOptions,
 } from './agent/agent-types.js';
 export type { ConversationBudget, ConversationMessage } from './agent/conversation-store.js';
+export type { SharedMemory, MemoryInfo, MemoryChange, MemoryPatch, StoredMemory } from './agent/shared-memory.js';
 export type {
   Engine,
   RunStatus,

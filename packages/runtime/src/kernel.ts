@@ -156,6 +156,14 @@ export {
   type ConversationTurn,
   type StoredConversation,
 } from './agent/conversation-store.js';
+export {
+  MAX_MEMORY_HISTORY,
+  memoryInfo,
+  type MemoryWrite,
+  type MemoryWriteReply,
+  type SharedMemoryStore,
+  type StoredMemory,
+} from './agent/shared-memory.js';
 export { checkWellFormed } from './core/well-formed.js';
 export type { Message } from './mailbox/message.js';
 export {

@@ -40,6 +40,7 @@ import {
   type AskOptions,
   type ListAgentsOptions,
   type Message,
+  type MemoryInfo,
 } from '@queueflow/runtime';
 import {
   FlowRegistry,
@@ -59,9 +60,11 @@ import {
   withTurnFlows,
   type AgentDefinition,
   checkTopic,
+  memoryInfo,
 } from '@queueflow/runtime/kernel';
 import { RedisAgentStore } from './redis-agent-store.js';
 import { RedisConversationStore } from './redis-conversation-store.js';
+import { RedisSharedMemoryStore } from './redis-shared-memory-store.js';
 import { BullmqScheduler } from './bullmq-scheduler.js';
 import {
   connectAll,
@@ -147,6 +150,7 @@ interface Connected {
   client: RunClient;
   schedules: RedisSchedules;
   agents: AgentClient;
+  memories: RedisSharedMemoryStore;
 }
 
 /**
@@ -282,6 +286,11 @@ export class RedisEngine implements Engine {
   /** @see Engine.conversation */
   async conversation(id: string): Promise<ConversationInfo | undefined> {
     return this.withConnection(({ agents }) => agents.conversation(id));
+  }
+
+  /** @see Engine.memory */
+  async memory(name: string): Promise<MemoryInfo> {
+    return this.withConnection(({ memories }) => memoryInfo(memories, name));
   }
 
   /** @see Engine.conversations */
@@ -579,7 +588,20 @@ export class RedisEngine implements Engine {
         largeValueBytes: this.settings.largeValueBytes,
       });
       const agents = new AgentClient(agentStore, store, runtime, client, conversations, clock);
-      return { redis, partitions, countStored, subscriber, scheduler, waiter, client, reader, schedules, agents };
+      const memories = new RedisSharedMemoryStore(withScripts(redis), partitions);
+      return {
+        redis,
+        partitions,
+        countStored,
+        subscriber,
+        scheduler,
+        waiter,
+        client,
+        reader,
+        schedules,
+        agents,
+        memories,
+      };
     })();
     this.connected.catch(() => {
       this.connected = undefined; // the next call tries again

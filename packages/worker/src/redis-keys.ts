@@ -303,6 +303,11 @@ export class RedisKeys {
     return `${this.prefix}:agent-reminders:${ref}`;
   }
 
+  /** The three keys of shared memory `name`, in the order shared-memory.lua takes them. */
+  memoryKeys(name: string): [string, string, string] {
+    return [`${this.prefix}:memory:${name}`, `${this.prefix}:memory-log:${name}`, `${this.prefix}:memory-ids:${name}`];
+  }
+
   /** The four keys of conversation `id`, in the order conversations.lua takes them. */
   conversationKeys(id: string): [string, string, string, string] {
     return [

@@ -37,6 +37,7 @@ const SCRIPTS: Record<ScriptName, { file: string; keys?: number; budget?: true; 
   // Variable number of keys: 2 to change, 1 to fire.
   reminders: { file: 'reminders.lua', agent: true },
   conversations: { file: 'conversations.lua', keys: 4, bare: true },
+  sharedMemory: { file: 'shared-memory.lua', keys: 3, bare: true },
   // On BullMQ's own keys: no prelude.
   hurryJob: { file: 'hurry-job.lua', keys: 1, bare: true },
 };
@@ -71,7 +72,8 @@ type ScriptName =
   | 'endTurn'
   | 'agentOps'
   | 'reminders'
-  | 'conversations';
+  | 'conversations'
+  | 'sharedMemory';
 
 let sources: Record<ScriptName, string> | undefined;
 

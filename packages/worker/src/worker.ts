@@ -22,6 +22,7 @@ import { BullmqScheduler, taskOfJob } from './bullmq-scheduler.js';
 import { createRedis, serverOf, type ConnectionOption } from './connection.js';
 import { RedisAgentStore } from './redis-agent-store.js';
 import { RedisConversationStore } from './redis-conversation-store.js';
+import { RedisSharedMemoryStore } from './redis-shared-memory-store.js';
 import { checkRedisConfig } from './probe-server.js';
 import { RedisLiveness } from './redis-liveness.js';
 import { normalizePrefix } from './redis-keys.js';
@@ -248,6 +249,7 @@ export async function startWorker(options: WorkerOptions): Promise<QueueflowWork
   });
   const driver: StepDriver = new StepDriver(store, scheduler, registry, {
     ...(agentTypes.length === 0 ? {} : { agents }),
+    memories: new RedisSharedMemoryStore(withScripts(redis), partitions),
     clock,
     maxCheckpointBytes: settings.maxCheckpointBytes,
     largeValueBytes: settings.largeValueBytes,

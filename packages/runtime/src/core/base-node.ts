@@ -2,6 +2,7 @@ import type { Json } from '../json/json.js';
 import { InvalidArgumentError, QueueflowError } from '../errors/queueflow-error.js';
 import { checkAgentRef, parseAgentRef } from '../agent/agent-ref.js';
 import type { ReminderOptions } from '../agent/reminders.js';
+import type { SharedMemory } from '../agent/shared-memory.js';
 import { mailboxOf } from '../mailbox/mailbox-of.js';
 import type { Message, ReceiveOptions, Received, SendOptions } from '../mailbox/message.js';
 import type { Action, MaybePromise, NonIterableObject, ParamsObject } from './types.js';
@@ -260,6 +261,33 @@ export class BaseNode<S = unknown, P extends ParamsObject = NonIterableObject> {
    */
   publish(topic: string, body: Json): Promise<void> {
     return mailboxOf(this).publish(topic, body);
+  }
+
+  /**
+   * Shared memory `name` (README "Conversations", shared memory): a JSON document that agents and
+   * runs share, versioned, `{}` at version 0 before its first update. Resolves
+   * `{ value, version, update(patch, { ifVersion? }) }`: `update` stages a JSON Patch (RFC 6902)
+   * written when this step ends, before its commit, each update once (by id) even when the step
+   * runs again after a crash. With `ifVersion`, a version that is no longer the latest fails with
+   * `MEMORY_CONFLICT`, naming the paths written and the writer that won: at once when it is not
+   * the version read, else at the step's end (the step then fails with it). On an engine only.
+   *
+   * @example
+   * ```ts
+   * const plan = await this.memory('plan');
+   * await plan.update([{ op: 'add', path: '/steps/-', value: 'draft' }], { ifVersion: plan.version });
+   * ```
+   * @throws QueueflowError `INVALID_OPTION` for a bad name or patch, or on `flow.run`.
+   */
+  memory(name: string): Promise<SharedMemory> {
+    const mailbox = mailboxOf(this) as Partial<{ memory(name: string): Promise<SharedMemory> }>;
+    if (!mailbox.memory)
+      return Promise.reject(
+        new QueueflowError('INVALID_OPTION', `memory: shared memory lives in an engine's store; flow.run has none`, {
+          retryable: false,
+        }),
+      );
+    return mailbox.memory(name);
   }
 
   /**

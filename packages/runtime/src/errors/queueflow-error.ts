@@ -26,6 +26,7 @@ export type QueueflowErrorCode =
   | 'RATE_LIMITED'
   | 'WORKER_FENCED'
   | 'MAILBOX_FULL'
+  | 'MEMORY_CONFLICT'
   | 'ASK_CYCLE'
   | 'CONVERSATION_BUDGET'
   | 'INTERNAL';

@@ -27,6 +27,11 @@ import { advancePast, checkPosition, walkParams } from './walk.js';
 /** Most flow boundaries one step may cross without visiting a node (guards empty loops). */
 const MAX_BOUNDARIES_PER_STEP = 10_000;
 
+/** Whether a step that ended with `result` commits what its code did (no try of `exec` left to run). */
+function committing(result: StepResult): boolean {
+  return result.type === 'next' || result.type === 'completed' || result.type === 'fan-out';
+}
+
 /** Takes one step of the run whose state is `checkpoint`. Never throws for user-code errors. */
 export async function executeStep(
   graph: CompiledGraph,
@@ -91,6 +96,16 @@ export class Step {
       else result.checkpoint.lastAction = lastAction;
       result = { type: 'completed', checkpoint: result.checkpoint, lastAction };
     }
+    // The step's code is done and it commits next: its shared-memory updates are written now
+    // (each once, by id); a try of `exec` to be retried writes those of `prep` alone, which will
+    // not run again. One that conflicts fails the step instead.
+    if (!mailbox?.parkRequest && mailbox?.writeMemories && result.type !== 'failed') {
+      try {
+        await mailbox.writeMemories(!committing(result));
+      } catch (error) {
+        result = this.failed(error);
+      }
+    }
     return {
       ...result,
       errors: this.failedTries,
@@ -138,6 +153,7 @@ export class Step {
       assertResult(prepRes, `prep result of '${node.id}'`);
       assertJson(shared, 'shared');
       frame.visit = prepRes === undefined ? {} : { prepRes: prepRes as Json };
+      this.ctx.mailbox?.prepDone?.();
     }
     const prepRes = frame.visit.prepRes;
     let execRes: unknown;

@@ -68,6 +68,14 @@ export interface StepMailboxPort {
   /** What `this.remind` / `this.cancelReminder` did, in call order: applied with the commit. */
   readonly reminders?: ReminderChange[];
   replayAfterPark(): StepReplay;
+  /**
+   * Writes the shared-memory updates the step staged (`this.memory(...).update`): called once
+   * its code has run and before it commits; with `prepOnly` (a try of `exec` to be retried),
+   * those staged before {@link StepMailboxPort.prepDone}. @throws QueueflowError `MEMORY_CONFLICT`.
+   */
+  writeMemories?(prepOnly?: boolean): Promise<void>;
+  /** The visit's `prep` has run (in this step): what it staged is kept through `exec`'s retries. */
+  prepDone?(): void;
 }
 
 /**

@@ -16,6 +16,7 @@ import type {
   ConversationInfo,
   EngineSendOptions,
 } from '../agent/agent-types.js';
+import type { MemoryInfo } from '../agent/shared-memory.js';
 import type { FlowGraph } from '../interpreter/mermaid.js';
 import type { StreamEntry, StreamOptions, StreamRestart } from '../stream/stream-types.js';
 
@@ -244,6 +245,12 @@ export interface Engine {
   conversation(id: string): Promise<ConversationInfo | undefined>;
   /** Conversation ids, newest first, a page at a time (`limit`, default 100; `cursor` of the page before). */
   conversations(options?: { limit?: number; cursor?: string }): Promise<{ ids: string[]; cursor?: string }>;
+  /**
+   * Shared memory `name` (node code's `this.memory`): its document, its version (`{}` at 0 before
+   * its first update) and its kept changes as JSON Patch, oldest first, with their writers.
+   * @throws QueueflowError `INVALID_OPTION` for a name that is not 1 to 200 characters without whitespace.
+   */
+  memory(name: string): Promise<MemoryInfo>;
   /**
    * A keyed agent: its last committed state, committed turns, inbox depth, running turn and dead
    * letters; `undefined` for a key never activated (or deleted).

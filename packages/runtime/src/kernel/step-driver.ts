@@ -1,5 +1,6 @@
 import type { Json, JsonObject } from '../json/json.js';
 import type { ReminderChange } from '../agent/reminders.js';
+import type { SharedMemoryStore } from '../agent/shared-memory.js';
 import { corruptRunError, recordOfFailedTask, runErrorOf, toErrorRecord } from '../errors/error-record.js';
 import { QueueflowError } from '../errors/queueflow-error.js';
 import { warn } from '../core/warnings.js';
@@ -86,6 +87,8 @@ export interface StepDriverOptions {
   onBudgetLeases?: () => void;
   /** Keyed agents (agent-runtime.ts): told of turns' ends and of messages this driver delivered. */
   agents?: TurnHooks;
+  /** Where steps' shared memory lives (`this.memory`); without it, steps have none. */
+  memories?: SharedMemoryStore;
 }
 
 /**
@@ -686,11 +689,12 @@ export class StepDriver {
           step: run.step,
           ...(run.turn ? { message: run.turn.message, agent: run.turn.agent } : {}),
         },
-        mailbox: new StepMailbox(reservations, { runId: run.id, step: run.step, trace }, run.replay, now, {
+        mailbox: new StepMailbox(reservations, { runId: run.id, step: run.step, attempt, trace }, run.replay, now, {
           turn: run.turn ? { agent: run.turn.agent, message: run.turn.message } : undefined,
           subscribers: (topic, body) => this.options.agents?.subscribers(topic, body) ?? [],
           spend: spenderOf(run, this.options.agents),
           inbox: this.options.agents ? (address) => this.options.agents!.inboxBound(address) : undefined,
+          memories: this.options.memories,
         }),
         emitter: stream,
         now,

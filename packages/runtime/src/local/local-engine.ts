@@ -59,6 +59,8 @@ import type {
   EngineSendOptions,
 } from '../agent/agent-types.js';
 import { MemoryConversationStore } from './memory-conversation-store.js';
+import { MemorySharedMemoryStore } from './memory-shared-memory-store.js';
+import { memoryInfo, type MemoryInfo } from '../agent/shared-memory.js';
 import type { Message } from '../mailbox/message.js';
 import { observeGauges } from '../telemetry/metrics.js';
 import { inboxDepths } from '../agent/inbox-depth.js';
@@ -102,6 +104,8 @@ export interface LocalEngineOptions {
  * ```
  */
 export class LocalEngine implements Engine {
+  /** Shared memories of this engine's steps (`this.memory`). */
+  private readonly memories: MemorySharedMemoryStore;
   private readonly store: MemoryRunStore;
   private readonly scheduler: LocalScheduler;
   private readonly driver: StepDriver;
@@ -166,6 +170,7 @@ export class LocalEngine implements Engine {
     });
     const agentStore = new MemoryAgentStore(this.store, clock);
     const conversations = new MemoryConversationStore();
+    this.memories = new MemorySharedMemoryStore();
     this.agentRuntime = new AgentRuntime(agents, agentStore, this.store, this.scheduler, registry, {
       conversations,
       clock,
@@ -176,6 +181,7 @@ export class LocalEngine implements Engine {
     // In memory no wake is lost: a parked run sleeps until its message or its deadline.
     this.driver = new StepDriver(this.store, this.scheduler, registry, {
       agents: this.agentRuntime,
+      memories: this.memories,
       clock,
       maxCheckpointBytes,
       refusalDelayMs: 5000,
@@ -286,6 +292,11 @@ export class LocalEngine implements Engine {
   /** @see Engine.conversation */
   async conversation(id: string): Promise<ConversationInfo | undefined> {
     return this.agentClient.conversation(id);
+  }
+
+  /** @see Engine.memory */
+  async memory(name: string): Promise<MemoryInfo> {
+    return memoryInfo(this.memories, name);
   }
 
   /** @see Engine.conversations */

@@ -20,6 +20,14 @@ import {
 import { parseAgentRef } from '../agent/agent-ref.js';
 import { InvalidArgumentError, QueueflowError } from '../errors/queueflow-error.js';
 import { checkTopic } from './topic.js';
+import {
+  checkMemoryName,
+  memoryConflict,
+  SharedMemory,
+  writeMemory,
+  type MemoryChange,
+  type SharedMemoryStore,
+} from '../agent/shared-memory.js';
 import { checkReminderName, planReminder, type ReminderChange, type ReminderOptions } from '../agent/reminders.js';
 
 /**
@@ -61,6 +69,8 @@ export interface StepSender {
    * knows) and how many messages it holds now; `undefined` for an unbounded mailbox.
    */
   inbox?: ((address: string) => Promise<InboxBound | undefined>) | undefined;
+  /** Where `this.memory` reads and writes (the engine's store). */
+  memories?: SharedMemoryStore | undefined;
 }
 
 /** A bounded inbox as a send finds it (see {@link StepSender.inbox}). */
@@ -102,10 +112,14 @@ export class StepMailbox implements Mailbox, StepMailboxPort {
   handedOff = false;
   /** Reminders set or cancelled, in call order (see {@link StepMailboxPort.reminders}). */
   readonly reminders: ReminderChange[] = [];
+  /** Shared-memory updates staged, in call order: written at the step's end (writeMemories). */
+  private readonly memoryUpdates: { name: string; change: MemoryChange; ifVersion: number | undefined }[] = [];
+  /** Updates staged by the visit's `prep` (in this run of the step). */
+  private stagedInPrep = 0;
 
   constructor(
     private readonly reservations: MessageReservations,
-    private readonly ids: { runId: string; step: number; trace?: string | undefined },
+    private readonly ids: { runId: string; step: number; attempt?: number; trace?: string | undefined },
     private readonly replay: StepReplay,
     private readonly now: () => number,
     private readonly sender: StepSender = { subscribers: () => [] },
@@ -320,6 +334,52 @@ export class StepMailbox implements Mailbox, StepMailboxPort {
     if (deadline !== null && this.now() >= deadline) return this.timeOut(ordinal);
     this.parkRequest = { ordinal, address: addresses[0]!, deadline, ...(addresses.length > 1 ? { addresses } : {}) };
     throw new ParkSignal(this.parkRequest);
+  }
+
+  /**
+   * `this.memory(name)`: reads shared memory `name`; its updates are written when the step ends.
+   * @throws QueueflowError `INVALID_OPTION` for a bad name, or off an engine with a store.
+   */
+  async memory(name: string): Promise<SharedMemory> {
+    checkMemoryName('memory', name);
+    const store = this.sender.memories;
+    if (!store)
+      throw new QueueflowError(
+        'INVALID_OPTION',
+        `memory: shared memory lives in an engine's store; this step runs on none`,
+        {
+          retryable: false,
+        },
+      );
+    const read = await store.read(name);
+    return new SharedMemory(
+      name,
+      read.value,
+      read.version,
+      (patch, ifVersion) => {
+        if (this.parkRequest) return; // the step runs again, and stages it again
+        const change = {
+          version: 0, // the store's next, when written
+          // A try of `exec` retried stages its own: the try is in the id.
+          id: `${this.ids.runId}.${this.ids.step}.${this.ids.attempt ?? 0}.m${this.memoryUpdates.length}`,
+          writer: this.sender.turn?.agent ?? this.ids.runId,
+          at: this.now(),
+          patch,
+        };
+        this.memoryUpdates.push({ name, change, ifVersion });
+      },
+      (patch, ifVersion) => memoryConflict(store, name, patch, ifVersion, read.version),
+    );
+  }
+
+  async writeMemories(prepOnly = false): Promise<void> {
+    const updates = prepOnly ? this.memoryUpdates.slice(0, this.stagedInPrep) : this.memoryUpdates;
+    for (const { name, change, ifVersion } of updates)
+      await writeMemory(this.sender.memories!, name, { ...change, at: this.now() }, ifVersion);
+  }
+
+  prepDone(): void {
+    this.stagedInPrep = this.memoryUpdates.length;
   }
 
   replyAddress(): string {
