@@ -1,5 +1,6 @@
 /**
- * `queueflow agents`, `agent <ref>`, `conversations` and `conversation <id>` as a user runs them:
+ * `queueflow agents`, `agent <ref>`, `conversations`, `conversation <id>` and `conversation fork` as a
+ * user runs them:
  * the built CLI in child processes, against agents a worker process ran.
  */
 import { fileURLToPath } from 'node:url';
@@ -78,5 +79,31 @@ describe('queueflow agents, agent, conversations, conversation', () => {
     const missing = await queueflow(['conversation', 'nope', ...at(prefix)]);
     expect(missing).toMatchObject({ code: 1, stdout: '' });
     expect(missing.stderr).toContain("no conversation 'nope'");
+  });
+
+  it('conversation fork copies the agents at a message and replays from it', async () => {
+    const messages = (await engine.conversation(conversation))!.messages;
+    const forked = await queueflow([
+      'conversation',
+      'fork',
+      conversation,
+      '--at',
+      messages[2]!.id,
+      '--json',
+      ...at(prefix),
+    ]);
+    const fork = parsed(forked) as { id: string; agents: Record<string, string> };
+    expect(Object.keys(fork.agents).sort()).toEqual([pinger.ref('ping'), pinger.ref('pong')]);
+    await waitFor('the two replayed turns', async () => (await engine.conversation(fork.id))?.turns === 2);
+    await waitFor(
+      'the copies to be idle',
+      async () => !(await engine.agent(fork.agents[pinger.ref('pong')]!))?.running,
+    );
+    // Restored at the third message (ping's 2nd turn), both copies end where the originals did.
+    expect((await engine.agent(fork.agents[pinger.ref('ping')]!))!.state).toEqual({ rounds: 2 });
+    expect((await engine.agent(fork.agents[pinger.ref('pong')]!))!.state).toEqual({ rounds: 2 });
+    const bad = await queueflow(['conversation', 'fork', conversation, '--at', 'nope', ...at(prefix)]);
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toContain("no message 'nope'");
   });
 });

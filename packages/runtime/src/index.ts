@@ -50,8 +50,10 @@ export type {
   PublishResult,
   PublishOptions,
   ConversationInfo,
+  ConversationFork,
   ConversationOptions,
   EngineSendOptions,
+  ForkConversationOptions,
 } from './agent/agent-types.js';
 export type { ConversationBudget, ConversationMessage } from './agent/conversation-store.js';
 export type { SharedMemory, MemoryInfo, MemoryChange, MemoryPatch, StoredMemory } from './agent/shared-memory.js';

@@ -25,6 +25,8 @@ const program = new Command()
   .description('Run queueflow flows over Redis: workers and runs')
   .version(QUEUEFLOW_VERSION)
   .showHelpAfterError()
+  // A subcommand's options are its own (`conversation fork <id> --prefix p`), not its parent's.
+  .enablePositionalOptions()
   .hook('preAction', (_program, command) => checkConnectionFlags(command));
 
 const commands = [

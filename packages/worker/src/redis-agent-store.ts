@@ -142,6 +142,16 @@ export class RedisAgentStore implements AgentStore {
     return running ? { running } : {};
   }
 
+  async seedAgent(ref: string, first: FirstState): Promise<boolean> {
+    const made = (await this.redis.agentOps(
+      ...this.partitions.ofAddress(ref).agentKeys(ref),
+      'seed',
+      ref,
+      JSON.stringify(first),
+    )) as number;
+    return made === 1;
+  }
+
   async redeliver(ref: string, messageId: string): Promise<boolean> {
     const moved = (await this.redis.agentOps(
       ...this.partitions.ofAddress(ref).agentKeys(ref),

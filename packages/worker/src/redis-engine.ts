@@ -41,6 +41,8 @@ import {
   type ListAgentsOptions,
   type Message,
   type MemoryInfo,
+  type ConversationFork,
+  type ForkConversationOptions,
 } from '@queueflow/runtime';
 import {
   FlowRegistry,
@@ -286,6 +288,11 @@ export class RedisEngine implements Engine {
   /** @see Engine.conversation */
   async conversation(id: string): Promise<ConversationInfo | undefined> {
     return this.withConnection(({ agents }) => agents.conversation(id));
+  }
+
+  /** @see Engine.forkConversation */
+  async forkConversation(id: string, options: ForkConversationOptions): Promise<ConversationFork> {
+    return this.withConnection(({ agents }) => agents.forkConversation(id, options));
   }
 
   /** @see Engine.memory */

@@ -1,7 +1,8 @@
 import { nanoid } from 'nanoid';
 import { QueueflowError } from '../errors/queueflow-error.js';
 import type { Json, JsonObject } from '../json/json.js';
-import type { StepRecord } from '../kernel/engine.js';
+import type { RunInfo, StepRecord } from '../kernel/engine.js';
+import { forkConversation } from './fork-conversation.js';
 import { isFinal, type RunStore } from '../kernel/run-store.js';
 import { checkAddress, checkMessageBody, checkTimeout, type Message, type SendOptions } from '../mailbox/message.js';
 import { checkTopic } from '../mailbox/topic.js';
@@ -13,8 +14,10 @@ import type {
   AgentPage,
   AgentTurnInfo,
   AskOptions,
+  ConversationFork,
   ConversationInfo,
   ConversationOptions,
+  ForkConversationOptions,
   EngineSendOptions,
   ListAgentsOptions,
   PublishOptions,
@@ -37,6 +40,10 @@ export interface AgentClientHost {
   deliver(addresses: readonly string[], message: Message): Promise<void>;
   cancel(runId: string): Promise<void>;
   history(runId: string): Promise<StepRecord[]>;
+  /** A run's record (RunClient.get). */
+  get(runId: string): Promise<RunInfo | undefined>;
+  /** `shared` at the start of a run's step (RunClient.sharedAt). */
+  sharedAt(runId: string, step: number): Promise<JsonObject>;
 }
 
 /**
@@ -89,6 +96,27 @@ export class AgentClient {
     const id = options.id ?? messageId;
     await this.conversations.begin(id, options.budget, this.clock.now());
     return id;
+  }
+
+  /** @see Engine.forkConversation */
+  async forkConversation(id: string, options: ForkConversationOptions): Promise<ConversationFork> {
+    checkConversationId('forkConversation', id);
+    return forkConversation(
+      {
+        agents: this.store,
+        runs: this.runs,
+        conversations: this.conversations,
+        get: (runId) => this.host.get(runId),
+        sharedAt: (runId, step) => this.host.sharedAt(runId, step),
+        stateVersion: (type) => this.runtime.definition(type)?.options.version ?? undefined,
+        newMessage: (body) => this.host.newMessage(body),
+        deliver: (addresses, message) => this.host.deliver(addresses, message),
+        delivered: (addresses) => this.runtime.delivered(addresses),
+        now: () => this.clock.now(),
+      },
+      id,
+      options,
+    );
   }
 
   /** @see Engine.conversation */

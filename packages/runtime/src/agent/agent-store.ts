@@ -36,6 +36,11 @@ export interface AgentStore {
    * turn that was running, if any (the caller cancels it), or `false` for no such key.
    */
   deleteAgent(ref: string): Promise<{ running?: string } | false>;
+  /**
+   * Makes key `ref` with state `first`, idle (no turn taken), unless it exists: a fork's copy of
+   * an agent (`forkConversation`). Resolves whether it made it.
+   */
+  seedAgent(ref: string, first: FirstState): Promise<boolean>;
   /** Moves dead letter `messageId` back to the end of the inbox; `false` when there is none. */
   redeliver(ref: string, messageId: string): Promise<boolean>;
   /**

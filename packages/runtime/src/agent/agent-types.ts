@@ -1,5 +1,5 @@
 import type { RunError } from '../errors/error-record.js';
-import type { JsonObject } from '../json/json.js';
+import type { Json, JsonObject } from '../json/json.js';
 import type { PatchOperation } from '../json/merge-patches.js';
 import type { Message, SendOptions } from '../mailbox/message.js';
 import type { ConversationBudget, ConversationMessage } from './conversation-store.js';
@@ -127,4 +127,29 @@ export interface PublishResult {
   delivered: string[];
   /** Subscribers whose inbox held their type's `capacity`: they did not get it. */
   full: string[];
+}
+
+/** Options of `engine.forkConversation`. */
+export interface ForkConversationOptions {
+  /** The id of a message in the conversation's record (`messages[i].id`): it is delivered again. */
+  atMessage: string;
+  /**
+   * A JSON Patch (RFC 6902) of the state of the agent that gets the message again, applied to its
+   * state restored at that message.
+   */
+  patch?: PatchOperation[];
+  /** The body the message is delivered again with. @defaultValue the original body */
+  body?: Json;
+}
+
+/** A conversation forked at a message (`engine.forkConversation`). */
+export interface ConversationFork {
+  /** The new conversation's id (`engine.conversation(id)`). */
+  id: string;
+  /** Each participant's address → its fork's (`agent:<type>/<key>~<fork>`): read these with `engine.agent`. */
+  agents: Record<string, string>;
+  /** The id of the message delivered again, to the fork of its agent. */
+  messageId: string;
+  /** Where the answer goes when that message was an ask (the original asker waits in the original). */
+  replyTo?: string;
 }

@@ -87,7 +87,7 @@ export function checkMemoryName(owner: string, name: unknown): string {
 }
 
 /** Applies `patch` to a copy of `value`. @throws QueueflowError `INVALID_OPTION` for a bad patch, naming the operation. */
-function patched(owner: string, value: Json, patch: unknown): Json {
+export function patched(owner: string, value: Json, patch: unknown): Json {
   if (!Array.isArray(patch))
     throw new QueueflowError(
       'INVALID_OPTION',

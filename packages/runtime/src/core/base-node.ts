@@ -71,15 +71,21 @@ export class BaseNode<S = unknown, P extends ParamsObject = NonIterableObject> {
   }
 
   /**
-   * In an agent's turn, the agent's key; `undefined` outside a turn.
+   * In an agent's turn, the agent's key; `undefined` outside a turn. In a forked conversation's
+   * copy of an agent (`engine.forkConversation`), the key it was forked from.
    * @example
    * ```ts
    * const other = this.agentKey === 'ping' ? 'pong' : 'ping';
    * ```
    */
   get agentKey(): string | undefined {
-    const ref = visitOf(this)?.agent;
-    return ref === undefined ? undefined : parseAgentRef(ref)?.key;
+    const visit = visitOf(this);
+    const ref = visit?.agent;
+    if (ref === undefined) return undefined;
+    // A fork's copy (forkConversation) goes by the key it was forked from: its code runs as it did.
+    const forks = visit?.message?.forks;
+    const original = forks ? Object.keys(forks).find((address) => forks[address] === ref) : undefined;
+    return parseAgentRef(original ?? ref)?.key;
   }
 
   /** Successors by action; read-only view. */

@@ -14,7 +14,9 @@ import type {
   PublishResult,
   PublishOptions,
   ConversationInfo,
+  ConversationFork,
   EngineSendOptions,
+  ForkConversationOptions,
 } from '../agent/agent-types.js';
 import type { MemoryInfo } from '../agent/shared-memory.js';
 import type { FlowGraph } from '../interpreter/mermaid.js';
@@ -251,6 +253,17 @@ export interface Engine {
    * @throws QueueflowError `INVALID_OPTION` for a name that is not 1 to 200 characters without whitespace.
    */
   memory(name: string): Promise<MemoryInfo>;
+  /**
+   * Forks conversation `id` at message `atMessage` (an id of its `messages`): a new conversation
+   * whose agents are copies of the ones that took a turn in it, under fork keys
+   * (`agent:<type>/<key>~<tag>`, in `agents`), each with its state at that message; the message is
+   * delivered again to its agent's copy, with `body` in its place and `patch` (JSON Patch) applied
+   * to that copy's state when given. The turns of the fork send to the copies. The original is
+   * untouched. The fork has the original's budget, counted afresh.
+   * @throws QueueflowError `INVALID_OPTION` for an unknown conversation or message, or a patch
+   *   that does not apply; `RUN_NOT_FOUND` when a turn's run it reads has expired.
+   */
+  forkConversation(id: string, options: ForkConversationOptions): Promise<ConversationFork>;
   /**
    * A keyed agent: its last committed state, committed turns, inbox depth, running turn and dead
    * letters; `undefined` for a key never activated (or deleted).

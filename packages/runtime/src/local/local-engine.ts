@@ -56,6 +56,8 @@ import type {
   PublishResult,
   PublishOptions,
   ConversationInfo,
+  ConversationFork,
+  ForkConversationOptions,
   EngineSendOptions,
 } from '../agent/agent-types.js';
 import { MemoryConversationStore } from './memory-conversation-store.js';
@@ -292,6 +294,11 @@ export class LocalEngine implements Engine {
   /** @see Engine.conversation */
   async conversation(id: string): Promise<ConversationInfo | undefined> {
     return this.agentClient.conversation(id);
+  }
+
+  /** @see Engine.forkConversation */
+  async forkConversation(id: string, options: ForkConversationOptions): Promise<ConversationFork> {
+    return this.agentClient.forkConversation(id, options);
   }
 
   /** @see Engine.memory */

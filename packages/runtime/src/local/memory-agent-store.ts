@@ -154,6 +154,22 @@ export class MemoryAgentStore implements AgentStore {
     return agent.running === undefined ? {} : { running: agent.running };
   }
 
+  async seedAgent(ref: string, first: FirstState): Promise<boolean> {
+    if (this.live(ref)) return false;
+    const { type, key } = parseAgentRef(ref)!;
+    this.agents.set(ref, {
+      type,
+      key,
+      state: first.state,
+      version: first.version,
+      turns: 0,
+      seq: 0,
+      incarnation: first.incarnation,
+      failed: [],
+    });
+    return true;
+  }
+
   async redeliver(ref: string, messageId: string): Promise<boolean> {
     const agent = this.live(ref);
     const index = agent?.failed.findIndex((letter) => letter.message.id === messageId) ?? -1;

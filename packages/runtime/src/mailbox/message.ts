@@ -36,6 +36,11 @@ export interface Message<B extends Json = Json> {
    * `engine.send`, and carried by every message a turn handling it sends.
    */
   conversation?: string;
+  /**
+   * A forked conversation (`engine.forkConversation`): each participant's address → its fork's.
+   * Carried by every message a turn handling it sends, and those sends go to the forks.
+   */
+  forks?: Record<string, string>;
   /** The topic it was published on (`publish`); every subscriber gets the same `id`. */
   topic?: string;
   /** The name of the reminder that sent it (`this.remind`); `body` is the reminder's. */

@@ -134,8 +134,8 @@ export class StepMailbox implements Mailbox, StepMailboxPort {
     };
   }
 
-  async send(address: string, body: Json, options: SendOptions = {}): Promise<void> {
-    checkAddress('send', address);
+  async send(to: string, body: Json, options: SendOptions = {}): Promise<void> {
+    const address = this.route(checkAddress('send', to));
     if (options.replyTo) checkAddress('send', options.replyTo, 'replyTo');
     checkMessageBody(body, `message body sent to '${address}'`);
     const asks = options.replyTo !== undefined && this.ownReplies.has(options.replyTo);
@@ -177,7 +177,7 @@ export class StepMailbox implements Mailbox, StepMailboxPort {
   async publish(topic: string, body: Json): Promise<void> {
     checkTopic('publish', topic);
     checkMessageBody(body, `message body published on '${topic}'`);
-    const addresses = this.sender.subscribers(topic, body);
+    const addresses = this.sender.subscribers(topic, body).map((address) => this.route(address));
     if (this.parkRequest) return;
     const ordinal = this.sends++; // one send: every subscriber gets the same message id
     if (ordinal < this.replay.sent) return;
@@ -226,8 +226,9 @@ export class StepMailbox implements Mailbox, StepMailboxPort {
    * sender and `replyTo` kept, this agent added to `via`), and the turn ends when this step commits.
    * @throws TypeError (code `INVALID_ARGUMENT`) outside an agent's turn.
    */
-  async transfer(ref: string, body: Json): Promise<void> {
-    checkMessageBody(body, `message body handed off to '${ref}'`);
+  async transfer(to: string, body: Json): Promise<void> {
+    const ref = this.route(to);
+    checkMessageBody(body, `message body handed off to '${to}'`);
     const handled = this.sender.turn;
     if (!handled)
       throw new InvalidArgumentError(
@@ -281,16 +282,26 @@ export class StepMailbox implements Mailbox, StepMailboxPort {
     return turn;
   }
 
+  /**
+   * Where a send to `address` goes: in a forked conversation, to the fork of a participant
+   * (`Message.forks`); else to `address`.
+   */
+  private route(address: string): string {
+    return this.sender.turn?.message.forks?.[address] ?? address;
+  }
+
   /** The message of send number `ordinal` of this step (its id survives the step running again). */
   private message(ordinal: number, body: Json): Message {
     const from = this.sender.turn?.agent ?? this.ids.runId;
     const conversation = this.sender.turn?.message.conversation;
+    const forks = this.sender.turn?.message.forks;
     return {
       id: `${this.ids.runId}.${this.ids.step}.s${ordinal}`,
       body: jsonCopy(body),
       sentAt: this.now(),
       from,
       ...(conversation === undefined ? {} : { conversation }),
+      ...(forks === undefined ? {} : { forks }),
       ...(this.ids.trace === undefined ? {} : { trace: this.ids.trace }),
     };
   }

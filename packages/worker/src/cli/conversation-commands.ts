@@ -1,8 +1,11 @@
 import { Command } from 'commander';
-import type { ConversationInfo } from '@queueflow/runtime';
+import type { ConversationInfo, Json } from '@queueflow/runtime';
+import type { PatchOperation } from '@queueflow/runtime/kernel';
 import {
   clusterOption,
   jsonOption,
+  parseJson,
+  parsePatch,
   positiveInteger,
   prefixOption,
   redisOption,
@@ -10,7 +13,10 @@ import {
   type ConnectionFlags,
 } from './options.js';
 
-/** The commands that look at conversations (README "Conversations"): `conversations`, `conversation <id>`. */
+/**
+ * The commands that look at conversations (README "Conversations"): `conversations`,
+ * `conversation <id>`, `conversation fork <id> --at <message>`.
+ */
 export function conversationCommands(): Command[] {
   return [conversationsCommand(), conversationCommand()];
 }
@@ -40,6 +46,7 @@ function conversationsCommand(): Command {
 
 function conversationCommand(): Command {
   return new Command('conversation')
+    .addCommand(forkConversationCommand())
     .argument('<id>', "the conversation's id (the id of the message that started it)")
     .description('print a conversation as a sequence of messages between its agents, with its turns, waits and budget')
     .addOption(jsonOption())
@@ -90,4 +97,43 @@ function describeConversation(info: ConversationInfo): string {
   for (const wait of info.waits)
     lines.push(`  waiting: ${wait.agent} on ${wait.on} since ${new Date(wait.since).toISOString()}`);
   return lines.join('\n');
+}
+
+function forkConversationCommand(): Command {
+  return new Command('fork')
+    .argument('<id>', "the conversation's id")
+    .description(
+      "fork a conversation at one of its messages: copies of its agents with their states at that message, which gets delivered again to its agent's copy; prints the new conversation's id and the copies",
+    )
+    .requiredOption(
+      '--at <messageId>',
+      'the message to fork at (an id of `queueflow conversation <id> --json` messages)',
+    )
+    .option('--body <json>', 'the body to deliver the message with instead of its own', parseJson)
+    .option(
+      '--patch <json>',
+      'RFC 6902 JSON Patch applied to the state of the agent that gets the message, e.g. \'[{"op":"replace","path":"/n","value":1}]\'',
+      parsePatch,
+    )
+    .addOption(jsonOption())
+    .addOption(redisOption())
+    .addOption(clusterOption())
+    .addOption(prefixOption())
+    .action(
+      async (
+        id: string,
+        options: ConnectionFlags & { at: string; body?: Json; patch?: PatchOperation[]; json?: boolean },
+      ) => {
+        await withEngine(options, async (engine) => {
+          const fork = await engine.forkConversation(id, {
+            atMessage: options.at,
+            ...(options.body === undefined ? {} : { body: options.body }),
+            ...(options.patch ? { patch: options.patch } : {}),
+          });
+          if (options.json) return console.log(JSON.stringify(fork, null, 2));
+          console.log(fork.id);
+          for (const [ref, copy] of Object.entries(fork.agents)) console.log(`  ${ref} -> ${copy}`);
+        });
+      },
+    );
 }

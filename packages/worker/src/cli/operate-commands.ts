@@ -13,7 +13,7 @@ import {
   connectionOf,
   jsonOption,
   nonNegativeInteger,
-  parseJson,
+  parsePatch,
   parseJsonObject,
   prefixOption,
   redisOption,
@@ -144,12 +144,6 @@ function forkCommand(): Command {
         );
       },
     );
-}
-
-function parsePatch(value: string): PatchOperation[] {
-  const parsed = parseJson(value);
-  if (!Array.isArray(parsed)) throw new Error(`--patch: expected a JSON array of operations, got ${typeof parsed}`);
-  return parsed as unknown as PatchOperation[];
 }
 
 function workersCommand(): Command {

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { InvalidArgumentError, Option, type Command } from 'commander';
 import type { FlowDefinition, Json, JsonObject } from '@queueflow/runtime';
-import { checkPriority, checkQueueName } from '@queueflow/runtime/kernel';
+import { checkPriority, checkQueueName, type PatchOperation } from '@queueflow/runtime/kernel';
 import { clusterNodesOf } from '../cluster-connection.js';
 import type { ConnectionOption } from '../connection.js';
 import { RedisEngine } from '../redis-engine.js';
@@ -161,6 +161,13 @@ export function parseJson(value: string): Json {
   } catch (error) {
     throw new InvalidArgumentError(`not JSON: ${(error as Error).message}`);
   }
+}
+
+/** A `--patch` value: a JSON array of RFC 6902 operations. */
+export function parsePatch(value: string): PatchOperation[] {
+  const parsed = parseJson(value);
+  if (!Array.isArray(parsed)) throw new Error(`--patch: expected a JSON array of operations, got ${typeof parsed}`);
+  return parsed as unknown as PatchOperation[];
 }
 
 export function parseJsonObject(value: string): JsonObject {

@@ -8,6 +8,8 @@
   redeliver  ARGV[2] the address, ARGV[3] a dead letter's message id, ARGV[4] now (epoch ms):
              moves it to the end of the inbox and marks the inbox due. Returns 1, or 0 when
              there is no such dead letter.
+  seed       ARGV[2] the address, ARGV[3] its first state JSON { state, version, incarnation }: makes
+             the key with that state, idle, unless it exists (a fork's copy). Returns 1 made, else 0.
 ]]
 local k = agentKeys()
 local op, ref = ARGV[1], ARGV[2]
@@ -24,6 +26,13 @@ if op == 'delete' then
   redis.call('DEL', ARGV[3])
   if existed == 0 then return { 0 } end
   return { 1, running or '' }
+end
+if op == 'seed' then
+  if redis.call('EXISTS', k.a) == 1 then return 0 end
+  local first = cjson.decode(ARGV[3])
+  redis.call('HSET', k.a, 'st', first.state, 'v', first.version, 't', 0, 'n', 0, 'i', first.incarnation)
+  redis.call('ZADD', k.x, 0, ref)
+  return 1
 end
 if op == 'redeliver' then
   for _, letter in ipairs(redis.call('LRANGE', k.f, 0, -1)) do
