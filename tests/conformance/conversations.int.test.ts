@@ -6,7 +6,7 @@
  * `CONVERSATION_BUDGET`, and the message of the refused turn goes to its agent's dead letters.
  */
 import { describe, expect, it } from 'vitest';
-import { defineAgent, Node, type JsonObject } from '@queueflow/runtime';
+import { defineAgent, defineFlow, Flow, Node, type JsonObject } from '@queueflow/runtime';
 import { waitFor } from '../support/wait-for.js';
 import { engines, useEngine } from './engine-harness.js';
 
@@ -42,6 +42,15 @@ class Spend extends Node<{ hits: number }> {
 }
 const spender = defineAgent('spender', { state: () => ({ hits: 0 }), turn: () => new Spend({ name: 'spend' }) });
 const agents = [player, link, spender];
+
+/** A plain run that serves one ask on its mailbox. */
+class Serve extends Node {
+  override async prep(): Promise<void> {
+    const asked = await this.receive((this.params as { address: string }).address);
+    await this.reply(asked!, { served: true });
+  }
+}
+const desk = defineFlow('conversation-desk', () => new Flow(new Serve({ name: 'serve' })));
 
 describe.each(engines)('%s: conversations', (name) => {
   const setup = useEngine(name);
@@ -131,10 +140,35 @@ describe.each(engines)('%s: conversations', (name) => {
     await waitFor('the turns to end', async () => (await engine.conversation('support-1'))?.waits.length === 0);
     const conversation = (await engine.conversation('support-1'))!;
     expect(conversation).toMatchObject({ status: 'running', turns: 3, participants: [a, b, c], waits: [] });
+    // The asks the turns handled, then the answers their turns received, in causal order.
     expect(conversation.messages.map((message) => [message.from ?? null, message.to])).toEqual([
       [null, a],
       [a, b],
       [b, c],
+      [c, b],
+      [b, a],
+    ]);
+  });
+
+  it('records a plain run that answers an ask in the conversation, and its answer', async () => {
+    const { engine } = await setup('conversation-run', { flows: [desk], agents, autoAdvance: true });
+    const service = await engine.start(desk, {}, { params: { address: `desk-${name}` } });
+    const a = link.ref('asker');
+    const answer = await engine.ask(
+      a,
+      { path: [`desk-${name}`] },
+      { timeoutMs: 30_000, conversation: { id: 'desk-1' } },
+    );
+    expect(answer?.body).toEqual({ served: true });
+    await waitFor('the turn to end', async () => !(await engine.agent(a))?.running);
+    expect((await service.result()).status).toBe('completed');
+    const conversation = (await engine.conversation('desk-1'))!;
+    expect(conversation.participants).toEqual([a, service.id]);
+    expect(conversation.turns).toBe(1); // a plain run takes no turn
+    expect(conversation.messages.map((message) => [message.from ?? null, message.to, message.turn])).toEqual([
+      [null, a, 1],
+      [a, service.id, 0],
+      [service.id, a, 1],
     ]);
   });
 

@@ -152,6 +152,7 @@ export {
 export { ReminderTimer } from './agent/reminder-timer.js';
 export {
   MAX_CONVERSATION_MESSAGES,
+  type ConversationReceipt,
   type ConversationStore,
   type ConversationTurn,
   type StoredConversation,

@@ -1,6 +1,7 @@
 import type { ConversationBudget, ConversationMessage, RunError } from '@queueflow/runtime';
 import {
   MAX_CONVERSATION_MESSAGES,
+  type ConversationReceipt,
   type ConversationStore,
   type ConversationTurn,
   type StoredConversation,
@@ -44,6 +45,17 @@ export class RedisConversationStore implements ConversationStore {
       this.retentionSeconds,
     )) as ConversationsReply;
     return reply[0] === 1 ? { admitted: true } : { admitted: false, ...refusalOf(reply) };
+  }
+
+  async received(id: string, received: ConversationReceipt): Promise<void> {
+    await this.redis.conversations(
+      ...this.keys(id),
+      'received',
+      id,
+      JSON.stringify(received),
+      MAX_CONVERSATION_MESSAGES,
+      this.retentionSeconds,
+    );
   }
 
   async turnEnded(id: string, runId: string): Promise<void> {

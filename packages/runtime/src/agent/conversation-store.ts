@@ -24,6 +24,13 @@ export interface ConversationStore {
     id: string,
     turn: ConversationTurn,
   ): Promise<{ admitted: true } | { admitted: false; error: RunError; running: string[] }>;
+  /**
+   * Message `received.message` of conversation `id` was received by a step (`receive`, `ask`):
+   * of a plain run (`received.to` is its id: it joins the participants) or of an agent's turn
+   * (the answer to an ask, `to` the agent). Recorded once per message and receiver; not counted
+   * against the budget (turns and the messages they handle are).
+   */
+  received(id: string, received: ConversationReceipt): Promise<void>;
   /** The turn of run `runId` ended: it leaves the running turns. */
   turnEnded(id: string, runId: string): Promise<void>;
   /**
@@ -65,18 +72,29 @@ export interface ConversationTurn {
   now: number;
 }
 
-/** One message a turn of the conversation handled. */
+/** A message received by a step, as {@link ConversationStore.received} records it. Times are epoch ms. */
+export interface ConversationReceipt {
+  /** The receiver: an agent's address (its turn), else the plain run's id. */
+  to: string;
+  runId: string;
+  /** The turn's number at its agent; 0 for a plain run. */
+  turn: number;
+  message: { id: string; from?: string | undefined; at: number };
+  now: number;
+}
+
+/** One message a turn of the conversation handled, or a step received. */
 export interface ConversationMessage {
   id: string;
   /** Its sender (`Message.from`); absent for a client's `engine.send`. */
   from?: string;
-  /** The agent whose turn handled it. */
+  /** The agent whose turn handled (or received) it, or the plain run that received it. */
   to: string;
   /** When it was sent, epoch ms. */
   at: number;
   /** The turn's run (`engine.get`, `history`, `fork` take it). */
   runId: string;
-  /** The turn's number at its agent. */
+  /** The turn's number at its agent; 0 for a plain run. */
   turn: number;
 }
 

@@ -55,8 +55,16 @@ export async function forkConversation(
     );
   const entry = stored.log[at]!;
   if (options.body !== undefined) checkMessageBody(options.body, 'forkConversation: `body`');
+  if (entry.turn === 0 || !parseAgentRef(entry.to))
+    throw invalid(
+      `forkConversation: message '${entry.id}' went to a plain run ('${entry.to}'): fork at a message an agent's turn handled`,
+    );
   const original = (await host.runs.load(entry.runId))?.turn?.message;
   if (!original) throw runGone(entry.runId, options.atMessage);
+  if (original.id !== entry.id)
+    throw invalid(
+      `forkConversation: message '${entry.id}' is an answer that a turn of '${entry.to}' received, not the message it handled ('${original.id}'): fork at that one`,
+    );
 
   const tag = nanoid(8);
   const forkId = `${id.slice(0, 190)}~${tag}`;
@@ -101,6 +109,7 @@ export async function forkConversation(
 
 /** The state agent `ref` had at message `at` of the conversation's record (see forkConversation). */
 async function stateAt(host: ForkHost, stored: StoredConversation, at: number, ref: string): Promise<JsonObject> {
+  // Answers a turn received are logged too (with that turn's run): its start is the state then.
   const next = stored.log.slice(at).find((message) => message.to === ref);
   if (next) return startOf(host, next);
   const last = stored.log.slice(0, at).findLast((message) => message.to === ref)!;

@@ -97,11 +97,11 @@ export class Step {
       result = { type: 'completed', checkpoint: result.checkpoint, lastAction };
     }
     // The step's code is done and it commits next: its shared-memory updates are written now
-    // (each once, by id); a try of `exec` to be retried writes those of `prep` alone, which will
-    // not run again. One that conflicts fails the step instead.
-    if (!mailbox?.parkRequest && mailbox?.writeMemories && result.type !== 'failed') {
+    // (each once, by id; a try of `exec` to be retried writes those of `prep` alone, which will
+    // not run again), and what it received in conversations recorded. A conflict fails the step.
+    if (!mailbox?.parkRequest && mailbox?.beforeCommit && result.type !== 'failed') {
       try {
-        await mailbox.writeMemories(!committing(result));
+        await mailbox.beforeCommit(!committing(result));
       } catch (error) {
         result = this.failed(error);
       }

@@ -69,11 +69,13 @@ export interface StepMailboxPort {
   readonly reminders?: ReminderChange[];
   replayAfterPark(): StepReplay;
   /**
-   * Writes the shared-memory updates the step staged (`this.memory(...).update`): called once
-   * its code has run and before it commits; with `prepOnly` (a try of `exec` to be retried),
-   * those staged before {@link StepMailboxPort.prepDone}. @throws QueueflowError `MEMORY_CONFLICT`.
+   * What the step did beside its commit, done once its code has run and before it commits: the
+   * shared-memory updates it staged (`this.memory(...).update`) are written (with `prepOnly`, a
+   * try of `exec` to be retried: those staged before {@link StepMailboxPort.prepDone}), and the
+   * messages it received in a conversation are recorded there.
+   * @throws QueueflowError `MEMORY_CONFLICT`.
    */
-  writeMemories?(prepOnly?: boolean): Promise<void>;
+  beforeCommit?(prepOnly?: boolean): Promise<void>;
   /** The visit's `prep` has run (in this step): what it staged is kept through `exec`'s retries. */
   prepDone?(): void;
 }

@@ -1,6 +1,7 @@
 import type { Json, JsonObject } from '../json/json.js';
 import type { ReminderChange } from '../agent/reminders.js';
 import type { SharedMemoryStore } from '../agent/shared-memory.js';
+import type { ConversationReceipt } from '../agent/conversation-store.js';
 import { corruptRunError, recordOfFailedTask, runErrorOf, toErrorRecord } from '../errors/error-record.js';
 import { QueueflowError } from '../errors/queueflow-error.js';
 import { warn } from '../core/warnings.js';
@@ -119,6 +120,8 @@ export interface TurnHooks {
   spend(id: string, ref: string, key: string, amount: number): Promise<void>;
   /** The bound of the inbox at `address`, when bounded (see AgentRuntime.inboxBound). */
   inboxBound(address: string): Promise<InboxBound | undefined>;
+  /** A step received a message of conversation `id` (AgentRuntime.received). */
+  received(id: string, receipt: ConversationReceipt): Promise<void>;
 }
 
 /** What a step's record needs beside its outcome. */
@@ -690,11 +693,14 @@ export class StepDriver {
           ...(run.turn ? { message: run.turn.message, agent: run.turn.agent } : {}),
         },
         mailbox: new StepMailbox(reservations, { runId: run.id, step: run.step, attempt, trace }, run.replay, now, {
-          turn: run.turn ? { agent: run.turn.agent, message: run.turn.message } : undefined,
+          turn: run.turn ? { agent: run.turn.agent, number: run.turn.turn, message: run.turn.message } : undefined,
           subscribers: (topic, body) => this.options.agents?.subscribers(topic, body) ?? [],
           spend: spenderOf(run, this.options.agents),
           inbox: this.options.agents ? (address) => this.options.agents!.inboxBound(address) : undefined,
           memories: this.options.memories,
+          received: this.options.agents
+            ? (id, receipt) => this.options.agents!.received(id, { ...receipt, runId: run.id, now: now() })
+            : undefined,
         }),
         emitter: stream,
         now,

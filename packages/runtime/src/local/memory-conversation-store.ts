@@ -4,6 +4,7 @@ import {
   MAX_CONVERSATION_MESSAGES,
   passedLimit,
   type ConversationBudget,
+  type ConversationReceipt,
   type ConversationStore,
   type ConversationTurn,
   type StoredConversation,
@@ -55,6 +56,24 @@ export class MemoryConversationStore implements ConversationStore {
     conversation.running.push(turn.runId);
     conversation.updatedAt = turn.now;
     return { admitted: true };
+  }
+
+  async received(id: string, received: ConversationReceipt): Promise<void> {
+    const conversation = this.open(id, received.now);
+    const { message } = received;
+    if (conversation.log.some((entry) => entry.id === message.id && entry.to === received.to)) return;
+    if (received.turn === 0 && !conversation.participants.includes(received.to))
+      conversation.participants.push(received.to);
+    conversation.log.push({
+      id: message.id,
+      ...(message.from === undefined ? {} : { from: message.from }),
+      to: received.to,
+      at: message.at,
+      runId: received.runId,
+      turn: received.turn,
+    });
+    if (conversation.log.length > MAX_CONVERSATION_MESSAGES) conversation.log.shift();
+    conversation.updatedAt = received.now;
   }
 
   async turnEnded(id: string, runId: string): Promise<void> {

@@ -28,6 +28,7 @@ import {
   type MemoryChange,
   type SharedMemoryStore,
 } from '../agent/shared-memory.js';
+import type { ConversationReceipt } from '../agent/conversation-store.js';
 import { checkReminderName, planReminder, type ReminderChange, type ReminderOptions } from '../agent/reminders.js';
 
 /**
@@ -58,8 +59,8 @@ function checkReceivable(owner: string, address: string): void {
 
 /** Who a step's messages come from, and where its publishes go. */
 export interface StepSender {
-  /** An agent's turn: its address and the message it handles. */
-  turn?: { agent: string; message: Message } | undefined;
+  /** An agent's turn: its address, its number and the message it handles. */
+  turn?: { agent: string; number?: number; message: Message } | undefined;
   /** The addresses of the subscribers of `topic` for `body` (the engine's agent types). */
   subscribers(topic: string, body: Json): string[];
   /** Counts a spend in the turn's conversation (absent outside one: nothing to count against). */
@@ -71,6 +72,8 @@ export interface StepSender {
   inbox?: ((address: string) => Promise<InboxBound | undefined>) | undefined;
   /** Where `this.memory` reads and writes (the engine's store). */
   memories?: SharedMemoryStore | undefined;
+  /** Records a message of conversation `id` this step received (ConversationStore.received). */
+  received?: ((id: string, receipt: Omit<ConversationReceipt, 'runId' | 'now'>) => Promise<void>) | undefined;
 }
 
 /** A bounded inbox as a send finds it (see {@link StepSender.inbox}). */
@@ -114,6 +117,8 @@ export class StepMailbox implements Mailbox, StepMailboxPort {
   readonly reminders: ReminderChange[] = [];
   /** Shared-memory updates staged, in call order: written at the step's end (writeMemories). */
   private readonly memoryUpdates: { name: string; change: MemoryChange; ifVersion: number | undefined }[] = [];
+  /** Messages received in a conversation, recorded in it before the commit (beforeCommit). */
+  private readonly receipts: Message[] = [];
   /** Updates staged by the visit's `prep` (in this run of the step). */
   private stagedInPrep = 0;
 
@@ -293,7 +298,9 @@ export class StepMailbox implements Mailbox, StepMailboxPort {
   /** The message of send number `ordinal` of this step (its id survives the step running again). */
   private message(ordinal: number, body: Json): Message {
     const from = this.sender.turn?.agent ?? this.ids.runId;
-    const conversation = this.sender.turn?.message.conversation;
+    // A plain run takes part in the conversation of the last message it received in this step
+    // (an ask it answers, say): what it sends carries it on.
+    const conversation = this.sender.turn ? this.sender.turn.message.conversation : this.receipts.at(-1)?.conversation;
     const forks = this.sender.turn?.message.forks;
     return {
       id: `${this.ids.runId}.${this.ids.step}.s${ordinal}`,
@@ -313,6 +320,7 @@ export class StepMailbox implements Mailbox, StepMailboxPort {
     const ordinal = this.receives++;
     if (this.replay.timedOut?.includes(ordinal)) return this.timeOut(ordinal);
     const message = this.unanswered.has(address) ? undefined : await this.reservations.reserve(ordinal, address);
+    if (message) this.note(message);
     return message ?? this.park(ordinal, [address], timeoutMs);
   }
 
@@ -329,6 +337,7 @@ export class StepMailbox implements Mailbox, StepMailboxPort {
     if (this.replay.timedOut?.includes(ordinal)) return this.timeOut(ordinal);
     const open = checked.filter((address) => !this.unanswered.has(address));
     const received = open.length === 0 ? undefined : await this.reservations.reserveAny(ordinal, open);
+    if (received) this.note(received.message);
     return received ?? this.park(ordinal, checked, timeoutMs);
   }
 
@@ -383,10 +392,23 @@ export class StepMailbox implements Mailbox, StepMailboxPort {
     );
   }
 
-  async writeMemories(prepOnly = false): Promise<void> {
+  async beforeCommit(prepOnly = false): Promise<void> {
     const updates = prepOnly ? this.memoryUpdates.slice(0, this.stagedInPrep) : this.memoryUpdates;
     for (const { name, change, ifVersion } of updates)
       await writeMemory(this.sender.memories!, name, { ...change, at: this.now() }, ifVersion);
+    for (const message of this.receipts) {
+      const turn = this.sender.turn;
+      await this.sender.received?.(message.conversation!, {
+        to: turn?.agent ?? this.ids.runId,
+        turn: turn?.number ?? 0,
+        message: { id: message.id, ...(message.from === undefined ? {} : { from: message.from }), at: message.sentAt },
+      });
+    }
+  }
+
+  /** A message this step received: one of a conversation is recorded in it (beforeCommit). */
+  private note(message: Message): void {
+    if (message.conversation !== undefined) this.receipts.push(message);
   }
 
   prepDone(): void {

@@ -14,6 +14,9 @@
            ARGV[4] the log's cap   ARGV[5] retention (s)
            Returns { 1 } admitted; { 0, error JSON, running run ids } refused (see passedLimit in
            conversation-store.ts, which this mirrors).
+  received ARGV[2] id   ARGV[3] the receipt JSON { to, runId, turn, message: { id, from?, at }, now }
+           ARGV[4] the log's cap   ARGV[5] retention (s). Logs it once per message id and
+           receiver; a plain run (turn 0) joins the participants. Not counted. Returns 1.
   ended    ARGV[2] id   ARGV[3] the turn's run id. Returns 1.
   spend    ARGV[2] id   ARGV[3] JSON { ref, key, amount, now }   ARGV[4] retention (s)
            Returns { 1 } counted; { 0, error JSON, running run ids } counted, and the conversation
@@ -101,6 +104,31 @@ if op == 'started' then
   redis.call('SADD', KEYS[3], turn.runId)
   keep(ARGV[5])
   return { 1 }
+end
+
+if op == 'received' then
+  local receipt = cjson.decode(ARGV[3])
+  open(receipt.now)
+  for _, logged in ipairs(redis.call('LRANGE', KEYS[2], 0, -1)) do
+    local entry = cjson.decode(logged)
+    if entry.id == receipt.message.id and entry.to == receipt.to then return 1 end
+  end
+  if receipt.turn == 0 then
+    local participants = cjson.decode(redis.call('HGET', KEYS[1], 'participants'))
+    local known = false
+    for _, ref in ipairs(participants) do if ref == receipt.to then known = true end end
+    if not known then
+      table.insert(participants, receipt.to)
+      redis.call('HSET', KEYS[1], 'participants', cjson.encode(participants))
+    end
+  end
+  redis.call('HSET', KEYS[1], 'updatedAt', receipt.now)
+  local entry = { id = receipt.message.id, from = receipt.message.from, to = receipt.to, at = receipt.message.at,
+    runId = receipt.runId, turn = receipt.turn }
+  redis.call('RPUSH', KEYS[2], cjson.encode(entry))
+  redis.call('LTRIM', KEYS[2], -tonumber(ARGV[4]), -1)
+  keep(ARGV[5])
+  return 1
 end
 
 if op == 'ended' then
