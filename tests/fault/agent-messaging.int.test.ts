@@ -3,7 +3,8 @@
  * - Redis restarted (AOF) while reminders wait: each rings once, and an `every` reminder that
  *   missed ticks while Redis was down rings once for them, not once per tick;
  * - a 3-agent ask cycle whose agents' turns run on 3 workers fails at once with `ASK_CYCLE`;
- * - a worker SIGKILLed in a turn that published: every subscriber gets the body once, one id;
+ * - a worker SIGKILLed in a turn that published: every subscriber gets the body once, one id, and
+ *   the conversation's record holds each message once;
  * - a runaway two-agent loop with a budget of 50 turns, on 3 workers: no turn past the 50th runs.
  */
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -123,7 +124,11 @@ describe('fault: agent messaging across processes', () => {
     };
     workers = await Promise.all([spawnWorker(options), spawnWorker(options)]);
     const to = Array.from({ length: 50 }, (_, i) => `l${i}`);
-    await engine.send(announcer.ref('news'), { to, execMs: 4000, markerDir });
+    const conversation = await engine.send(
+      announcer.ref('news'),
+      { to, execMs: 4000, markerDir },
+      { conversation: {} },
+    );
     await waitFor('the turn to exec', () => {
       try {
         return readFileSync(join(markerDir, 'current'), 'utf8') !== '';
@@ -149,6 +154,12 @@ describe('fault: agent messaging across processes', () => {
     );
     expect(ids.every((got) => got.length === 1)).toBe(true);
     expect(new Set(ids.map((got) => got[0])).size).toBe(1);
+    // The conversation's record: the killed turn and each listener's, once each.
+    const record = (await engine.conversation(conversation))!;
+    const handled = record.messages.map((message) => `${message.id} -> ${message.to}`);
+    expect(new Set(handled).size).toBe(handled.length);
+    expect(record.messages).toHaveLength(1 + to.length);
+    expect(record.turns).toBe(1 + to.length);
   }, 120_000);
 
   it('stops a runaway two-agent loop at 50 turns on 3 workers', async () => {
