@@ -152,6 +152,7 @@ describe.each(engines)('%s: bounded inboxes', (name) => {
     const held = hold(key);
     await engine.send(ref, { n: 1 });
     await waitFor('its turn to hold the message', async () => (await engine.agent(ref))?.running !== undefined);
+    expect(await engine.agent(ref)).toMatchObject({ inbox: 1, capacity: 1 }); // full
     // Full: a plain send from outside is refused, as with 'reject'.
     await expect(engine.send(ref, { n: 0 })).rejects.toMatchObject({ code: 'MAILBOX_FULL' });
     const { id: runId } = await engine.start(feeder, {

@@ -211,12 +211,14 @@ export class AgentClient {
     checkAgentRef('agent', ref);
     const stored = await this.store.loadAgent(ref);
     if (!stored) return undefined;
+    const capacity = this.runtime.definition(stored.type)?.options.capacity;
     return {
       type: stored.type,
       key: stored.key,
       state: JSON.parse(stored.state) as JsonObject,
       turns: stored.turns,
       inbox: stored.inbox,
+      ...(capacity === undefined ? {} : { capacity }),
       ...(stored.running === undefined ? {} : { running: stored.running }),
       failed: stored.failed,
       reminders: stored.reminders,

@@ -17,6 +17,11 @@ export interface AgentInfo {
   turns: number;
   /** Messages in its inbox (the one a running turn handles included). */
   inbox: number;
+  /**
+   * Its type's `capacity`, when it has one and this engine was given the type; the inbox is full
+   * (sends refused with `MAILBOX_FULL`, or parked) when `inbox` reaches it.
+   */
+  capacity?: number;
   /** The run of the turn running now. */
   running?: string;
   /** Messages whose turn failed or was cancelled, oldest first: redeliver one with `engine.redeliver`. */

@@ -91,7 +91,7 @@ function describeAgent(ref: string, info: AgentInfo): string {
     ref,
     `  turns      ${info.turns}${info.lastTurnAt === undefined ? '' : ` (last ended ${new Date(info.lastTurnAt).toISOString()})`}`,
     `  running    ${info.running ?? 'no turn'}`,
-    `  inbox      ${info.inbox} message${info.inbox === 1 ? '' : 's'}`,
+    `  inbox      ${info.inbox} message${info.inbox === 1 ? '' : 's'}${info.capacity === undefined ? '' : ` of ${info.capacity}${info.inbox >= info.capacity ? ' (full)' : ''}`}`,
     `  state      ${JSON.stringify(info.state)}`,
     `  failed     ${info.failed.length} dead letter${info.failed.length === 1 ? '' : 's'}`,
   ];
