@@ -71,36 +71,27 @@ export { llmSummary } from './utils/llm-summary.js';
 export { buildReport, type PipelineReport, type HeldOutScores } from './report/pipeline-report.js';
 export { formatReport, type ReportContext } from './report/format-report.js';
 export { writeJsonl } from './report/jsonl.js';
-export { tabooHinter, tabooGuesser } from './taboo/taboo-flows.js';
-export { HinterAgent, DEFAULT_TURN_TIMEOUT_MS, type HinterPlan, type HinterMove } from './taboo/hinter-agent.js';
-export { GuesserAgent, type GuesserTurn, type GuesserMove } from './taboo/guesser-agent.js';
-export {
-  playTaboo,
-  formatTranscript,
-  createHinterShared,
-  createGuesserShared,
-  type PlayTabooOptions,
-  type TabooGame,
-} from './taboo/play-taboo.js';
+export { tabooHinter, DEFAULT_TURN_TIMEOUT_MS, type HinterPlan, type HinterMove } from './taboo/hinter-agent.js';
+export { tabooGuesser, type GuesserPlan, type GuesserMove } from './taboo/guesser-agent.js';
+export { playTaboo, formatTranscript, type PlayTabooOptions, type TabooGame } from './taboo/play-taboo.js';
 export { TABOO_DECK, cardsFor } from './taboo/taboo-deck.js';
 export { ruleBasedHint, ruleBasedGuess } from './taboo/rule-based-players.js';
 export { breaksTaboo, isRightGuess } from './taboo/taboo-rules.js';
 export { parseExecTrace, type ExecTraceLine } from './taboo/exec-trace.js';
 export { llmHint, llmGuess } from './utils/llm-taboo.js';
-export {
-  agentAddress,
-  type AgentParams,
-  type Card,
-  type EndReason,
-  type GuesserEntry,
-  type GuesserShared,
-  type HinterShared,
-  type Players,
-  type TabooSaid,
-  type Source,
-  type ToGuesser,
-  type ToHinter,
-  type TranscriptEntry,
+export type {
+  Card,
+  EndReason,
+  GuesserEntry,
+  GuesserState,
+  HinterState,
+  PlayerSettings,
+  Players,
+  TabooSaid,
+  Source,
+  ToGuesser,
+  ToHinter,
+  TranscriptEntry,
 } from './taboo/types.js';
 export { MockModelServer, type MockModelQuota, type MockModelStats } from './llm/mock-model-server.js';
 export {

@@ -20,7 +20,12 @@ function untilStderr(cli: CliProcess, pattern: RegExp): Promise<RegExpExecArray>
 describe('pipeline and taboo command lines on Redis: Ctrl-C', () => {
   const url = redisUrl();
   const prefix = testPrefix('examples-cli');
-  const engine = new RedisEngine({ connection: url, flows: [documents, tabooHinter, tabooGuesser], prefix });
+  const engine = new RedisEngine({
+    connection: url,
+    flows: [documents],
+    agents: [tabooHinter, tabooGuesser],
+    prefix,
+  });
 
   afterAll(async () => {
     await engine.close();
@@ -49,16 +54,20 @@ describe('pipeline and taboo command lines on Redis: Ctrl-C', () => {
     expect((await engine.get(runId!))?.status).toBe('cancelled');
   });
 
-  it('taboo --redis: cancels both agents and says so in one line, exit 130', async () => {
+  it('taboo --redis: deletes both agents, their queued turns cancelled, and says so in one line, exit 130', async () => {
     const cli = startCli('taboo', ['--redis', url, '--prefix', prefix, '--words', 'apple']);
-    const [, hinter, guesser] = await untilStderr(cli, /^Hinter run (\S+), guesser run (\S+);/m);
+    const [, hinter, guesser] = await untilStderr(cli, /^Agents (\S+) and (\S+);/m);
+    const turns = await Promise.all([hinter!, guesser!].map(async (ref) => (await engine.agent(ref))?.running));
     cli.signal('SIGINT');
     const out = await cli.exited;
     expect(out.code, out.stderr).toBe(130);
     expect(out.stdout).toBe('');
-    expect(linesOf(out.stderr).at(-1)).toBe(`interrupted: runs ${hinter} and ${guesser} cancelled`);
+    const game = hinter!.split('/')[1];
+    expect(linesOf(out.stderr).at(-1)).toBe(
+      `interrupted: game ${game} cancelled: agents ${hinter} and ${guesser} deleted`,
+    );
     expect(out.stderr).not.toMatch(/^\s+at |could not cancel|Error/m);
-    expect((await engine.get(hinter!))?.status).toBe('cancelled');
-    expect((await engine.get(guesser!))?.status).toBe('cancelled');
+    for (const ref of [hinter!, guesser!]) expect(await engine.agent(ref)).toBeUndefined();
+    for (const runId of turns) expect((await engine.get(runId!))?.status).toBe('cancelled');
   });
 });

@@ -1,8 +1,8 @@
 /**
- * Fault (issue 5): SIGKILL the worker running the hinter after it received the guesser's message
- * and before its step committed. The hinter's `exec` is slowed down (`execMs`) and writes which
- * process holds which message (`markerDir`), so the test kills exactly that process at that
- * moment. The message is delivered again, with the same id, to the other worker, and the game
+ * Fault (issue 5): SIGKILL the worker running the hinter's turn on the guesser's message, before
+ * the turn committed. The hinter's `exec` is slowed down (`execMs`) and writes which process
+ * holds which message (`markerDir`), so the test kills exactly that process at that moment. The
+ * turn's step runs again on the other worker with the same message (same id), and the game
  * finishes with the transcript of the game without a crash.
  */
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -30,7 +30,7 @@ describe('fault: SIGKILL the worker running the hinter while it holds a received
   const url = redisUrl();
   const prefix = testPrefix('taboo-fault');
   const markerDir = mkdtempSync(path.join(tmpdir(), 'queueflow-taboo-fault-'));
-  const engine = new RedisEngine({ connection: url, flows: [tabooHinter, tabooGuesser], prefix });
+  const engine = new RedisEngine({ connection: url, flows: [], agents: [tabooHinter, tabooGuesser], prefix });
   let workers: WorkerProcess[] = [];
 
   afterAll(async () => {
@@ -62,7 +62,7 @@ describe('fault: SIGKILL the worker running the hinter while it holds a received
     workers = await Promise.all([spawnWorker(options), spawnWorker(options)]);
     const playing = playTaboo({ engine, turnTimeoutMs: 30_000, hinter: { execMs: 600, markerDir } });
 
-    // The hinter's exec for the 4th guess it received: that step has the message, uncommitted.
+    // The hinter's exec for the 4th guess it received: that turn has the message, uncommitted.
     const held = await waitFor(
       'the hinter to hold its 4th guess',
       () => hinterTrace().filter((line) => line.messageId)[3],
@@ -78,12 +78,12 @@ describe('fault: SIGKILL the worker running the hinter while it holds a received
     expect(game.transcript).toEqual(embedded.transcript);
     expect(game.guesserLog).toEqual(embedded.guesserLog);
 
-    // The guess came again, same id, in the other process; the hinter consumed it once.
+    // The guess came again, same id, in the other process; the hinter's state took it once.
     const deliveries = hinterTrace().filter((line) => line.messageId === held.messageId);
     expect(deliveries.map((line) => line.pid)).toEqual([held.pid, workers.find((w) => w !== victim)!.pid]);
     expect(game.hinter.received.filter((id) => id === held.messageId)).toHaveLength(1);
     expect(new Set(game.hinter.received).size).toBe(10);
-    // The hint the redelivered step sent left once: the guesser got every message once.
+    // The hint the turn run again sent left once: the guesser got every message once.
     expect(new Set(game.guesser.received).size).toBe(11);
     expect(game.guesser.received).toHaveLength(11);
   }, 120_000);

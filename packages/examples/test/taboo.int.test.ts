@@ -1,7 +1,7 @@
 /**
  * The Taboo example distributed: the offline game on RedisEngine with two `queueflow worker`
- * processes loading `src/taboo/taboo-flows.ts` gives the transcript of the embedded game. Also
- * the game's CLI with `--redis`.
+ * processes loading `src/taboo/taboo-flows.ts` (the two agent types) gives the transcript of the
+ * embedded game. Also the game's CLI with `--redis`.
  */
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -38,7 +38,7 @@ describe('Taboo on RedisEngine with the agents on two worker processes', () => {
   beforeAll(async () => {
     delete process.env.OPENAI_BASE_URL; // never a model in tests (the workers inherit this env)
     workers = await Promise.all([1, 2].map(() => spawnWorker({ flows: FLOWS, redisUrl: url, prefix, concurrency: 2 })));
-    engine = new RedisEngine({ connection: url, flows: [tabooHinter, tabooGuesser], prefix });
+    engine = new RedisEngine({ connection: url, flows: [], agents: [tabooHinter, tabooGuesser], prefix });
     embedded = await playTaboo();
     distributed = await playTaboo({ engine, turnTimeoutMs: 30_000, hinter: { markerDir }, guesser: { markerDir } });
   }, 120_000);
@@ -56,24 +56,30 @@ describe('Taboo on RedisEngine with the agents on two worker processes', () => {
     expect(distributed.guesserLog).toEqual(embedded.guesserLog);
   });
 
-  // Which worker takes which step is up to BullMQ (any worker may take any step: workers are
+  // Which worker takes which turn is up to BullMQ (any worker may take any step: workers are
   // stateless); in practice both agents hop between the two processes. The fault test makes the
   // move from one process to the other certain.
-  it('runs every agent step on the worker processes, each message consumed once', () => {
+  it('runs every turn on the worker processes, each message consumed once', () => {
     const pids = new Set(workers.map((w) => w.pid));
     const hinterSteps = parseExecTrace(readFileSync(path.join(markerDir, 'hinter.log'), 'utf8'));
     const guesserSteps = parseExecTrace(readFileSync(path.join(markerDir, 'guesser.log'), 'utf8'));
-    expect(hinterSteps).toHaveLength(11); // the opening hint and one step per guess
-    expect(guesserSteps).toHaveLength(10); // one per hint (the end takes no exec)
+    expect(hinterSteps).toHaveLength(11); // the opening hint and one turn per guess
+    expect(guesserSteps).toHaveLength(10); // one per hint (the join and the end take no exec)
     for (const step of [...hinterSteps, ...guesserSteps]) expect(pids.has(step.pid), `pid ${step.pid}`).toBe(true);
     expect(new Set(distributed.hinter.received).size).toBe(10);
     expect(new Set(distributed.guesser.received).size).toBe(11);
   });
 
-  it('leaves both runs completed, at their final node', async () => {
-    for (const runId of [distributed.hinter.runId!, distributed.guesser.runId!]) {
-      const info = await engine.get(runId);
-      expect(info?.status).toBe('completed');
+  it('leaves both agents idle, every turn completed: one per message', async () => {
+    for (const [ref, turns] of [
+      [distributed.hinter.ref, 11], // the start and 10 guesses
+      [distributed.guesser.ref, 12], // its join, 10 hints and the end
+    ] as const) {
+      const info = await engine.agent(ref);
+      expect(info).toMatchObject({ turns, inbox: 0, failed: [], reminders: [] });
+      expect(info?.running).toBeUndefined();
+      const history = await engine.agentHistory(ref);
+      expect(history.map((turn) => turn.status)).toEqual(Array(turns).fill('completed'));
     }
   });
 
@@ -104,8 +110,8 @@ describe('Taboo on RedisEngine with the agents on two worker processes', () => {
     expect(stderr).toMatch(
       /Taboo: 2 cards, 3 hints each, rule-based players, on queueflow workers \(redis:\/\/.+, prefix /,
     );
-    expect(stderr).toMatch(/Hinter run \S+, guesser run \S+; waiting for workers/);
-    // The conversation live, from the agents' streams on the workers.
+    expect(stderr).toMatch(/Agents agent:taboo-hinter\/\S+ and agent:taboo-guesser\/\S+; waiting for workers/);
+    // The conversation live, from the streams of the agents' turns on the workers.
     expect(stderr).toMatch(/^ {2}hinter {2}1\.1: .+\n {2}guesser 1\.1: .+$/m);
     expect(stderr).toMatch(/the hinter ends the game/);
     const expected = await playTaboo({ words: ['volcano', 'lighthouse'] });

@@ -1,13 +1,12 @@
 /**
  * The Taboo example offline: the referee's rules, the rule-based players, and the whole game on
- * `flow.run` and on the LocalEngine, which give the same transcript.
+ * a LocalEngine of `playTaboo`'s own and on one given to it, which give the same transcript.
  */
 import { LocalEngine, setWarningHandler } from '@queueflow/runtime';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   breaksTaboo,
   cardsFor,
-  createHinterShared,
   formatTranscript,
   isRightGuess,
   playTaboo,
@@ -16,8 +15,10 @@ import {
   TABOO_DECK,
   tabooGuesser,
   tabooHinter,
+  type HinterState,
   type TabooGame,
 } from '../src/index.js';
+import { waitFor } from '../../../tests/support/wait-for.js';
 import { EXPECTED_GAME } from './taboo-expected.js';
 
 describe('Taboo rules', () => {
@@ -57,16 +58,16 @@ describe('Taboo rules', () => {
 });
 
 describe('Taboo game, offline, embedded', () => {
-  let onFlowRun: TabooGame;
+  let onItsOwn: TabooGame;
   let onLocalEngine: TabooGame;
-  const engine = new LocalEngine({ flows: [tabooHinter, tabooGuesser] });
+  const engine = new LocalEngine({ flows: [], agents: [tabooHinter, tabooGuesser] });
 
   beforeAll(async () => {
     delete process.env.OPENAI_BASE_URL; // never a model in tests
     setWarningHandler((code, message) => {
       throw new Error(`unexpected warning ${code}: ${message}`);
     });
-    onFlowRun = await playTaboo();
+    onItsOwn = await playTaboo();
     onLocalEngine = await playTaboo({ engine });
   });
 
@@ -76,19 +77,19 @@ describe('Taboo game, offline, embedded', () => {
   });
 
   it('plays the whole deck with the rule-based players: the same game every time', () => {
-    expect(formatTranscript(onFlowRun.transcript)).toBe(EXPECTED_GAME);
-    expect(onFlowRun.solved).toBe(5);
-    expect(onFlowRun.rounds).toBe(6);
-    expect(onFlowRun.transcript.every((e) => e.kind !== 'hint' || e.source === 'rules')).toBe(true);
+    expect(formatTranscript(onItsOwn.transcript)).toBe(EXPECTED_GAME);
+    expect(onItsOwn.solved).toBe(5);
+    expect(onItsOwn.rounds).toBe(6);
+    expect(onItsOwn.transcript.every((e) => e.kind !== 'hint' || e.source === 'rules')).toBe(true);
   });
 
-  it('gives the same transcript and guesser log on flow.run and on the LocalEngine', () => {
-    expect(onLocalEngine.transcript).toEqual(onFlowRun.transcript);
-    expect(onLocalEngine.guesserLog).toEqual(onFlowRun.guesserLog);
+  it("gives the same transcript and guesser log on playTaboo's own engine and on one given to it", () => {
+    expect(onLocalEngine.transcript).toEqual(onItsOwn.transcript);
+    expect(onLocalEngine.guesserLog).toEqual(onItsOwn.guesserLog);
   });
 
   it('each agent consumes every message once: 10 guesses for the hinter, 10 hints and the end for the guesser', () => {
-    for (const game of [onFlowRun, onLocalEngine]) {
+    for (const game of [onItsOwn, onLocalEngine]) {
       expect(game.hinter.received).toHaveLength(10);
       expect(game.guesser.received).toHaveLength(11);
       expect(new Set([...game.hinter.received, ...game.guesser.received]).size).toBe(21);
@@ -107,17 +108,41 @@ describe('Taboo game, offline, embedded', () => {
     expect(game.solved).toBe(1);
   });
 
-  it('ends the game when the other agent goes quiet (turn timeout)', async () => {
-    const engineAlone = new LocalEngine({ flows: [tabooHinter] });
+  it('each turn handles one message: the hinter a start and 10 guesses, the guesser its join, 10 hints and the end', async () => {
+    const turns = async (ref: string): Promise<string[]> =>
+      (await engine.agentHistory(ref)).map((turn) => `${turn.status} ${(turn.message?.body as { type: string }).type}`);
+    expect(await turns(onLocalEngine.hinter.ref)).toEqual(['completed start', ...Array(10).fill('completed guess')]);
+    expect(await turns(onLocalEngine.guesser.ref)).toEqual([
+      'completed join',
+      ...Array(10).fill('completed hint'),
+      'completed end',
+    ]);
+  });
+
+  it('ends the game when the guesser goes quiet: the reminder of the last hint (turn timeout)', async () => {
+    const engineAlone = new LocalEngine({ flows: [], agents: [tabooHinter] }); // nobody takes the guesser's turns
+    const ref = tabooHinter.ref('nobody-guesses');
     try {
-      const hinter = await engineAlone.run(tabooHinter, createHinterShared(['apple']), {
-        params: { game: 'nobody-guesses', turnTimeoutMs: 200 },
+      const start = {
+        type: 'start',
+        cards: cardsFor(['apple']),
+        maxTurns: 3,
+        turnTimeoutMs: 200,
+        settings: {},
+      } as const;
+      await engineAlone.send(ref, start);
+      const hinter = await waitFor('the hinter to end the game', async () => {
+        const info = await engineAlone.agent(ref);
+        return info?.running === undefined && (info?.state as unknown as HinterState | undefined)?.ended
+          ? info
+          : undefined;
       });
-      expect(hinter.status).toBe('completed');
-      expect(hinter.shared.ended).toBe('timeout');
-      expect(formatTranscript(hinter.shared.transcript)).toContain(
+      const state = hinter.state as unknown as HinterState;
+      expect(state.ended).toBe('timeout');
+      expect(formatTranscript(state.transcript)).toContain(
         'Game ended: the guesser stopped answering (0 of 0 words guessed)',
       );
+      expect(hinter.reminders).toEqual([]);
     } finally {
       await engineAlone.close();
     }

@@ -1,10 +1,10 @@
 #!/usr/bin/env node
 /**
  * The Taboo game's command line: `npm run taboo -w @queueflow/examples -- [options]`. Embedded by
- * default (both agents in this process); with `--redis URL` the agents' steps run on the workers
- * started with `queueflow worker --flows packages/examples/dist/taboo/taboo-flows.js`.
+ * default (both agents on a LocalEngine in this process); with `--redis URL` the agents' turns run
+ * on the workers started with `queueflow worker --flows packages/examples/dist/taboo/taboo-flows.js`.
  */
-import { Command, InvalidArgumentError, Option } from 'commander';
+import { Command, InvalidArgumentError } from 'commander';
 import { LocalEngine, type Engine } from '@queueflow/runtime';
 import { RedisEngine } from '@queueflow/worker';
 import { formatTranscript, playTaboo } from '../taboo/play-taboo.js';
@@ -18,7 +18,6 @@ import { LiveTranscript } from './taboo-live.js';
 import { CommandExit, runCommand } from './run-command.js';
 
 interface CliOptions {
-  engine: 'flow' | 'local';
   redis?: string;
   prefix: string;
   words?: string[];
@@ -27,7 +26,7 @@ interface CliOptions {
   turnTimeout?: number;
 }
 
-/** How long the agents' runs may stay queued before the CLI says how to start workers. */
+/** How long the hinter's first turn may wait before the CLI says how to start workers. */
 const NO_WORKER_HINT_MS = 10_000;
 
 function positiveInteger(value: string): number {
@@ -60,11 +59,8 @@ const program = new Command()
   .name('taboo')
   .description(
     'Two agents play Taboo: a hinter describes a secret word without its forbidden words, a guesser guesses. ' +
-      'Each agent is a queueflow Flow looping on its own mailbox. Offline rule-based players by default; ' +
+      'Each is a queueflow keyed agent whose turn handles one message. Offline rule-based players by default; ' +
       'a model plays when OPENAI_BASE_URL, OPENAI_API_KEY and OPENAI_MODEL are set.',
-  )
-  .addOption(
-    new Option('--engine <engine>', 'embedded: flow.run or the LocalEngine').choices(['flow', 'local']).default('flow'),
   )
   .option(
     '--redis <url>',
@@ -79,23 +75,19 @@ const program = new Command()
   )
   .option('--turns <n>', 'hints per card', positiveInteger, 3)
   .option('--offline', 'rule-based players even when an OpenAI-compatible endpoint is configured')
-  .option('--turn-timeout <ms>', 'how long an agent waits for the other before it ends the game', positiveInteger);
+  .option('--turn-timeout <ms>', 'how long the hinter waits for a guess before it ends the game', positiveInteger);
 
 async function main(): Promise<void> {
   const options = program.parse().opts<CliOptions>();
   checkPrefixNeedsRedis(program, options.redis);
   const players: Players = !options.offline && llmConfigFromEnv() !== null ? 'llm' : 'rules';
-  let engine: Engine | undefined;
-  let where: string;
-  if (options.redis) {
-    engine = new RedisEngine({ connection: options.redis, flows: [tabooHinter, tabooGuesser], prefix: options.prefix });
-    where = `on queueflow workers (${redactUrl(options.redis)}, prefix ${options.prefix})`;
-  } else if (options.engine === 'local') {
-    engine = new LocalEngine({ flows: [tabooHinter, tabooGuesser] });
-    where = 'embedded (LocalEngine)';
-  } else {
-    where = 'embedded (flow.run)';
-  }
+  const agents = [tabooHinter, tabooGuesser];
+  const engine: Engine = options.redis
+    ? new RedisEngine({ connection: options.redis, flows: [], agents, prefix: options.prefix })
+    : new LocalEngine({ flows: [], agents });
+  const where = options.redis
+    ? `on queueflow workers (${redactUrl(options.redis)}, prefix ${options.prefix})`
+    : 'embedded (LocalEngine)';
   const cards = options.words?.length ?? TABOO_DECK.length;
   console.error(
     `Taboo: ${cards} card${cards === 1 ? '' : 's'}, ${options.turns} hints each, ` +
@@ -109,32 +101,28 @@ async function main(): Promise<void> {
   const interrupt = new AbortController();
   const onSigint = (): void => {
     if (process.stderr.isTTY) process.stderr.write('\n'); // past the terminal's ^C
-    if (!engine) {
-      console.error('interrupted'); // flow.run in this process: nothing outlives it
-      process.exit(130);
-    }
-    interrupt.abort(); // playTaboo cancels both runs, then fails
+    interrupt.abort(); // playTaboo deletes both agents (cancelling a running turn), then fails
   };
   process.once('SIGINT', onSigint);
   try {
     const game = await playTaboo({
-      ...(engine ? { engine } : {}),
+      engine,
       ...(options.words ? { words: options.words } : {}),
       maxTurns: options.turns,
       players,
       ...(options.turnTimeout ? { turnTimeoutMs: options.turnTimeout } : {}),
       signal: interrupt.signal,
-      // The conversation live, on stderr (the transcript follows on stdout at the end): through
-      // engine.stream with --redis or --engine local, flow.run's onEmit otherwise.
+      // The conversation live, on stderr (the transcript follows on stdout at the end): the
+      // streams of the agents' turns.
       onSay: (said, entry) => live.say(said, entry),
       onStart: (started) => {
         if (!options.redis) return;
-        console.error(`Hinter run ${started.hinter}, guesser run ${started.guesser}; waiting for workers...`);
+        console.error(`Agents ${started.hinter} and ${started.guesser}; waiting for workers...`);
         hint = setTimeout(() => {
           // Not awaited: a hint on a timer, independent of the game's own wait.
-          void engine!.get(started.hinter).then(
+          void engine.agent(started.hinter).then(
             (info) => {
-              if (info?.status !== 'queued') return;
+              if (info?.turns !== 0) return;
               console.error(
                 `No worker has taken a step after ${NO_WORKER_HINT_MS / 1000} s. Start two with\n` +
                   `  npx queueflow worker --flows packages/examples/dist/taboo/taboo-flows.js --redis ${redactUrl(options.redis!)} --prefix '${options.prefix}'\n` +
@@ -154,7 +142,7 @@ async function main(): Promise<void> {
   } finally {
     clearTimeout(hint);
     process.off('SIGINT', onSigint);
-    await engine?.close();
+    await engine.close();
   }
 }
 

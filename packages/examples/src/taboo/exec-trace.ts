@@ -1,24 +1,24 @@
 import { appendFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { AgentParams } from './types.js';
+import type { PlayerSettings } from './types.js';
 
 /**
  * What an agent's `exec` does before it thinks, for demos and the fault test: with
- * `params.markerDir`, appends `<pid> <message id> r<round> t<turn>` to `<markerDir>/<agent>.log`
- * (which process holds which message, not yet committed); then waits `params.execMs`.
+ * `settings.markerDir`, appends `<pid> <message id> r<round> t<turn>` to `<markerDir>/<agent>.log`
+ * (which process holds which message, not yet committed); then waits `settings.execMs`.
  */
 export async function traceExec(
-  params: AgentParams,
+  settings: PlayerSettings,
   agent: 'hinter' | 'guesser',
   at: { messageId: string | undefined; round: number; turn: number },
 ): Promise<void> {
-  if (params.markerDir) {
+  if (settings.markerDir) {
     appendFileSync(
-      join(params.markerDir, `${agent}.log`),
+      join(settings.markerDir, `${agent}.log`),
       `${process.pid} ${at.messageId ?? '-'} r${at.round} t${at.turn}\n`,
     );
   }
-  if (params.execMs && params.execMs > 0) await new Promise((resolve) => setTimeout(resolve, params.execMs));
+  if (settings.execMs && settings.execMs > 0) await new Promise((resolve) => setTimeout(resolve, settings.execMs));
 }
 
 /** The lines of `<markerDir>/<agent>.log` (see {@link traceExec}). */

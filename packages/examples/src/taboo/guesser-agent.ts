@@ -1,103 +1,76 @@
-import { Node } from '@queueflow/runtime';
+import { defineAgent, Node } from '@queueflow/runtime';
 import { llmConfigFromEnv } from '../utils/llm-client.js';
 import { llmGuess } from '../utils/llm-taboo.js';
 import { traceExec } from './exec-trace.js';
-import { DEFAULT_TURN_TIMEOUT_MS } from './hinter-agent.js';
 import { ruleBasedGuess } from './rule-based-players.js';
-import {
-  agentAddress,
-  type AgentParams,
-  type EndReason,
-  type GuesserShared,
-  type Source,
-  type TabooSaid,
-  type ToGuesser,
-  type ToHinter,
-} from './types.js';
+import type { GuesserState, PlayerSettings, Source, TabooSaid, ToGuesser, ToHinter } from './types.js';
 
-/** What the guesser's `prep` read: a hint to answer (with the round so far), the end, or nothing. */
-export type GuesserTurn =
-  | { kind: 'hint'; messageId: string; round: number; turn: number; hint: string; hints: string[]; guessed: string[] }
-  | { kind: 'end'; messageId: string; reason: EndReason }
-  | { kind: 'timeout' };
-
-export interface GuesserMove {
-  guess?: string;
-  source: Source;
+/** What the guesser's turn reads: its message, and for a hint the round's hints and earlier guesses. */
+export interface GuesserPlan {
+  messageId: string;
+  message: ToGuesser;
+  settings: PlayerSettings;
+  hints: string[];
+  guessed: string[];
 }
+
+/** What the guesser's `exec` found. */
+export type GuesserMove = { guess?: string; source: Source };
 
 /**
- * The guesser: a node the flow loops on (`next`), one step per hint.
- *
- * - `prep` waits for the next message on `taboo.<game>.guesser`: a hint (a hint of a new round
- *   starts a fresh memory of hints and guesses) or the end of the game.
- * - `exec` guesses from the round's hints: the rule-based guesser, or the model when `players`
- *   is `llm` (the rule-based guess stands in after the last failed try).
- * - `post` keeps the round in `shared`, sends the guess to the hinter (it leaves when the step
- *   commits) and says it on the run's stream (`this.emit`); at the end of the game the flow goes
- *   `over`. A model's guess streams token by token from `exec`.
+ * The guesser's turn, one per message: `join` sets how it plays; a hint is answered with a guess
+ * (`exec`: the rule-based guesser, or the model when `players` is `llm`, the rule-based guess
+ * standing in after the last failed try), which `post` sends back to the hinter that sent the
+ * hint (`message.from`) and says on the turn's stream; `end` closes its log.
  */
-export class GuesserAgent extends Node<GuesserShared, AgentParams> {
-  override async prep(shared: GuesserShared): Promise<GuesserTurn> {
-    const message = await this.receive(agentAddress(this.params.game, 'guesser'), {
-      timeoutMs: this.params.turnTimeoutMs ?? DEFAULT_TURN_TIMEOUT_MS,
-    });
-    if (!message) return { kind: 'timeout' };
-    const body = message.body as unknown as ToGuesser;
-    if (body.type === 'end') return { kind: 'end', messageId: message.id, reason: body.reason };
-    const sameRound = body.round === shared.round;
+class GuesserTurn extends Node<GuesserState> {
+  override prep(state: GuesserState): GuesserPlan {
+    const { id, body } = this.message!;
+    const message = body as unknown as ToGuesser;
+    // A hint of a new round starts a fresh memory of hints and guesses.
+    const sameRound = message.type === 'hint' && message.round === state.round;
     return {
-      kind: 'hint',
-      messageId: message.id,
-      round: body.round,
-      turn: body.turn,
-      hint: body.hint,
-      hints: [...(sameRound ? shared.hints : []), body.hint],
-      guessed: sameRound ? [...shared.guesses] : [],
+      messageId: id,
+      message,
+      settings: state.settings,
+      hints: [...(sameRound ? state.hints : []), ...(message.type === 'hint' ? [message.hint] : [])],
+      guessed: sameRound ? [...state.guesses] : [],
     };
   }
 
-  override async exec(turn: GuesserTurn): Promise<GuesserMove> {
-    if (turn.kind !== 'hint') return { source: 'rules' };
-    await traceExec(this.params, 'guesser', turn);
-    const llm = this.params.players === 'llm' ? llmConfigFromEnv() : null;
-    if (!llm) return { guess: ruleBasedGuess(turn.hints, turn.guessed), source: 'rules' };
+  override async exec({ messageId, message, settings, hints, guessed }: GuesserPlan): Promise<GuesserMove> {
+    if (message.type !== 'hint') return { source: 'rules' };
+    await traceExec(settings, 'guesser', { messageId, ...message });
+    const llm = settings.players === 'llm' ? llmConfigFromEnv() : null;
+    if (!llm) return { guess: ruleBasedGuess(hints, guessed), source: 'rules' };
     const onToken = (token: string): void =>
-      this.emit({ agent: 'guesser', round: turn.round, turn: turn.turn, token } satisfies TabooSaid);
-    return {
-      guess: await llmGuess(llm, { hints: turn.hints, wrongGuesses: turn.guessed }, this.signal, onToken),
-      source: 'llm',
-    };
+      this.emit({ agent: 'guesser', round: message.round, turn: message.turn, token } satisfies TabooSaid);
+    return { guess: await llmGuess(llm, { hints, wrongGuesses: guessed }, this.signal, onToken), source: 'llm' };
   }
 
-  override execFallback(turn: GuesserTurn): GuesserMove {
-    return turn.kind === 'hint'
-      ? { guess: ruleBasedGuess(turn.hints, turn.guessed), source: 'rules' }
-      : { source: 'rules' };
+  override execFallback({ hints, guessed }: GuesserPlan): GuesserMove {
+    return { guess: ruleBasedGuess(hints, guessed), source: 'rules' };
   }
 
-  override async post(shared: GuesserShared, turn: GuesserTurn, move: GuesserMove): Promise<string> {
-    if (turn.kind === 'timeout') {
-      shared.ended = 'timeout';
-      return 'over';
-    }
-    shared.received.push(turn.messageId);
-    if (turn.kind === 'end') {
-      shared.ended = turn.reason;
-      return 'over';
-    }
+  override async post(state: GuesserState, plan: GuesserPlan, move: GuesserMove): Promise<undefined> {
+    const { message, messageId } = plan;
+    if (message.type === 'join') state.settings = message.settings;
+    else state.received.push(messageId);
+    if (message.type === 'end') state.ended = message.reason;
+    if (message.type !== 'hint' || state.ended) return undefined;
+    const { round, turn, hint } = message;
     const guess = move.guess!;
-    shared.round = turn.round;
-    shared.hints = turn.hints;
-    shared.guesses = [...turn.guessed, guess];
-    shared.log.push({ round: turn.round, turn: turn.turn, hint: turn.hint, guess, source: move.source });
-    await this.send(agentAddress(this.params.game, 'hinter'), {
-      type: 'guess',
-      round: turn.round,
-      turn: turn.turn,
-      guess,
-    } satisfies ToHinter);
-    this.emit({ agent: 'guesser', round: turn.round, turn: turn.turn, text: guess } satisfies TabooSaid);
-    return 'next';
+    Object.assign(state, { round, hints: plan.hints, guesses: [...plan.guessed, guess] });
+    state.log.push({ round, turn, hint, guess, source: move.source });
+    await this.send(this.message!.from!, { type: 'guess', round, turn, guess } satisfies ToHinter);
+    this.emit({ agent: 'guesser', round, turn, text: guess } satisfies TabooSaid);
+    return undefined;
   }
 }
+
+/** The guesser, keyed by game id: `tabooGuesser.ref(game)`. */
+export const tabooGuesser = defineAgent('taboo-guesser', {
+  state: (): GuesserState => ({ settings: {}, round: 0, hints: [], guesses: [], log: [], received: [] }),
+  // Tries of `exec` (a model call may fail), 1 s apart.
+  turn: () => new GuesserTurn({ name: 'guess', maxRetries: 3, wait: 1 }),
+});

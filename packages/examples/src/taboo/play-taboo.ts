@@ -1,30 +1,28 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { nanoid } from 'nanoid';
-import {
-  QueueflowError,
-  type Engine,
-  type Flow,
-  type JsonObject,
-  type RunResult,
-  type StreamEntry,
-} from '@queueflow/runtime';
-import { awaitRuns } from '../utils/await-runs.js';
-import { DEFAULT_TURN_TIMEOUT_MS } from './hinter-agent.js';
+import { LocalEngine, QueueflowError, type AgentInfo, type Engine, type StreamEntry } from '@queueflow/runtime';
+import { tabooGuesser } from './guesser-agent.js';
+import { DEFAULT_TURN_TIMEOUT_MS, tabooHinter } from './hinter-agent.js';
 import { cardsFor } from './taboo-deck.js';
-import { tabooGuesser, tabooHinter } from './taboo-flows.js';
 import type {
-  AgentParams,
   GuesserEntry,
-  GuesserShared,
-  HinterShared,
+  GuesserState,
+  HinterState,
+  PlayerSettings,
   Players,
   TabooSaid,
+  ToGuesser,
+  ToHinter,
   TranscriptEntry,
 } from './types.js';
 
+/** How often the client looks at the agents (and for new turns to follow), in ms. */
+const POLL_MS = 25;
+
 export interface PlayTabooOptions {
   /**
-   * Where the agents run: an engine (LocalEngine, or RedisEngine whose workers load
-   * `taboo-flows.js`), or, when absent, `flow.run` in this process with its in-memory mailboxes.
+   * Where the agents run: an engine given `tabooHinter` and `tabooGuesser` (a LocalEngine, or a
+   * RedisEngine whose workers load `taboo-flows.js`). @defaultValue a LocalEngine of its own, closed after the game
    */
   engine?: Engine;
   /** The cards to play, by word. @defaultValue the whole deck */
@@ -33,25 +31,25 @@ export interface PlayTabooOptions {
   maxTurns?: number;
   /** @defaultValue 'rules' */
   players?: Players;
-  /** The game's id (its mailbox addresses). @defaultValue a fresh one */
+  /** The game's id: the key of both agents. @defaultValue a fresh one */
   game?: string;
-  /** How long an agent waits for the other before it ends the game, in ms. @defaultValue 120000 */
+  /** How long the hinter waits for a guess before it ends the game, in ms. @defaultValue 120000 */
   turnTimeoutMs?: number;
-  /** Extra params of the hinter's run (`execMs`, `markerDir`). */
-  hinter?: Pick<AgentParams, 'execMs' | 'markerDir'>;
-  /** Extra params of the guesser's run. */
-  guesser?: Pick<AgentParams, 'execMs' | 'markerDir'>;
-  /** Called with the agents' run ids once both runs have started (engines only). */
-  onStart?: (runs: { hinter: string; guesser: string }) => void;
+  /** Extra settings of the hinter (`execMs`, `markerDir`). */
+  hinter?: Pick<PlayerSettings, 'execMs' | 'markerDir'>;
+  /** Extra settings of the guesser. */
+  guesser?: Pick<PlayerSettings, 'execMs' | 'markerDir'>;
+  /** Called with the agents' addresses once the game has started. */
+  onStart?: (agents: { hinter: string; guesser: string }) => void;
   /**
-   * Called with what each agent says as it says it (their runs' streams: `this.emit` in the
-   * agents): through `engine.stream` on an engine, through `flow.run`'s `onEmit` without one.
-   * Entries of a try that failed come too, with their `attempt`.
+   * Called with what each agent says as it says it: the streams of their turns' runs
+   * (`engine.stream`), turn after turn as the game's conversation lists them. Entries of a try
+   * that failed come too, with their `attempt`.
    */
   onSay?: (said: TabooSaid, entry: StreamEntry) => void;
   /**
-   * Engines only: aborting it cancels both agents' runs and rejects once the cancels have been
-   * sent (e.g. on Ctrl-C), so the engine may be closed right after. `flow.run` cannot be stopped.
+   * Aborting it deletes both agents (a running turn is cancelled) and rejects once that is done
+   * (e.g. on Ctrl-C), so the engine may be closed right after.
    */
   signal?: AbortSignal;
 }
@@ -65,119 +63,118 @@ export interface TabooGame {
   guesserLog: GuesserEntry[];
   solved: number;
   rounds: number;
-  /** The agents' runs (engines only) and the ids of the messages each consumed. */
-  hinter: { runId?: string; received: string[] };
-  guesser: { runId?: string; received: string[] };
-}
-
-/** The hinter's `shared` at the start of a game. */
-export function createHinterShared(words?: readonly string[], maxTurns = 3): HinterShared {
-  if (!Number.isInteger(maxTurns) || maxTurns < 1)
-    throw new TypeError(`expected \`maxTurns\` to be an integer from 1 and up, got ${maxTurns}`);
-  return { cards: cardsFor(words), maxTurns, round: 0, transcript: [], solved: 0, received: [] };
-}
-
-/** The guesser's `shared` at the start of a game. */
-export function createGuesserShared(): GuesserShared {
-  return { round: 0, hints: [], guesses: [], log: [], received: [] };
+  /** The agents' addresses and the ids of the messages each handled (guesses; hints and the end). */
+  hinter: { ref: string; received: string[] };
+  guesser: { ref: string; received: string[] };
 }
 
 /**
- * Plays one game of Taboo: starts the hinter and the guesser, each a flow looping on its own
- * mailbox, and waits for both to finish. The agents only talk through their mailboxes, so the
- * same game runs in this process or with each agent's steps on any queueflow worker.
+ * Plays one game of Taboo: sends the guesser how it plays and the hinter the game to referee,
+ * both keyed by the game's id in one conversation, then waits until the hinter has ended the game
+ * and both agents are idle. The agents only talk through messages, each turn handling one, so the
+ * same game runs in this process or with the turns on any queueflow worker.
  *
- * @throws Error when an agent's run does not complete (its error says why); QueueflowError
- *   `RUN_CANCELLED` when `signal` aborts (see {@link awaitRuns}).
+ * @throws Error when a turn of either agent failed (its error says why); QueueflowError
+ *   `RUN_CANCELLED` when `signal` aborts.
  * @example
  * ```ts
- * const game = await playTaboo({ words: ['apple', 'piano'] });                // flow.run, offline players
- * const onWorkers = await playTaboo({ engine: new RedisEngine({ flows: [tabooHinter, tabooGuesser] }) });
+ * const game = await playTaboo({ words: ['apple', 'piano'] });                // a LocalEngine of its own
+ * const agents = [tabooHinter, tabooGuesser];
+ * const onWorkers = await playTaboo({ engine: new RedisEngine({ flows: [], agents }) });
  * console.log(formatTranscript(game.transcript));
  * ```
  */
 export async function playTaboo(options: PlayTabooOptions = {}): Promise<TabooGame> {
-  const game = options.game ?? nanoid(10);
-  const base: AgentParams = {
-    game,
-    players: options.players ?? 'rules',
+  const { game = nanoid(10), maxTurns = 3, players = 'rules' } = options;
+  if (!Number.isInteger(maxTurns) || maxTurns < 1)
+    throw new TypeError(`expected \`maxTurns\` to be an integer from 1 and up, got ${maxTurns}`);
+  const start: ToHinter = {
+    type: 'start',
+    cards: cardsFor(options.words),
+    maxTurns,
     turnTimeoutMs: options.turnTimeoutMs ?? DEFAULT_TURN_TIMEOUT_MS,
+    settings: { players, ...options.hinter },
   };
-  const hinterParams: AgentParams = { ...base, ...options.hinter };
-  const guesserParams: AgentParams = { ...base, ...options.guesser };
-  const hinterShared = createHinterShared(options.words, options.maxTurns);
-  const guesserShared = createGuesserShared();
-
-  let hinter: { shared: HinterShared; runId?: string };
-  let guesser: { shared: GuesserShared; runId?: string };
-  const { engine } = options;
-  if (engine) {
-    if (options.signal?.aborted) {
-      throw new QueueflowError('RUN_CANCELLED', "the game was cancelled before its agents' runs started", {
-        cause: options.signal.reason,
-      });
-    }
-    const [g, h] = [
-      await engine.start(tabooGuesser, guesserShared, { params: asJson(guesserParams) }),
-      await engine.start(tabooHinter, hinterShared, { params: asJson(hinterParams) }),
-    ];
-    options.onStart?.({ hinter: h.id, guesser: g.id });
-    const onSay = options.onSay;
-    // Each agent's stream, followed live; each ends when its run ends.
-    const following = onSay ? [h, g].map((handle) => follow(engine, handle.id, onSay)) : [];
-    const [hinterResult, guesserResult] = await awaitRuns(engine, [h, g], options.signal);
-    await Promise.all(following);
-    hinter = { shared: completed('hinter', hinterResult), runId: h.id };
-    guesser = { shared: completed('guesser', guesserResult), runId: g.id };
-  } else {
-    const onEmit = options.onSay && ((entry: StreamEntry) => options.onSay!(entry.data as TabooSaid, entry));
-    await Promise.all([
-      (tabooHinter.build() as Flow<HinterShared>).setParams(hinterParams).run(hinterShared, onEmit ? { onEmit } : {}),
-      (tabooGuesser.build() as Flow<GuesserShared>)
-        .setParams(guesserParams)
-        .run(guesserShared, onEmit ? { onEmit } : {}),
-    ]);
-    hinter = { shared: hinterShared };
-    guesser = { shared: guesserShared };
+  const join: ToGuesser = { type: 'join', settings: { players, ...options.guesser } };
+  const refs = { hinter: tabooHinter.ref(game), guesser: tabooGuesser.ref(game) };
+  const conversation = { id: `taboo.${game}` };
+  const engine = options.engine ?? new LocalEngine({ flows: [], agents: [tabooHinter, tabooGuesser] });
+  let over = false;
+  let following: Promise<void> | undefined;
+  try {
+    if (await engine.agent(refs.hinter)) throw new Error(`game '${game}' was played on this engine already`);
+    await engine.send(refs.guesser, join, { conversation });
+    await engine.send(refs.hinter, start, { conversation });
+    options.onStart?.(refs);
+    if (options.onSay) following = follow(engine, conversation.id, options.onSay, () => over);
+    const [hinter, guesser] = await untilOver(engine, game, refs, options.signal);
+    const end = hinter.transcript.at(-1);
+    return {
+      game,
+      transcript: hinter.transcript,
+      guesserLog: guesser.log,
+      solved: hinter.solved,
+      rounds: end?.kind === 'end' ? end.rounds : 0,
+      hinter: { ref: refs.hinter, received: hinter.received },
+      guesser: { ref: refs.guesser, received: guesser.received },
+    };
+  } finally {
+    over = true;
+    await following;
+    if (!options.engine) await engine.close();
   }
-  const end = hinter.shared.transcript.at(-1);
-  return {
-    game,
-    transcript: hinter.shared.transcript,
-    guesserLog: guesser.shared.log,
-    solved: hinter.shared.solved,
-    rounds: end?.kind === 'end' ? end.rounds : 0,
-    hinter: { ...(hinter.runId ? { runId: hinter.runId } : {}), received: hinter.shared.received },
-    guesser: { ...(guesser.runId ? { runId: guesser.runId } : {}), received: guesser.shared.received },
-  };
 }
 
-/** Hands every entry of run `runId`'s stream to `onSay` until the run ends (a view: errors end it quietly). */
+/**
+ * The agents' states once the hinter has ended the game and neither has a turn running or a
+ * message waiting (the guesser's last turn, on the end, has committed).
+ * @throws Error when a turn of either failed; QueueflowError `RUN_CANCELLED` when `signal` aborts.
+ */
+async function untilOver(
+  engine: Engine,
+  game: string,
+  refs: { hinter: string; guesser: string },
+  signal: AbortSignal | undefined,
+): Promise<[HinterState, GuesserState]> {
+  const idle = (info: AgentInfo | undefined): boolean => !!info && info.running === undefined && info.inbox === 0;
+  for (; ; await sleep(POLL_MS)) {
+    if (signal?.aborted) {
+      // The hinter first: a guess sent to it afterwards finds a game not started, and is ignored.
+      for (const ref of [refs.hinter, refs.guesser]) await engine.deleteAgent(ref);
+      const what = `game ${game} cancelled: agents ${refs.hinter} and ${refs.guesser} deleted`;
+      throw new QueueflowError('RUN_CANCELLED', what, { cause: signal.reason });
+    }
+    const [hinter, guesser] = await Promise.all([engine.agent(refs.hinter), engine.agent(refs.guesser)]);
+    const failed = [...(hinter?.failed ?? []), ...(guesser?.failed ?? [])][0];
+    if (failed) throw new Error(`the turn ${failed.runId} of the game failed: ${failed.error.message}`);
+    const state = hinter?.state as unknown as HinterState | undefined;
+    if (state?.ended && idle(hinter) && idle(guesser)) return [state, guesser!.state as unknown as GuesserState];
+  }
+}
+
+/**
+ * Hands every entry of the streams of the conversation's turns to `onSay`, one turn after the
+ * other in the order they started (the game's turns follow each other), until `over()` (a last
+ * look after it). A view: errors end it quietly.
+ */
 async function follow(
   engine: Engine,
-  runId: string,
+  conversation: string,
   onSay: (said: TabooSaid, entry: StreamEntry) => void,
+  over: () => boolean,
 ): Promise<void> {
   try {
-    for await (const entry of engine.stream(runId)) if (!entry.restart) onSay(entry.data as TabooSaid, entry);
+    for (let seen = 0; ; await sleep(POLL_MS)) {
+      const last = over();
+      const turns = (await engine.conversation(conversation))?.messages.slice(seen) ?? [];
+      seen += turns.length;
+      for (const { runId } of turns)
+        for await (const entry of engine.stream(runId)) if (!entry.restart) onSay(entry.data as TabooSaid, entry);
+      if (last) return;
+    }
   } catch {
-    // The engine closed, or the run expired: the game's own wait reports real trouble.
+    // The engine closed, or a run expired: the game's own wait reports real trouble.
   }
-}
-
-/** Params as the engines take them (`RunOptions.params` is a JsonObject): unset fields dropped. */
-function asJson(params: AgentParams): JsonObject {
-  return JSON.parse(JSON.stringify(params)) as JsonObject;
-}
-
-function completed<S extends object>(agent: string, result: RunResult<S>): S {
-  if (result.status !== 'completed') {
-    const why = result.error
-      ? `${result.error.message}${result.error.node ? ` (node ${result.error.node})` : ''}`
-      : result.status;
-    throw new Error(`the ${agent}'s run ${result.id} ended ${result.status}: ${why}`);
-  }
-  return result.shared;
 }
 
 /** The transcript as text, one line per hint, guess and round. */
