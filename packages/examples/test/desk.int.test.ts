@@ -66,6 +66,17 @@ describe('the mail desk', () => {
     expect(embedded.threads.some(({ state }) => state.participants.length >= 3)).toBe(true);
   });
 
+  it('with a person reviewing (--studio), starts no scripted reviewer and ends as embedded does', async () => {
+    const engine = new LocalEngine({ flows: [scriptedReviewer], agents: deskAgents });
+    try {
+      const reviewed = await runDesk(engine, mails, { inFlight: 16, turnBudget: 8, reviewer: 'person' });
+      expect(comparable(reviewed)).toEqual(comparable(embedded));
+      expect(await engine.list({ flow: scriptedReviewer.name })).toEqual([]);
+    } finally {
+      await engine.close();
+    }
+  });
+
   it('on workers, one SIGKILLed midway: the same states, no mail lost or counted twice', async () => {
     const options = { flows: FLOWS, redisUrl: redisUrl(), prefix, concurrency: 4 };
     workers.push(...(await Promise.all([spawnWorker(options), spawnWorker(options)])));

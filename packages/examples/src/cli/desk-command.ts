@@ -5,6 +5,7 @@ import { DESK_SAMPLE_SIZE, deskSample, readCorpusMails } from '../desk/desk-mail
 import { formatDeskReport, writeDeskFiles } from '../desk/desk-report.js';
 import { checkFreshEngine, runDesk } from '../desk/run-desk.js';
 import { createProgressBar } from './progress-bar.js';
+import { serveStudio } from './serve-studio.js';
 import { redactUrl } from './redact-url.js';
 import { resolveUserPath } from './user-path.js';
 
@@ -23,12 +24,18 @@ export interface DeskCommandOptions {
   concurrency?: number | undefined;
   /** Where the files go (relative: from where the user ran npm). @defaultValue 'out/desk' */
   out?: string | undefined;
+  /**
+   * Serve queueflow studio for the (embedded) engine on this port of 127.0.0.1 (0: any free
+   * port): the agents and conversations can be watched live, and a person answers the moderator
+   * in its ask inbox instead of the scripted reviewer. It stays open after the report until Ctrl-C.
+   */
+  studioPort?: number | undefined;
 }
 
 /**
  * `npm start -- --desk`: replays the corpus in date order as a mail stream into the desk's agents,
- * embedded (LocalEngine) or on the workers of `--redis`, then prints the report and writes the
- * agents' final states under `out/desk/`.
+ * embedded (LocalEngine, with `--studio` served for it) or on the workers of `--redis`, then
+ * prints the report and writes the agents' final states under `out/desk/`.
  */
 export async function runDeskCommand(options: DeskCommandOptions): Promise<void> {
   const distributed = options.redis !== undefined;
@@ -51,6 +58,17 @@ export async function runDeskCommand(options: DeskCommandOptions): Promise<void>
     await engine.close();
     throw error;
   }
+  const studio =
+    options.studioPort === undefined
+      ? undefined
+      : await serveStudio(engine, options.studioPort).catch(async (error: unknown) => {
+          await engine.close();
+          throw error;
+        });
+  if (studio)
+    console.error(
+      `queueflow studio: ${studio.url} (Agents, Conversations; the moderator's questions wait in Mailboxes for you to answer)`,
+    );
   const mails = await readCorpusMails();
   const selected = options.all ? mails : deskSample(mails, options.limit ?? DESK_SAMPLE_SIZE);
   const inFlight = options.concurrency ?? (distributed ? 64 : 16);
@@ -64,14 +82,20 @@ export async function runDeskCommand(options: DeskCommandOptions): Promise<void>
       inFlight,
       turnBudget: TURN_BUDGET,
       onProgress: (done, total) => bar.update(done, total),
+      ...(studio ? { reviewer: 'person' as const } : {}),
     });
     bar.stop();
     const files = await writeDeskFiles(result, resolveUserPath(options.out ?? 'out/desk'));
     console.log(
       formatDeskReport(result, { title: `queueflow mail desk (${distributed ? 'distributed' : 'embedded'})`, files }),
     );
+    if (studio) {
+      console.error(`queueflow studio stays open at ${studio.url}: Ctrl-C closes it`);
+      await new Promise<void>((resolve) => process.once('SIGINT', () => resolve()));
+    }
   } finally {
     bar.stop();
+    await studio?.close();
     await engine.close();
   }
 }

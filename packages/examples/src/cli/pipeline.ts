@@ -107,8 +107,8 @@ const program = new Command()
   .addOption(
     new Option(
       '--desk',
-      `the mail desk instead: replay the corpus in date order into a team of keyed agents (threads, senders, lists, a moderator); --limit mails from August 2002 (default ${DESK_SAMPLE_SIZE}) or --all, embedded or with --redis; states under out/desk/`,
-    ).conflicts(['input', 'studio', 'llm', 'out', 'maxBytes', 'slowest']),
+      `the mail desk instead: replay the corpus in date order into a team of keyed agents (threads, senders, lists, a moderator); --limit mails from August 2002 (default ${DESK_SAMPLE_SIZE}) or --all, embedded (--studio: watch it, and answer the moderator yourself) or with --redis; states under out/desk/`,
+    ).conflicts(['input', 'llm', 'out', 'maxBytes', 'slowest']),
   );
 
 function portNumber(value: string): number {
@@ -130,6 +130,7 @@ async function main(): Promise<void> {
       prefix: options.prefix,
       progress: options.progress,
       concurrency: options.concurrency,
+      ...(options.studio ? { studioPort: options.studioPort } : {}),
     });
     return;
   }

@@ -1,6 +1,4 @@
-import { createServer } from 'node:http';
 import { LocalEngine } from '@queueflow/runtime';
-import { createStudioHandler } from '@queueflow/worker';
 import { documents } from '../documents/documents-flow.js';
 import { runDocumentPipelineOnEngine } from '../documents/run-document-pipeline-on-engine.js';
 import type { DocumentSelection } from '../documents/types.js';
@@ -8,6 +6,7 @@ import { warmUpPipeline } from '../documents/warm-up-pipeline.js';
 import { TRAIN_PERCENT } from '../utils/stable-split.js';
 import { createProgressBar } from './progress-bar.js';
 import { CommandExit } from './run-command.js';
+import { serveStudio } from './serve-studio.js';
 import type { RunnerOptions, RunnerResult } from './run-embedded.js';
 
 export interface StudioRunnerOptions extends RunnerOptions {
@@ -38,26 +37,15 @@ export async function runWithStudio(
   );
   const warm = await warmUpPipeline();
   const engine = new LocalEngine({ flows: [documents] });
-  const studio = createStudioHandler({ engine });
-  const server = createServer(studio);
+  const served = await serveStudio(engine, options.studioPort).catch(async (error: unknown) => {
+    await engine.close();
+    throw error;
+  });
   const close = async (): Promise<void> => {
-    await studio.close();
-    server.closeAllConnections();
-    await new Promise((resolve) => server.close(resolve));
+    await served.close();
     await engine.close();
   };
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', (error: NodeJS.ErrnoException) =>
-      reject(
-        error.code === 'EADDRINUSE'
-          ? new Error(`--studio-port: port ${options.studioPort} is in use; pick another (0: any free port)`)
-          : error,
-      ),
-    );
-    server.listen(options.studioPort, '127.0.0.1', () => resolve());
-  });
-  const { port } = server.address() as { port: number };
-  const studioUrl = `http://127.0.0.1:${port}/`;
+  const studioUrl = served.url;
   console.error(`queueflow studio: ${studioUrl}`);
 
   const interrupt = new AbortController();

@@ -26,6 +26,12 @@ export interface DeskOptions {
   pollMs?: number;
   /** How long the agents may count nothing new before the desk gives up, in ms. @defaultValue 120000 */
   stallMs?: number;
+  /**
+   * Who answers the moderator at `desk.reviewer`: the scripted reviewer flow, started here, or a
+   * person (in the studio's ask inbox; a question nobody answers within 60 s is let go).
+   * @defaultValue 'scripted'
+   */
+  reviewer?: 'scripted' | 'person';
 }
 
 /** An agent's key and last committed state. */
@@ -67,7 +73,7 @@ export interface DeskResult {
 export async function runDesk(engine: Engine, mails: readonly DeskMail[], options: DeskOptions): Promise<DeskResult> {
   await checkFreshEngine(engine);
   const started = performance.now();
-  const reviewer = await engine.start(scriptedReviewer, { answered: 0 });
+  const reviewer = options.reviewer === 'person' ? undefined : await engine.start(scriptedReviewer, { answered: 0 });
   const triageMs: number[] = [];
   const skipped: DeskResult['skipped'] = [];
   const labels = new Map<string, 'ham' | 'spam'>();
@@ -121,8 +127,10 @@ export async function runDesk(engine: Engine, mails: readonly DeskMail[], option
       );
     await new Promise((resolve) => setTimeout(resolve, options.pollMs ?? 200));
   }
-  await engine.send(REVIEWER_ADDRESS, { stop: true });
-  await reviewer.result();
+  if (reviewer) {
+    await engine.send(REVIEWER_ADDRESS, { stop: true });
+    await reviewer.result();
+  }
   const seconds = (performance.now() - started) / 1000;
 
   const all = [...states.threads, ...states.senders, ...states.lists, ...(states.moderator ? [states.moderator] : [])];
