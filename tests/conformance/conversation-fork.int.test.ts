@@ -97,6 +97,15 @@ describe.each(engines)('%s: forking a conversation', (name) => {
     // The original: no turn more, states as they were.
     expect((await engine.conversation(id))!.turns).toBe(8);
     expect(await states(engine, refs)).toEqual(finals);
+    // A fork of the fork talks to its own copies, never to the first team or the first copies.
+    const again = await engine.forkConversation(fork.id, { atMessage: forked.messages[0]!.id });
+    const copiesAgain = copies.map((copy) => again.agents[copy]!);
+    for (const [i, copy] of copiesAgain.entries()) expect(copy).toBe(`${refs[i]!}~${copy.split('~')[1]!}`);
+    await untilTurns(engine, again.id, 4);
+    expect(await states(engine, copiesAgain)).toEqual(finals);
+    expect((await engine.conversation(again.id))!.participants.sort()).toEqual([...copiesAgain].sort());
+    expect(await states(engine, refs)).toEqual(finals);
+    expect(await states(engine, copies)).toEqual(finals);
   });
 
   it('forks with another body and a patched state, and refuses what it cannot fork', async () => {

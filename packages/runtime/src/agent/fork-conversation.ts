@@ -10,6 +10,7 @@ import type { AgentStore } from './agent-store.js';
 import type { ConversationFork, ForkConversationOptions } from './agent-types.js';
 import type { ConversationMessage, ConversationStore, StoredConversation } from './conversation-store.js';
 import { patched } from './shared-memory.js';
+import { checkOptionNames } from '../core/check-option-names.js';
 
 /** What a fork needs of its engine. */
 export interface ForkHost {
@@ -48,6 +49,7 @@ export async function forkConversation(
   const stored = await host.conversations.load(id);
   if (!stored) throw invalid(`forkConversation: no conversation '${id}'`);
   if (typeof options?.atMessage !== 'string') throw invalid('forkConversation: expected `atMessage`, a message id');
+  checkOptionNames('forkConversation', options, ['atMessage', 'body', 'patch']);
   const at = stored.log.findIndex((message) => message.id === options.atMessage);
   if (at === -1)
     throw invalid(
@@ -68,12 +70,19 @@ export async function forkConversation(
 
   const tag = nanoid(8);
   const forkId = `${id.slice(0, 190)}~${tag}`;
+  // A fork of a fork: its participants are copies; the team's code names the first agents.
+  const earlier = original.forks ?? {};
+  const baseOf = (ref: string): string => Object.keys(earlier).find((base) => earlier[base] === ref) ?? ref;
   const agents: Record<string, string> = {};
+  const forks: Record<string, string> = {};
   const states = new Map<string, JsonObject>();
   for (const ref of stored.participants) {
-    const parsed = parseAgentRef(ref);
-    if (!parsed) continue; // a plain run's id
-    agents[ref] = agentRef(parsed.type, `${parsed.key.slice(0, 240)}~${tag}`);
+    if (!parseAgentRef(ref)) continue; // a plain run's id
+    const base = baseOf(ref);
+    const { type, key } = parseAgentRef(base)!;
+    agents[ref] = agentRef(type, `${key.slice(0, 240)}~${tag}`);
+    forks[base] = agents[ref];
+    forks[ref] = agents[ref];
     states.set(ref, await stateAt(host, stored, at, ref));
   }
   if (options.patch !== undefined) {
@@ -84,9 +93,11 @@ export async function forkConversation(
   }
   for (const [ref, state] of states) {
     assertJson(state, `the state of '${ref}' at message '${options.atMessage}'`);
+    // The version its state has now: a turn's shared is the state as migrated then.
+    const agent = await host.agents.loadAgent(ref);
     await host.agents.seedAgent(agents[ref]!, {
       state: JSON.stringify(state),
-      version: host.stateVersion(parseAgentRef(ref)!.type) ?? 1,
+      version: agent?.version ?? host.stateVersion(parseAgentRef(ref)!.type) ?? 1,
       incarnation: newRunId(),
     });
   }
@@ -95,10 +106,10 @@ export async function forkConversation(
   const message: Message = {
     ...kept,
     id: host.newMessage(null).id,
-    body: options.body ?? original.body,
+    body: options.body === undefined ? original.body : options.body,
     sentAt: host.now(),
     conversation: forkId,
-    forks: agents,
+    forks,
     ...(replyTo === undefined ? {} : { replyTo: `${forkId}.reply` }),
   };
   const to = agents[entry.to]!;
