@@ -8,6 +8,7 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import {
+  BatchNode,
   defineAgent,
   defineFlow,
   Flow,
@@ -85,6 +86,31 @@ class Flaky extends Node<Race> {
 }
 const flaky = defineFlow('mem-flaky', () => new Flow(new Flaky({ name: 'flaky', maxRetries: 2 })));
 
+/** Two updates of one memory in a step, on the version read; then items whose first try fails once. */
+class Twice extends Node<Race> {
+  override async prep(shared: Race): Promise<void> {
+    const memory = await this.memory(`twice-${shared.token}`);
+    await memory.update([{ op: 'add', path: '/a', value: 1 }], { ifVersion: memory.version });
+    await memory.update([{ op: 'replace', path: '/a', value: 2 }], { ifVersion: memory.version });
+    expect((await this.memory(`twice-${shared.token}`)).value).toEqual({ a: 2 }); // staged, shown
+  }
+}
+class Items extends BatchNode<Race> {
+  override prep(): number[] {
+    return [0, 1, 2];
+  }
+  override async exec(item: number): Promise<void> {
+    const memory = await this.memory(`twice-${(this.params as { token: string }).token}`);
+    await memory.update([{ op: 'add', path: `/item${item}try${this.currentRetry}`, value: true }]);
+    if (item === 1 && this.currentRetry === 0) throw new Error('item 1 fails its first try');
+  }
+}
+const twice = defineFlow('mem-twice', () => {
+  const first = new Twice({ name: 'twice' });
+  first.next(new Items({ name: 'items', maxRetries: 2 }));
+  return new Flow(first);
+});
+
 describe.each(engines)('%s: shared memory', (name) => {
   const setup = useEngine(name);
   afterEach(() => {
@@ -141,11 +167,19 @@ describe.each(engines)('%s: shared memory', (name) => {
     expect(info.status).toBe('completed');
     const memory = await engine.memory(`flaky-${token}`);
     expect(memory.value).toEqual({ prep: true, exec1: true });
-    expect(
-      memory.history.map(
-        (change) => Object.keys(change.patch[0]!.path.slice(1) ? { [change.patch[0]!.path]: 1 } : {})[0],
-      ),
-    ).toEqual(['/prep', '/exec1']);
+    // One write for the step: prep's update, kept through the retry, then the try that succeeded.
+    expect(memory.history.map((change) => change.patch.map((op) => op.path))).toEqual([['/prep', '/exec1']]);
+  });
+
+  it("writes a step's updates of one memory together, and keeps each item's through another's retry", async () => {
+    const { engine } = await setup('mem-twice', { flows: [twice], autoAdvance: true });
+    const token = `t-${name}`;
+    const info = await engine.run(twice, { token, path: '', early: null }, { params: { token } });
+    expect(info.status).toBe('completed');
+    const memory = await engine.memory(`twice-${token}`);
+    expect(memory.value).toEqual({ a: 2, item0try0: true, item1try1: true, item2try0: true });
+    expect(memory.history[0]!.patch).toHaveLength(2); // the two updates of one step, one version
+    expect(memory.history.flatMap((change) => change.patch.map((op) => op.path))).not.toContain('/item1try0');
   });
 
   it('refuses a stale ifVersion at once, and a patch that does not apply, writing nothing', async () => {

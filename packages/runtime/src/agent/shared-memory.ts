@@ -3,6 +3,7 @@ import type { Operation } from 'fast-json-patch';
 import { QueueflowError } from '../errors/queueflow-error.js';
 import { assertJson, jsonCopy, type Json } from '../json/json.js';
 import { checkWellFormed } from '../core/well-formed.js';
+import { checkOptionNames } from '../core/check-option-names.js';
 
 /**
  * Shared memory (README "Conversations", `this.memory`): named JSON documents that agents and
@@ -179,33 +180,47 @@ export async function memoryInfo(store: SharedMemoryStore, name: string): Promis
 
 /** `this.memory(name)`: a memory as this step read it, and its updates staged for the step's end. */
 export class SharedMemory {
+  /** The document with the updates this handle staged (what the next `update` applies to). */
+  private pending: Json;
+
   constructor(
     readonly name: string,
-    /** The document, as read (a copy: changing it changes nothing stored). */
+    /** The document, as read with the step's staged updates applied (a copy: changing it changes nothing stored). */
     readonly value: Json,
+    /** The version read. */
     readonly version: number,
     private readonly stage: (patch: MemoryPatch, ifVersion: number | undefined) => void,
     private readonly conflict: (patch: MemoryPatch, ifVersion: number) => Promise<QueueflowError>,
-  ) {}
+  ) {
+    this.pending = value;
+  }
 
   /**
-   * Stages a JSON Patch (RFC 6902) of this memory: it is written when the step ends, before its
-   * commit, on the latest version. With `ifVersion` (for example `memory.version`) it is written
-   * only if that is still the latest version.
+   * Stages a JSON Patch (RFC 6902) of this memory: the step's updates of one memory are written
+   * together, in order, when the step ends (before its commit), on the latest version. With
+   * `ifVersion` (for example `memory.version`) they are written only if that is still the latest.
    * @throws QueueflowError `INVALID_OPTION` when `patch` is not a JSON Patch that applies to the
-   *   value read; `MEMORY_CONFLICT` at once when `ifVersion` is not the version read (and, at the
-   *   step's end, when another update came first: the step fails with it).
+   *   value read with the updates staged before it, or for a bad option; `MEMORY_CONFLICT` at
+   *   once when `ifVersion` is not the version read (and, at the step's end, when another update
+   *   came first: the step fails with it).
    */
   async update(patch: MemoryPatch, options: { ifVersion?: number } = {}): Promise<void> {
-    patched(`memory '${this.name}': update`, this.value, patch);
+    const owner = `memory '${this.name}': update`;
+    if (typeof options !== 'object' || options === null)
+      throw new QueueflowError('INVALID_OPTION', `${owner}: expected options { ifVersion? }, got ${String(options)}`, {
+        retryable: false,
+      });
+    checkOptionNames(owner, options, ['ifVersion']);
     const { ifVersion } = options;
-    if (ifVersion !== undefined && (!Number.isSafeInteger(ifVersion) || ifVersion < 0))
+    if (ifVersion !== undefined && (typeof ifVersion !== 'number' || !Number.isSafeInteger(ifVersion) || ifVersion < 0))
       throw new QueueflowError(
         'INVALID_OPTION',
-        `memory '${this.name}': update: expected \`ifVersion\` to be a version (an integer ≥ 0), got ${String(ifVersion)}`,
+        `${owner}: expected \`ifVersion\` to be a version (an integer ≥ 0), got ${JSON.stringify(ifVersion) ?? String(ifVersion)}`,
         { retryable: false },
       );
+    const next = patched(owner, this.pending, patch);
     if (ifVersion !== undefined && ifVersion !== this.version) throw await this.conflict(patch, ifVersion);
+    this.pending = next;
     this.stage(jsonCopy(patch as unknown as Json) as unknown as MemoryPatch, ifVersion);
   }
 }

@@ -37,6 +37,11 @@ export interface Visit {
   results?: Json[];
   /** ParallelBatchNode on an engine: items are out as child tasks. */
   fannedOut?: boolean;
+  /**
+   * Shared-memory updates staged by `prep` and by the tries of `exec` that succeeded, kept while
+   * a try is retried (they are written when the visit's step commits; see StepMailboxPort).
+   */
+  memory?: Json;
 }
 
 /**

@@ -27,7 +27,7 @@ import { advancePast, checkPosition, walkParams } from './walk.js';
 /** Most flow boundaries one step may cross without visiting a node (guards empty loops). */
 const MAX_BOUNDARIES_PER_STEP = 10_000;
 
-/** Whether a step that ended with `result` commits what its code did (no try of `exec` left to run). */
+/** Whether a step that ended with `result` commits what its code did (not retried, failed or parked). */
 function committing(result: StepResult): boolean {
   return result.type === 'next' || result.type === 'completed' || result.type === 'fan-out';
 }
@@ -97,14 +97,19 @@ export class Step {
       result = { type: 'completed', checkpoint: result.checkpoint, lastAction };
     }
     // The step's code is done and it commits next: its shared-memory updates are written now
-    // (each once, by id; a try of `exec` to be retried writes those of `prep` alone, which will
-    // not run again), and what it received in conversations recorded. A conflict fails the step.
-    if (!mailbox?.parkRequest && mailbox?.beforeCommit && result.type !== 'failed') {
+    // (each once, by id), and what it received in conversations recorded; a conflict fails the
+    // step. A try of `exec` to be retried keeps what `prep` and the tries before it staged in
+    // the checkpoint, for the step that runs it again.
+    if (!mailbox?.parkRequest && mailbox?.beforeCommit && committing(result)) {
       try {
-        await mailbox.beforeCommit(!committing(result));
+        await mailbox.beforeCommit();
       } catch (error) {
         result = this.failed(error);
       }
+    } else if (result.type === 'retry' || result.type === 'throttled') {
+      const staged = mailbox?.stagedMemory?.();
+      const visit = result.checkpoint.frames.at(-1)?.visit;
+      if (staged !== undefined && visit) visit.memory = staged;
     }
     return {
       ...result,
@@ -153,7 +158,9 @@ export class Step {
       assertResult(prepRes, `prep result of '${node.id}'`);
       assertJson(shared, 'shared');
       frame.visit = prepRes === undefined ? {} : { prepRes: prepRes as Json };
-      this.ctx.mailbox?.prepDone?.();
+    } else if (frame.visit.memory !== undefined) {
+      this.ctx.mailbox?.restoreMemory?.(frame.visit.memory);
+      delete frame.visit.memory;
     }
     const prepRes = frame.visit.prepRes;
     let execRes: unknown;
@@ -232,6 +239,7 @@ export class Step {
       attachBudget(copy, { port: budget!, keys: limits.map((limit) => limit.key) });
     }
     let value: unknown;
+    const mark = this.ctx.mailbox?.tryStarted?.();
     try {
       try {
         value = await copy._tryExec(input, attempt, this.ctx.signal);
@@ -240,6 +248,7 @@ export class Step {
       }
     } catch (error) {
       if (this.ctx.mailbox?.parkRequest) throw error; // parking, not a failed try
+      if (mark !== undefined) this.ctx.mailbox?.tryFailed?.(mark);
       const retryAfterMs = retryAfterOf(error);
       if (retryAfterMs !== undefined && budget && !this.ctx.signal?.aborted) {
         // A RateLimitedError: hold the node's keys back for everyone, wait, use no try.

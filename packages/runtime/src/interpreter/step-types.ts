@@ -70,14 +70,19 @@ export interface StepMailboxPort {
   replayAfterPark(): StepReplay;
   /**
    * What the step did beside its commit, done once its code has run and before it commits: the
-   * shared-memory updates it staged (`this.memory(...).update`) are written (with `prepOnly`, a
-   * try of `exec` to be retried: those staged before {@link StepMailboxPort.prepDone}), and the
-   * messages it received in a conversation are recorded there.
+   * shared-memory updates it staged (`this.memory(...).update`) are written, one write per
+   * memory, and the messages it received in a conversation are recorded there.
    * @throws QueueflowError `MEMORY_CONFLICT`.
    */
-  beforeCommit?(prepOnly?: boolean): Promise<void>;
-  /** The visit's `prep` has run (in this step): what it staged is kept through `exec`'s retries. */
-  prepDone?(): void;
+  beforeCommit?(): Promise<void>;
+  /** A try of `exec` starts: resolves a mark for {@link StepMailboxPort.tryFailed}. */
+  tryStarted?(): number;
+  /** The try begun at `mark` failed: what it staged is dropped (a failed try writes nothing). */
+  tryFailed?(mark: number): void;
+  /** The updates staged so far, as JSON: kept in the checkpoint while a try of `exec` is retried. */
+  stagedMemory?(): Json | undefined;
+  /** Puts back updates kept by {@link StepMailboxPort.stagedMemory} (a retried try's step). */
+  restoreMemory?(staged: Json): void;
 }
 
 /**

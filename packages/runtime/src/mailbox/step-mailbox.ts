@@ -1,3 +1,4 @@
+import jsonPatch from 'fast-json-patch';
 import { jsonCopy, type Json } from '../json/json.js';
 import type {
   MessageReservations,
@@ -76,6 +77,13 @@ export interface StepSender {
   received?: ((id: string, receipt: Omit<ConversationReceipt, 'runId' | 'now'>) => Promise<void>) | undefined;
 }
 
+/** A shared-memory update staged by a step (`this.memory(name).update`), written when it commits. */
+interface StagedUpdate {
+  name: string;
+  change: MemoryChange;
+  ifVersion?: number | undefined;
+}
+
 /** A bounded inbox as a send finds it (see {@link StepSender.inbox}). */
 export interface InboxBound {
   capacity: number;
@@ -116,11 +124,9 @@ export class StepMailbox implements Mailbox, StepMailboxPort {
   /** Reminders set or cancelled, in call order (see {@link StepMailboxPort.reminders}). */
   readonly reminders: ReminderChange[] = [];
   /** Shared-memory updates staged, in call order: written at the step's end (writeMemories). */
-  private readonly memoryUpdates: { name: string; change: MemoryChange; ifVersion: number | undefined }[] = [];
+  private readonly memoryUpdates: StagedUpdate[] = [];
   /** Messages received in a conversation, recorded in it before the commit (beforeCommit). */
   private readonly receipts: Message[] = [];
-  /** Updates staged by the visit's `prep` (in this run of the step). */
-  private stagedInPrep = 0;
 
   constructor(
     private readonly reservations: MessageReservations,
@@ -367,14 +373,17 @@ export class StepMailbox implements Mailbox, StepMailboxPort {
       throw new QueueflowError(
         'INVALID_OPTION',
         `memory: shared memory lives in an engine's store; this step runs on none`,
-        {
-          retryable: false,
-        },
+        { retryable: false },
       );
     const read = await store.read(name);
+    // What this step staged for it already shows (its updates apply in order).
+    let value = read.value;
+    for (const staged of this.memoryUpdates)
+      if (staged.name === name)
+        value = jsonPatch.applyPatch(value, staged.change.patch, false, false).newDocument as Json;
     return new SharedMemory(
       name,
-      read.value,
+      value,
       read.version,
       (patch, ifVersion) => {
         if (this.parkRequest) return; // the step runs again, and stages it again
@@ -392,9 +401,22 @@ export class StepMailbox implements Mailbox, StepMailboxPort {
     );
   }
 
-  async beforeCommit(prepOnly = false): Promise<void> {
-    const updates = prepOnly ? this.memoryUpdates.slice(0, this.stagedInPrep) : this.memoryUpdates;
-    for (const { name, change, ifVersion } of updates)
+  /**
+   * Writes the staged updates, one write per memory (its updates' patches in order, under the
+   * id of its first, with the first `ifVersion` given), then records the messages received in a
+   * conversation.
+   */
+  async beforeCommit(): Promise<void> {
+    const byName = new Map<string, { change: MemoryChange; ifVersion: number | undefined }>();
+    for (const { name, change, ifVersion } of this.memoryUpdates) {
+      const merged = byName.get(name);
+      if (!merged) byName.set(name, { change: { ...change, patch: [...change.patch] }, ifVersion });
+      else {
+        merged.change.patch.push(...change.patch);
+        merged.ifVersion ??= ifVersion;
+      }
+    }
+    for (const [name, { change, ifVersion }] of byName)
       await writeMemory(this.sender.memories!, name, { ...change, at: this.now() }, ifVersion);
     for (const message of this.receipts) {
       const turn = this.sender.turn;
@@ -406,13 +428,25 @@ export class StepMailbox implements Mailbox, StepMailboxPort {
     }
   }
 
+  tryStarted(): number {
+    return this.memoryUpdates.length;
+  }
+
+  tryFailed(mark: number): void {
+    this.memoryUpdates.length = mark;
+  }
+
+  stagedMemory(): Json | undefined {
+    return this.memoryUpdates.length === 0 ? undefined : (jsonCopy(this.memoryUpdates as unknown as Json) as Json);
+  }
+
+  restoreMemory(staged: Json): void {
+    this.memoryUpdates.unshift(...(staged as unknown as StagedUpdate[]));
+  }
+
   /** A message this step received: one of a conversation is recorded in it (beforeCommit). */
   private note(message: Message): void {
     if (message.conversation !== undefined) this.receipts.push(message);
-  }
-
-  prepDone(): void {
-    this.stagedInPrep = this.memoryUpdates.length;
   }
 
   replyAddress(): string {
