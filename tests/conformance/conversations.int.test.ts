@@ -41,16 +41,24 @@ class Spend extends Node<{ hits: number }> {
   }
 }
 const spender = defineAgent('spender', { state: () => ({ hits: 0 }), turn: () => new Spend({ name: 'spend' }) });
-const agents = [player, link, spender];
 
-/** A plain run that serves one ask on its mailbox. */
+/** A plain run that serves one ask on its mailbox, asking the echo agent on the way. */
 class Serve extends Node {
   override async prep(): Promise<void> {
     const asked = await this.receive((this.params as { address: string }).address);
-    await this.reply(asked!, { served: true });
+    const echoed = await this.ask(echo.ref('e'), { hello: true }, { timeoutMs: 30_000 });
+    await this.reply(asked!, { served: echoed?.body !== undefined });
   }
 }
+/** Answers what it is asked. */
+class Echo extends Node {
+  override async prep(): Promise<void> {
+    await this.reply(this.message!, this.message!.body as JsonObject);
+  }
+}
+const echo = defineAgent('echo', { state: () => ({}), turn: () => new Echo({ name: 'echo' }) });
 const desk = defineFlow('conversation-desk', () => new Flow(new Serve({ name: 'serve' })));
+const agents = [player, link, spender, echo];
 
 describe.each(engines)('%s: conversations', (name) => {
   const setup = useEngine(name);
@@ -163,11 +171,15 @@ describe.each(engines)('%s: conversations', (name) => {
     await waitFor('the turn to end', async () => !(await engine.agent(a))?.running);
     expect((await service.result()).status).toBe('completed');
     const conversation = (await engine.conversation('desk-1'))!;
-    expect(conversation.participants).toEqual([a, service.id]);
-    expect(conversation.turns).toBe(1); // a plain run takes no turn
+    const e = echo.ref('e');
+    expect(conversation.participants).toEqual([a, service.id, e]);
+    expect(conversation.turns).toBe(2); // a plain run takes no turn
+    // In causal order: the run's receipt is recorded when it parks on its own ask, before that ask.
     expect(conversation.messages.map((message) => [message.from ?? null, message.to, message.turn])).toEqual([
       [null, a, 1],
       [a, service.id, 0],
+      [service.id, e, 1],
+      [e, service.id, 0],
       [service.id, a, 1],
     ]);
   });

@@ -4,6 +4,7 @@ import { QueueflowError } from '../errors/queueflow-error.js';
 import { assertJson, jsonCopy, type Json } from '../json/json.js';
 import { checkWellFormed } from '../core/well-formed.js';
 import { checkOptionNames } from '../core/check-option-names.js';
+import { checkMessageBody } from '../mailbox/message.js';
 
 /**
  * Shared memory (README "Conversations", `this.memory`): named JSON documents that agents and
@@ -135,6 +136,11 @@ export async function memoryConflict(
   const written = [...new Set(since.flatMap((change) => pathsOf(change.patch)))];
   const mine = pathsOf(patch);
   const both = written.filter((path) => mine.some((other) => overlaps(path, other)));
+  if (ifVersion > version)
+    return new QueueflowError(
+      'MEMORY_CONFLICT',
+      `memory '${name}': the update was made on version ${ifVersion}, but there is no such version yet (the latest is ${version}): read it again and update that version`,
+    );
   const winner = since.at(-1)?.writer ?? 'an update no longer in its history';
   const paths = (both.length > 0 ? both : written).map((path) => path || '/');
   return new QueueflowError(
@@ -160,6 +166,7 @@ export async function writeMemory(
   for (;;) {
     const current = await store.read(name);
     const value = patched(`memory '${name}'`, current.value, change.patch);
+    checkMessageBody(value, `memory '${name}' after the update`); // JSON, at most 1 MiB
     const reply = await store.write(name, {
       change: { ...change, version: current.version + 1 },
       value,

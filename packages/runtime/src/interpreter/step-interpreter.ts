@@ -106,6 +106,9 @@ export class Step {
       } catch (error) {
         result = this.failed(error);
       }
+    } else if (mailbox?.parkRequest) {
+      // Its sends leave with the park: what it received before them is recorded first.
+      await mailbox.recordReceipts?.();
     } else if (result.type === 'retry' || result.type === 'throttled') {
       const staged = mailbox?.stagedMemory?.();
       const visit = result.checkpoint.frames.at(-1)?.visit;

@@ -75,6 +75,8 @@ export interface StepMailboxPort {
    * @throws QueueflowError `MEMORY_CONFLICT`.
    */
   beforeCommit?(): Promise<void>;
+  /** Records the messages the step received in a conversation (also when it parks, before its sends leave). */
+  recordReceipts?(): Promise<void>;
   /** A try of `exec` starts: resolves a mark for {@link StepMailboxPort.tryFailed}. */
   tryStarted?(): number;
   /** The try begun at `mark` failed: what it staged is dropped (a failed try writes nothing). */

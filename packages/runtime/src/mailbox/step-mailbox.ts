@@ -418,6 +418,10 @@ export class StepMailbox implements Mailbox, StepMailboxPort {
     }
     for (const [name, { change, ifVersion }] of byName)
       await writeMemory(this.sender.memories!, name, { ...change, at: this.now() }, ifVersion);
+    await this.recordReceipts();
+  }
+
+  async recordReceipts(): Promise<void> {
     for (const message of this.receipts) {
       const turn = this.sender.turn;
       await this.sender.received?.(message.conversation!, {
