@@ -8,12 +8,14 @@ import { countsBody, summaryOf, type ChildrenPageBody, type RunsPageBody, type S
 import { queuesOf, type PatchOperation, type StudioEngine, type RunSummary } from './studio-engine.js';
 import { StudioHttpError } from './studio-http-error.js';
 import { allChildren, countByStatus, MAX_CENSUS_CHILDREN } from './children-census.js';
+import { StudioConversations } from './studio-conversations.js';
 import {
   addressOf,
   agentRefOf,
   agentTypeOf,
   flowOf,
   integerOf,
+  jsonPatchOf,
   messageIdOf,
   objectOf,
   optionalIntegerOf,
@@ -56,9 +58,9 @@ const MAX_PAGE = 500;
 /**
  * The studio's JSON API under `/api`: reads (runs with filters, paging, counts and id search; a
  * run, its history, its `shared` at a step and each step's diff; fan-out children; flow graphs;
- * workers; mailboxes), live updates (`/api/events`), and the actions cancel, retry, fork and
- * answer, refused with 403 when read-only. Every input is checked; errors go out as
- * `{ error: { code, message } }`.
+ * workers; mailboxes; agents; conversations), live updates (`/api/events`), and the actions
+ * cancel, retry, fork (a run, a conversation), redeliver and answer, refused with 403 when
+ * read-only. Every input is checked; errors go out as `{ error: { code, message } }`.
  */
 export class StudioApi {
   private readonly router = FindMyWay({ ignoreTrailingSlash: true, maxParamLength: 1000 });
@@ -122,6 +124,11 @@ export class StudioApi {
         throw new StudioHttpError(404, 'AGENT_NOT_FOUND', `no agent '${ref}' (never sent a message, or deleted)`);
       return { ref, ...info, history: await this.need('agentHistory')(ref) };
     });
+    // A conversation's id may hold '/' and '~' (a fork's): it goes in the query, as an agent's address does.
+    const conversations = new StudioConversations((name) => this.need(name));
+    get('/api/conversations', (c) => conversations.page(c.query));
+    get('/api/conversation', (c) => conversations.one(c.query));
+    get('/api/conversation/turn', (c) => conversations.turn(c.query));
     get('/api/events', async (c) => {
       this.need('watch');
       this.live.attach(c.req, c.res);
@@ -149,6 +156,7 @@ export class StudioApi {
       await this.need('redeliver')(ref, messageId);
       return { ref, messageId, redelivered: true };
     });
+    post('/api/conversation/fork', (c) => conversations.fork(c.body));
     post('/api/answers', async (c) => {
       const body = objectOf(c.body, 'the body');
       const address = addressOf(body.address);
@@ -312,15 +320,7 @@ export class StudioApi {
       const base = await this.need('sharedAt')(runId, step);
       patch = jsonPatch.compare(base, edited);
     } else if (body.patch !== undefined) {
-      if (!Array.isArray(body.patch)) throw new StudioHttpError(400, 'BAD_REQUEST', 'expected `patch` to be an array');
-      const problem = jsonPatch.validate(body.patch as PatchOperation[]);
-      if (problem)
-        throw new StudioHttpError(
-          400,
-          'BAD_REQUEST',
-          `\`patch\` is not a JSON Patch: ${problem.name}: ${problem.message}`,
-        );
-      patch = body.patch as PatchOperation[];
+      patch = jsonPatchOf(body.patch);
     }
     const params = body.params === undefined ? undefined : (objectOf(body.params, '`params`') as JsonObject);
     const handle = await this.need('fork')(runId, {

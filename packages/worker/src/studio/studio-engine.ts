@@ -7,6 +7,10 @@ import type { BudgetInfo, Engine, QueueInfo } from '@queueflow/runtime';
 export type {
   BudgetInfo,
   ChildSummary,
+  ConversationFork,
+  ConversationInfo,
+  JsonObject,
+  Message,
   QueueInfo,
   RunChange,
   RunInfo,
@@ -17,13 +21,24 @@ export type {
 export type { Operation as PatchOperation } from 'fast-json-patch';
 
 /**
- * The engine methods the studio calls (`queues` and `budgets`, for the Queues page, and the
- * agent methods, for the Agents page, may be missing: the page then says this engine cannot show
- * them). The studio never closes the
+ * The engine methods the studio calls (`queues` and `budgets`, for the Queues page, the agent
+ * methods, for the Agents page, and the conversation methods, for the Conversations page, may be
+ * missing: the page then says this engine cannot show them). The studio never closes the
  * engine: whoever made it does.
  */
 export type StudioEngine = Partial<
-  Pick<Engine, 'queues' | 'budgets' | 'agents' | 'agent' | 'agentHistory' | 'redeliver'>
+  Pick<
+    Engine,
+    | 'queues'
+    | 'budgets'
+    | 'agents'
+    | 'agent'
+    | 'agentHistory'
+    | 'redeliver'
+    | 'conversations'
+    | 'conversation'
+    | 'forkConversation'
+  >
 > &
   Pick<
     Engine,

@@ -18,6 +18,8 @@ export type StudioErrorCode =
   | 'RUN_ENDED'
   /** No such agent key (404). */
   | 'AGENT_NOT_FOUND'
+  /** No such conversation (404): never started, or expired. */
+  | 'CONVERSATION_NOT_FOUND'
   // engine codes passed through as they are
   | 'RUN_NOT_FOUND'
   | 'MESSAGE_NOT_FOUND'

@@ -3,9 +3,10 @@
  * check throws a {@link StudioHttpError} 400 naming the input, what was expected and what came.
  */
 import type { IncomingMessage } from 'node:http';
+import jsonPatch from 'fast-json-patch';
 import getRawBody from 'raw-body';
 import { parseAgentRef } from '@queueflow/runtime/kernel';
-import type { RunStatus } from './studio-engine.js';
+import type { PatchOperation, RunStatus } from './studio-engine.js';
 import { StudioHttpError } from './studio-http-error.js';
 
 export const RUN_STATUSES: readonly RunStatus[] = [
@@ -60,10 +61,27 @@ export function agentTypeOf(value: string | undefined): string | undefined {
 }
 
 /** A message id: a non-empty string without spaces, at most 200 characters. */
-export function messageIdOf(value: unknown): string {
+export function messageIdOf(value: unknown, what = 'messageId'): string {
   if (typeof value !== 'string' || value.length === 0 || value.length > 200 || /\s/.test(value))
-    throw bad(`expected \`messageId\` to be a message id (a string without spaces), got ${shown(value)}`);
+    throw bad(`expected \`${what}\` to be a message id (a string without spaces), got ${shown(value)}`);
   return value;
+}
+
+/** A conversation id (README "Conversations"): 1 to 200 characters without whitespace. */
+export function conversationIdOf(value: unknown, what = 'id'): string {
+  if (typeof value !== 'string' || value.length === 0 || value.length > 200 || /\s/.test(value))
+    throw bad(
+      `expected \`${what}\` to be a conversation id (1 to 200 characters without whitespace), got ${shown(value)}`,
+    );
+  return value;
+}
+
+/** An RFC 6902 JSON Patch: an array of operations that fast-json-patch's `validate` accepts. */
+export function jsonPatchOf(value: unknown, what = 'patch'): PatchOperation[] {
+  if (!Array.isArray(value)) throw bad(`expected \`${what}\` to be a JSON Patch (an array), got ${shown(value)}`);
+  const problem = jsonPatch.validate(value as PatchOperation[]);
+  if (problem) throw bad(`\`${what}\` is not a JSON Patch: ${problem.name}: ${problem.message}`);
+  return value as PatchOperation[];
 }
 
 /** A whole number from `min` to `max`, from a query string (text) or a JSON body (number). */
