@@ -15,6 +15,7 @@ import {
   type JsonObject,
   type Message,
 } from '@queueflow/runtime';
+import { team } from './studio-team.js';
 
 // ---------------------------------------------------------------------------------------------
 // review: draft → enrich → approve (asks a person at `params.desk`, parked until answered) →
@@ -267,4 +268,5 @@ class Tally extends Node<{ total: number }> {
 }
 export const tally = defineAgent('st-tally', { state: () => ({ total: 0 }), turn: () => new Tally({ name: 'tally' }) });
 
-export const studioAgents = [tally];
+/** Every agent of the studio's tests: the tally, and the team of the Conversations page (studio-team.ts). */
+export const studioAgents = [tally, ...team];

@@ -4,6 +4,8 @@ import { config } from './config';
 import { useLiveState } from './live/live-events';
 import { AgentView } from './views/agent-view';
 import { AgentsView } from './views/agents-view';
+import { ConversationView } from './views/conversation-view';
+import { ConversationsView } from './views/conversations-view';
 import { MailboxesView } from './views/mailboxes-view';
 import { RunView } from './views/run-view';
 import { RunsView } from './views/runs-view';
@@ -64,6 +66,7 @@ export function App() {
           <NavLink href="/workers">Workers</NavLink>
           <NavLink href="/mailboxes">Mailboxes</NavLink>
           <NavLink href="/agents">Agents</NavLink>
+          <NavLink href="/conversations">Conversations</NavLink>
         </nav>
         <span class="spacer" />
         {config.readOnly && (
@@ -85,6 +88,10 @@ export function App() {
           <Route path="/agents" component={AgentsView} />
           <Route path="/agents/:ref">
             {(params: { ref: string }) => <AgentView key={params.ref} address={decodeURIComponent(params.ref)} />}
+          </Route>
+          <Route path="/conversations" component={ConversationsView} />
+          <Route path="/conversations/:id">
+            {(params: { id: string }) => <ConversationView key={params.id} id={decodeURIComponent(params.id)} />}
           </Route>
           <Route>
             <h1>Not here</h1>

@@ -9,6 +9,9 @@ import type {
   AgentBody,
   AgentPage,
   ChildrenPage,
+  ConversationInfo,
+  ConversationsPage,
+  ConversationTurn,
   CountsBody,
   FlowGraph,
   JsonObject,
@@ -116,6 +119,32 @@ export function useAgent(ref: string) {
   return useQuery({
     queryKey: keys.agent(ref),
     queryFn: () => api.get<AgentBody>('/api/agent', { ref }),
+    retry: false,
+  });
+}
+
+export function useConversations(cursor: string | undefined) {
+  return useQuery({
+    queryKey: keys.conversationsPage(cursor ?? ''),
+    queryFn: () => api.get<ConversationsPage>('/api/conversations', { cursor }),
+    placeholderData: keepPreviousData,
+  });
+}
+
+export function useConversation(id: string) {
+  return useQuery({
+    queryKey: keys.conversation(id),
+    queryFn: () => api.get<ConversationInfo>('/api/conversation', { id }),
+    retry: false,
+  });
+}
+
+/** A turn of a conversation (`runId` its run), once one is chosen. */
+export function useConversationTurn(runId: string | undefined) {
+  return useQuery({
+    queryKey: keys.conversationTurn(runId ?? ''),
+    queryFn: () => api.get<ConversationTurn>('/api/conversation/turn', { run: runId }),
+    enabled: runId !== undefined,
     retry: false,
   });
 }

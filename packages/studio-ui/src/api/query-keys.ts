@@ -16,4 +16,8 @@ export const keys = {
   queues: ['queues'] as const,
   agents: ['agents'] as const,
   agent: (ref: string) => ['agents', ref] as const,
+  conversations: ['conversations'] as const,
+  conversationsPage: (cursor: string) => ['conversations', 'page', cursor] as const,
+  conversation: (id: string) => ['conversations', 'one', id] as const,
+  conversationTurn: (runId: string) => ['conversation-turn', runId] as const,
 };

@@ -7,6 +7,10 @@ import type {
   AgentTurnInfo,
   BudgetInfo,
   ChildSummary,
+  ConversationBudget,
+  ConversationFork,
+  ConversationInfo,
+  ConversationMessage,
   QueueInfo,
   ErrorRecord,
   FlowGraph,
@@ -29,6 +33,9 @@ export type {
   AgentPage,
   AgentTurnInfo,
   BudgetInfo,
+  ConversationFork,
+  ConversationInfo,
+  ConversationMessage,
   ErrorRecord,
   FlowGraph,
   Json,
@@ -98,4 +105,44 @@ export interface QueuesBody {
 export interface AgentBody extends AgentInfo {
   ref: string;
   history: AgentTurnInfo[];
+}
+
+/** One conversation in `GET /api/conversations`: its record without the messages and waits themselves. */
+export interface ConversationSummary {
+  id: string;
+  status: ConversationInfo['status'];
+  turns: number;
+  participants: string[];
+  /** Messages in its record (the last 1,000). */
+  messages: number;
+  /** Turns parked now. */
+  waits: number;
+  /** What its turns spent, per key, over all its agents. */
+  spent: Record<string, number>;
+  budget?: ConversationBudget;
+  startedAt: number;
+  updatedAt: number;
+  error?: ConversationInfo['error'];
+}
+
+/** `GET /api/conversations`: one page, newest first; `cursor` reads the next. */
+export interface ConversationsPage {
+  conversations: ConversationSummary[];
+  cursor?: string;
+}
+
+/**
+ * `GET /api/conversation/turn?run=`: a turn's run and what it changed in its state (`shared`),
+ * with the message it handled once its turn has ended.
+ */
+export interface ConversationTurn {
+  runId: string;
+  status: RunStatus;
+  ref?: string;
+  turn?: number;
+  message?: Message;
+  before: JsonObject;
+  after: JsonObject;
+  patch: PatchOperation[];
+  steps: number;
 }

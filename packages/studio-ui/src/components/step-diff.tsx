@@ -1,3 +1,4 @@
+import type { ComponentChildren } from 'preact';
 import { plural } from './format';
 import { create } from 'jsondiffpatch/with-text-diffs';
 import { format } from 'jsondiffpatch/formatters/html';
@@ -19,6 +20,8 @@ export interface StepDiffProps {
   before: Json;
   after: Json;
   patch: PatchOperation[];
+  /** What to say when nothing changed. @defaultValue that the step left `shared` as it was */
+  unchanged?: ComponentChildren;
 }
 
 /**
@@ -26,7 +29,7 @@ export interface StepDiffProps {
  * library's; it is not diffed here by hand), with unchanged values hidden unless asked for, and
  * the step's JSON Patch as recorded.
  */
-export function StepDiff({ before, after, patch }: StepDiffProps) {
+export function StepDiff({ before, after, patch, unchanged }: StepDiffProps) {
   const [showUnchanged, setShowUnchanged] = useState(false);
   const html = useMemo(() => {
     const delta = differ.diff(before, after);
@@ -36,7 +39,11 @@ export function StepDiff({ before, after, patch }: StepDiffProps) {
     <div class="step-diff">
       {html === undefined ? (
         <p class="muted" data-testid="step-diff-empty">
-          This step left <code>shared</code> as it was.
+          {unchanged ?? (
+            <>
+              This step left <code>shared</code> as it was.
+            </>
+          )}
         </p>
       ) : (
         <>

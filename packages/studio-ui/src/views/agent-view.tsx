@@ -12,6 +12,7 @@ import { JsonBox } from '../components/json-box';
 import { Problem } from '../components/problem';
 import { StatusBadge } from '../components/status-badge';
 import { useTitle } from '../components/use-title';
+import { conversationHref } from './conversations-view';
 
 /** One agent, live: its facts, its state as a tree, its dead letters (redeliver) and its turns with their diffs. */
 export function AgentView({ address }: { address: string }) {
@@ -204,7 +205,10 @@ function Turns({ turns }: { turns: AgentTurnInfo[] }) {
                   {turn.message.conversation ? (
                     <>
                       {' '}
-                      in conversation <code data-testid="turn-conversation">{turn.message.conversation}</code>
+                      in conversation{' '}
+                      <Link href={conversationHref(turn.message.conversation)}>
+                        <code data-testid="turn-conversation">{turn.message.conversation}</code>
+                      </Link>
                     </>
                   ) : null}
                 </div>
