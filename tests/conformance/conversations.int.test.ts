@@ -184,6 +184,27 @@ describe.each(engines)('%s: conversations', (name) => {
     ]);
   });
 
+  it("records a person's answer to a turn's question in the turn's conversation", async () => {
+    const { engine } = await setup('conversation-person', { flows: [], agents, autoAdvance: true });
+    const a = link.ref('p-asker');
+    const human = `human-${name}`;
+    const answer = engine.ask(a, { path: [human] }, { timeoutMs: 30_000, conversation: { id: 'person-1' } });
+    let question: { id: string } | undefined;
+    await waitFor('the question to the person', async () => {
+      question = (await engine.mailboxes()).find((box) => box.address === human)?.messages[0];
+      return question !== undefined;
+    });
+    await engine.answer(human, question!.id, { ok: true });
+    expect((await answer)?.body).toEqual({ ok: true });
+    await waitFor('the turn to end', async () => !(await engine.agent(a))?.running);
+    const messages = (await engine.conversation('person-1'))!.messages;
+    expect(messages.map((message) => [message.from ?? null, message.to])).toEqual([
+      [null, a],
+      [null, a], // the answer, from outside any run
+    ]);
+    expect(messages[1]!.id).not.toBe(messages[0]!.id);
+  });
+
   it('refuses a bad conversation id or budget, sending nothing', async () => {
     const { engine } = await setup('conversation-bad', { flows: [], agents, autoAdvance: true });
     await expect(engine.send(link.ref('x'), {}, { conversation: { id: 'has space' } })).rejects.toMatchObject({

@@ -12,7 +12,8 @@ import type { RunStore } from './run-store.js';
 export class Inbox {
   constructor(
     private readonly store: RunStore,
-    private readonly send: (address: string, body: Json) => Promise<unknown>,
+    /** Sends `body` to `address` from outside any run, in `conversation` when given. */
+    private readonly send: (address: string, body: Json, conversation?: string) => Promise<unknown>,
   ) {}
 
   /** Mailboxes with messages waiting or runs parked, each with its parked runs. */
@@ -46,7 +47,8 @@ export class Inbox {
   }
 
   /**
-   * Takes question `messageId` off `address` and sends `body` to its `replyTo`.
+   * Takes question `messageId` off `address` and sends `body` to its `replyTo`, in the question's
+   * conversation (so the asker's turn records the answer there).
    * @throws QueueflowError MESSAGE_NOT_FOUND, INVALID_OPTION (no replyTo; an address or id not
    *   well-formed Unicode), NOT_JSON, PAYLOAD_TOO_LARGE.
    */
@@ -69,6 +71,6 @@ export class Inbox {
         { retryable: false },
       );
     }
-    await this.send(taken.replyTo!, body);
+    await this.send(taken.replyTo!, body, taken.conversation);
   }
 }

@@ -161,7 +161,11 @@ export class RunClient {
       },
       this.values,
     );
-    this.inbox = new Inbox(store, (address, body) => this.send(address, body));
+    this.inbox = new Inbox(store, async (address, body, conversation) => {
+      const message = this.newMessage(body);
+      if (conversation !== undefined) message.conversation = conversation;
+      await this.deliver([address], message);
+    });
   }
 
   /**
