@@ -74,7 +74,10 @@ describe.each(Object.keys(mounts))('the studio mounted with %s', (how) => {
   });
 
   it('serves the page knowing its base path, and its files', async () => {
-    for (const path of ['/studio/', '/studio/runs/abc', '/studio/mailboxes']) {
+    // Every view opens from its URL (a reload, a shared link), ids encoded as the app encodes them.
+    const views = ['/', '/runs/abc', '/queues', '/workers', '/mailboxes', '/agents', '/conversations'];
+    const ids = ['/agents/agent%3Adesk-thread%2Fk', '/conversations/easy-ham-2%2F00199', '/conversations/c~fork'];
+    for (const path of [...views, ...ids].map((view) => `/studio${view}`)) {
       const page = await fetch(mounted.url + path);
       expect(page.status, path).toBe(200);
       const html = await page.text();

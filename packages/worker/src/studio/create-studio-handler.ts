@@ -42,8 +42,11 @@ export interface StudioHandler {
   close(): Promise<void>;
 }
 
-/** The page's view URLs: anything else that is not `/api/…` is a file. */
-const VIEW = /^\/(?:runs\/[^/]+|workers|mailboxes)?\/?$/;
+/**
+ * The page's view URLs (the app's routes, app.tsx): anything else that is not `/api/…` is a file.
+ * An id in a path is encoded (`agent:type%2Fkey`, a desk mail's `easy-ham-2%2F00199`).
+ */
+const VIEW = /^\/(?:runs\/[^/]+|queues|workers|mailboxes|agents(?:\/[^/]+)?|conversations(?:\/[^/]+)?)?\/?$/;
 
 /**
  * queueflow studio as a Node request handler: the browser app (runs, a run with its graph, step
