@@ -10,13 +10,7 @@ import { fileURLToPath } from 'node:url';
 import { LocalEngine } from '@queueflow/runtime';
 import { createStudioHandler } from '@queueflow/worker';
 import { createServer } from 'node:http';
-import {
-  deskAgents,
-  deskSample,
-  readCorpusMails,
-  runDesk,
-  scriptedReviewer,
-} from '../../packages/examples/src/index.js';
+import { deskAgents, deskSample, readCorpusMails, runDesk, scriptedReviewer } from '@queueflow/examples';
 import { launchBrowser } from '../studio/support/browser.js';
 
 const OUT = fileURLToPath(new URL('../studio/__screenshots__/desk-conversation.png', import.meta.url));
