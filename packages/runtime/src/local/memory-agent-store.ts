@@ -65,18 +65,7 @@ export class MemoryAgentStore implements AgentStore {
     if (!message) return undefined;
     if (!agent) {
       if (!first) return undefined;
-      const { type, key } = parseAgentRef(ref)!;
-      agent = {
-        type,
-        key,
-        state: first.state,
-        version: first.version,
-        turns: 0,
-        seq: 0,
-        incarnation: first.incarnation,
-        failed: [],
-      };
-      this.agents.set(ref, agent);
+      agent = this.create(ref, first);
     }
     delete agent.expiresAt;
     agent.seq++;
@@ -156,8 +145,14 @@ export class MemoryAgentStore implements AgentStore {
 
   async seedAgent(ref: string, first: FirstState): Promise<boolean> {
     if (this.live(ref)) return false;
+    this.create(ref, first);
+    return true;
+  }
+
+  /** Makes key `ref` with its first state, idle, no turn taken. */
+  private create(ref: string, first: FirstState): MemoryAgent {
     const { type, key } = parseAgentRef(ref)!;
-    this.agents.set(ref, {
+    const agent: MemoryAgent = {
       type,
       key,
       state: first.state,
@@ -166,8 +161,9 @@ export class MemoryAgentStore implements AgentStore {
       seq: 0,
       incarnation: first.incarnation,
       failed: [],
-    });
-    return true;
+    };
+    this.agents.set(ref, agent);
+    return agent;
   }
 
   async redeliver(ref: string, messageId: string): Promise<boolean> {
