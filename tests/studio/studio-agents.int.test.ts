@@ -30,6 +30,7 @@ it("lists agents, shows one's state, turns and dead letters, and redelivers a de
   await page.getByTestId('agent-type').fill('st-tally');
   await page.getByRole('link', { name: ref }).click();
   await page.getByTestId('agent-turns').filter({ hasText: /^2$/ }).waitFor();
+  await page.getByTestId('agent-inbox').filter({ hasText: 'of 100' }).waitFor(); // its type's capacity
   await page.getByRole('tree').or(page.getByLabel("The agent's state")).first().waitFor();
   await page.getByTestId('turn-1').filter({ hasText: 'completed' }).filter({ hasText: '"/total"' }).waitFor();
   await page.getByTestId('turn-2').filter({ hasText: 'failed' }).waitFor();

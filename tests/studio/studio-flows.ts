@@ -266,7 +266,11 @@ class Tally extends Node<{ total: number }> {
     if (body.remindInMs !== undefined) this.remind('recount', { afterMs: body.remindInMs });
   }
 }
-export const tally = defineAgent('st-tally', { state: () => ({ total: 0 }), turn: () => new Tally({ name: 'tally' }) });
+export const tally = defineAgent('st-tally', {
+  state: () => ({ total: 0 }),
+  turn: () => new Tally({ name: 'tally' }),
+  capacity: 100, // the agent page shows its inbox against it
+});
 
 /** Every agent of the studio's tests: the tally, and the team of the Conversations page (studio-team.ts). */
 export const studioAgents = [tally, ...team];

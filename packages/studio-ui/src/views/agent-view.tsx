@@ -54,7 +54,23 @@ export function AgentView({ address }: { address: string }) {
         <dt>Turns</dt>
         <dd data-testid="agent-turns">{info.turns}</dd>
         <dt>Inbox</dt>
-        <dd data-testid="agent-inbox">{plural(info.inbox, 'message')}</dd>
+        <dd data-testid="agent-inbox">
+          {plural(info.inbox, 'message')}
+          {info.capacity !== undefined && (
+            <>
+              {' '}
+              of {info.capacity}
+              {info.inbox >= info.capacity && (
+                <>
+                  {' '}
+                  <span class="badge mailbox-full" title="sends to it are refused (MAILBOX_FULL) or parked">
+                    full
+                  </span>
+                </>
+              )}
+            </>
+          )}
+        </dd>
         <dt>Running</dt>
         <dd>
           {info.running ? (
