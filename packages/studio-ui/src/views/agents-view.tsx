@@ -3,6 +3,7 @@ import { Link } from 'wouter-preact';
 import { useAgents } from '../api/queries';
 import { Problem } from '../components/problem';
 import { useTitle } from '../components/use-title';
+import { CursorPager } from '../components/cursor-pager';
 
 /** The href of an agent's page (its address holds ':' and '/': encoded as one path segment). */
 export function agentHref(ref: string): string {
@@ -71,18 +72,12 @@ export function AgentsView() {
               </tbody>
             </table>
           </div>
-          <p>
-            {cursors.length > 0 && (
-              <button type="button" onClick={() => setCursors(cursors.slice(0, -1))}>
-                Previous
-              </button>
-            )}{' '}
-            {agents.data.cursor && (
-              <button type="button" onClick={() => setCursors([...cursors, agents.data!.cursor!])}>
-                Next
-              </button>
-            )}
-          </p>
+          <CursorPager
+            cursors={cursors}
+            next={agents.data.cursor}
+            onCursors={setCursors}
+            labels={['Previous', 'Next']}
+          />
         </>
       )}
     </section>

@@ -8,6 +8,7 @@ import { Problem } from '../components/problem';
 import { TimeAgo } from '../components/time-text';
 import { useNow } from '../components/use-now';
 import { useTitle } from '../components/use-title';
+import { CursorPager } from '../components/cursor-pager';
 
 /** The href of a conversation's page (its id may hold '/' and '~': encoded as one path segment). */
 export function conversationHref(id: string): string {
@@ -119,18 +120,12 @@ export function ConversationsView() {
               </tbody>
             </table>
           </div>
-          <p>
-            {cursors.length > 0 && (
-              <button type="button" onClick={() => setCursors(cursors.slice(0, -1))}>
-                Newer
-              </button>
-            )}{' '}
-            {conversations.data.cursor && (
-              <button type="button" onClick={() => setCursors([...cursors, conversations.data!.cursor!])}>
-                Older
-              </button>
-            )}
-          </p>
+          <CursorPager
+            cursors={cursors}
+            next={conversations.data.cursor}
+            onCursors={setCursors}
+            labels={['Newer', 'Older']}
+          />
         </>
       )}
     </section>
