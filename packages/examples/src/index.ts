@@ -111,13 +111,6 @@ export {
   type ListState,
   type ModeratorState,
 } from './desk/desk-agents.js';
-export {
-  readCorpusMails,
-  deskSample,
-  threadKeyOf,
-  normalSubject,
-  listKeyOf,
-  DESK_SAMPLE_SIZE,
-  type DeskMail,
-} from './desk/desk-mail.js';
+export { readCorpusMails, deskSample, listKeyOf, DESK_SAMPLE_SIZE, type DeskMail } from './desk/desk-mail.js';
+export { MailThreads, threadKeyOf, normalSubject, type ThreadHeaders } from './desk/mail-threads.js';
 export { runDesk, type DeskOptions, type DeskResult, type KeyedState } from './desk/run-desk.js';

@@ -13,7 +13,7 @@ import {
   type SenderState,
   type ThreadState,
 } from './desk-agents.js';
-import { agentKeyOf } from './desk-mail.js';
+import { agentKeyOf } from './agent-key.js';
 
 export interface DeskOptions {
   /** Mails triaged at once (each an ask to its triage agent). */
