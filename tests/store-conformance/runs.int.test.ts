@@ -1,13 +1,14 @@
 /**
  * Store conformance: a run's record. `create` writes a `queued` record; `discard` removes one;
  * `load` and `position` read it; `loadForStep` reads it for a step and marks a queued run
- * `running` only when its flow and graph fingerprint are among those the worker runs. A store
+ * `running` only when its flow and graph fingerprint are among those the worker runs; a run made
+ * `takenBy` a worker is `running` at once, its first step among the worker's taken tasks. A store
  * keeps values, not the caller's objects: what it was given is stored as it was at the call, and
  * a record it returns is the caller's to change.
  */
 import { describe, expect, it } from 'vitest';
 import type { RunError } from '@queueflow/runtime';
-import type { ParkRequest, StepReplay, StepTarget } from '@queueflow/runtime/kernel';
+import { newRunRecord, type ParkRequest, type StepReplay, type StepTarget } from '@queueflow/runtime/kernel';
 import {
   FINGERPRINT,
   FLOW,
@@ -46,6 +47,18 @@ describe.each(stores)('%s: create, discard, load, position, loadForStep', (name)
       parkCount: 0,
       replay: { sent: 0 },
     });
+  });
+
+  it('create with takenBy writes a running record, as newRunRecord makes it, and the first step taken', async () => {
+    const h = await open();
+    const run = { ...h.newRun({ checkpoint: checkpoint({ n: 1 }), target: target('a') }), takenBy: 'w1' };
+    await h.store.create(run);
+
+    expect(await h.store.load(run.id)).toEqual(newRunRecord(run));
+    expect(await h.store.load(run.id)).toMatchObject({ status: 'running', startedAt: run.now });
+    // Should w1 die before it runs the step, a survivor claims the step's task.
+    expect(await h.store.claimTaken('w2')).toEqual([]);
+    expect(await h.store.claimTaken('w1')).toEqual([`${run.id}-0`]);
   });
 
   it('an unknown run is undefined to load, position, loadForStep and record', async () => {

@@ -41,6 +41,7 @@ export {
   childOutcomeOf,
   wakeId,
   isFinal,
+  newRunRecord,
   MAX_ERRORS_KEPT,
   DEFAULT_MAX_STREAM_ENTRIES,
 } from './kernel/run-store.js';

@@ -31,6 +31,7 @@ import {
   childOutcomeOf,
   childRunId,
   isFinal,
+  taskId,
   type OutgoingMessage,
   type ReopenReply,
   type StoredMailbox,
@@ -353,7 +354,7 @@ export class RedisRunStore implements RunStore {
       'fingerprint',
       run.fingerprint,
       'status',
-      'queued',
+      run.takenBy === undefined ? 'queued' : 'running',
       'step',
       0,
       'attempt',
@@ -371,7 +372,12 @@ export class RedisRunStore implements RunStore {
     if (run.trace !== undefined) fields.push('trace', run.trace);
     if (run.priority !== undefined) fields.push('priority', run.priority);
     if (run.turn !== undefined) fields.push('turn', JSON.stringify(run.turn));
+    if (run.takenBy !== undefined) {
+      fields.push('startedAt', run.now);
+      keys.push(at.taken(run.takenBy));
+    }
     const options = {
+      ...(run.takenBy === undefined ? {} : { taken: firstStepTaskId(run.id), takenKey: keys.length }),
       id: run.id,
       now: String(run.now),
       changes: this.home.changes(),
@@ -1032,10 +1038,6 @@ export class RedisRunStore implements RunStore {
     await this.redis.workerRegistry(this.home.workers(), this.home.workersSeen(), 'remove', id);
   }
 
-  async takeTask(worker: string, runId: string, taskId: string): Promise<void> {
-    await this.redis.sadd(this.keysOf(runId).taken(worker), taskId);
-  }
-
   async releaseTaken(worker: string, wakeIds: readonly string[]): Promise<void> {
     // Each task is in a taken set of its own partition (a child's first step is taken where the
     // child is made; a wake of a mailbox of the run's partition, by its run's transition), or of
@@ -1481,4 +1483,9 @@ function childEndedResult(code: number, first: number, count: number): ChildEnde
     default:
       return { type: 'ignored' };
   }
+}
+
+/** The task id of a run's first step (`<run id>-0`), as scheduler.ts `taskId` makes it. */
+function firstStepTaskId(runId: string): string {
+  return taskId({ type: 'step', runId, step: 0 });
 }

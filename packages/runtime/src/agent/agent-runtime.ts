@@ -187,10 +187,11 @@ export class AgentRuntime {
           turn: { agent: ref, turn: current.turn, message: current.message },
         };
         if (taker?.runs(run.target)) {
-          // Made here, run by the caller's chain. Should it die before it takes the run, recover()
-          // adds its task; after, a survivor starts it (the worker's taken tasks).
-          await this.runs.create({ ...run, now: this.options.clock.now() });
-          await taker.take({ runId: run.id, target: run.target, priority: run.priority });
+          // Made here, taken by the caller's chain in the same transition: should its worker die
+          // before it runs the turn, a survivor starts it (the worker's taken tasks).
+          const turn = { ...run, now: this.options.clock.now(), takenBy: taker.worker };
+          await this.runs.create(turn);
+          taker.take(turn);
         } else {
           await startRun(this.runs, this.scheduler, run, this.options.clock.now());
         }

@@ -174,12 +174,6 @@ export interface RunStore {
    */
   releaseTaken(worker: string, taskIds: readonly string[]): Promise<void>;
   /**
-   * Records that `worker` took task `taskId` of run `runId` to run itself, with no task in the
-   * scheduler (an agent's next turn, made by the end of the turn before it): should the worker die
-   * first, {@link claimTaken} gives it to a survivor.
-   */
-  takeTask(worker: string, runId: string, taskId: string): Promise<void>;
-  /**
    * Takes every task id `worker` took and had not released (a dead worker's, to make them due
    * now): wake ids and child runs' first step task ids.
    */
@@ -347,6 +341,13 @@ export interface NewRun {
   priority?: number;
   /** A turn of a keyed agent: the agent, the turn's number and its message (agent-runtime.ts). */
   turn?: AgentTurn;
+  /**
+   * The worker that runs the first step itself, in the slot of the step whose commit made the run
+   * (an agent's next turn, see TurnTaker): the run is created `running`, and its first step's task
+   * is recorded among that worker's taken tasks in the same transition, so that a survivor starts it
+   * should the worker die first ({@link RunStore.claimTaken}).
+   */
+  takenBy?: string;
 }
 
 /** A run's record as a store holds it. Times are epoch ms. */
@@ -403,6 +404,32 @@ export interface StoredRun {
   priority?: number;
   /** A turn of a keyed agent (see {@link NewRun.turn}). */
   turn?: AgentTurn;
+}
+
+/**
+ * The record {@link RunStore.create} makes of `run`, as {@link RunStore.loadForStep} would read it
+ * back: what a caller that made a run and runs its first step itself starts from.
+ */
+export function newRunRecord(run: NewRun): StoredRun {
+  return {
+    id: run.id,
+    flow: run.flow,
+    fingerprint: run.fingerprint,
+    status: run.takenBy === undefined ? 'queued' : 'running',
+    step: 0,
+    attempt: 0,
+    checkpoint: run.checkpoint,
+    target: { ...run.target },
+    createdAt: run.now,
+    ...(run.takenBy === undefined ? {} : { startedAt: run.now }),
+    updatedAt: run.now,
+    parkCount: 0,
+    replay: { sent: 0 },
+    ...(run.forkedFrom ? { forkedFrom: { ...run.forkedFrom } } : {}),
+    ...(run.trace === undefined ? {} : { trace: run.trace }),
+    ...(run.priority === undefined ? {} : { priority: run.priority }),
+    ...(run.turn === undefined ? {} : { turn: run.turn }),
+  };
 }
 
 /** A run as {@link RunStore.loadForStep} reads it for a step. */

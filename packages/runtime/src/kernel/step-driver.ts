@@ -25,10 +25,12 @@ import { stepRecord } from './step-history.js';
 import { StepStream } from './step-stream.js';
 import {
   isFinal,
+  newRunRecord,
   type CommitFields,
   type CommitMode,
   type CommitResult,
   type LoadedRun,
+  type NewRun,
   type RunStore,
   type Runnable,
   type StoredRun,
@@ -94,13 +96,16 @@ export interface StepDriverOptions {
 
 /**
  * A chain that runs an agent's next turn itself, in the slot of the turn that ended: the turn's
- * run is made, then taken (recorded among the worker's taken tasks, so that a survivor starts it
- * should the worker die first).
+ * run is made taken by `worker` (NewRun.takenBy: running, among the worker's taken tasks, so that
+ * a survivor starts it should the worker die first), then handed to the chain.
  */
 export interface TurnTaker {
+  /** The worker whose chain runs the turn. */
+  readonly worker: string;
   /** Whether it runs a turn whose first step is `target` (its queue). */
   runs(target: StepTarget): boolean;
-  take(turn: ChildStart): Promise<void>;
+  /** Run `turn`, made taken by {@link TurnTaker.worker}, next: its first step starts from `turn` as made. */
+  take(turn: NewRun): void;
 }
 
 /** What the step driver tells keyed agents (AgentRuntime implements it). */
@@ -1067,10 +1072,12 @@ export class StepDriver {
     const agents = this.options.agents;
     if (!agents) return;
     const taker: TurnTaker | undefined = chain && {
+      worker: this.workerId!,
       runs: (target) => queueOf(target) === chain.queue,
-      take: async (turn) => {
-        await this.store.takeTask(this.workerId!, turn.runId, taskId(stepTaskOf(turn.runId, 0)));
-        chain.children.push(turn);
+      take: (turn) => {
+        // Its first step needs no read of the run just made (as a step after this driver's commit).
+        this.runs.remember(newRunRecord(turn));
+        chain.children.push({ runId: turn.id, target: turn.target, priority: turn.priority });
       },
     };
     // The key's next turn runs in this chain, in the slot of the turn that ended (as a fan-out

@@ -29,6 +29,7 @@ import {
   childOutcomeOf,
   childRunId,
   isFinal,
+  newRunRecord,
   wakeId,
   type LoadedRun,
   type ReopenReply,
@@ -167,24 +168,7 @@ export class MemoryRunStore implements RunStore, RunEventSource {
       this.idempotency.set(run.idempotencyKey, run.id);
     }
     this.runs.set(run.id, {
-      run: {
-        id: run.id,
-        flow: run.flow,
-        fingerprint: run.fingerprint,
-        status: 'queued',
-        step: 0,
-        attempt: 0,
-        checkpoint: run.checkpoint,
-        target: { ...run.target },
-        createdAt: run.now,
-        updatedAt: run.now,
-        parkCount: 0,
-        replay: { sent: 0 },
-        ...(run.forkedFrom ? { forkedFrom: { ...run.forkedFrom } } : {}),
-        ...(run.trace === undefined ? {} : { trace: run.trace }),
-        ...(run.priority === undefined ? {} : { priority: run.priority }),
-        ...(run.turn === undefined ? {} : { turn: run.turn }),
-      },
+      run: newRunRecord(run),
       errors: [],
       conflicts: [],
       outcomes: new Map(),
@@ -194,6 +178,7 @@ export class MemoryRunStore implements RunStore, RunEventSource {
       ...(run.idempotencyKey === undefined ? {} : { idempotencyKey: run.idempotencyKey }),
     });
     this.claim(run.id, run.values);
+    if (run.takenBy !== undefined) this.addTaken(run.takenBy, taskId({ type: 'step', runId: run.id, step: 0 }));
     this.changed(run.id);
     return { created: true };
   }
@@ -662,11 +647,6 @@ export class MemoryRunStore implements RunStore, RunEventSource {
     if (wake === undefined) return {};
     this.addTaken(worker!, wake);
     return { taken: wake };
-  }
-
-  /** Adds a task id to those `worker` took (see RunStore.claimTaken). */
-  async takeTask(worker: string, _runId: string, taskId: string): Promise<void> {
-    this.addTaken(worker, taskId);
   }
 
   private addTaken(worker: string, id: string): void {

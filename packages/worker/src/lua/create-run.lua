@@ -9,11 +9,12 @@
   KEYS[3] runs sequence (a counter: orders runs created in the same millisecond)
   KEYS[4] the partition's settings hash (field `partitions`)
   KEYS[5] (with an idempotency key) the key's string key
+  KEYS[takenKey] (a run its maker runs itself, NewRun.takenBy) that worker's taken tasks (a set)
 
   ARGV[1] options, JSON: id, now (epoch ms), changes (channel), runPrefix, partitions (the count
           the caller took), fields (how many ARGV the record's fields take), values (hashes of the
           values stored apart its checkpoint references, claimed for it), valuePrefix,
-          valuesSuffix (redis-keys.ts)
+          valuesSuffix (redis-keys.ts), taken (the first step's task id, which joins KEYS[takenKey])
   ARGV[2..1 + fields] the record's fields and values (flow, fingerprint, checkpoint, target, ...)
   ARGV[2 + fields..] hash, staging key pairs: the texts of `values` (stagedValues)
 
@@ -24,7 +25,8 @@ local o = cjson.decode(ARGV[1])
 local count = redis.call('HGET', KEYS[4], 'partitions')
 if not count then return { -2 } end
 if count ~= tostring(o.partitions) then return { -1, count } end
-if KEYS[5] then
+local idempotencyKey = KEYS[5] ~= nil and o.takenKey ~= 5
+if idempotencyKey then
   local holder = redis.call('GET', KEYS[5])
   if holder and redis.call('EXISTS', o.runPrefix .. holder) == 1 then return { 0, holder } end
   redis.call('SET', KEYS[5], o.id)
@@ -32,7 +34,8 @@ end
 local fields = {}
 for i = 2, 1 + (o.fields or (#ARGV - 1)) do fields[#fields + 1] = ARGV[i] end
 redis.call('HSET', KEYS[1], unpack(fields))
-if KEYS[5] then redis.call('HSET', KEYS[1], 'idempotencyKey', KEYS[5]) end
+if idempotencyKey then redis.call('HSET', KEYS[1], 'idempotencyKey', KEYS[5]) end
+if o.taken then redis.call('SADD', KEYS[o.takenKey], o.taken) end
 if o.fields then claimValues(KEYS[1], o.id, o.values, stagedValues(2 + o.fields), o) end
 -- The score is the creation time in ms plus a sequence fraction (2048ths: exact in a double for
 -- epoch ms), so runs created in the same millisecond stay in creation order.
