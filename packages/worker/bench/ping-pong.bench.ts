@@ -1,6 +1,11 @@
 /**
- * Mailbox round trip: a ping-pong between two agents on RedisEngine vs a raw Redis LPUSH/BRPOP
- * ping-pong between two processes, on the same Redis. Printed per round trip, with the ratio.
+ * Mailbox round trip: a ping-pong on RedisEngine vs a raw Redis LPUSH/BRPOP ping-pong between two
+ * processes, on the same Redis. Printed per round trip, with the ratio, for two kinds of party:
+ * - run to run: two runs that loop on a mailbox address (below);
+ * - agent to agent: two keyed agents (README "Agents"). The asker's turn asks the answerer
+ *   `exchanges` times in a loop (each `ask` parks the turn); each question is one turn of the
+ *   answerer, which replies. A round trip is a turn of the answerer (activated by the question, its
+ *   run made, its reply committed with the turn's end) and a wake of the asker's turn.
  *
  * - queueflow: two runs, `pinger` (each step `ask`s the ponger and waits for the answer) and
  *   `ponger` (each step receives a question and `reply`s), on TWO WORKER PROCESSES (this file
@@ -39,7 +44,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { Redis } from 'ioredis';
 import { nanoid } from 'nanoid';
-import { defineFlow, Flow, Node, setWarningHandler, type Message } from '@queueflow/runtime';
+import { defineAgent, defineFlow, Flow, Node, setWarningHandler, type Message } from '@queueflow/runtime';
 import { RedisEngine, startWorker } from '../src/index.js';
 import { deleteKeys, redisUrl } from './bench-support.js';
 import { countRedisCommands, perUnit, type CommandCounts as Counts } from './redis-command-counter.js';
@@ -99,6 +104,62 @@ function looping(node: Node<PingShared, PingParams>): Flow {
 const pinger = defineFlow('bench-pinger', () => looping(new Ping({ name: 'ping' })));
 const ponger = defineFlow('bench-ponger', () => looping(new Pong({ name: 'pong' })));
 
+// --- the two keyed agents ------------------------------------------------------------------------
+
+interface AskerState {
+  n: number;
+}
+/** What the asker's turn is asked to do: `limit` round trips with `answerer`. */
+interface Game {
+  answerer: string;
+  limit: number;
+}
+
+class AskLoop extends Node<AskerState> {
+  override prep(state: AskerState): Promise<Message | undefined> {
+    return this.ask((this.message!.body as unknown as Game).answerer, { n: state.n });
+  }
+  override post(state: AskerState, answer: Message | undefined): string {
+    if ((answer?.body as { n: number } | undefined)?.n !== state.n)
+      throw new Error(`answer ${JSON.stringify(answer?.body)} to question ${state.n}`);
+    state.n += 1;
+    return state.n < (this.message!.body as unknown as Game).limit ? 'again' : 'done';
+  }
+}
+
+/** The asker's turn: counts from 0, asks until the game's limit, then answers whoever started it. */
+const asker = defineAgent('bench-asker', {
+  state: (): AskerState => ({ n: 0 }),
+  turn: () => {
+    const start = new (class extends Node<AskerState> {
+      override prep(state: AskerState): void {
+        state.n = 0;
+      }
+    })({ name: 'start' });
+    const loop = new AskLoop({ name: 'ask' });
+    const done = new (class extends Node<AskerState> {
+      override async post(state: AskerState): Promise<void> {
+        await this.reply(this.message!, { n: state.n });
+      }
+    })({ name: 'done' });
+    start.next(loop);
+    loop.on('again', loop);
+    loop.on('done', done);
+    return new Flow(start);
+  },
+});
+
+/** The answerer: each question is a turn that replies with the question's body. */
+const answerer = defineAgent('bench-answerer', {
+  state: () => ({}),
+  turn: () =>
+    new (class extends Node {
+      override async post(): Promise<void> {
+        await this.reply(this.message!, this.message!.body);
+      }
+    })({ name: 'answer' }),
+});
+
 // --- worker process: a queueflow worker that counts the Redis commands it sends ------------------
 
 async function workerRole(): Promise<void> {
@@ -107,6 +168,7 @@ async function workerRole(): Promise<void> {
   const worker = await startWorker({
     connection: redisUrl(),
     flows: [pinger, ponger],
+    agents: [asker, answerer],
     prefix: values.prefix!,
     concurrency: Number(values.concurrency),
   });
@@ -171,6 +233,17 @@ async function queueflowGame(engine: RedisEngine, exchanges: number): Promise<nu
   return ms / exchanges;
 }
 
+/** Milliseconds per round trip of `exchanges` asks of one asker agent to one answerer agent. */
+async function agentGame(engine: RedisEngine, exchanges: number): Promise<number> {
+  const game: Game = { answerer: answerer.ref(nanoid(8)), limit: exchanges };
+  const started = performance.now();
+  const done = await engine.ask(asker.ref(nanoid(8)), { ...game }, { timeoutMs: 600_000 });
+  const ms = performance.now() - started;
+  if ((done?.body as { n: number } | undefined)?.n !== exchanges)
+    throw new Error(`agent game ended with ${JSON.stringify(done?.body)}`);
+  return ms / exchanges;
+}
+
 /** Milliseconds per round trip of a raw LPUSH/BRPOP ping-pong with the raw process. */
 async function rawGame(redis: Redis, key: string, exchanges: number): Promise<number> {
   const started = performance.now();
@@ -191,23 +264,42 @@ async function main(): Promise<void> {
   const workerArgs = ['--prefix', prefix, '--concurrency', values.concurrency!];
 
   const workers = await Promise.all([spawnRole('worker', workerArgs), spawnRole('worker', workerArgs)]);
-  const engine = new RedisEngine({ connection: redisUrl(), flows: [pinger, ponger], prefix });
+  const engine = new RedisEngine({
+    connection: redisUrl(),
+    flows: [pinger, ponger],
+    agents: [asker, answerer],
+    prefix,
+  });
   const rawPong = await spawnRole('raw-pong', ['--key', key]);
   const redis = new Redis(redisUrl());
   const ours: number[] = [];
+  const agents: number[] = [];
   const raw: number[] = [];
   let counts: Counts = {};
+  let agentCounts: Counts = {};
+  /** Runs `game`, counting the commands both workers send meanwhile. */
+  const counted = async (game: () => Promise<number>): Promise<{ ms: number; counts: Counts }> => {
+    await Promise.all(workers.map((w) => ask(w, 'reset')));
+    const ms = await game();
+    const reports = await Promise.all(workers.map((w) => ask<{ counts: Counts }>(w, 'report')));
+    const sum: Counts = {};
+    for (const report of reports)
+      for (const [name, n] of Object.entries(report.counts)) sum[name] = (sum[name] ?? 0) + n;
+    return { ms, counts: sum };
+  };
   try {
-    await queueflowGame(engine, 50); // warm-up: scripts loaded, code hot
+    // Warm-up: scripts loaded, code hot.
+    await queueflowGame(engine, 50);
+    await agentGame(engine, 50);
     await rawGame(redis, key, 200);
     for (let round = 0; round < rounds; round++) {
       raw.push(await rawGame(redis, key, exchanges));
-      await Promise.all(workers.map((w) => ask(w, 'reset')));
-      ours.push(await queueflowGame(engine, exchanges));
-      const reports = await Promise.all(workers.map((w) => ask<{ counts: Counts }>(w, 'report')));
-      counts = {};
-      for (const report of reports)
-        for (const [name, n] of Object.entries(report.counts)) counts[name] = (counts[name] ?? 0) + n;
+      const runs = await counted(() => queueflowGame(engine, exchanges));
+      ours.push(runs.ms);
+      counts = runs.counts;
+      const keyed = await counted(() => agentGame(engine, exchanges));
+      agents.push(keyed.ms);
+      agentCounts = keyed.counts;
     }
   } finally {
     await redis.lpush(`${key}:ping`, 'stop');
@@ -237,8 +329,16 @@ async function main(): Promise<void> {
     `queueflow RedisEngine, ask/reply, 2 workers × ${values.concurrency} slots`,
     `${median(ours).toFixed(3)} ms per round trip`,
   );
+  line(
+    `queueflow RedisEngine, agent asks agent, 2 workers × ${values.concurrency} slots`,
+    `${median(agents).toFixed(3)} ms per round trip`,
+  );
   line('raw LPUSH/BRPOP, 2 processes', `${median(raw).toFixed(3)} ms per round trip`);
-  line('ratio', `${(median(ours) / median(raw)).toFixed(1)} (queueflow / raw; the bar is ≤ 3)`);
+  line('ratio, run to run', `${(median(ours) / median(raw)).toFixed(1)} (queueflow / raw; the bar is ≤ 3)`);
+  line(
+    'ratio, agent to agent',
+    `${(median(agents) / median(raw)).toFixed(1)} (queueflow / raw; the bars are ≤ 4 for issue 25, ≤ 3 for issue 29)`,
+  );
   recordFigure({
     name: 'ping-pong.run-to-run.ratio',
     value: median(ours) / median(raw),
@@ -255,10 +355,30 @@ async function main(): Promise<void> {
     better: 'lower',
   });
   line(
-    'Redis commands per round trip, both workers',
+    'Redis commands per round trip, both workers, run to run',
     `${cost.total.toFixed(1)} (raw: 4)${cost.pipelines > 0 ? `, in ${cost.pipelines.toFixed(1)} pipelines` : ''}`,
   );
   console.log(`    ${cost.byKind}`);
+  const agentCost = perUnit(agentCounts, exchanges, 1);
+  line(
+    'Redis commands per round trip, both workers, agent to agent',
+    `${agentCost.total.toFixed(1)} (raw: 4)${agentCost.pipelines > 0 ? `, in ${agentCost.pipelines.toFixed(1)} pipelines` : ''}`,
+  );
+  console.log(`    ${agentCost.byKind}`);
+  recordFigure({
+    name: 'ping-pong.agent-to-agent.ratio',
+    value: median(agents) / median(raw),
+    unit: '×',
+    better: 'lower',
+    bar: 3,
+  });
+  recordFigure({ name: 'ping-pong.agent-to-agent.queueflow', value: median(agents), unit: 'ms', better: 'lower' });
+  recordFigure({
+    name: 'ping-pong.agent-to-agent.commands',
+    value: agentCost.total,
+    unit: 'commands/round trip',
+    better: 'lower',
+  });
 }
 
 if (values.role === 'worker') await workerRole();

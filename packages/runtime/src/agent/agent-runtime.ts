@@ -138,14 +138,17 @@ export class AgentRuntime {
    * among them that is idle. An agent of a type this process lacks is left to a process that has
    * it (its inbox is due: {@link AgentRuntime.recover}).
    */
-  async delivered(addresses: Iterable<string>): Promise<void> {
+  async delivered(addresses: Iterable<string>, taker?: TurnTaker): Promise<void> {
     const ours = [...new Set(addresses)].filter((address) => this.types.has(parseAgentRef(address)?.type ?? ''));
     for (let first = 0; first < ours.length; first += ACTIVATION_WINDOW)
-      await Promise.all(ours.slice(first, first + ACTIVATION_WINDOW).map((ref) => this.activate(ref)));
+      await Promise.all(ours.slice(first, first + ACTIVATION_WINDOW).map((ref) => this.activate(ref, taker)));
   }
 
-  /** Starts a turn of agent `ref` if it is idle and has a message. */
-  async activate(ref: string): Promise<void> {
+  /**
+   * Starts a turn of agent `ref` if it is idle and has a message: run by `taker` when it claims it
+   * (a worker's chain, in the slot the sender left), else by its first step's task.
+   */
+  async activate(ref: string, taker?: TurnTaker): Promise<void> {
     const definition = this.types.get(parseAgentRef(ref)!.type)!;
     const first: FirstState = {
       state: JSON.stringify(firstState(definition)),
@@ -153,7 +156,7 @@ export class AgentRuntime {
       incarnation: newRunId(),
     };
     const activation = await this.store.activateAgent(ref, first, this.options.clock.now());
-    if (activation) await this.startTurn(ref, activation);
+    if (activation) await this.startTurn(ref, activation, false, taker);
   }
 
   /**
@@ -186,7 +189,7 @@ export class AgentRuntime {
           id: current.runId,
           turn: { agent: ref, turn: current.turn, message: current.message },
         };
-        if (taker?.runs(run.target)) {
+        if (taker?.claim(run.target)) {
           // Made here, taken by the caller's chain in the same transition: should its worker die
           // before it runs the turn, a survivor starts it (the worker's taken tasks).
           const turn = { ...run, now: this.options.clock.now(), takenBy: taker.worker };

@@ -102,8 +102,12 @@ export interface StepDriverOptions {
 export interface TurnTaker {
   /** The worker whose chain runs the turn. */
   readonly worker: string;
-  /** Whether it runs a turn whose first step is `target` (its queue). */
-  runs(target: StepTarget): boolean;
+  /**
+   * Whether it runs a turn whose first step is `target` (its queue): true at most once, for the
+   * caller that then makes the turn and {@link TurnTaker.take}s it. A chain runs one turn in the
+   * slot that came free; others get tasks, and spread over the workers.
+   */
+  claim(target: StepTarget): boolean;
   /** Run `turn`, made taken by {@link TurnTaker.worker}, next: its first step starts from `turn` as made. */
   take(turn: NewRun): void;
 }
@@ -115,8 +119,11 @@ export interface TurnHooks {
    * driver has it, else it is read from the run.
    */
   runEnded(run: StoredRun, shared?: JsonObject, taker?: TurnTaker): Promise<void>;
-  /** Messages reached these addresses in a transition this driver made (a commit or a park). */
-  delivered(addresses: string[]): Promise<void>;
+  /**
+   * Messages reached these addresses in a transition this driver made (a commit or a park); a
+   * `taker` runs one turn they start, in the slot the transition freed.
+   */
+  delivered(addresses: string[], taker?: TurnTaker): Promise<void>;
   /** The addresses a body published on `topic` goes to (this process's agent types). */
   subscribers(topic: string, body: Json): string[];
   /** A turn's step set or cancelled reminders of its agent (`this.remind`), about to commit. */
@@ -1014,7 +1021,12 @@ export class StepDriver {
       return;
     }
     if (reply.result !== 'committed') return;
-    if (outcome.outbox.length) await this.options.agents?.delivered(outcome.outbox.map((sent) => sent.address));
+    // The run left the slot: a turn its sends start (the agent it asks) may run there next.
+    if (outcome.outbox.length)
+      await this.options.agents?.delivered(
+        outcome.outbox.map((sent) => sent.address),
+        takes ? this.turnTaker(chain) : undefined,
+      );
     // A message was there already (it came while the step ran): wake now.
     if (reply.ready) await this.scheduler.promote([taskId(wake)]);
   }
@@ -1071,25 +1083,40 @@ export class StepDriver {
   ): Promise<void> {
     const agents = this.options.agents;
     if (!agents) return;
-    const taker: TurnTaker | undefined = chain && {
-      worker: this.workerId!,
-      runs: (target) => queueOf(target) === chain.queue,
-      take: (turn) => {
-        // Its first step needs no read of the run just made (as a step after this driver's commit).
-        this.runs.remember(newRunRecord(turn));
-        chain.children.push({ runId: turn.id, target: turn.target, priority: turn.priority });
-      },
-    };
-    // The key's next turn runs in this chain, in the slot of the turn that ended (as a fan-out
-    // child's next sibling does): no task, no scheduler round.
-    if (run.turn && (mode === 'completed' || mode === 'failed'))
+    const ended = mode === 'completed' || mode === 'failed';
+    // One turn runs next in this chain, in the slot of the run that ended (as a fan-out child's
+    // next sibling does): no task, no scheduler round. The key's own next turn first, else one
+    // that the run's sends started. A run that goes on keeps the slot: its sends' turns get tasks.
+    const taker = chain && ended ? this.turnTaker(chain) : undefined;
+    if (run.turn && ended)
       await agents.runEnded(
         { ...run, status: mode, ...(fields.runError ? { error: fields.runError } : {}) },
         shared,
         taker,
       );
     if ((mode === 'next' || mode === 'completed') && fields.outbox?.length)
-      await agents.delivered(fields.outbox.map((sent) => sent.address));
+      await agents.delivered(
+        fields.outbox.map((sent) => sent.address),
+        taker,
+      );
+  }
+
+  /** Runs one agent turn next in `chain` (see TurnTaker), made taken by this worker. */
+  private turnTaker(chain: StepChain): TurnTaker {
+    let claimed = false;
+    return {
+      worker: this.workerId!,
+      claim: (target) => {
+        if (claimed || queueOf(target) !== chain.queue) return false;
+        claimed = true;
+        return true;
+      },
+      take: (turn) => {
+        // Its first step needs no read of the run just made (as a step after this driver's commit).
+        this.runs.remember(newRunRecord(turn));
+        chain.children.push({ runId: turn.id, target: turn.target, priority: turn.priority });
+      },
+    };
   }
 
   /**
