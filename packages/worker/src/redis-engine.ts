@@ -366,6 +366,15 @@ export class RedisEngine implements Engine {
     return this.call((client) => client.queues());
   }
 
+  /**
+   * The deployment's partitions (README "Scaling out"): the stored count when this engine
+   * connected, else the one it stores at its first write. `indexOfAddress` says where a mailbox,
+   * and so an agent, lives: a message between two partitions is a hand-off.
+   */
+  async deploymentPartitions(): Promise<Partitions> {
+    return this.withConnection(async ({ partitions }) => partitions);
+  }
+
   /** @see Engine.mailboxes */
   async mailboxes(options?: MailboxesOptions): Promise<MailboxInfo[]> {
     return this.call((client) => client.mailboxes(options));
