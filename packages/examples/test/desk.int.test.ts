@@ -2,7 +2,9 @@
  * The mail desk (issue 28): the same 200 corpus mails replayed into the desk's agents embedded
  * (LocalEngine) and on two worker processes, one of them SIGKILLed while the mails are triaged
  * (a third takes its place). Every thread, sender and list agent ends in the same state, and no
- * mail is lost or counted twice: each sender's counts add up to the mails triaged.
+ * mail is lost or counted twice: each sender's counts add up to the mails triaged. And 100 of them
+ * on a worker of the suite's 3-master Redis Cluster: the same states as embedded, and the messages
+ * between partitions counted.
  */
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -17,11 +19,13 @@ import {
   type DeskMail,
   type DeskResult,
 } from '../src/index.js';
-import { deletePrefix, redisUrl, testPrefix } from '../../../tests/support/test-redis.js';
+import { deletePrefix, redisClusterUrls, redisUrl, testPrefix } from '../../../tests/support/test-redis.js';
 import { spawnWorker, stopWorkers, type WorkerProcess } from '../../../tests/support/worker-process.js';
 
 const FLOWS = fileURLToPath(new URL('../src/flows.ts', import.meta.url));
 const MAILS = 200;
+/** Mails of the cluster case (the first of the sample): enough for threads, lists and partitions. */
+const CLUSTER_MAILS = 100;
 
 /** What must not depend on where and in which order the turns ran (a list's digests do). */
 function comparable(result: DeskResult): object {
@@ -36,6 +40,7 @@ describe('the mail desk', () => {
   let mails: DeskMail[] = [];
   let embedded: DeskResult;
   const prefix = testPrefix('desk');
+  const clusterPrefix = testPrefix('desk-cluster');
   const workers: WorkerProcess[] = [];
 
   beforeAll(async () => {
@@ -45,6 +50,7 @@ describe('the mail desk', () => {
   afterAll(async () => {
     await stopWorkers(workers);
     await deletePrefix(redisUrl(), prefix);
+    await deletePrefix({ cluster: redisClusterUrls() }, clusterPrefix);
   });
 
   it('embedded: every mail reaches its thread, sender and list once', async () => {
@@ -104,4 +110,38 @@ describe('the mail desk', () => {
       await engine.close();
     }
   }, 240_000);
+
+  it('on a worker of a Redis Cluster: the same states, and the messages between partitions counted', async () => {
+    const sample = mails.slice(0, CLUSTER_MAILS);
+    const local = new LocalEngine({ flows: [scriptedReviewer], agents: deskAgents });
+    let expected: DeskResult;
+    try {
+      expected = await runDesk(local, sample, { inFlight: 16, turnBudget: 8 });
+    } finally {
+      await local.close();
+    }
+    const cluster = redisClusterUrls();
+    workers.push(
+      await spawnWorker({ flows: FLOWS, redisUrl: redisUrl(), cluster, prefix: clusterPrefix, concurrency: 8 }),
+    );
+    const engine = new RedisEngine({
+      connection: { cluster },
+      prefix: clusterPrefix,
+      flows: [scriptedReviewer],
+      agents: deskAgents,
+    });
+    try {
+      const partitions = await engine.deploymentPartitions();
+      const distributed = await runDesk(engine, sample, { inFlight: 16, turnBudget: 8, partitions });
+      expect(comparable(distributed)).toEqual(comparable(expected));
+      const triaged = distributed.ham + distributed.spam;
+      expect(distributed.crossPartition).toMatchObject({ partitions: 16 });
+      // Each triaged mail went to its thread and sender at least; most between partitions.
+      expect(distributed.crossPartition!.messages).toBeGreaterThanOrEqual(2 * triaged);
+      expect(distributed.crossPartition!.crossing).toBeGreaterThan(distributed.crossPartition!.messages / 2);
+      expect(expected.crossPartition).toBeUndefined();
+    } finally {
+      await engine.close();
+    }
+  }, 180_000);
 });

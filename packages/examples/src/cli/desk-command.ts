@@ -3,7 +3,7 @@ import { RedisEngine } from '@queueflow/worker';
 import { deskAgents, scriptedReviewer } from '../desk/desk-agents.js';
 import { DESK_SAMPLE_SIZE, deskSample, readCorpusMails } from '../desk/desk-mail.js';
 import { formatDeskReport, writeDeskFiles } from '../desk/desk-report.js';
-import { checkFreshEngine, runDesk } from '../desk/run-desk.js';
+import { checkFreshEngine, runDesk, type DeskOptions } from '../desk/run-desk.js';
 import { createProgressBar } from './progress-bar.js';
 import { serveStudio } from './serve-studio.js';
 import { redactUrl } from './redact-url.js';
@@ -18,6 +18,8 @@ export interface DeskCommandOptions {
   all?: boolean | undefined;
   /** Run on the workers of this Redis instead of embedded. */
   redis?: string | undefined;
+  /** Run on the workers of this Redis Cluster (its startup node URLs) instead of embedded. */
+  cluster?: string[] | undefined;
   prefix: string;
   progress: boolean;
   /** Mails triaged at once. */
@@ -34,26 +36,35 @@ export interface DeskCommandOptions {
 
 /**
  * `npm start -- --desk`: replays the corpus in date order as a mail stream into the desk's agents,
- * embedded (LocalEngine, with `--studio` served for it) or on the workers of `--redis`, then
+ * embedded (LocalEngine, with `--studio` served for it) or on the workers of `--redis` or
+ * `--cluster`, then
  * prints the report and writes the agents' final states under `out/desk/`.
  */
 export async function runDeskCommand(options: DeskCommandOptions): Promise<void> {
-  const distributed = options.redis !== undefined;
-  const engine: Engine = distributed
+  const redis = options.cluster ? undefined : options.redis;
+  const distributed = redis !== undefined || options.cluster !== undefined;
+  const where = options.cluster
+    ? `the Redis Cluster ${options.cluster.map(redactUrl).join(',')}`
+    : redis === undefined
+      ? ''
+      : redactUrl(redis);
+  const engine: Engine | RedisEngine = distributed
     ? new RedisEngine({
-        connection: options.redis!,
+        connection: options.cluster ? { cluster: options.cluster } : redis!,
         prefix: options.prefix,
         flows: [scriptedReviewer],
         agents: deskAgents,
       })
     : new LocalEngine({ flows: [scriptedReviewer], agents: deskAgents });
+  let partitions: DeskOptions['partitions'];
   try {
     await checkFreshEngine(engine);
     if (distributed && (await engine.workers()).length === 0)
       throw new Error(
-        `no queueflow worker serves ${redactUrl(options.redis!)} with prefix ${options.prefix}: start one (or more) with ` +
-          `npx queueflow worker --flows packages/examples/dist/flows.js --redis <url> --prefix '${options.prefix}'`,
+        `no queueflow worker serves ${where} with prefix ${options.prefix}: start one (or more) with ` +
+          `npx queueflow worker --flows packages/examples/dist/flows.js ${options.cluster ? '--cluster <urls>' : '--redis <url>'} --prefix '${options.prefix}'`,
       );
+    if (engine instanceof RedisEngine) partitions = await engine.deploymentPartitions();
   } catch (error) {
     await engine.close();
     throw error;
@@ -74,7 +85,7 @@ export async function runDeskCommand(options: DeskCommandOptions): Promise<void>
   const inFlight = options.concurrency ?? (distributed ? 64 : 16);
   console.error(
     `queueflow mail desk: ${selected.length} of the corpus's ${mails.length} dated mails in date order${options.all ? '' : ' from August 2002 (--all: every one)'}, ` +
-      `${distributed ? `on queueflow workers (${redactUrl(options.redis!)}, prefix ${options.prefix})` : 'embedded'}, ${inFlight} mails in flight`,
+      `${distributed ? `on queueflow workers (${where}, prefix ${options.prefix}${partitions && partitions.count > 1 ? `, ${partitions.count} partitions` : ''})` : 'embedded'}, ${inFlight} mails in flight`,
   );
   const bar = createProgressBar(selected.length, options.progress, { many: 'mails triaged', short: 'mails' });
   try {
@@ -82,12 +93,16 @@ export async function runDeskCommand(options: DeskCommandOptions): Promise<void>
       inFlight,
       turnBudget: TURN_BUDGET,
       onProgress: (done, total) => bar.update(done, total),
+      ...(partitions ? { partitions } : {}),
       ...(studio ? { reviewer: 'person' as const } : {}),
     });
     bar.stop();
     const files = await writeDeskFiles(result, resolveUserPath(options.out ?? 'out/desk'));
     console.log(
-      formatDeskReport(result, { title: `queueflow mail desk (${distributed ? 'distributed' : 'embedded'})`, files }),
+      formatDeskReport(result, {
+        title: `queueflow mail desk (${options.cluster ? 'distributed, Redis Cluster' : distributed ? 'distributed' : 'embedded'})`,
+        files,
+      }),
     );
     if (studio) {
       console.error(`queueflow studio stays open at ${studio.url}: Ctrl-C closes it`);

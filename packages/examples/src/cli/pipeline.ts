@@ -40,6 +40,7 @@ interface CliOptions {
   studio?: boolean;
   studioPort: number;
   desk?: boolean;
+  cluster?: string[];
 }
 
 /** Documents in flight by default with `--redis`: enough to keep several workers' slots busy. */
@@ -96,7 +97,15 @@ const program = new Command()
     'run on the queueflow workers using this Redis (redis:// or rediss://) instead of in this process; ' +
       'start them with: npx queueflow worker --flows packages/examples/dist/flows.js --redis <url>',
   )
-  .option('--prefix <prefix>', "with --redis: the workers' key prefix", keyPrefix, '{qf}')
+  .addOption(
+    new Option(
+      '--cluster <urls>',
+      'with --desk: run on the queueflow workers of this Redis Cluster (startup node URLs, comma-separated) instead of in this process',
+    )
+      .argParser(clusterUrls)
+      .conflicts(['redis', 'studio']),
+  )
+  .option('--prefix <prefix>', "with --redis or --cluster: the workers' key prefix", keyPrefix, '{qf}')
   .addOption(
     new Option(
       '--studio',
@@ -107,9 +116,23 @@ const program = new Command()
   .addOption(
     new Option(
       '--desk',
-      `the mail desk instead: replay the corpus in date order into a team of keyed agents (threads, senders, lists, a moderator); --limit mails from August 2002 (default ${DESK_SAMPLE_SIZE}) or --all, embedded (--studio: watch it, and answer the moderator yourself) or with --redis; states under out/desk/`,
+      `the mail desk instead: replay the corpus in date order into a team of keyed agents (threads, senders, lists, a moderator); --limit mails from August 2002 (default ${DESK_SAMPLE_SIZE}) or --all, embedded (--studio: watch it, and answer the moderator yourself) or with --redis or --cluster; states under out/desk/`,
     ).conflicts(['input', 'llm', 'out', 'maxBytes', 'slowest']),
   );
+
+/** `--cluster URL,URL`: redis:// or rediss:// URLs (the engine checks them further). */
+function clusterUrls(value: string): string[] {
+  const urls = value
+    .split(',')
+    .map((url) => url.trim())
+    .filter((url) => url !== '');
+  const wrong = urls.find((url) => !/^rediss?:\/\/[^/]/.test(url));
+  if (urls.length === 0 || wrong !== undefined)
+    throw new InvalidArgumentError(
+      `expected redis:// or rediss:// URLs of cluster nodes, comma-separated, got '${wrong ?? value}'`,
+    );
+  return urls;
+}
 
 function portNumber(value: string): number {
   const parsed = Number(value);
@@ -121,12 +144,17 @@ function portNumber(value: string): number {
 
 async function main(): Promise<void> {
   const options = program.parse().opts<CliOptions>();
-  checkPrefixNeedsRedis(program, options.redis);
+  checkPrefixNeedsRedis(program, options.redis ?? options.cluster?.join(','));
+  if (options.cluster && !options.desk)
+    program.error(
+      'error: --cluster runs the mail desk (--desk) on a Redis Cluster; the document pipeline takes --redis',
+    );
   if (options.desk) {
     await runDeskCommand({
       limit: options.limit,
       all: options.all,
       redis: options.redis,
+      cluster: options.cluster,
       prefix: options.prefix,
       progress: options.progress,
       concurrency: options.concurrency,

@@ -76,6 +76,12 @@ export function formatDeskReport(result: DeskResult, context: { title: string; f
     `Triage turns     p50 ${percentile(result.triageMs, 0.5)} ms, p99 ${percentile(result.triageMs, 0.99)} ms (send to reply)`,
     `Largest state    ${result.largestState.ref} (${result.largestState.bytes} bytes of JSON)`,
   );
+  const cross = result.crossPartition;
+  if (cross)
+    out.push(
+      `Cross-partition  ${cross.crossing} of the ${cross.messages} messages between agents went to another of the ` +
+        `${cross.partitions} partitions (${Math.round((100 * cross.crossing) / Math.max(1, cross.messages))} %)`,
+    );
   out.push('', 'Busiest threads');
   for (const { state } of [...result.threads]
     .sort((a, b) => b.state.count - a.state.count || (a.key < b.key ? -1 : 1))

@@ -14,6 +14,7 @@ import {
   type ThreadState,
 } from './desk-agents.js';
 import { agentKeyOf } from './agent-key.js';
+import { deskMessages } from './desk-messages.js';
 
 export interface DeskOptions {
   /** Mails triaged at once (each an ask to its triage agent). */
@@ -32,6 +33,11 @@ export interface DeskOptions {
    * @defaultValue 'scripted'
    */
   reviewer?: 'scripted' | 'person';
+  /**
+   * The engine's partitions (RedisEngine `deploymentPartitions`): with more than one (a Redis
+   * Cluster), the result counts the messages between agents of different partitions.
+   */
+  partitions?: { count: number; indexOfAddress(address: string): number };
 }
 
 /** An agent's key and last committed state. */
@@ -61,6 +67,12 @@ export interface DeskResult {
   turns: Record<string, number>;
   /** The largest state, as JSON bytes, and whose. */
   largestState: { ref: string; bytes: number };
+  /**
+   * With partitions (a cluster): the messages the agents sent each other (see `deskMessages`),
+   * and those whose sender lives in another partition than its receiver (an agent lives in the
+   * partition of its address).
+   */
+  crossPartition?: { partitions: number; messages: number; crossing: number };
 }
 
 /**
@@ -145,6 +157,16 @@ export async function runDesk(engine: Engine, mails: readonly DeskMail[], option
   const keyed = <S>(infos: AgentInfo[]): KeyedState<S>[] =>
     infos.map((info) => ({ key: info.key, state: info.state as unknown as S }));
   const spam = [...labels.values()].filter((label) => label === 'spam').length;
+  const moderatorState = states.moderator?.state as unknown as ModeratorState | undefined;
+  const partitions = options.partitions;
+  let crossPartition: DeskResult['crossPartition'];
+  if (partitions && partitions.count > 1) {
+    const messages = deskMessages(mails, labels, moderatorState?.verdicts ?? []);
+    const crossing = messages.filter(
+      ({ from, to }) => partitions.indexOfAddress(from) !== partitions.indexOfAddress(to),
+    ).length;
+    crossPartition = { partitions: partitions.count, messages: messages.length, crossing };
+  }
   return {
     mails: mails.length,
     ham: labels.size - spam,
@@ -156,9 +178,10 @@ export async function runDesk(engine: Engine, mails: readonly DeskMail[], option
     threads: keyed<ThreadState>(states.threads),
     senders: keyed<SenderState>(states.senders),
     lists: keyed<ListState>(states.lists),
-    moderator: states.moderator?.state as unknown as ModeratorState | undefined,
+    moderator: moderatorState,
     turns,
     largestState,
+    ...(crossPartition ? { crossPartition } : {}),
   };
 }
 
