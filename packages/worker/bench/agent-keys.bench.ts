@@ -5,7 +5,7 @@
  * bar of issue 25 is ≥ 1.0 for 10,000 keys × 5 messages).
  *
  * Usage: npm run bench -w @queueflow/worker -- agent-keys   (or tsx bench/agent-keys.bench.ts
- *        [--keys 2000 --messages 5 --rounds 1]; REDIS_URL selects Redis)
+ *        [--keys 10000 --messages 5 --rounds 1]; REDIS_URL selects Redis)
  */
 import { parseArgs } from 'node:util';
 import { nanoid } from 'nanoid';
@@ -16,7 +16,7 @@ import { recordFigure } from '../../../bench/record-figure.js';
 
 const { values } = parseArgs({
   options: {
-    keys: { type: 'string', default: '2000' },
+    keys: { type: 'string', default: '10000' },
     messages: { type: 'string', default: '5' },
     rounds: { type: 'string', default: '1' },
   },

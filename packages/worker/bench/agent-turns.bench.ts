@@ -7,7 +7,7 @@
  *   MEMORY USAGE of their hashes and of the partition's agent index is summed (the bar is ≤ 300 B).
  *
  * Usage: npm run bench -w @queueflow/worker -- agent-turns   (or tsx bench/agent-turns.bench.ts
- *        [--messages 1000 --keys 2000 --rounds 3]; REDIS_URL selects Redis)
+ *        [--messages 1000 --keys 100000 --rounds 3]; REDIS_URL selects Redis)
  */
 import { parseArgs } from 'node:util';
 import { Redis } from 'ioredis';
@@ -21,7 +21,7 @@ import { recordFigure } from '../../../bench/record-figure.js';
 const { values } = parseArgs({
   options: {
     messages: { type: 'string', default: '1000' },
-    keys: { type: 'string', default: '2000' },
+    keys: { type: 'string', default: '100000' },
     rounds: { type: 'string', default: '3' },
   },
 });
@@ -83,7 +83,8 @@ function idleBytes(): Promise<number> {
   return withDeployment(async (engine, prefix, startWorkerNow) => {
     await startWorkerNow();
     const refs = Array.from({ length: keyCount }, (_, i) => counter.ref(`k${i}`));
-    for (const ref of refs) await engine.send(ref, {});
+    for (let first = 0; first < refs.length; first += 500)
+      await Promise.all(refs.slice(first, first + 500).map((ref) => engine.send(ref, {})));
     const keys = new RedisKeys(prefix);
     const redis = new Redis(redisUrl());
     try {
@@ -91,9 +92,18 @@ function idleBytes(): Promise<number> {
         await new Promise((resolve) => setTimeout(resolve, 20));
       let bytes = Number(await redis.call('MEMORY', 'USAGE', keys.agents(), 'SAMPLES', '0'));
       let stateBytes = 0;
-      for (const ref of refs) {
-        bytes += Number(await redis.call('MEMORY', 'USAGE', keys.agent(ref), 'SAMPLES', '0'));
-        stateBytes += (await redis.hget(keys.agent(ref), 'st'))!.length;
+      for (let first = 0; first < refs.length; first += 1000) {
+        const pipeline = redis.pipeline();
+        for (const ref of refs.slice(first, first + 1000))
+          pipeline.call('MEMORY', 'USAGE', keys.agent(ref), 'SAMPLES', '0').hget(keys.agent(ref), 'st');
+        const replies = (await pipeline.exec())!.map(([error, value]) => {
+          if (error) throw error;
+          return value;
+        });
+        for (let i = 0; i < replies.length; i += 2) {
+          bytes += Number(replies[i]);
+          stateBytes += (replies[i + 1] as string).length;
+        }
       }
       return (bytes - stateBytes) / keyCount;
     } finally {
