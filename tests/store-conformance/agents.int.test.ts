@@ -38,6 +38,24 @@ describe.each(stores)('%s: agents', (name) => {
     });
   });
 
+  it('send appends to the inbox and starts the turn of an idle key in the same transition; not of a running one', async () => {
+    const { agents, now } = await open();
+    expect(await agents.send(REF, message('m1'), first(), now())).toEqual({
+      wakes: [],
+      activation: { runId: 'inc1t1', turn: 1, state: '{"n":0}', version: 1, message: message('m1') },
+    });
+    expect(await agents.send(REF, message('m2'), first('other'), now())).toEqual({ wakes: [] });
+    expect(await agents.loadAgent(REF)).toMatchObject({ incarnation: 'inc1', running: 'inc1t1', inbox: 2 });
+  });
+
+  it('send without a first state (a process without the type) starts nothing', async () => {
+    const { agents, now } = await open();
+    expect(await agents.send(REF, message('m1'), undefined, now())).toEqual({ wakes: [] });
+    expect(await agents.loadAgent(REF)).toBeUndefined();
+    // A process with the type starts it (on Redis, from the inboxes due: AgentRuntime.recover).
+    expect((await agents.activateAgent(REF, first(), now()))?.message).toEqual(message('m1'));
+  });
+
   it('ends a completed turn: commits the state, takes its message, starts the next turn in the same transition', async () => {
     const { agents, store, now } = await open();
     await store.send(REF, message('m1'));

@@ -285,6 +285,34 @@ export async function confirmPartitionCount(
 }
 
 /**
+ * Runs `write`, a script that writes into partition `index` only if that partition's settings
+ * hold the partition count of `partitions` (code -1: another, -2: none; create-run.lua,
+ * send-message.lua, send-to-agent.lua), confirming the count and writing it there when they do
+ * not ({@link confirmPartitionCount}), then running it again: so a client whose count changed
+ * under it (a purge, or a Redis restarted empty, and a worker of another count since) is refused
+ * at its next write instead of writing where no worker looks.
+ *
+ * @throws QueueflowError `INVALID_OPTION` naming both counts.
+ */
+export async function countChecked<T extends [number, ...unknown[]]>(
+  redis: RedisConnection,
+  partitions: Partitions,
+  index: number,
+  owner: string,
+  write: () => Promise<T>,
+): Promise<T> {
+  for (let round = 0; ; round++) {
+    const reply = await write();
+    if (reply[0] !== -1 && reply[0] !== -2) return reply;
+    if (round === 3) {
+      const stored = reply[0] === -1 ? Number(reply[1]) : undefined;
+      throw countChangedSince(partitions.prefix, partitions.count, stored);
+    }
+    await confirmPartitionCount(redis, partitions, index, owner);
+  }
+}
+
+/**
  * The partition count of the deployment under `prefix`, stored now if none was
  * ({@link readPartitions}, then {@link storePartitions}), and written into the settings of each
  * partition ({@link markPartitions}): for a worker, which writes at once.

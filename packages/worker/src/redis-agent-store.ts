@@ -1,6 +1,7 @@
 import {
   parseAgentRef,
   decodeMessage,
+  encodeMessage,
   MAX_DEAD_LETTERS,
   type AgentActivation,
   type AgentStore,
@@ -15,7 +16,7 @@ import {
   ONE_SHOT_GRACE_MS,
 } from '@queueflow/runtime/kernel';
 import type { RedisConnection } from './connection.js';
-import type { Partitions } from './partitions.js';
+import { countChecked, type Partitions } from './partitions.js';
 import type { ScriptedRedis } from './scripts.js';
 
 /**
@@ -41,6 +42,37 @@ export class RedisAgentStore implements AgentStore {
       JSON.stringify(first),
     )) as string[];
     return activationOf(reply);
+  }
+
+  async send(
+    ref: string,
+    message: Message,
+    first: FirstState | undefined,
+    now: number,
+  ): Promise<{ wakes: string[]; activation?: AgentActivation }> {
+    const index = this.partitions.indexOfAddress(ref);
+    const keys = this.partitions.all[index]!;
+    const [, wake, ...turn] = await countChecked(
+      this.redis,
+      this.partitions,
+      index,
+      'RedisAgentStore',
+      async () =>
+        (await this.redis.sendToAgent(
+          ...keys.agentKeys(ref),
+          keys.mailboxWaiters(ref),
+          keys.settings(),
+          ref,
+          String(now),
+          encodeMessage(message),
+          this.retentionSeconds,
+          this.partitions.count,
+          first === undefined ? '' : JSON.stringify(first),
+        )) as [number, ...string[]],
+    );
+    const wakes = wake ? [wake] : [];
+    const activation = activationOf(turn);
+    return activation ? { wakes, activation } : { wakes };
   }
 
   async endTurn(ref: string, end: TurnEnd): Promise<{ result: 'ended' | 'stale'; next?: AgentActivation }> {

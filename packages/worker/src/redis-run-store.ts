@@ -62,7 +62,7 @@ import type { FinalRunStatus, StreamRestart } from '@queueflow/runtime';
 import type { Clock } from '@queueflow/runtime';
 import type { Message, Received } from '@queueflow/runtime';
 import { RedisBudgets } from './redis-budgets.js';
-import { Partitions, confirmPartitionCount, countChangedSince, groupBy } from './partitions.js';
+import { Partitions, countChecked, groupBy } from './partitions.js';
 import type { RedisKeys } from './redis-keys.js';
 import { hashOfList, positionOf, runOfHash } from './run-hash.js';
 import { escapeGlob } from './purge-prefix.js';
@@ -387,39 +387,23 @@ export class RedisRunStore implements RunStore {
       ...this.valueOptions(run.id, run.values),
     };
     const staged = await this.stageValues(run.id, run.values, true);
-    const [code, holder] = await this.countChecked(this.partitions.indexOf(run.id), async () => {
-      return (await this.redis.createRun(keys.length, ...keys, JSON.stringify(options), ...fields, ...staged)) as [
-        number,
-        string?,
-      ];
-    }).catch(async (error: unknown) => {
+    const [code, holder] = await countChecked(
+      this.redis,
+      this.partitions,
+      this.partitions.indexOf(run.id),
+      'RedisRunStore',
+      async () => {
+        return (await this.redis.createRun(keys.length, ...keys, JSON.stringify(options), ...fields, ...staged)) as [
+          number,
+          string?,
+        ];
+      },
+    ).catch(async (error: unknown) => {
       await this.dropStaged(staged);
       throw error;
     });
     if (code !== 1) await this.dropStaged(staged);
     return code === 1 ? { created: true } : { created: false, runId: holder! };
-  }
-
-  /**
-   * Runs `write`, a script that writes into partition `index` only if that partition's settings
-   * hold this store's partition count (code -1: another, -2: none; create-run.lua,
-   * send-message.lua), confirming the count and writing it there when they do not
-   * (`confirmPartitionCount`), then running it again: so a client whose count changed under
-   * it (a purge, or a Redis restarted empty, and a worker of another count since) is refused at
-   * its next write instead of writing where no worker looks.
-   *
-   * @throws QueueflowError `INVALID_OPTION` naming both counts.
-   */
-  private async countChecked<T extends [number, ...unknown[]]>(index: number, write: () => Promise<T>): Promise<T> {
-    for (let round = 0; ; round++) {
-      const reply = await write();
-      if (reply[0] !== -1 && reply[0] !== -2) return reply;
-      if (round === 3) {
-        const stored = reply[0] === -1 ? Number(reply[1]) : undefined;
-        throw countChangedSince(this.partitions.prefix, this.partitions.count, stored);
-      }
-      await confirmPartitionCount(this.redis, this.partitions, index, 'RedisRunStore');
-    }
   }
 
   async discard(runId: string): Promise<void> {
@@ -952,8 +936,11 @@ export class RedisRunStore implements RunStore {
     const index = this.partitions.indexOfAddress(address);
     const keys = this.partitions.all[index]!;
     const encoded = encodeMessage(message);
-    const [, ...wakes] = await this.countChecked(
+    const [, ...wakes] = await countChecked(
+      this.redis,
+      this.partitions,
       index,
+      'RedisRunStore',
       async () =>
         (await this.redis.sendMessage(
           keys.mailbox(address),

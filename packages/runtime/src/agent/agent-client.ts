@@ -1,7 +1,7 @@
 import { nanoid } from 'nanoid';
 import { QueueflowError } from '../errors/queueflow-error.js';
 import type { Json, JsonObject } from '../json/json.js';
-import type { RunInfo, StepRecord } from '../kernel/engine.js';
+import type { CancelOptions, RunInfo, StepRecord } from '../kernel/engine.js';
 import { forkConversation } from './fork-conversation.js';
 import { isFinal, type RunStore } from '../kernel/run-store.js';
 import { checkAddress, checkMessageBody, checkTimeout, type Message, type SendOptions } from '../mailbox/message.js';
@@ -28,6 +28,9 @@ import { checkSpendKey } from './spend.js';
 import type { Clock } from '../kernel/clock.js';
 import { checkAgentRef, firstState, parseAgentRef } from './define-agent.js';
 
+/** Agents a send or publish writes to at once (one transition each, in flight together). */
+const SEND_WINDOW = 64;
+
 /** Default of {@link AskOptions.timeoutMs}: 30 s. */
 const DEFAULT_ASK_TIMEOUT_MS = 30_000;
 
@@ -38,7 +41,9 @@ export interface AgentClientHost {
   newMessage(body: Json): Message;
   /** Appends one message to many mailboxes, windowed (RunClient.deliver). */
   deliver(addresses: readonly string[], message: Message): Promise<void>;
-  cancel(runId: string): Promise<void>;
+  /** Wakes the runs of these wake ids (RunClient.promote). */
+  promote(wakeIds: readonly string[]): Promise<void>;
+  cancel(runId: string, options?: CancelOptions): Promise<void>;
   history(runId: string): Promise<StepRecord[]>;
   /** A run's record (RunClient.get). */
   get(runId: string): Promise<RunInfo | undefined>;
@@ -74,21 +79,40 @@ export class AgentClient {
         'MAILBOX_FULL',
         `send: the inbox of '${address}' holds ${bound.capacity} messages, its type's capacity: try again later`,
       );
-    let id: string;
-    if (conversation) {
-      checkAddress('send', address);
-      checkMessageBody(body, `message body sent to '${address}'`);
-      if (options.replyTo !== undefined) checkAddress('send', options.replyTo, 'replyTo');
-      const message = this.host.newMessage(body);
-      if (options.replyTo !== undefined) message.replyTo = options.replyTo;
-      message.conversation = await this.begin(conversation, message.id);
-      await this.host.deliver([address], message);
-      id = message.id;
-    } else {
-      id = await this.host.send(address, body, options.replyTo === undefined ? {} : { replyTo: options.replyTo });
+    if (!parsed && !conversation)
+      return this.host.send(address, body, options.replyTo === undefined ? {} : { replyTo: options.replyTo });
+    checkAddress('send', address);
+    checkMessageBody(body, `message body sent to '${address}'`);
+    if (options.replyTo !== undefined) checkAddress('send', options.replyTo, 'replyTo');
+    const message = this.host.newMessage(body);
+    if (options.replyTo !== undefined) message.replyTo = options.replyTo;
+    if (conversation) message.conversation = await this.begin(conversation, message.id);
+    if (parsed) await this.toAgents([address], message);
+    else await this.host.deliver([address], message);
+    return message.id;
+  }
+
+  /**
+   * Appends `message` to the inboxes of agents `refs` and starts the turns of those idle, one
+   * transition per agent (AgentStore.send), {@link SEND_WINDOW} agents at a time. A process that
+   * dies part way has delivered to a prefix; a turn it had not started yet starts from the inbox
+   * left due (AgentRuntime.recover).
+   */
+  private async toAgents(refs: readonly string[], message: Message): Promise<void> {
+    for (let first = 0; first < refs.length; first += SEND_WINDOW) {
+      const window = refs.slice(first, first + SEND_WINDOW);
+      const now = this.clock.now();
+      const replies = await Promise.all(
+        window.map(async (ref) => ({
+          ref,
+          ...(await this.store.send(ref, message, this.runtime.firstStateOf(ref), now)),
+        })),
+      );
+      await this.host.promote(replies.flatMap((reply) => reply.wakes));
+      await Promise.all(
+        replies.flatMap((reply) => (reply.activation ? [this.runtime.started(reply.ref, reply.activation)] : [])),
+      );
     }
-    if (parsed) await this.runtime.delivered([address]);
-    return id;
   }
 
   /** Starts or continues conversation `options` (its id, else `messageId`); resolves its id. */
@@ -176,8 +200,7 @@ export class AgentClient {
     const delivered = subscribers.filter((address) => !full.has(address));
     const message: Message = { ...this.host.newMessage(body), topic };
     if (conversation) message.conversation = await this.begin(conversation, message.id);
-    await this.host.deliver(delivered, message);
-    await this.runtime.delivered(delivered);
+    await this.toAgents(delivered, message);
     return { messageId: message.id, delivered, full: [...full] };
   }
 
@@ -277,7 +300,7 @@ export class AgentClient {
     checkAgentRef('deleteAgent', ref);
     const deleted = await this.store.deleteAgent(ref);
     if (deleted === false) return false;
-    if (deleted.running !== undefined) await this.host.cancel(deleted.running).catch(() => {});
+    if (deleted.running !== undefined) await this.host.cancel(deleted.running, { by: 'agent-deleted' }).catch(() => {});
     return true;
   }
 

@@ -149,14 +149,28 @@ export class AgentRuntime {
    * (a worker's chain, in the slot the sender left), else by its first step's task.
    */
   async activate(ref: string, taker?: TurnTaker): Promise<void> {
-    const definition = this.types.get(parseAgentRef(ref)!.type)!;
-    const first: FirstState = {
+    const activation = await this.store.activateAgent(ref, this.firstStateOf(ref)!, this.options.clock.now());
+    if (activation) await this.startTurn(ref, activation, false, taker);
+  }
+
+  /**
+   * The state agent `ref` starts from at its first activation (`state()` of its type, a fresh
+   * incarnation), for a store to make it atomically with the activation; `undefined` when this
+   * process lacks the type.
+   */
+  firstStateOf(ref: string): FirstState | undefined {
+    const definition = this.types.get(parseAgentRef(ref)?.type ?? '');
+    if (!definition) return undefined;
+    return {
       state: JSON.stringify(firstState(definition)),
       version: definition.options.version ?? 1,
       incarnation: newRunId(),
     };
-    const activation = await this.store.activateAgent(ref, first, this.options.clock.now());
-    if (activation) await this.startTurn(ref, activation, false, taker);
+  }
+
+  /** Creates the run of a turn a store started (AgentStore.send) and adds its first step. */
+  async started(ref: string, activation: AgentActivation): Promise<void> {
+    await this.startTurn(ref, activation);
   }
 
   /**
@@ -257,7 +271,7 @@ export class AgentRuntime {
 
   /** Cancels the run of a turn, and its key goes on (its message to the dead letters). */
   private async cancelTurn(runId: string): Promise<void> {
-    await cancelRun(this.runs, this.scheduler, runId);
+    await cancelRun(this.runs, this.scheduler, runId, 'conversation-budget');
     const run = await this.runs.load(runId);
     if (run) await this.runEnded(run);
   }

@@ -354,6 +354,11 @@ export class RunClient {
     }
   }
 
+  /** Wakes the runs of `wakeIds` (parked runs a send reached: RunStore.send, AgentStore.send). */
+  async promote(wakeIds: readonly string[]): Promise<void> {
+    if (wakeIds.length > 0) await this.scheduler.promote([...wakeIds]);
+  }
+
   /** See {@link Engine.history}. */
   async history(runId: string): Promise<StepRecord[]> {
     return this.timeTravel.history(checkRunId('history', runId));

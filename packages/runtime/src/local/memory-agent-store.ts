@@ -58,6 +58,18 @@ export class MemoryAgentStore implements AgentStore {
     return this.activate(ref, first);
   }
 
+  async send(
+    ref: string,
+    message: Message,
+    first: FirstState | undefined,
+  ): Promise<{ wakes: string[]; activation?: AgentActivation }> {
+    const { wakes } = await this.inboxes.send(ref, message);
+    // Without the type, a key never activated stays so (activate); one known is left to whoever
+    // has the type, as a send to it would leave it.
+    const activation = first ? this.activate(ref, first) : undefined;
+    return activation ? { wakes, activation } : { wakes };
+  }
+
   private activate(ref: string, first: FirstState | undefined): AgentActivation | undefined {
     let agent = this.live(ref);
     if (agent?.running !== undefined) return undefined;
