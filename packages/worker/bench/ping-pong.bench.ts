@@ -320,65 +320,43 @@ async function main(): Promise<void> {
   }
 
   const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
-  const cost = perUnit(counts, exchanges, 1);
   console.log(
     `mailbox ping-pong, ${exchanges} round trips, median of ${rounds} rounds, same Redis (${redisUrl().replace(/\/\/.*@/, '//***@')})`,
   );
   const line = (label: string, value: string): void => console.log(`  ${label.padEnd(53)}: ${value}`);
-  line(
-    `queueflow RedisEngine, ask/reply, 2 workers × ${values.concurrency} slots`,
-    `${median(ours).toFixed(3)} ms per round trip`,
-  );
-  line(
-    `queueflow RedisEngine, agent asks agent, 2 workers × ${values.concurrency} slots`,
-    `${median(agents).toFixed(3)} ms per round trip`,
-  );
   line('raw LPUSH/BRPOP, 2 processes', `${median(raw).toFixed(3)} ms per round trip`);
-  line('ratio, run to run', `${(median(ours) / median(raw)).toFixed(1)} (queueflow / raw; the bar is ≤ 3)`);
-  line(
-    'ratio, agent to agent',
-    `${(median(agents) / median(raw)).toFixed(1)} (queueflow / raw; the bars are ≤ 4 for issue 25, ≤ 3 for issue 29)`,
-  );
-  recordFigure({
-    name: 'ping-pong.run-to-run.ratio',
-    value: median(ours) / median(raw),
-    unit: '×',
-    better: 'lower',
-    bar: 3,
-  });
-  recordFigure({ name: 'ping-pong.run-to-run.queueflow', value: median(ours), unit: 'ms', better: 'lower' });
   recordFigure({ name: 'ping-pong.raw', value: median(raw), unit: 'ms', better: 'lower' });
-  recordFigure({
-    name: 'ping-pong.run-to-run.commands',
-    value: cost.total,
-    unit: 'commands/round trip',
-    better: 'lower',
-  });
-  line(
-    'Redis commands per round trip, both workers, run to run',
-    `${cost.total.toFixed(1)} (raw: 4)${cost.pipelines > 0 ? `, in ${cost.pipelines.toFixed(1)} pipelines` : ''}`,
-  );
-  console.log(`    ${cost.byKind}`);
-  const agentCost = perUnit(agentCounts, exchanges, 1);
-  line(
-    'Redis commands per round trip, both workers, agent to agent',
-    `${agentCost.total.toFixed(1)} (raw: 4)${agentCost.pipelines > 0 ? `, in ${agentCost.pipelines.toFixed(1)} pipelines` : ''}`,
-  );
-  console.log(`    ${agentCost.byKind}`);
-  recordFigure({
-    name: 'ping-pong.agent-to-agent.ratio',
-    value: median(agents) / median(raw),
-    unit: '×',
-    better: 'lower',
-    bar: 3,
-  });
-  recordFigure({ name: 'ping-pong.agent-to-agent.queueflow', value: median(agents), unit: 'ms', better: 'lower' });
-  recordFigure({
-    name: 'ping-pong.agent-to-agent.commands',
-    value: agentCost.total,
-    unit: 'commands/round trip',
-    better: 'lower',
-  });
+  /** Prints and records one party's round trip, its ratio to raw and its Redis commands. */
+  const report = (party: 'run-to-run' | 'agent-to-agent', ms: number[], partyCounts: Counts, bars: string): void => {
+    const label = party.replaceAll('-', ' ');
+    const cost = perUnit(partyCounts, exchanges, 1);
+    line(
+      `queueflow RedisEngine, ${label}, 2 workers × ${values.concurrency} slots`,
+      `${median(ms).toFixed(3)} ms per round trip`,
+    );
+    line(`ratio, ${label}`, `${(median(ms) / median(raw)).toFixed(1)} (queueflow / raw; ${bars})`);
+    line(
+      `Redis commands per round trip, both workers, ${label}`,
+      `${cost.total.toFixed(1)} (raw: 4)${cost.pipelines > 0 ? `, in ${cost.pipelines.toFixed(1)} pipelines` : ''}`,
+    );
+    console.log(`    ${cost.byKind}`);
+    recordFigure({
+      name: `ping-pong.${party}.ratio`,
+      value: median(ms) / median(raw),
+      unit: '×',
+      better: 'lower',
+      bar: 3,
+    });
+    recordFigure({ name: `ping-pong.${party}.queueflow`, value: median(ms), unit: 'ms', better: 'lower' });
+    recordFigure({
+      name: `ping-pong.${party}.commands`,
+      value: cost.total,
+      unit: 'commands/round trip',
+      better: 'lower',
+    });
+  };
+  report('run-to-run', ours, counts, 'the bar is ≤ 3');
+  report('agent-to-agent', agents, agentCounts, 'the bars are ≤ 4 for issue 25, ≤ 3 for issue 29');
 }
 
 if (values.role === 'worker') await workerRole();
