@@ -70,6 +70,8 @@ export type {
   RunSummary,
   ListRunsOptions,
   StepRecord,
+  RunEvent,
+  CancelOptions,
   ForkOptions,
   WorkerInfo,
   BudgetInfo,

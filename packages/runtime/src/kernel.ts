@@ -58,6 +58,7 @@ export type {
 } from './kernel/scheduler.js';
 export { taskId, taskOptionsOf } from './kernel/scheduler.js';
 export { queueOf } from './kernel/run-info.js';
+export { encodeRunEvent, decodeRunEvent, parkedEvent, sameParkAs, MAX_RUN_EVENTS } from './kernel/run-event.js';
 export { checkPriority } from './kernel/run-priority.js';
 export { checkQueueName } from './core/queue-name.js';
 export { startRun } from './kernel/start-run.js';

@@ -43,6 +43,8 @@ import {
   type MemoryInfo,
   type ConversationFork,
   type ForkConversationOptions,
+  type CancelOptions,
+  type RunEvent,
 } from '@queueflow/runtime';
 import {
   FlowRegistry,
@@ -249,13 +251,14 @@ export class RedisEngine implements Engine {
   /**
    * Cancels the run now: its status becomes `cancelled` and nothing it does later is committed
    * (a step in flight is aborted and stops at that step boundary); a fan-out's children are
-   * cancelled too. No-op for a run that has ended.
+   * cancelled too. No-op for a run that has ended. The run's event log names `options.by` (see
+   * `Engine.cancel`).
    *
    * @throws QueueflowError RUN_NOT_FOUND for an unknown (or expired) run id.
    */
-  async cancel(runId: string): Promise<void> {
+  async cancel(runId: string, options?: CancelOptions): Promise<void> {
     return this.withConnection(async ({ client, agents }) => {
-      await client.cancel(runId);
+      await client.cancel(runId, options);
       await agents.cancelled(runId);
     });
   }
@@ -338,6 +341,11 @@ export class RedisEngine implements Engine {
   /** @see Engine.history */
   async history(runId: string): Promise<StepRecord[]> {
     return this.call((client) => client.history(runId));
+  }
+
+  /** @see Engine.runEvents */
+  async runEvents(runId: string): Promise<RunEvent[]> {
+    return this.call((client) => client.runEvents(runId));
   }
 
   /** @see Engine.retry */

@@ -80,6 +80,15 @@ export class RedisKeys {
     return `${this.prefix}:run:${runId}:inputs:${step}`;
   }
 
+  /**
+   * List: a run's event log (JSON RunEvents, oldest first, the newest 200: kernel/run-event.ts),
+   * written by the transitions it records; expires with the run. The Lua prelude builds it as
+   * `run(id)` plus `:events` (logEvent in run-lifecycle.lua).
+   */
+  runEvents(runId: string): string {
+    return `${this.run(runId)}:events`;
+  }
+
   /** List: a run's step history records (JSON, oldest first, trimmed to the cap). */
   history(runId: string): string {
     return `${this.prefix}:run:${runId}:history`;

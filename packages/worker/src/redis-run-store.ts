@@ -1,6 +1,9 @@
 import { nanoid } from 'nanoid';
 import type { ErrorRecord, Json, ListRunsOptions, RunStatus } from '@queueflow/runtime';
 import {
+  encodeRunEvent,
+  parkedEvent,
+  sameParkAs,
   decodeConflict,
   decodeErrorRecord,
   decodeJson,
@@ -385,6 +388,9 @@ export class RedisRunStore implements RunStore {
       partitions: this.partitions.count,
       fields: fields.length,
       ...this.valueOptions(run.id, run.values),
+      ...(run.forkedFrom
+        ? { event: encodeRunEvent({ at: run.now, step: 0, kind: 'forked', from: { ...run.forkedFrom } }) }
+        : {}),
     };
     const staged = await this.stageValues(run.id, run.values, true);
     const [code, holder] = await countChecked(
@@ -422,7 +428,12 @@ export class RedisRunStore implements RunStore {
     return status ? { status: status as RunStatus, step: Number(step ?? 0) } : undefined;
   }
 
-  async loadForStep(runId: string, runnable: readonly Runnable[], wake?: number): Promise<LoadedRun | undefined> {
+  async loadForStep(
+    runId: string,
+    runnable: readonly Runnable[],
+    wake?: number,
+    worker?: string,
+  ): Promise<LoadedRun | undefined> {
     const [flat, flatReserved] = (await this.redis.loadRun(
       this.keysOf(runId).run(runId),
       this.keysOf(runId).reserved(runId),
@@ -432,6 +443,7 @@ export class RedisRunStore implements RunStore {
         mailboxPrefix: this.keysOf(runId).mailboxPrefix(),
         partition: this.partitions.indexOf(runId),
         partitions: this.partitions.count,
+        ...(worker === undefined ? {} : { worker }),
       }),
       ...runnable.flat(),
     )) as [string[], string[]];
@@ -479,6 +491,7 @@ export class RedisRunStore implements RunStore {
     const options = {
       ...this.common(at.id, fields.now),
       at: positionOf(at),
+      ...(at.replay.parked ? { woken: true } : {}), // logWoken (run-lifecycle.lua)
       mode,
       ...(fields.stepStartedAt === undefined ? {} : { stepStartedAt: fields.stepStartedAt }),
       ...(fields.retryAt === undefined ? {} : { retryAt: fields.retryAt }),
@@ -597,6 +610,7 @@ export class RedisRunStore implements RunStore {
     const options = {
       ...this.common(at.id, fields.now),
       at: positionOf(at),
+      ...(at.replay.parked ? { woken: true } : {}), // logWoken (run-lifecycle.lua)
       total: fields.total,
       startNow: fields.startNow,
       window: fields.window,
@@ -774,8 +788,8 @@ export class RedisRunStore implements RunStore {
     return { result: childEndedResult(code, first, count), ...(given ? { given } : {}) };
   }
 
-  async cancel(runId: string): Promise<{ result: CancelResult; wakes: string[] }> {
-    const options = this.common(runId, this.clock.now());
+  async cancel(runId: string, by?: string): Promise<{ result: CancelResult; wakes: string[] }> {
+    const options = { ...this.common(runId, this.clock.now()), ...(by === undefined ? {} : { by }) };
     const [code, wakes] = (await this.redis.cancelRun(
       ...this.keysOf(runId).runKeys(runId),
       JSON.stringify(options),
@@ -811,6 +825,18 @@ export class RedisRunStore implements RunStore {
       this.redis.lrange(this.keysOf(runId).history(runId), 0, -1),
     ]);
     return exists ? records : undefined;
+  }
+
+  async events(runId: string): Promise<string[] | undefined> {
+    const [exists, events] = await Promise.all([
+      this.redis.exists(this.keysOf(runId).run(runId)),
+      this.redis.lrange(this.keysOf(runId).runEvents(runId), 0, -1),
+    ]);
+    return exists ? events : undefined;
+  }
+
+  async noteTakeover(runId: string, from: string): Promise<void> {
+    await this.redis.noteTakeover(this.keysOf(runId).run(runId), from);
   }
 
   async appendErrors(runId: string, records: ErrorRecord[]): Promise<void> {
@@ -901,9 +927,14 @@ export class RedisRunStore implements RunStore {
     outbox: OutgoingMessage[],
     takenBy?: string,
   ): Promise<ParkReply> {
+    const now = this.clock.now();
+    // A re-check that found nothing and parks again on the same call is no new park (no wake).
+    const again = sameParkAs(at.replay.parked, park);
     const options = {
-      ...this.common(at.id, this.clock.now()),
+      ...this.common(at.id, now),
       at: positionOf(at),
+      ...(at.replay.parked && !again ? { woken: true } : {}),
+      ...(again ? {} : { event: encodeRunEvent(parkedEvent(at.step, park, now)) }),
       replay: encodeReplay(replay),
       address: park.address,
       ...(park.addresses === undefined ? {} : { addresses: park.addresses }),

@@ -27,6 +27,7 @@ const SCRIPTS: Record<ScriptName, { file: string; keys?: number; budget?: true; 
   appendStream: { file: 'append-stream.lua', keys: 2 },
   followRun: { file: 'follow-run.lua', keys: 1 },
   discardRun: { file: 'discard-run.lua', keys: 2 },
+  noteTakeover: { file: 'note-takeover.lua', keys: 1 },
   // Flow control: after run-lifecycle.lua, budget-lifecycle.lua.
   acquireBudget: { file: 'acquire-budget.lua', budget: true },
   budgetOps: { file: 'budget-ops.lua', budget: true },
@@ -66,6 +67,7 @@ type ScriptName =
   | 'appendStream'
   | 'followRun'
   | 'discardRun'
+  | 'noteTakeover'
   | 'acquireBudget'
   | 'budgetOps'
   | 'hurryJob'

@@ -313,6 +313,7 @@ export class WorkerHeartbeat {
       const leases = await this.releaseLeasesOf(dead);
       // Parked runs it had woken and children it had started, to run itself: due now.
       const woken = await this.store.claimTaken(dead.id);
+      await Promise.all(woken.map((id) => this.noteTakeover(runOfTaskId(id), dead.id)));
       await this.options.recoverTaken(woken);
       // How long it was silent, on the store's clock (this worker's own may have been paused).
       const ago = Math.round((dead.silentMs ?? this.options.lapseMs) / 100) / 10;
@@ -363,6 +364,9 @@ export class WorkerHeartbeat {
         const token = await this.redis.get(`${queue.toKey(job.id)}:lock`);
         if (!token || !bullmqIds.some((id) => token.startsWith(`${id}:`))) continue;
         try {
+          // Noted before the job is free to take: the worker that loads its run next logs it.
+          const task = taskOfJob(job);
+          if (task.type !== 'item') await this.noteTakeover(task.runId, dead.id);
           await job.moveToWait(token);
           taken.push(await this.stepOf(job, job.id));
         } catch {
@@ -371,6 +375,11 @@ export class WorkerHeartbeat {
       }
     }
     return taken;
+  }
+
+  /** The run's event log says who took its step over from `from` (RunStore.noteTakeover). */
+  private async noteTakeover(runId: string | undefined, from: string): Promise<void> {
+    if (runId !== undefined) await this.store.noteTakeover?.(runId, from).catch(() => {});
   }
 
   /**
@@ -384,4 +393,9 @@ export class WorkerHeartbeat {
     const at = await this.store.position(task.runId).catch(() => undefined);
     return at && at.step !== task.step ? `${task.runId}-${at.step} (job ${jobId})` : jobId;
   }
+}
+
+/** The run of a task id a worker took (a wake `<run>-<step>-p<n>`, a child's first step `<run>-0`). */
+function runOfTaskId(taskId: string): string | undefined {
+  return /^(.+)-\d+(?:-p\d+)?$/.exec(taskId)?.[1];
 }

@@ -9,10 +9,15 @@ const CANCEL_BATCH = 100;
  * Cancels a run now and what hangs on it: its status becomes `cancelled` and nothing it does later
  * commits (a step in flight is aborted through the store's `cancelled` event and stops at its step
  * boundary); a fan-out's children are cancelled too, and theirs in turn; a cancelled child's
- * parent hears of it.
+ * parent hears of it. `by` names who cancels, for the run's event log (its children's say `parent`).
  */
-export async function cancelRun(store: RunStore, scheduler: Scheduler, runId: string): Promise<CancelResult> {
-  const { result, wakes } = await store.cancel(runId);
+export async function cancelRun(
+  store: RunStore,
+  scheduler: Scheduler,
+  runId: string,
+  by?: string,
+): Promise<CancelResult> {
+  const { result, wakes } = await store.cancel(runId, by);
   await scheduler.promote(wakes);
   if (result === 'missing' || result === 'ended') return result;
   const run = await store.load(runId);
@@ -117,7 +122,7 @@ async function cancelChild(
   id: string,
   options: CascadeOptions,
 ): Promise<boolean> {
-  const { result, wakes } = await store.cancel(id);
+  const { result, wakes } = await store.cancel(id, 'parent');
   await scheduler.promote(wakes);
   if (result !== 'cancelled-waiting') return result === 'cancelled';
   const child = await store.position(id);

@@ -20,6 +20,9 @@ import type {
 } from '../agent/agent-types.js';
 import type { MemoryInfo } from '../agent/shared-memory.js';
 import type { FlowGraph } from '../interpreter/mermaid.js';
+import type { RunEvent } from './run-event.js';
+
+export type { RunEvent };
 import type { StreamEntry, StreamOptions, StreamRestart } from '../stream/stream-types.js';
 
 export type { StreamEntry, StreamOptions, StreamRestart };
@@ -204,10 +207,11 @@ export interface Engine {
   list(options?: ListRunsOptions): Promise<RunSummary[]>;
   /**
    * Cancels the run now: its status becomes `cancelled`, and a step in flight commits nothing
-   * (the run stops at that step boundary). No-op once ended.
+   * (the run stops at that step boundary). No-op once ended. The run's event log gets a
+   * `cancelled` entry naming `options.by`.
    * @throws QueueflowError RUN_NOT_FOUND for an unknown run id.
    */
-  cancel(runId: string): Promise<void>;
+  cancel(runId: string, options?: CancelOptions): Promise<void>;
   /**
    * Sends a message to the mailbox at `address` from outside any run, e.g. a person answering an
    * agent; it wakes a run waiting on that address.
@@ -292,6 +296,15 @@ export interface Engine {
    * @throws QueueflowError RUN_NOT_FOUND for an unknown (or expired) run id.
    */
   history(runId: string): Promise<StepRecord[]>;
+  /**
+   * The run's event log, oldest first (the newest 200): the rare transitions its record and
+   * step history do not keep once they are over (parked and woken, with the mailbox and message;
+   * throttled and released, with the budget key; a try retried; taken over from one worker by
+   * another; cancelled, and by whom; forked; retried by an operator), each {@link RunEvent}
+   * written with the transition it records. Committed steps are not in it: see `history`.
+   * @throws QueueflowError RUN_NOT_FOUND for an unknown (or expired) run id.
+   */
+  runEvents(runId: string): Promise<RunEvent[]>;
   /**
    * Lets a `failed` or `cancelled` run go on, under the same id, from its last committed
    * checkpoint: the step that did not commit runs again, committed steps do not; the error
@@ -431,6 +444,15 @@ export interface StepRecord {
   patch: PatchOperation[];
   /** A fan-in step: the children it merged (param-set order) and the paths two of them wrote. */
   merged?: { children: number; conflicts: MergeConflict[] };
+}
+
+/** Options of {@link Engine.cancel}. */
+export interface CancelOptions {
+  /**
+   * Who cancels, as the run's `cancelled` event names it (kebab-case by convention: the studio
+   * says `'studio'`, the CLI `'cli'`). @defaultValue none: the event names no one
+   */
+  by?: string;
 }
 
 export interface ForkOptions {

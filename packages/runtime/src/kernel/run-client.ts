@@ -34,6 +34,8 @@ import type {
   WorkerInfo,
   BudgetInfo,
   QueueInfo,
+  CancelOptions,
+  RunEvent,
 } from './engine.js';
 import { followStream } from './run-stream.js';
 import { trace } from '@opentelemetry/api';
@@ -45,6 +47,7 @@ import { Inbox } from './inbox.js';
 import { retryRun } from './retry-run.js';
 import type { RunEventSource } from './run-events.js';
 import { TimeTravel } from './time-travel.js';
+import { decodeRunEvent } from './run-event.js';
 import { checkRunInput } from './run-input.js';
 import { checkRunId, newRunId } from './run-id.js';
 import { checkWellFormed } from '../core/well-formed.js';
@@ -303,8 +306,8 @@ export class RunClient {
   }
 
   /** @throws QueueflowError RUN_NOT_FOUND for an unknown (or expired) run id. */
-  async cancel(runId: string): Promise<void> {
-    const result = await cancelRun(this.store, this.scheduler, checkRunId('cancel', runId));
+  async cancel(runId: string, options: CancelOptions = {}): Promise<void> {
+    const result = await cancelRun(this.store, this.scheduler, checkRunId('cancel', runId), options.by);
     if (result === 'missing') throw this.notFound(runId);
     if (result !== 'ended') {
       const run = await this.store.load(runId);
@@ -362,6 +365,13 @@ export class RunClient {
   /** See {@link Engine.history}. */
   async history(runId: string): Promise<StepRecord[]> {
     return this.timeTravel.history(checkRunId('history', runId));
+  }
+
+  /** See {@link Engine.runEvents}. */
+  async runEvents(runId: string): Promise<RunEvent[]> {
+    const events = await this.store.events(checkRunId('runEvents', runId));
+    if (!events) throw this.notFound(runId);
+    return events.map(decodeRunEvent).filter((event) => event !== undefined);
   }
 
   /** See {@link Engine.sharedAt}. */

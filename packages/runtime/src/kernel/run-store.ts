@@ -46,8 +46,29 @@ export interface RunStore {
    * messages reserved for its current step's receives come back too (`reserved`), the parked
    * receive's own reserved now when its mailbox has one (as {@link RunStore.reserveMessage} would
    * when the step runs again): a woken step's receives then cost no transition of their own.
+   *
+   * `worker`: who loads it, for the `taken-over` event of {@link RunStore.noteTakeover}.
    */
-  loadForStep(runId: string, runnable: readonly Runnable[], wake?: number): Promise<LoadedRun | undefined>;
+  loadForStep(
+    runId: string,
+    runnable: readonly Runnable[],
+    wake?: number,
+    worker?: string,
+  ): Promise<LoadedRun | undefined>;
+  /**
+   * Notes that worker `from` held the run's current step when it stopped heartbeating and
+   * another worker took it over ({@link RunStore.claimLapsed}): the next
+   * {@link RunStore.loadForStep} of the run by another `worker` logs a `taken-over` event naming
+   * both, in its transition. Nothing for a run that has ended or does not exist. Optional: a store
+   * that lives and dies with its process has no takeovers.
+   */
+  noteTakeover?(runId: string, from: string): Promise<void>;
+  /**
+   * The run's event log (kernel/run-event.ts): encoded entries, oldest first (the newest
+   * `MAX_RUN_EVENTS`); `undefined` when there is no such run. Each entry is written by the
+   * transition it records.
+   */
+  events(runId: string): Promise<string[] | undefined>;
 
   /**
    * Commits the outcome of the step the run stood at (`at`), only if it still stands there.
@@ -83,8 +104,11 @@ export interface RunStore {
    * items that did not complete).
    */
   childEnded(parentId: string, parentStep: number, index: number, report: ChildEndReport): Promise<ChildEndedResult>;
-  /** Cancels the run now (see {@link CancelResult}); messages its step reserved go back. */
-  cancel(runId: string): Promise<{ result: CancelResult; wakes: string[] }>;
+  /**
+   * Cancels the run now (see {@link CancelResult}); messages its step reserved go back. Logs a
+   * `cancelled` event, `by` whom when given.
+   */
+  cancel(runId: string, by?: string): Promise<{ result: CancelResult; wakes: string[] }>;
   /**
    * Claims the runs whose fan-out's children are being cancelled (a cancel that found the run
    * waiting on them, {@link CancelResult} `cancelled-waiting`, or a child's end that failed it

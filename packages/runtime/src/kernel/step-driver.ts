@@ -555,7 +555,13 @@ export class StepDriver {
     // A wake always reads the run: it follows a park, which no cache of this driver saw.
     const cached = task.type === 'step' ? this.runs.take(task.runId, task.step) : undefined;
     const loaded: LoadedRun | undefined =
-      cached ?? (await this.store.loadForStep(task.runId, this.runnable, task.type === 'wake' ? task.park : undefined));
+      cached ??
+      (await this.store.loadForStep(
+        task.runId,
+        this.runnable,
+        task.type === 'wake' ? task.park : undefined,
+        this.workerId,
+      ));
     if (!loaded) return DONE; // expired or never started
     // A woken step's reserved messages came with its run; they belong to this step alone.
     const { reserved, ...run } = loaded;

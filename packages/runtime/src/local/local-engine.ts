@@ -26,6 +26,8 @@ import type {
   ScheduleOptions,
   ScheduleRunOptions,
   StepRecord,
+  RunEvent,
+  CancelOptions,
   StreamEntry,
   StreamOptions,
   WorkerInfo,
@@ -260,11 +262,12 @@ export class LocalEngine implements Engine {
 
   /**
    * Cancels the run now: its status becomes `cancelled`, the `exec` in flight is aborted, and the
-   * step in flight commits nothing (it stops at that step boundary). No-op once ended.
+   * step in flight commits nothing (it stops at that step boundary). No-op once ended. The
+   * run's event log names `options.by` (see {@link Engine.cancel}).
    * @throws QueueflowError RUN_NOT_FOUND for an unknown run id.
    */
-  async cancel(runId: string): Promise<void> {
-    return this.client.cancel(runId);
+  async cancel(runId: string, options?: CancelOptions): Promise<void> {
+    return this.client.cancel(runId, options);
   }
 
   /**
@@ -359,6 +362,11 @@ export class LocalEngine implements Engine {
   /** @see Engine.history */
   async history(runId: string): Promise<StepRecord[]> {
     return this.client.history(runId);
+  }
+
+  /** @see Engine.runEvents */
+  async runEvents(runId: string): Promise<RunEvent[]> {
+    return this.client.runEvents(runId);
   }
 
   /** @see Engine.retry */

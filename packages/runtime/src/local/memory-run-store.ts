@@ -20,6 +20,8 @@ import { taskId } from '../kernel/scheduler.js';
 import type { ValueClaim } from '../kernel/claim-check.js';
 import type { BudgetHold, BudgetKeyInfo, BudgetReply, BudgetRequest, BudgetState } from '../kernel/budget-store.js';
 import { MemoryBudgets } from './memory-budgets.js';
+import { logRunEvent, logWoken, type MemoryRunLog } from './memory-run-log.js';
+import { parkedEvent, sameParkAs } from '../kernel/run-event.js';
 import type { FinalRunStatus, ListRunsOptions, RunStatus } from '../kernel/engine.js';
 import type { StreamEntry } from '../stream/stream-types.js';
 import { compareStreamIds } from '../stream/stream-entry.js';
@@ -80,7 +82,7 @@ interface MemoryFanOut {
 const MAX_STREAM_TRIES = 16;
 
 /** One run in memory: the record and the lists and hashes Redis keeps beside it, encoded alike. */
-interface MemoryRun {
+interface MemoryRun extends MemoryRunLog {
   run: StoredRun;
   errors: string[];
   conflicts: string[];
@@ -149,7 +151,9 @@ export class MemoryRunStore implements RunStore, RunEventSource {
   ) {
     this.budgets = new MemoryBudgets(clock, (runId) => {
       const run = this.runs.get(runId)?.run;
-      if (run?.status !== 'throttled') return;
+      const entry = this.runs.get(runId);
+      if (run?.status !== 'throttled' || !entry) return;
+      logRunEvent(entry, { at: clock.now(), step: run.step, kind: 'released', key: run.throttledBy ?? '' });
       run.status = 'running';
       delete run.throttledBy;
       this.changed(runId);
@@ -177,6 +181,8 @@ export class MemoryRunStore implements RunStore, RunEventSource {
       stream: [],
       ...(run.idempotencyKey === undefined ? {} : { idempotencyKey: run.idempotencyKey }),
     });
+    if (run.forkedFrom)
+      logRunEvent(this.runs.get(run.id)!, { at: run.now, step: 0, kind: 'forked', from: { ...run.forkedFrom } });
     this.claim(run.id, run.values);
     if (run.takenBy !== undefined) this.addTaken(run.takenBy, taskId({ type: 'step', runId: run.id, step: 0 }));
     this.changed(run.id);
@@ -239,6 +245,9 @@ export class MemoryRunStore implements RunStore, RunEventSource {
     const { run } = entry;
     if (isFinal(run.status) || !atStep(run, at)) return { result: 'stale', wakes };
     this.endStreamTry(entry);
+    logWoken(entry, run, entry.reserved, fields.now);
+    if (run.status === 'throttled' && mode !== 'throttled')
+      logRunEvent(entry, { at: fields.now, step: run.step, kind: 'released', key: run.throttledBy ?? '' });
     this.leaveWaiters(run, wakes);
     const toParent = (outcome: ChildOutcome | undefined): ChildEndedResult | undefined => {
       if (!report) return undefined;
@@ -262,6 +271,13 @@ export class MemoryRunStore implements RunStore, RunEventSource {
     delete run.refusal; // a worker with the right code has taken the step
 
     if (mode === 'retry') {
+      logRunEvent(entry, {
+        at: fields.now,
+        step: run.step,
+        kind: 'retried',
+        attempt: run.attempt,
+        retryAt: fields.retryAt ?? fields.now,
+      });
       if (fields.checkpoint) run.checkpoint = fields.checkpoint;
       if (fields.stepStartedAt !== undefined) run.stepStartedAt ??= fields.stepStartedAt;
       if (fields.retryAt !== undefined) run.retryAt = fields.retryAt;
@@ -270,6 +286,8 @@ export class MemoryRunStore implements RunStore, RunEventSource {
       return { result: 'committed', wakes };
     }
     if (mode === 'throttled') {
+      if (run.status !== 'throttled')
+        logRunEvent(entry, { at: fields.now, step: run.step, kind: 'throttled', key: fields.throttledBy ?? '' });
       if (fields.checkpoint) run.checkpoint = fields.checkpoint;
       if (fields.stepStartedAt !== undefined) run.stepStartedAt ??= fields.stepStartedAt;
       run.status = 'throttled';
@@ -329,6 +347,7 @@ export class MemoryRunStore implements RunStore, RunEventSource {
     const { run } = entry;
     if (isFinal(run.status) || !atStep(run, at)) return { result: 'stale', wakes };
     this.endStreamTry(entry);
+    logWoken(entry, run, entry.reserved, fields.now);
     this.claim(at.id, fields.values);
     this.leaveWaiters(run, wakes);
     entry.reserved.clear();
@@ -427,17 +446,19 @@ export class MemoryRunStore implements RunStore, RunEventSource {
     return this.recordChildEnd(parentId, parentStep, index, report);
   }
 
-  async cancel(runId: string): Promise<{ result: CancelResult; wakes: string[] }> {
+  async cancel(runId: string, by?: string): Promise<{ result: CancelResult; wakes: string[] }> {
     const wakes: string[] = [];
     const entry = this.runs.get(runId);
     if (!entry) return { result: 'missing', wakes };
     const { run } = entry;
     if (isFinal(run.status)) return { result: 'ended', wakes };
     const status = run.status;
+    const now = this.clock.now();
+    logRunEvent(entry, { at: now, step: run.step, kind: 'cancelled', ...(by === undefined ? {} : { by }) });
     this.leaveWaiters(run, wakes);
     this.releaseReserved(entry, wakes);
     this.emit((listener) => listener.cancelled?.(runId));
-    this.finish(entry, 'cancelled', this.clock.now());
+    this.finish(entry, 'cancelled', now);
     // Waiting on children: its fan-out is of its current step (one of an earlier step has fanned in).
     const onChildren = status === 'waiting' && entry.fanOut?.step === run.step;
     return { result: onChildren ? 'cancelled-waiting' : 'cancelled', wakes };
@@ -495,6 +516,8 @@ export class MemoryRunStore implements RunStore, RunEventSource {
     if (isFinal(run.status) || !atStep(run, at)) return { result: 'stale', parkCount: 0, ready: false, wakes };
     this.endStreamTry(entry);
     const now = this.clock.now();
+    logWoken(entry, run, entry.reserved, now, park);
+    if (!sameParkAs(run.replay.parked, park)) logRunEvent(entry, parkedEvent(run.step, park, now));
     this.leaveWaiters(run, wakes);
     const parkCount = ++run.parkCount;
     run.status = 'waiting';
@@ -550,6 +573,8 @@ export class MemoryRunStore implements RunStore, RunEventSource {
     if (run.status === 'completed') return { result: 'completed' };
     if (run.status !== 'failed' && run.status !== 'cancelled') return { result: 'not-ended', status: run.status };
     const reopenedChildren: number[] = [];
+    const now = this.clock.now();
+    logRunEvent(entry, { at: now, step: run.step, kind: 'operator-retry', status: run.status });
     const fanOut = entry.fanOut;
     if (fanOut && fanOut.step === run.step) {
       for (let index = 0; index < fanOut.total; index++) {
@@ -573,7 +598,7 @@ export class MemoryRunStore implements RunStore, RunEventSource {
     run.attempt = 0;
     run.retries = (run.retries ?? 0) + 1;
     this.endStreamTry(entry);
-    run.updatedAt = this.clock.now();
+    run.updatedAt = now;
     this.retainAgain(runId);
     this.changed(runId);
     return { result: 'reopened', run: copyOf(run), reopenedChildren };
@@ -581,6 +606,11 @@ export class MemoryRunStore implements RunStore, RunEventSource {
 
   async history(runId: string): Promise<string[] | undefined> {
     return this.runs.get(runId)?.history.slice();
+  }
+
+  async events(runId: string): Promise<string[] | undefined> {
+    const entry = this.runs.get(runId);
+    return entry && (entry.events?.slice() ?? []);
   }
 
   async takeMessage(address: string, messageId: string): Promise<Message | 'no-reply-to' | undefined> {

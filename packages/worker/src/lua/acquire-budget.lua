@@ -33,6 +33,7 @@
     wakes: waiter task ids to promote (the first waiters of a queue, as many as its budget may
            now have room for).
   Emits: PUBLISH <changes> when a throttled run goes back to running.
+  Logs `released` (the run's event log, logEvent) then.
 ]]
 local o = cjson.decode(ARGV[1])
 local SPAN = 1099511627776 -- 2^40: arrivals per priority step
@@ -141,6 +142,8 @@ for i, limit in ipairs(limits) do
 end
 
 if type(o.runId) == 'string' and redis.call('HGET', KEYS[1], 'status') == 'throttled' then
+  local run = redis.call('HMGET', KEYS[1], 'step', 'throttledBy')
+  logEvent(KEYS[1], { at = tonumber(now), step = tonumber(run[1] or '0'), kind = 'released', key = run[2] or '' })
   redis.call('HSET', KEYS[1], 'status', 'running')
   redis.call('HDEL', KEYS[1], 'throttledBy')
   changed(KEYS[1], o.runId, o)

@@ -9,7 +9,8 @@
 
   ARGV[1] options, JSON: now (epoch ms), runId, retention (seconds), channel, changes,
           mailboxPrefix, waitersPrefix, cascades (the partition's runs whose children are being
-          cancelled: the run joins it with code 2, see RedisKeys.cascades)
+          cancelled: the run joins it with code 2, see RedisKeys.cascades), by (who cancels, for
+          the `cancelled` entry of the run's event log; absent: unknown)
 
   Returns { code, wakes }: code -1 no such run; 0 already ended; 1 cancelled now; 2 cancelled
           now while it was waiting on a fan-out (the caller cancels the children);
@@ -23,6 +24,8 @@ if not status then return { -1, {} } end
 if isFinal(status) then return { 0, {} } end
 local wakes = {}
 o.wakes = wakes -- handOff marks them (HANDED_OFF)
+logEvent(KEYS[1], { at = tonumber(o.now), step = tonumber(redis.call('HGET', KEYS[1], 'step') or '0'),
+  kind = 'cancelled', by = o.by })
 leaveWaiters(KEYS[1], o, o.runId)
 releaseReserved(KEYS[6], o, wakes, KEYS[1])
 redis.call('PUBLISH', o.channel, cjson.encode({ type = 'cancel', runId = o.runId }))

@@ -39,6 +39,7 @@
     values        hashes of the values stored apart the checkpoint and record reference, claimed
                   for the run (claimValues in run-lifecycle.lua)
     valuePrefix, valuesSuffix   where values and a run's claims live (redis-keys.ts)
+    woken         true when the step parked before (its run's replay.parked): logWoken
     takenKey      (a worker that takes a run it wakes) its set of taken wakes: see takeWake; and,
                   with parent.take, of the child this child's end starts: see takeChild
     runPrefix     key prefix of run hashes (a taken child's record)
@@ -64,6 +65,8 @@
     child: the fields of the child `first` this end started and the worker took (takeChild), as
           a flat list; absent when none
   Emits: PUBLISH <channel> {type:'ended', runId, status} when the run (or its parent) ends.
+  Logs (the run's event log, logEvent): woken (a step that parked), released (a throttled step
+  that commits), retried (mode retry), throttled (mode throttled, unless throttled already).
 ]]
 local o = cjson.decode(ARGV[1])
 local checkpoint = ARGV[2]
@@ -116,6 +119,11 @@ if isFinal(status) then return { 0, -1, -1, 0, wakes } end
 if not atStep(runKey, expectedStep, expectedParks) then return { 0, -1, -1, 0, wakes } end
 
 endStreamTry(runKey) -- the try ends here, whatever the mode: the next is no restart
+if o.woken then logWoken(runKey, KEYS[6], now) end
+if status == 'throttled' and mode ~= 'throttled' then
+  logEvent(runKey, { at = tonumber(now), step = tonumber(expectedStep), kind = 'released',
+    key = redis.call('HGET', runKey, 'throttledBy') or '' })
+end
 leaveWaiters(runKey, o, runId)
 claimValues(runKey, runId, o.values, stagedValues(5), o)
 if type(o.errors) == 'table' and #o.errors > 0 then
@@ -130,6 +138,8 @@ redis.call('HSETNX', runKey, 'startedAt', now)
 redis.call('HDEL', runKey, 'refusal') -- a worker with the right code has taken the step
 
 if mode == 'retry' then
+  logEvent(runKey, { at = tonumber(now), step = tonumber(expectedStep), kind = 'retried',
+    attempt = tonumber(redis.call('HGET', runKey, 'attempt') or '0'), retryAt = tonumber(o.retryAt or now) })
   if checkpoint ~= '' then redis.call('HSET', runKey, 'checkpoint', checkpoint) end
   if o.stepStartedAt then redis.call('HSETNX', runKey, 'stepStartedAt', o.stepStartedAt) end
   if o.retryAt then redis.call('HSET', runKey, 'retryAt', o.retryAt) end
@@ -140,6 +150,9 @@ if mode == 'retry' then
 end
 
 if mode == 'throttled' then
+  if status ~= 'throttled' then
+    logEvent(runKey, { at = tonumber(now), step = tonumber(expectedStep), kind = 'throttled', key = o.throttledBy or '' })
+  end
   if checkpoint ~= '' then redis.call('HSET', runKey, 'checkpoint', checkpoint) end
   if o.stepStartedAt then redis.call('HSETNX', runKey, 'stepStartedAt', o.stepStartedAt) end
   redis.call('HSET', runKey, 'status', 'throttled', 'throttledBy', o.throttledBy or '')

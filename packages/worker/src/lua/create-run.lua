@@ -14,7 +14,8 @@
   ARGV[1] options, JSON: id, now (epoch ms), changes (channel), runPrefix, partitions (the count
           the caller took), fields (how many ARGV the record's fields take), values (hashes of the
           values stored apart its checkpoint references, claimed for it), valuePrefix,
-          valuesSuffix (redis-keys.ts), taken (the first step's task id, which joins KEYS[takenKey])
+          valuesSuffix (redis-keys.ts), taken (the first step's task id, which joins KEYS[takenKey]),
+          event (a fork's `forked` entry of the run's event log, JSON; logEvent)
   ARGV[2..1 + fields] the record's fields and values (flow, fingerprint, checkpoint, target, ...)
   ARGV[2 + fields..] hash, staging key pairs: the texts of `values` (stagedValues)
 
@@ -36,6 +37,7 @@ for i = 2, 1 + (o.fields or (#ARGV - 1)) do fields[#fields + 1] = ARGV[i] end
 redis.call('HSET', KEYS[1], unpack(fields))
 if idempotencyKey then redis.call('HSET', KEYS[1], 'idempotencyKey', KEYS[5]) end
 if o.taken then redis.call('SADD', KEYS[o.takenKey], o.taken) end
+if o.event then logEvent(KEYS[1], o.event) end -- a fork's `forked` entry
 if o.fields then claimValues(KEYS[1], o.id, o.values, stagedValues(2 + o.fields), o) end
 -- The score is the creation time in ms plus a sequence fraction (2048ths: exact in a double for
 -- epoch ms), so runs created in the same millisecond stay in creation order.

@@ -10,6 +10,6 @@
 ]]
 local o = cjson.decode(ARGV[1])
 releaseValues(KEYS[1], o.runId, tonumber(o.now) - 1, o.now, o)
-redis.call('DEL', KEYS[1])
+redis.call('DEL', KEYS[1], KEYS[1] .. ':events')
 redis.call('ZREM', KEYS[2], o.runId)
 return 1

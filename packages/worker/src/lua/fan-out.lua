@@ -25,6 +25,7 @@
     values     hashes of the values stored apart the checkpoint, snapshot and record reference,
                claimed for the parent (claimValues in run-lifecycle.lua)
     valuePrefix, valuesSuffix   where values and a run's claims live (redis-keys.ts)
+    woken      true when the step parked before (its run's replay.parked): logWoken
   ARGV[2] the parent's checkpoint (waiting)    ARGV[3] its target JSON
   ARGV[4] the fan-out request JSON (without per-child data)
   ARGV[5] the snapshot: the parent's shared when it fanned out
@@ -49,6 +50,7 @@ local expectedStep, expectedParks = string.match(o.at, '^(%d+):(%d+)$')
 if not atStep(runKey, expectedStep, expectedParks) then return { 0, wakes } end
 local now, runId = o.now, o.runId
 endStreamTry(runKey)
+if o.woken then logWoken(runKey, KEYS[6], now) end
 -- The step commits: what it received is consumed, what it sent leaves.
 leaveWaiters(runKey, o, runId)
 claimValues(runKey, runId, o.values, stagedValues(7), o)

@@ -11,13 +11,24 @@
   KEYS[1] run hash   KEYS[2] run reserved-messages hash
   ARGV[1] now (epoch ms)
   ARGV[2] the park count of the wake being run, or '' (not a wake)
-  ARGV[3] JSON { mailboxPrefix, partition, partitions }: mailboxes of another partition are not
-          read here (reserve-message.lua, hold-message.lua)
+  ARGV[3] JSON { mailboxPrefix, partition, partitions, worker }: mailboxes of another partition
+          are not read here (reserve-message.lua, hold-message.lua); worker: who loads it
+  A run whose step a dead worker held (`takenFrom`, note-takeover.lua) logs `taken-over` from that
+  worker by `worker` (the run's event log, logEvent) and forgets it.
   ARGV[4..] pairs of flow name and graph fingerprint this worker runs
   Returns: { the hash as a flat list of fields and values (empty when there is no such run),
              the reserved hash as a flat list (`a<n>` address, `m<n>` message of receive n) }
 ]]
-local run = redis.call('HMGET', KEYS[1], 'status', 'flow', 'fingerprint', 'createdAt', 'parkCount', 'replay')
+local run = redis.call('HMGET', KEYS[1], 'status', 'flow', 'fingerprint', 'createdAt', 'parkCount', 'replay', 'takenFrom')
+local m = cjson.decode(ARGV[3])
+if run[7] and type(m.worker) == 'string' and m.worker ~= run[7] then
+  local at = redis.call('HMGET', KEYS[1], 'step', 'takenStep')
+  if not isFinal(run[1]) and at[1] == at[2] then
+    logEvent(KEYS[1], { at = tonumber(ARGV[1]), step = tonumber(at[1] or '0'), kind = 'taken-over', from = run[7],
+      by = m.worker })
+  end
+  redis.call('HDEL', KEYS[1], 'takenFrom', 'takenStep')
+end
 if run[1] == 'queued' then
   -- Never before its creation, which another process stamped on its own reading of the clock.
   local now = string.format('%d', math.max(tonumber(ARGV[1]), tonumber(run[4]) or 0))
@@ -31,7 +42,6 @@ end
 local reserved = {}
 if ARGV[2] ~= '' and run[1] == 'waiting' and (run[5] or '0') == ARGV[2] and run[6] then
   local parked = cjson.decode(run[6]).parked
-  local m = cjson.decode(ARGV[3])
   -- A receive's own message (a receiveAny reserves its when the step runs again).
   if type(parked) == 'table' and type(parked.addresses) ~= 'table' and isLocal(m, parked.address) then
     local ordinal = string.format('%d', parked.ordinal)

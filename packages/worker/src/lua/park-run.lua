@@ -17,6 +17,9 @@
     mailboxPrefix, waitersPrefix   key prefixes of mailboxes and their waiter sets
     outbox     the step's sends so far, { address, message JSON } pairs
     takenKey   (a worker that takes a run it wakes) its set of taken wakes: see takeWake
+    woken      true when the step parked before on another call: logWoken
+    event      the `parked` entry of the run's event log (JSON), absent when the step parks
+               again on the same call (a re-check that found nothing)
 
   Returns { code, parkCount, ready, wakes, taken }:
     code 1 parked; its wake id is `<run id>-<step>-p<parkCount>` (the caller adds the wake,
@@ -34,6 +37,8 @@ if isFinal(status) or not atStep(KEYS[1], expectedStep, expectedParks) then retu
 local wakes = {}
 o.wakes = wakes -- handOff marks them (HANDED_OFF)
 endStreamTry(KEYS[1]) -- the woken step's try is no restart
+if o.woken then logWoken(KEYS[1], KEYS[6], o.now) end
+if o.event then logEvent(KEYS[1], o.event) end
 leaveWaiters(KEYS[1], o, o.runId)
 local parkCount = redis.call('HINCRBY', KEYS[1], 'parkCount', 1)
 redis.call('HSET', KEYS[1], 'status', 'waiting', 'replay', o.replay, 'updatedAt', o.now)

@@ -13,6 +13,8 @@
           expire either: holdValues in run-lifecycle.lua), cascades (RedisKeys.cascades: the run
           leaves it)
 
+  Logs `operator-retry` (the run's event log, logEvent), which is kept again too.
+
   Returns { code, status, indices }:
     code 1 reopened: `status` the run's new status, `indices` the children to run again
          0 the run has not ended (`status` says how it stands)
@@ -48,6 +50,8 @@ elseif run[3] then
 else
   status = 'queued'
 end
+logEvent(KEYS[1], { at = tonumber(o.now), step = tonumber(run[2]), kind = 'operator-retry', status = run[1] })
+redis.call('PERSIST', KEYS[1] .. ':events')
 redis.call('HSET', KEYS[1], 'status', status, 'attempt', 0, 'updatedAt', o.now)
 redis.call('HDEL', KEYS[1], 'error', 'finishedAt', 'stepStartedAt', 'retryAt')
 redis.call('HINCRBY', KEYS[1], 'retries', 1)

@@ -160,6 +160,7 @@ local function finish(keys, runId, status, now, o)
   local ttl = tonumber(o.retention)
   if ttl and ttl > 0 then
     for _, key in ipairs(keys) do redis.call('EXPIRE', key, ttl) end
+    redis.call('EXPIRE', keys[1] .. ':events', ttl) -- the run's event log (logEvent)
     local idempotencyKey = redis.call('HGET', keys[1], 'idempotencyKey')
     if idempotencyKey then redis.call('EXPIRE', idempotencyKey, ttl) end
     local inputs = redis.call('HGET', keys[4], 'inputs') -- the staged inputs of its fan-out, if any
@@ -519,4 +520,51 @@ local function consumeReserved(reservedKey, m, runKey)
   end
   endHolds(m, runKey, remote, 'consume')
   redis.call('DEL', reservedKey)
+end
+
+--[[
+  The run's event log (RedisKeys.runEvents, `<run key>:events`; kernel/run-event.ts in the
+  runtime): a list of JSON entries { at, step, kind, ... }, the newest MAX_RUN_EVENTS, for the
+  rare transitions alone (committed steps are in the step history); each written by the script of
+  the transition it records, kept and expired with the run's other keys (finish, reopen-run.lua).
+]]
+local MAX_RUN_EVENTS = 200
+
+-- Appends `event` (a table, or its JSON text) to the run's event log.
+local function logEvent(runKey, event)
+  if type(event) == 'table' then event = cjson.encode(event) end
+  local key = runKey .. ':events'
+  redis.call('RPUSH', key, event)
+  redis.call('LTRIM', key, -MAX_RUN_EVENTS, -1)
+end
+
+-- The run's step goes on after its last park (it commits, fans out, fails, or parks on a later
+-- call): logs `woken` once per park (the run's `woke` field holds the park count logged), with
+-- the message reserved for the parked receive (a message held in another partition: its address
+-- alone), or none: the receive timed out. Called only for a step that parked (the caller's run
+-- has `replay.parked`), so a step that never parked pays nothing.
+local function logWoken(runKey, reservedKey, now)
+  local at = redis.call('HMGET', runKey, 'replay', 'parkCount', 'woke', 'step')
+  if not at[1] then return end
+  local parked = cjson.decode(at[1]).parked
+  local parks = at[2] or '0'
+  if type(parked) ~= 'table' or at[3] == parks then return end
+  redis.call('HSET', runKey, 'woke', parks)
+  local event = { at = tonumber(now), step = tonumber(at[4]), kind = 'woken' }
+  if parked.room then
+    event.address = parked.address
+  else
+    local ordinal = string.format('%d', parked.ordinal)
+    local held = redis.call('HMGET', reservedKey, 'a' .. ordinal, 'm' .. ordinal, 'r' .. ordinal)
+    if held[2] then
+      local ok, message = pcall(cjson.decode, held[2])
+      event.address = held[1] or parked.address
+      if ok and type(message) == 'table' then event.messageId = message.id end
+    elseif held[3] then
+      event.address = held[3]
+    else
+      event.timedOut = true
+    end
+  end
+  logEvent(runKey, event)
 end

@@ -23,7 +23,8 @@ export type { Operation as PatchOperation } from 'fast-json-patch';
 /**
  * The engine methods the studio calls (`queues` and `budgets`, for the Queues page, the agent
  * methods, for the Agents page, and the conversation methods, for the Conversations page, may be
- * missing: the page then says this engine cannot show them). The studio never closes the
+ * missing: the page then says this engine cannot show them; without `runEvents`, a run's event
+ * timeline is derived from its record alone). The studio never closes the
  * engine: whoever made it does.
  */
 export type StudioEngine = Partial<
@@ -38,6 +39,7 @@ export type StudioEngine = Partial<
     | 'conversations'
     | 'conversation'
     | 'forkConversation'
+    | 'runEvents'
   >
 > &
   Pick<
