@@ -2,12 +2,14 @@
  * The studio's Queues page and a run's event timeline in chromium (issue 31), against a real
  * Redis and a `queueflow worker` process: per queue its tasks waiting, delayed, throttled and
  * running and the workers serving it, per budget key its use against its limit; a run's events
- * (created, started, a failed try retried, steps committed, parked on a mailbox, ended).
+ * (created, started, a failed try retried, steps committed, parked on a mailbox and woken by a
+ * message, from the run's event log; cancelled, and by whom).
  */
 import { nanoid } from 'nanoid';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { elsewhere, flaky, metered, wait } from './studio-flows.js';
 import { accessibilityProblems, startStudio, type StudioSetup } from './support/studio-harness.js';
+import { waitFor } from '../support/wait-for.js';
 
 let s: StudioSetup;
 beforeAll(async () => {
@@ -43,7 +45,7 @@ it('the Queues page shows each queue by state with its workers, and each budget 
   expect(s.pageErrors).toEqual([]);
 });
 
-it("a run's events: created, started, a failed try retried, its steps, parked on a mailbox, ended", async () => {
+it("a run's events: created, started, a failed try retried, its steps, parked and woken, cancelled, ended", async () => {
   const { page } = s;
   const done = await s.engine.run(flaky, {});
   expect(done.status).toBe('completed');
@@ -64,7 +66,32 @@ it("a run's events: created, started, a failed try retried, its steps, parked on
   await s.shot('run-events');
   expect(await accessibilityProblems(page)).toEqual([]);
 
-  // A parked run names its mailbox; cancelled, it says so.
+  // Parked, then woken by a message: its event log names the mailbox and the message.
+  const inbox = `inbox.${nanoid(6)}`;
+  const woken = await s.engine.start(wait, {}, { params: { address: inbox } });
+  await waitFor('the run to park', async () => (await s.engine.get(woken.id))?.status === 'waiting');
+  const messageId = await s.engine.send(inbox, 'wake up');
+  expect((await woken.result({ timeoutMs: 20_000 })).status).toBe('completed');
+  await page.goto(`${s.url}/runs/${woken.id}`);
+  await events.locator('li[data-event="completed"]').waitFor();
+  await events
+    .locator('li[data-event="parked"]')
+    .filter({ hasText: `step #0 parked on mailbox ${inbox}, no timeout` })
+    .waitFor();
+  await events
+    .locator('li[data-event="woken"]')
+    .filter({ hasText: `step #0 woken by message ${messageId} on ${inbox}` })
+    .waitFor();
+  expect(await events.locator('li').evaluateAll((items) => items.map((li) => li.getAttribute('data-event')))).toEqual([
+    'created',
+    'started',
+    'parked',
+    'woken',
+    'step',
+    'completed',
+  ]);
+
+  // A parked run names its mailbox; cancelled, it says so, and by whom.
   const address = `inbox.${nanoid(6)}`;
   const parked = await s.engine.start(wait, {}, { params: { address } });
   await page.goto(`${s.url}/runs/${parked.id}`);
@@ -75,7 +102,7 @@ it("a run's events: created, started, a failed try retried, its steps, parked on
   // The Cancel action applies here; it did not on the completed run.
   await page.getByRole('button', { name: 'Cancel run' }).click();
   await page.getByRole('button', { name: 'Cancel the run' }).click();
-  await events.locator('li[data-event="cancelled"]').waitFor();
+  await events.locator('li[data-event="cancelled"]').filter({ hasText: 'by studio' }).waitFor();
   await expect.poll(() => page.getByRole('button', { name: 'Cancel run' }).isDisabled()).toBe(true);
   expect(s.pageErrors).toEqual([]);
 });

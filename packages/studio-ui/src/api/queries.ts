@@ -17,6 +17,7 @@ import type {
   JsonObject,
   MailboxInfo,
   QueuesBody,
+  RunEvent,
   RunInfo,
   RunStatus,
   RunsPage,
@@ -53,6 +54,14 @@ export function useHistory(id: string) {
   return useQuery({
     queryKey: keys.history(id),
     queryFn: () => api.get<StepRecord[]>(`/api/runs/${encodeURIComponent(id)}/history`),
+  });
+}
+
+/** The run's event log (parks, wakes, throttles, takeovers, cancels: what its record forgets). */
+export function useRunEvents(id: string) {
+  return useQuery({
+    queryKey: keys.runEvents(id),
+    queryFn: () => api.get<RunEvent[]>(`/api/runs/${encodeURIComponent(id)}/events`),
   });
 }
 

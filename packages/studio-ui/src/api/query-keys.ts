@@ -7,6 +7,7 @@ export const keys = {
   counts: ['counts'] as const,
   run: (id: string) => ['run', id] as const,
   history: (id: string) => ['history', id] as const,
+  runEvents: (id: string) => ['run-events', id] as const,
   children: (id: string) => ['children', id] as const,
   diff: (id: string, step: number) => ['diff', id, step] as const,
   sharedAt: (id: string, step: number) => ['sharedAt', id, step] as const,

@@ -1,5 +1,5 @@
 import { Link } from 'wouter-preact';
-import type { MailboxInfo, RunInfo, StepRecord } from '../api/types';
+import type { MailboxInfo, RunEvent as LoggedEvent, RunInfo, StepRecord } from '../api/types';
 import { dateTime, plural } from './format';
 
 /** One entry of a run's event timeline. */
@@ -11,22 +11,27 @@ interface RunEvent {
 }
 
 /**
- * The run's events, oldest first (Temporal's event history, from what the run's record, its
- * history and the mailboxes hold): created (or forked), started, each try that failed and
- * whether it was retried, each step committed (by which worker, and when that is not the worker
- * of the step before it, that it moved), operators' retries, where it waits now (a mailbox, its
- * children, a budget), and how it ended.
+ * The run's events, oldest first (Temporal's event history): from its event log (`logged`: each
+ * park and wake with its mailbox and message, throttle and release with its budget key, takeover
+ * from one worker by another, cancel and by whom, operator's retry), merged with what the run's
+ * record, its history and the mailboxes hold: created (or forked), started, each try that failed
+ * and whether it was retried, each step committed (by which worker, and when that is not the
+ * worker of the step before it, that it moved), and how it ended. Where the log has nothing of a
+ * kind (a run older than the log), that kind is derived as before: where it waits now (a mailbox,
+ * its children, a budget), operators' retries as a count.
  */
 export function RunEvents({
   run,
   steps,
   mailboxes,
+  logged,
 }: {
   run: RunInfo;
   steps: StepRecord[] | undefined;
   mailboxes: MailboxInfo[] | undefined;
+  logged?: LoggedEvent[] | undefined;
 }) {
-  const events = runEvents(run, steps ?? [], mailboxes ?? []);
+  const events = runEvents(run, steps ?? [], mailboxes ?? [], logged ?? []);
   return (
     <ol class="run-events" data-testid="run-events" aria-label="Events">
       {events.map((event, i) => (
@@ -39,8 +44,9 @@ export function RunEvents({
   );
 }
 
-function runEvents(run: RunInfo, steps: StepRecord[], mailboxes: MailboxInfo[]): RunEvent[] {
-  const events: RunEvent[] = [];
+function runEvents(run: RunInfo, steps: StepRecord[], mailboxes: MailboxInfo[], logged: LoggedEvent[]): RunEvent[] {
+  const events: RunEvent[] = logged.flatMap(fromLog);
+  const has = (kind: LoggedEvent['kind']): boolean => logged.some((event) => event.kind === kind);
   events.push(
     run.forkedFrom
       ? {
@@ -101,14 +107,14 @@ function runEvents(run: RunInfo, steps: StepRecord[], mailboxes: MailboxInfo[]):
       ),
     });
   });
-  if (run.retries)
+  if (run.retries && !has('operator-retry'))
     events.push({
       at: undefined,
       kind: 'operator-retry',
       text: `retried by an operator ${plural(run.retries, 'time')}`,
     });
   const parked = mailboxes.flatMap((box) => box.parked.filter((p) => p.runId === run.id).map((p) => ({ box, p })))[0];
-  if (run.status === 'waiting' && parked) {
+  if (run.status === 'waiting' && parked && !has('parked')) {
     events.push({
       at: parked.p.since,
       kind: 'parked',
@@ -126,16 +132,128 @@ function runEvents(run: RunInfo, steps: StepRecord[], mailboxes: MailboxInfo[]):
       text: `waiting on its fan-out: ${run.children.ended} of ${plural(run.children.total, 'child', 'children')} ended`,
     });
   }
-  if (run.status === 'throttled')
+  if (run.status === 'throttled' && !has('throttled'))
     events.push({
       at: run.updatedAt,
       kind: 'throttled',
       text: `throttled: waiting for budget '${run.throttledBy ?? ''}'`,
     });
-  if (run.finishedAt !== undefined) {
+  if (run.finishedAt !== undefined && !(run.status === 'cancelled' && has('cancelled'))) {
     const why = run.error ? `: ${run.error.message}` : '';
     events.push({ at: run.finishedAt, kind: run.status, text: `${run.status}${run.status === 'failed' ? why : ''}` });
   }
   const timed = events.filter((e) => e.at !== undefined).sort((a, b) => a.at! - b.at!);
   return [...timed, ...events.filter((e) => e.at === undefined)];
+}
+
+/** An entry of the run's event log as the timeline shows it (`forked` and `retried` are derived: see runEvents). */
+function fromLog(event: LoggedEvent): RunEvent[] {
+  const step = <>step #{event.step}</>;
+  switch (event.kind) {
+    case 'parked':
+      return [
+        {
+          at: event.at,
+          kind: 'parked',
+          text: (
+            <>
+              {step} parked {event.room ? 'for room in the full inbox' : 'on mailbox'}
+              {event.addresses.length > 1 ? 'es' : ''}{' '}
+              {event.addresses.map((address, i) => (
+                <span key={address}>
+                  {i > 0 ? ', ' : ''}
+                  <Link href="/mailboxes">{address}</Link>
+                </span>
+              ))}
+              {event.deadline === null ? ', no timeout' : `, until ${dateTime(event.deadline)}`}
+            </>
+          ),
+        },
+      ];
+    case 'woken':
+      return [
+        {
+          at: event.at,
+          kind: 'woken',
+          text: event.timedOut ? (
+            <>{step} woken: its receive timed out</>
+          ) : (
+            <>
+              {step} woken{event.messageId === undefined ? '' : ' by message '}
+              {event.messageId === undefined ? null : <code>{event.messageId}</code>}
+              {event.address === undefined ? null : (
+                <>
+                  {' '}
+                  on <Link href="/mailboxes">{event.address}</Link>
+                </>
+              )}
+            </>
+          ),
+        },
+      ];
+    case 'throttled':
+      return [
+        {
+          at: event.at,
+          kind: 'throttled',
+          text: (
+            <>
+              {step} throttled: waiting for budget '{event.key}'
+            </>
+          ),
+        },
+      ];
+    case 'released':
+      return [
+        {
+          at: event.at,
+          kind: 'released',
+          text: (
+            <>
+              {step} released by budget '{event.key}'
+            </>
+          ),
+        },
+      ];
+    case 'taken-over':
+      return [
+        {
+          at: event.at,
+          kind: 'taken-over',
+          text: (
+            <>
+              {step} taken over from worker <code>{event.from}</code> (it stopped heartbeating) by{' '}
+              <code>{event.by}</code>
+            </>
+          ),
+        },
+      ];
+    case 'cancelled':
+      return [
+        {
+          at: event.at,
+          kind: 'cancelled',
+          text: (
+            <>
+              cancelled at {step}
+              {event.by === undefined ? '' : ` by ${event.by}`}
+            </>
+          ),
+        },
+      ];
+    case 'operator-retry':
+      return [
+        {
+          at: event.at,
+          kind: 'operator-retry',
+          text: (
+            <>
+              retried by an operator after it {event.status}, at {step}
+            </>
+          ),
+        },
+      ];
+    default:
+      return [];
+  }
 }

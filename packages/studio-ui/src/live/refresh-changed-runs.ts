@@ -34,6 +34,7 @@ export function refreshChangedRuns(client: QueryClient, changes: RunChange[]): v
   for (const runId of runs) void refreshQueries(client, { queryKey: keys.run(runId) });
   for (const { runId } of changes) {
     void refreshQueries(client, { queryKey: keys.history(runId) });
+    void refreshQueries(client, { queryKey: keys.runEvents(runId) });
     void refreshQueries(client, { queryKey: keys.conversationTurn(runId) });
   }
 }

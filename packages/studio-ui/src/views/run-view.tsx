@@ -1,6 +1,6 @@
 import { Link, useSearchParams } from 'wouter-preact';
 import { ApiError } from '../api/client';
-import { useGraph, useHistory, useMailboxes, useRun, useStepDiff } from '../api/queries';
+import { useGraph, useHistory, useMailboxes, useRun, useRunEvents, useStepDiff } from '../api/queries';
 import { FINAL_STATUSES, type RunInfo, type StepRecord } from '../api/types';
 import { config } from '../config';
 import { FanOutPanel } from '../components/fan-out-panel';
@@ -76,6 +76,7 @@ function RunDetail({
   const selectedRecord = steps?.find((s) => s.step === selected);
   const diff = useStepDiff(run.id, selected);
   const mailboxes = useMailboxes();
+  const logged = useRunEvents(run.id);
 
   return (
     <article aria-labelledby="run-title" class="run">
@@ -220,7 +221,7 @@ function RunDetail({
 
       <section class="panel" aria-labelledby="events-title">
         <h2 id="events-title">Events</h2>
-        <RunEvents run={run} steps={steps} mailboxes={mailboxes.data} />
+        <RunEvents run={run} steps={steps} mailboxes={mailboxes.data} logged={logged.data} />
       </section>
 
       <section class="panel" aria-labelledby="errors-title">

@@ -301,7 +301,7 @@ function cancelCommand(): Command {
           console.log(`run ${runId} has already ended (${info.status}): nothing to cancel`);
           return;
         }
-        await engine.cancel(runId);
+        await engine.cancel(runId, { by: 'cli' });
         console.log(`cancel requested for run ${runId}`);
       });
     });

@@ -84,6 +84,11 @@ export class StudioApi {
       return info;
     });
     get('/api/runs/:id/history', async (c) => this.need('history')(runIdOf(c.params.id)));
+    // The run's event log; an engine without one has none to show (the timeline derives its events).
+    get('/api/runs/:id/events', async (c) => {
+      const id = runIdOf(c.params.id);
+      return this.engine.runEvents ? this.engine.runEvents(id) : [];
+    });
     get('/api/runs/:id/shared', async (c) => {
       const step = integerOf(c.query.get('step') ?? undefined, 'step', 0);
       return { step, shared: await this.need('sharedAt')(runIdOf(c.params.id), step) };
@@ -141,7 +146,7 @@ export class StudioApi {
       const run = await this.need('get')(id);
       if (run && isFinal(run.status))
         throw new StudioHttpError(409, 'RUN_ENDED', `run '${id}' has already ended (${run.status}): nothing to cancel`);
-      await this.need('cancel')(id);
+      await this.need('cancel')(id, { by: 'studio' });
       return { id, cancelled: true };
     });
     post('/api/runs/:id/retry', async (c) => {
