@@ -236,7 +236,7 @@ export function countStoredSince(owner: string, prefix: string, took: number, st
  * deployment was purged (or its Redis restarted empty) and another count stored since, so what it
  * wrote would go to partitions no worker serves.
  */
-export function countChangedSince(prefix: string, took: number, stored: number | undefined): QueueflowError {
+function countChangedSince(prefix: string, took: number, stored: number | undefined): QueueflowError {
   return new QueueflowError(
     'INVALID_OPTION',
     `took ${took} partitions under prefix ${prefix}, but the deployment under prefix ${prefix} has ${stored ?? 'none'} now (in ${new RedisKeys(prefix).settings()}): it was purged, or its Redis restarted empty, and another count stored since, so what this writes would go to partitions no worker serves; nothing was written: create this client (or worker) again to use the stored count`,
@@ -265,7 +265,7 @@ async function markPartitions(redis: RedisConnection, partitions: Partitions): P
  * @throws QueueflowError `INVALID_OPTION` ({@link countChangedSince}) when the deployment has
  *   another count; as {@link storePartitions} does.
  */
-export async function confirmPartitionCount(
+async function confirmPartitionCount(
   redis: RedisConnection,
   partitions: Partitions,
   index: number,

@@ -94,7 +94,7 @@ export class AgentClient {
 
   /**
    * Appends `message` to the inboxes of agents `refs` and starts the turns of those idle, one
-   * transition per agent (AgentStore.send), {@link SEND_WINDOW} agents at a time. A process that
+   * transition per agent (AgentStore.send), SEND_WINDOW agents at a time. A process that
    * dies part way has delivered to a prefix; a turn it had not started yet starts from the inbox
    * left due (AgentRuntime.recover).
    */
