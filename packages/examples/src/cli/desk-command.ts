@@ -4,6 +4,7 @@ import { deskAgents, scriptedReviewer } from '../desk/desk-agents.js';
 import { DESK_SAMPLE_SIZE, deskSample, readCorpusMails } from '../desk/desk-mail.js';
 import { formatDeskReport, writeDeskFiles } from '../desk/desk-report.js';
 import { checkFreshEngine, runDesk, type DeskOptions } from '../desk/run-desk.js';
+import { mockLines, type LlmSetup } from './llm-option.js';
 import { createProgressBar } from './progress-bar.js';
 import { serveStudio } from './serve-studio.js';
 import { redactUrl } from './redact-url.js';
@@ -32,6 +33,8 @@ export interface DeskCommandOptions {
    * in its ask inbox instead of the scripted reviewer. It stays open after the report until Ctrl-C.
    */
   studioPort?: number | undefined;
+  /** `--llm [mock]` (see `setUpLlm`): thread summaries from the model; the mock is closed at the end. */
+  llm?: LlmSetup | undefined;
 }
 
 /**
@@ -95,6 +98,7 @@ export async function runDeskCommand(options: DeskCommandOptions): Promise<void>
       onProgress: (done, total) => bar.update(done, total),
       ...(partitions ? { partitions } : {}),
       ...(studio ? { reviewer: 'person' as const } : {}),
+      ...(options.llm?.enabled ? { llmSummary: true } : {}),
     });
     bar.stop();
     const files = await writeDeskFiles(result, resolveUserPath(options.out ?? 'out/desk'));
@@ -102,6 +106,7 @@ export async function runDeskCommand(options: DeskCommandOptions): Promise<void>
       formatDeskReport(result, {
         title: `queueflow mail desk (${options.cluster ? 'distributed, Redis Cluster' : distributed ? 'distributed' : 'embedded'})`,
         files,
+        ...(options.llm?.enabled ? { lines: options.llm.mock ? mockLines(options.llm.mock) : [] } : {}),
       }),
     );
     if (studio) {
@@ -112,5 +117,6 @@ export async function runDeskCommand(options: DeskCommandOptions): Promise<void>
     bar.stop();
     await studio?.close();
     await engine.close();
+    await options.llm?.mock?.close();
   }
 }

@@ -11,14 +11,12 @@ import { DEFAULT_PIPELINE_PARAMS, type DocumentSelection, type PipelineParams } 
 import { writeJsonl } from '../report/jsonl.js';
 import { formatReport } from '../report/format-report.js';
 import { buildReport } from '../report/pipeline-report.js';
-import { llmConfigFromEnv } from '../utils/llm-client.js';
-import { MockModelServer } from '../llm/mock-model-server.js';
-import { quotaFromEnv } from '../llm/llm-limits.js';
 import { expandSelection } from '../utils/document-selection.js';
 import { DEFAULT_SAMPLE_SIZE, listCorpus } from '../utils/spam-assassin-corpus.js';
 import { checkPrefixNeedsRedis, keyPrefix } from './prefix-option.js';
 import { DESK_SAMPLE_SIZE } from '../desk/desk-mail.js';
 import { runDeskCommand } from './desk-command.js';
+import { mockLines, setUpLlm } from './llm-option.js';
 import { runCommand } from './run-command.js';
 import { runDistributed } from './run-distributed.js';
 import { runEmbedded, type RunnerResult } from './run-embedded.js';
@@ -88,7 +86,7 @@ const program = new Command()
   )
   .option(
     '--llm [mock]',
-    'add LLM summaries: against OPENAI_BASE_URL (with OPENAI_API_KEY and OPENAI_MODEL), or `--llm mock` against a local mock model server enforcing QF_LLM_QUOTA (embedded runs)',
+    'add LLM summaries (with --desk: of the threads): against OPENAI_BASE_URL (with OPENAI_API_KEY and OPENAI_MODEL), or `--llm mock` against a local mock model server enforcing QF_LLM_QUOTA (embedded runs)',
   )
   .option('--no-progress', 'no progress bar')
   .option('--slowest <n>', 'how many of the slowest documents the report lists', positiveInteger, 5)
@@ -116,8 +114,8 @@ const program = new Command()
   .addOption(
     new Option(
       '--desk',
-      `the mail desk instead: replay the corpus in date order into a team of keyed agents (threads, senders, lists, a moderator); --limit mails from August 2002 (default ${DESK_SAMPLE_SIZE}) or --all, embedded (--studio: watch it, and answer the moderator yourself) or with --redis or --cluster; states under out/desk/`,
-    ).conflicts(['input', 'llm', 'out', 'maxBytes', 'slowest']),
+      `the mail desk instead: replay the corpus in date order into a team of keyed agents (threads, senders, lists, a moderator); --limit mails from August 2002 (default ${DESK_SAMPLE_SIZE}) or --all, embedded (--studio: watch it, and answer the moderator yourself) or with --redis or --cluster; --llm: thread summaries from the model; states under out/desk/`,
+    ).conflicts(['input', 'out', 'maxBytes', 'slowest']),
   );
 
 /** `--cluster URL,URL`: redis:// or rediss:// URLs (the engine checks them further). */
@@ -150,7 +148,14 @@ async function main(): Promise<void> {
       'error: --cluster runs the mail desk (--desk) on a Redis Cluster; the document pipeline takes --redis',
     );
   if (options.desk) {
+    const llm = await setUpLlm(
+      program,
+      options.llm,
+      options.redis !== undefined || options.cluster !== undefined,
+      'the workers summarise the threads',
+    );
     await runDeskCommand({
+      llm,
       limit: options.limit,
       all: options.all,
       redis: options.redis,
@@ -170,26 +175,8 @@ async function main(): Promise<void> {
     );
   }
   const distributed = options.redis !== undefined;
-  if (options.llm !== undefined && options.llm !== true && options.llm !== 'mock')
-    program.error(`error: --llm: expected no value or 'mock', got '${options.llm}'`);
-  if (options.llm === 'mock' && distributed)
-    program.error(
-      'error: --llm mock runs embedded: start the workers with OPENAI_BASE_URL of a mock (see bench/llm-quota.ts)',
-    );
-  const mock = options.llm === 'mock' ? await startMockModel() : undefined;
-  if (options.llm && distributed) {
-    console.error(
-      '--llm: the workers summarise, with the OPENAI_BASE_URL, OPENAI_API_KEY and OPENAI_MODEL of their own environment',
-    );
-  } else if (options.llm && llmConfigFromEnv() === null) {
-    console.error(
-      '--llm: OPENAI_BASE_URL, OPENAI_API_KEY and OPENAI_MODEL are not all set; keeping extractive summaries',
-    );
-  }
-  const params: PipelineParams = {
-    maxBytes: options.maxBytes,
-    llmSummary: options.llm !== undefined && options.llm !== false,
-  };
+  const { enabled: llmSummary, mock } = await setUpLlm(program, options.llm, distributed);
+  const params: PipelineParams = { maxBytes: options.maxBytes, llmSummary };
   const concurrency = options.concurrency ?? (distributed ? DEFAULT_DISTRIBUTED_CONCURRENCY : DEFAULT_CONCURRENCY);
   const what =
     selection.source === 'files'
@@ -226,32 +213,6 @@ async function main(): Promise<void> {
     await new Promise<void>((resolve) => process.once('SIGINT', () => resolve()));
     await studio.close();
   }
-}
-
-/**
- * `--llm mock`: a mock model server on loopback with the quota of QF_LLM_QUOTA (the one the
- * summarise node's limits respect), which this process's model calls go to.
- */
-async function startMockModel(): Promise<MockModelServer> {
-  const quota = quotaFromEnv();
-  const mock = await MockModelServer.start({
-    requests: quota.requests,
-    perMs: quota.perMs,
-    concurrent: quota.concurrent,
-  });
-  Object.assign(process.env, { OPENAI_BASE_URL: mock.baseURL, OPENAI_API_KEY: 'mock', OPENAI_MODEL: 'mock' });
-  console.error(
-    `--llm mock: mock model server at ${mock.baseURL}, ${quota.requests} requests per ${quota.perMs} ms, ${quota.concurrent} at once`,
-  );
-  return mock;
-}
-
-function mockLines(mock: MockModelServer): string[] {
-  const stats = mock.stats();
-  return [
-    `Model calls      ${stats.ok} answered, ${stats.tooManyRequests} answered 429 (mock model server)`,
-    `Model tokens     ${stats.promptTokens} prompt, ${stats.completionTokens} completion`,
-  ];
 }
 
 /** The documents as a small descriptor: the batch expands it, so `shared` stays small. */

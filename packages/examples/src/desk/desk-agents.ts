@@ -16,6 +16,10 @@ import { readDocumentBytes } from '../utils/document-reader.js';
 import { getSpamClassifier } from '../utils/spam-classifier.js';
 import { analyseText } from '../utils/text-analysis.js';
 import { cleanText } from '../utils/text-cleaner.js';
+import { llmLimitsFromEnv } from '../llm/llm-limits.js';
+import { modelCallError } from '../llm/retry-after.js';
+import { llmConfigFromEnv } from '../utils/llm-client.js';
+import { llmSummary } from '../utils/llm-summary.js';
 import { earlier, later, MAIL_CLASSIFIED, withMember, type ClassifiedMail, type MailPoint } from './classified-mail.js';
 import { MAX_MAIL_BYTES, type DeskMail } from './desk-mail.js';
 
@@ -82,15 +86,70 @@ export interface ThreadState {
   participants: string[];
   first: MailPoint | null;
   last: MailPoint | null;
-  /** Its subject (its first mail's) and summary: the first mail's sentence, then the latest's. */
+  /**
+   * Its subject (its first mail's) and summary: the first mail's sentence, then the latest's; or,
+   * when the desk runs with `--llm` and the thread has two mails or more, the model's summary of them.
+   */
   subject: string;
   summary: string;
+  /** Only with `--llm`: whether `summary` is the model's (`llm`) or the sentences (`extractive`). */
+  summarySource?: 'extractive' | 'llm';
 }
 
+/** What a thread's turn asks the model: its subject and its first and latest mails' sentences. */
+interface ThreadPrompt {
+  subject: string | null;
+  text: string;
+}
+
+/**
+ * The model's prompt for a thread that `mail` joins, or `null` when the turn keeps the extractive
+ * summary: the desk runs without `--llm` (or this process has no `OPENAI_*` settings), the thread
+ * has one mail, `mail` is neither its first nor its latest (the summary stays as it is), or
+ * neither has a sentence. A pure function of the state and the mail, so the final summary is the
+ * model's answer for the final first and latest mails, whatever order the mails came in.
+ */
+function threadPrompt(state: ThreadState, mail: ClassifiedMail): ThreadPrompt | null {
+  if (mail.llm !== true || state.count < 1 || llmConfigFromEnv() === null) return null;
+  const point: MailPoint = { at: mail.at, docId: mail.docId, from: mail.from, summary: mail.summary };
+  const first = earlier(state.first, point);
+  const last = later(state.last, point);
+  if (first !== point && last !== point) return null;
+  const line = (label: string, mail: MailPoint): string =>
+    `${label} (${new Date(mail.at).toISOString().slice(0, 10)}, ${mail.from}): ${mail.summary ?? '(no text)'}`;
+  if (!first.summary && !last.summary) return null;
+  return {
+    subject: first === point ? mail.subject : state.subject,
+    text: [line('First mail', first), line(`Latest mail, of ${state.count + 1}`, last)].join('\n'),
+  };
+}
+
+/**
+ * A thread's turn. With `--llm` (the mail's `llm`), `exec` asks the model (the official `openai`
+ * client, as the document pipeline's summarise node) for the thread's summary, under the `llm`
+ * budget's limits; after its tries, or without a model, the extractive summary stays.
+ */
 class FollowThread extends Node<ThreadState> {
-  override post(state: ThreadState): undefined {
+  override prep(state: ThreadState): ThreadPrompt | null {
+    return threadPrompt(state, this.message!.body as unknown as ClassifiedMail);
+  }
+  override async exec(prompt: ThreadPrompt | null): Promise<string | null> {
+    const config = llmConfigFromEnv();
+    if (prompt === null || config === null) return null;
+    try {
+      return await llmSummary(config, prompt, this.signal);
+    } catch (error) {
+      // A 429: wait as the provider says, using no try, and hold the budget back for everyone.
+      throw modelCallError(error);
+    }
+  }
+  override execFallback(): null {
+    return null;
+  }
+  override post(state: ThreadState, _prompt: ThreadPrompt | null, modelSummary: string | null): undefined {
     const mail = this.message!.body as unknown as ClassifiedMail;
     const point: MailPoint = { at: mail.at, docId: mail.docId, from: mail.from, summary: mail.summary };
+    const kept = { summary: state.summary, source: state.summarySource };
     state.count += 1;
     state.participants = withMember(state.participants, mail.from);
     state.first = earlier(state.first, point);
@@ -98,13 +157,35 @@ class FollowThread extends Node<ThreadState> {
     if (state.first === point) state.subject = mail.subject;
     const sentences = [state.first.summary, state.last === state.first ? null : state.last.summary];
     state.summary = sentences.filter((sentence) => sentence).join(' … ');
+    if (mail.llm === true) {
+      const changed = state.first === point || state.last === point;
+      if (modelSummary !== null) [state.summary, state.summarySource] = [modelSummary, 'llm'];
+      else if (!changed && kept.source === 'llm') [state.summary, state.summarySource] = [kept.summary, 'llm'];
+      else state.summarySource = 'extractive';
+    }
     return undefined;
   }
 }
 
 export const thread = defineAgent('desk-thread', {
   state: (): ThreadState => ({ count: 0, participants: [], first: null, last: null, subject: '', summary: '' }),
-  turn: () => new FollowThread({ name: 'follow' }),
+  turn: () => {
+    // The `llm` budget of QF_LLM_QUOTA, shared with the document pipeline's summarise node; only
+    // the tries that call the model draw from it (`when`): without `--llm` no turn waits for it.
+    const limits = llmLimitsFromEnv()?.map((limit) => ({
+      ...limit,
+      when: (prompt: ThreadPrompt | null) => prompt !== null,
+    }));
+    return new FollowThread({
+      name: 'follow',
+      // As the document pipeline's summarise node: its tries, backoff and timeout for the model.
+      maxRetries: 3,
+      wait: 1,
+      backoff: { type: 'exponential', jitter: 0.2, maxDelayMs: 10_000 },
+      timeoutMs: 30_000,
+      ...(limits ? { limits } : {}),
+    });
+  },
   subscribe: { [MAIL_CLASSIFIED]: (body) => (body as unknown as ClassifiedMail).thread },
 });
 

@@ -26,6 +26,8 @@ export interface DeskMail {
   thread: string;
   /** The key of its list agent: the `List-Id`, when it came through a mailing list. */
   list?: string;
+  /** Set by a desk run with `--llm`: its thread asks the model for the thread's summary. */
+  llm?: true;
 }
 
 /**

@@ -59,7 +59,10 @@ function moved(state: SenderState): number {
 }
 
 /** The desk's report as text for a terminal. */
-export function formatDeskReport(result: DeskResult, context: { title: string; files: DeskFiles }): string {
+export function formatDeskReport(
+  result: DeskResult,
+  context: { title: string; files: DeskFiles; lines?: string[] },
+): string {
   const rule = '─'.repeat(72);
   const triaged = result.ham + result.spam;
   const turns = Object.values(result.turns).reduce((a, b) => a + b, 0);
@@ -90,6 +93,15 @@ export function formatDeskReport(result: DeskResult, context: { title: string; f
       `  ${String(state.count).padStart(4)} mails, ${state.participants.length} people  ${state.subject.slice(0, 60)}`,
       `        ${state.summary.slice(0, 140)}`,
     );
+  if (context.lines) {
+    // With --llm: which summariser wrote the threads' summaries.
+    const sources = countBy(result.threads.map(({ state }) => state.summarySource ?? 'extractive'));
+    out.push(
+      '',
+      `Thread summaries ${sources.replace('llm', 'by the model')} (a thread of one mail keeps its sentence)`,
+      ...context.lines,
+    );
+  }
   out.push('', 'Senders whose reputation moved most (ham share, smoothed)');
   for (const { key, state } of [...result.senders]
     .sort((a, b) => moved(b.state) - moved(a.state) || (a.key < b.key ? -1 : 1))

@@ -38,6 +38,12 @@ export interface DeskOptions {
    * Cluster), the result counts the messages between agents of different partitions.
    */
   partitions?: { count: number; indexOfAddress(address: string): number };
+  /**
+   * Thread summaries from the model (`--llm`): each mail goes out with `llm: true`, and its
+   * thread's turn asks the model of the `OPENAI_*` settings of the process that runs it, under
+   * the `llm` budget. @defaultValue false (the extractive summary)
+   */
+  llmSummary?: boolean;
 }
 
 /** An agent's key and last committed state. */
@@ -94,7 +100,8 @@ export async function runDesk(engine: Engine, mails: readonly DeskMail[], option
     while (next < mails.length) {
       const mail = mails[next++]!;
       const sent = performance.now();
-      const reply = await engine.ask(triage.ref(agentKeyOf(mail.docId)), mail as never, {
+      const asked = options.llmSummary ? { ...mail, llm: true as const } : mail;
+      const reply = await engine.ask(triage.ref(agentKeyOf(mail.docId)), asked as never, {
         timeoutMs: 300_000,
         conversation: { id: mail.docId, budget: { turns: options.turnBudget } },
       });

@@ -1,6 +1,5 @@
-import { RateLimitedError } from '@queueflow/runtime';
 import { llmConfigFromEnv } from '../utils/llm-client.js';
-import { retryAfterMsOf } from '../llm/retry-after.js';
+import { modelCallError } from '../llm/retry-after.js';
 import { llmSummary } from '../utils/llm-summary.js';
 import { DocumentStage, type ResolvedParams, type StageResult } from './document-stage.js';
 import type { WorkItem } from './types.js';
@@ -60,10 +59,7 @@ export class SummariseDocument extends DocumentStage<SummariseInput, SummariseOu
       };
     } catch (error) {
       // A 429: wait as the provider says, using no try, and hold the budget back for everyone.
-      const retryAfterMs = retryAfterMsOf(error);
-      if (retryAfterMs !== undefined)
-        throw new RateLimitedError(`model quota: ${(error as Error).message}`, { retryAfterMs, cause: error });
-      throw error;
+      throw modelCallError(error);
     }
   }
 

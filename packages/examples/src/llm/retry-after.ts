@@ -1,3 +1,5 @@
+import { RateLimitedError } from '@queueflow/runtime';
+
 /**
  * How long a model provider's 429 asks to wait, in ms, from the error the `openai` client threw
  * (`status` 429 and its `retry-after-ms` or `retry-after` header, seconds or an HTTP date), or
@@ -19,4 +21,16 @@ export function retryAfterMsOf(error: unknown, now: number = Date.now()): number
   if (Number.isFinite(seconds) && seconds >= 0) return seconds * 1000;
   const date = Date.parse(after);
   return Number.isNaN(date) ? 1000 : Math.max(0, date - now);
+}
+
+/**
+ * What a node's try throws for an error of the `openai` client: a 429 becomes a
+ * `RateLimitedError` (the visit waits the provider's `Retry-After` without using a try, and holds
+ * the budget back for everyone); any other error is thrown as it is.
+ */
+export function modelCallError(error: unknown): unknown {
+  const retryAfterMs = retryAfterMsOf(error);
+  return retryAfterMs === undefined
+    ? error
+    : new RateLimitedError(`model quota: ${(error as Error).message}`, { retryAfterMs, cause: error });
 }
