@@ -8,8 +8,10 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { Redis } from 'ioredis';
 import { afterEach, describe, expect, it } from 'vitest';
-import { RedisEngine } from '@queueflow/worker';
+import { defineAgent, Node } from '@queueflow/runtime';
+import { RedisEngine, startWorker } from '@queueflow/worker';
 import { deletePrefix, redisUrl, testPrefix } from '../support/test-redis.js';
 import { waitFor } from '../support/wait-for.js';
 import { spawnWorker, stopWorkers, type WorkerProcess } from '../support/worker-process.js';
@@ -17,6 +19,28 @@ import { tally } from './agent-flows.js';
 
 const FLOWS = fileURLToPath(new URL('./agent-flows.ts', import.meta.url));
 const SENDER = fileURLToPath(new URL('./send-agent-messages.ts', import.meta.url));
+
+/** Turns of `slow` whose `exec` began in this process. */
+let slowStarted = 0;
+/** Takes 3 s in `exec`: long enough for its chain's lock to be lost meanwhile. */
+class Slow extends Node<{ done: number }> {
+  override async exec(): Promise<void> {
+    slowStarted++;
+    await new Promise((resolve) => setTimeout(resolve, 3000));
+  }
+  override post(state: { done: number }): undefined {
+    state.done += 1;
+    return undefined;
+  }
+}
+const slow = defineAgent('fault-slow', { state: () => ({ done: 0 }), turn: () => new Slow({ name: 'slow' }) });
+/** Sends to `slow` and ends: the chain of its task runs slow's turn next, taken (no task). */
+class Starter extends Node {
+  override async prep(): Promise<void> {
+    await this.send(slow.ref('s'), {});
+  }
+}
+const starter = defineAgent('fault-starter', { state: () => ({}), turn: () => new Starter({ name: 'starter' }) });
 
 /** Runs a sender process to its end. */
 function send(prefix: string, key: string, first: number, count: number): Promise<void> {
@@ -103,4 +127,38 @@ describe('fault: keyed agents across processes', () => {
     expect(info).toMatchObject({ inbox: 0, failed: [] });
     expect(info.running).toBeUndefined();
   }, 150_000);
+
+  it('ends a turn a chain took when the chain loses its lock during the turn', async () => {
+    const prefix = testPrefix('agents-lost-lock');
+    const redis = new Redis(redisUrl());
+    const worker = await startWorker({
+      connection: redisUrl(),
+      prefix,
+      flows: [],
+      agents: [slow, starter],
+      concurrency: 2,
+      lockDurationMs: 1000,
+      stalledIntervalMs: 500,
+      onError: () => {},
+    });
+    const engine = new RedisEngine({ connection: redisUrl(), prefix, flows: [], agents: [slow, starter] });
+    cleanups.push(async () => {
+      await engine.close();
+      await worker.close();
+      await deletePrefix(redisUrl(), prefix);
+      redis.disconnect();
+    });
+    slowStarted = 0;
+    await engine.send(starter.ref('a'), {});
+    await waitFor('the taken turn of slow to run', () => slowStarted > 0);
+    // Another takes the lock of the task whose chain runs slow's turn (its stalled check, say):
+    // the chain stops and drops the turn's try. The turn, which had no task, must get one.
+    const locks = await redis.keys(`*${prefix.replace(/[{}]/g, '')}*:lock`);
+    expect(locks.length).toBeGreaterThan(0);
+    for (const key of locks) await redis.set(key, 'another-worker', 'PX', 60_000);
+    await waitFor('the turn of slow to end', async () => (await engine.agent(slow.ref('s')))?.turns === 1, {
+      timeoutMs: 30_000,
+    });
+    expect((await engine.agent(slow.ref('s')))?.state).toEqual({ done: 1 });
+  }, 60_000);
 });

@@ -333,7 +333,10 @@ export class StepDriver {
       await this.addChildren(chain, [child, ...chain.children.splice(0)]);
       throw error;
     }
-    if (result.type === 'not-here') await this.addChildren(chain, [child]);
+    // Not run here, or its try may have been dropped (the chain's lock lost, its worker fenced:
+    // runStep's result is DONE then): its first step gets its task, which finds the run where
+    // it stands. Released as run, a taken run whose try was dropped would have no task at all.
+    if (result.type === 'not-here' || chain.signal?.aborted) await this.addChildren(chain, [child]);
     else chain.childrenDone.push(taskId(task));
   }
 
@@ -381,7 +384,9 @@ export class StepDriver {
         await this.giveBack([wake, ...chain.taken.splice(0)]);
         throw error;
       }
-      if (result.type === 'not-here') {
+      // Not run here, or its try may have been dropped (see runTakenChild): the wake goes to
+      // the scheduler, and finds the run where it stands (moved on, or still at its step).
+      if (result.type === 'not-here' || chain.signal?.aborted) {
         await this.giveBack([wake]);
         continue;
       }
