@@ -352,7 +352,8 @@ export class AgentRuntime {
       const run = await this.runs.load(runId);
       if (run) {
         if (isFinal(run.status)) await this.runEnded(run);
-        // Made for a chain that never ran it (its worker died): its first step gets its task.
+        // Made by a client that died before it added the first step's task: it gets it now. (A
+        // turn a worker's chain made is `running` and among its taken tasks: claimTaken starts it.)
         else if (run.status === 'queued') await this.scheduler.addStep(run.id, 0, run.target, taskOptionsOf(run));
         continue;
       }
