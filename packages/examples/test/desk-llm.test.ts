@@ -5,14 +5,21 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LocalEngine } from '@queueflow/runtime';
-import { deskAgents, deskSample, readCorpusMails, runDesk, scriptedReviewer, type DeskResult } from '../src/index.js';
+import {
+  deskAgents,
+  deskSample,
+  readCorpusMails,
+  runDesk,
+  scriptedReviewer,
+  type DeskMail,
+  type DeskResult,
+} from '../src/index.js';
 import { MockModelServer } from '../src/llm/mock-model-server.js';
 
 const MAILS = 30;
 const ENV = ['OPENAI_BASE_URL', 'OPENAI_API_KEY', 'OPENAI_MODEL', 'QF_LLM_QUOTA'] as const;
 
-async function desk(llmSummary: boolean): Promise<DeskResult> {
-  const mails = deskSample(await readCorpusMails(), MAILS);
+async function desk(mails: readonly DeskMail[], llmSummary: boolean): Promise<DeskResult> {
   const engine = new LocalEngine({ flows: [scriptedReviewer], agents: deskAgents });
   try {
     return await runDesk(engine, mails, { inFlight: 16, turnBudget: 8, llmSummary });
@@ -23,9 +30,11 @@ async function desk(llmSummary: boolean): Promise<DeskResult> {
 
 describe('the mail desk with --llm (mock model server)', () => {
   let mock: MockModelServer;
+  let mails: DeskMail[];
   const saved = Object.fromEntries(ENV.map((name) => [name, process.env[name]]));
 
   beforeAll(async () => {
+    mails = deskSample(await readCorpusMails(), MAILS);
     // A quota the run stays within (the engine's limits hold the turns to 2 at once).
     mock = await MockModelServer.start({ requests: 1000, perMs: 1000, concurrent: 2, latencyMs: 1 });
     Object.assign(process.env, {
@@ -43,9 +52,9 @@ describe('the mail desk with --llm (mock model server)', () => {
   });
 
   it("summarises threads of several mails with the model, within the provider's quota", async () => {
-    const extractive = await desk(false);
+    const extractive = await desk(mails, false);
     expect(mock.stats().ok).toBe(0); // without llmSummary no turn calls the model
-    const withModel = await desk(true);
+    const withModel = await desk(mails, true);
     const stats = mock.stats();
     expect(stats.ok).toBeGreaterThan(0);
     expect(stats.tooManyRequests).toBe(0);

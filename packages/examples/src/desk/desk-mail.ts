@@ -38,7 +38,7 @@ export interface DeskMail {
 async function readDeskMail(ref: DocumentRef): Promise<{ mail: DeskMail; headers: ThreadHeaders } | undefined> {
   let email;
   try {
-    email = await PostalMime.parse(await readDocumentBytes(ref, MAX_MAIL_BYTES));
+    email = await PostalMime.parse(headerBlock(await readDocumentBytes(ref, MAX_MAIL_BYTES)));
   } catch {
     return undefined;
   }
@@ -63,6 +63,19 @@ async function readDeskMail(ref: DocumentRef): Promise<{ mail: DeskMail; headers
   };
 }
 
+/**
+ * The header section of a raw mail (RFC 5322 §2.1: up to the first empty line), which is all the
+ * desk routes by: postal-mime then skips decoding bodies and attachments, 2 to 3 times faster.
+ */
+function headerBlock(raw: Buffer): Buffer {
+  let end = raw.length;
+  for (const separator of ['\r\n\r\n', '\n\n']) {
+    const at = raw.indexOf(separator);
+    if (at >= 0) end = Math.min(end, at + separator.length);
+  }
+  return raw.subarray(0, end);
+}
+
 /** The list of a `List-Id` header (RFC 2919): the id between angle brackets, else the value. */
 export function listKeyOf(listId: string): string | undefined {
   const id = /<([^<>\s]+)>/.exec(listId)?.[1] ?? listId.trim();
@@ -71,7 +84,7 @@ export function listKeyOf(listId: string): string | undefined {
 
 /**
  * Every corpus mail with a date, in date order (then by document id), each in its thread as
- * {@link MailThreads} puts it replaying the whole corpus in that order: about 4 s for the 6,018.
+ * {@link MailThreads} puts it replaying the whole corpus in that order: about 3 s for the 6,018.
  */
 export async function readCorpusMails(): Promise<DeskMail[]> {
   const read: { mail: DeskMail; headers: ThreadHeaders }[] = [];
