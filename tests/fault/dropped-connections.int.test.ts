@@ -84,6 +84,10 @@ describe('fault: Redis drops every client connection in the middle of runs', () 
       expect(result.shared.seen).toEqual(oneTo(80));
     }
     for (const handle of handles) expect((await engine.get(handle.id))?.steps).toBe(80);
+    // These workers serve the fault flows only: left running, they would take the next test's
+    // run, which they cannot run, and hand it back until its own worker got it (30 s and more).
+    await stopWorkers(workers);
+    workers = [];
   }, 120_000);
 
   it("aborts a running step whose run was cancelled while the worker's subscription was down", async () => {
