@@ -7,7 +7,8 @@ import type { RunEventListener, RunEventSource } from '@queueflow/runtime/kernel
 const CLUSTER_SUBSCRIBER_CHECK_MS = 1000;
 
 /** A message on the events channel (published by the scripts: run-lifecycle.lua, cancel-run.lua). */
-type RunEventMessage = { type: 'ended'; runId: string; status: string } | { type: 'cancel'; runId: string };
+type RunEventMessage =
+  { type: 'ended'; runId: string; status: string } | { type: 'cancel'; runId: string; retries?: number };
 
 /**
  * The Redis store's event feed: one pub/sub subscription per process, however many listeners.
@@ -50,7 +51,7 @@ export class RedisRunEvents implements RunEventSource {
       if (!event) return;
       for (const listener of this.listeners) {
         if (event.type === 'ended') listener.ended?.(event.runId);
-        else listener.cancelled?.(event.runId);
+        else listener.cancelled?.(event.runId, typeof event.retries === 'number' ? event.retries : undefined);
       }
     });
     this.subscriber.on('ready', () => void this.resync());

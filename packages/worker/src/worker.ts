@@ -269,7 +269,7 @@ export async function startWorker(options: WorkerOptions): Promise<QueueflowWork
   // Cancel requests abort the `exec` of a step running here; those lost while the subscription
   // was down are found by reading the runs of the steps running here.
   await new RedisRunEvents(subscriber, keys.events()).subscribe({
-    cancelled: (runId) => driver.abort(runId),
+    cancelled: (runId, retries) => driver.abort(runId, retries),
     resync: () => void driver.abortCancelled().catch(onError),
   });
 

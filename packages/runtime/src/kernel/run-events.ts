@@ -9,8 +9,12 @@ export interface RunEventListener {
   changed?(change: RunChange): void;
   /** Run `runId` (not a fan-out child: its parent hears of it) has ended. */
   ended?(runId: string): void;
-  /** Run `runId` was cancelled: a step of it running here must stop. */
-  cancelled?(runId: string): void;
+  /**
+   * Run `runId` was cancelled: a step of it running here must stop. `retries`: the run's retry
+   * count (StoredRun.retries, 0 when none) at the cancel; a step of a later retry (the run was
+   * reopened since, and this event came late) goes on. Absent: every step of it stops.
+   */
+  cancelled?(runId: string, retries?: number): void;
   /** Events may have been missed (a subscription was re-established): read again what matters. */
   resync?(): void;
 }

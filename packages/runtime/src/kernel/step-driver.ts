@@ -187,8 +187,12 @@ const RETRY_EARLY_TOLERANCE_MS = 50;
  * and the add that follows it.
  */
 export class StepDriver {
-  /** Abort controllers of the steps running here, by run id (a cancel aborts them). */
-  private readonly running = new Map<string, AbortController>();
+  /**
+   * Abort controllers of the steps running here, by run id (a cancel aborts them), each with the
+   * run's retry count (StoredRun.retries) as its step loaded it. A run may have two at once: its
+   * next step begun before this one's end, or a retry's step begun while a cancelled one winds down.
+   */
+  private readonly running = new Map<string, Map<AbortController, number>>();
   /** The runs this driver advanced last: their next step starts from memory, not a read. */
   private readonly runs = new CheckpointCache();
   private readonly fanOut: FanOutDriver;
@@ -464,11 +468,19 @@ export class StepDriver {
     });
   }
 
-  /** Aborts the `exec` of a run's step running here (its run was cancelled). */
-  abort(runId: string): void {
+  /**
+   * Aborts the `exec` of a run's steps running here (its run was cancelled). `retries`: the run's
+   * retry count when it was cancelled (RunEventListener.cancelled); the steps of a later retry are
+   * left alone. A cancel event can come after `engine.retry` reopened the run and its step began
+   * here: stopped, that step would commit nothing and leave the run with no task.
+   */
+  abort(runId: string, retries?: number): void {
     // A step not begun yet reads the run again, and finds it cancelled: it runs nothing.
     this.runs.forget(runId);
-    this.running.get(runId)?.abort(new QueueflowError('RUN_CANCELLED', `run '${runId}' was cancelled`));
+    for (const [controller, loadedAt] of this.running.get(runId) ?? []) {
+      if (retries === undefined || loadedAt <= retries)
+        controller.abort(new QueueflowError('RUN_CANCELLED', `run '${runId}' was cancelled`));
+    }
   }
 
   /**
@@ -494,7 +506,7 @@ export class StepDriver {
 
   /** Aborts every step running here (the engine closes). */
   abortAll(reason: Error): void {
-    for (const controller of this.running.values()) controller.abort(reason);
+    for (const steps of this.running.values()) for (const controller of steps.keys()) controller.abort(reason);
   }
 
   /**
@@ -505,7 +517,7 @@ export class StepDriver {
    * come would be refused by the step counter.
    */
   async fence(reason: string): Promise<number> {
-    const stopped = this.running.size;
+    const stopped = [...this.running.values()].reduce((count, steps) => count + steps.size, 0);
     this.abortAll(new QueueflowError('WORKER_FENCED', reason));
     this.runs.clear();
     // Its concurrency slots go back now: the steps that held them are others' (an `exec` that
@@ -634,7 +646,8 @@ export class StepDriver {
       return this.failCorrupt(run, error);
     }
     const controller = new AbortController();
-    this.running.set(run.id, controller);
+    const steps = this.running.get(run.id) ?? new Map<AbortController, number>();
+    this.running.set(run.id, steps.set(controller, run.retries ?? 0));
     // A lost lock or a fenced worker stops the step's `exec`; its result is dropped (lostHere).
     const onLost = (): void => controller.abort(signal?.reason);
     signal?.addEventListener('abort', onLost, { once: true });
@@ -774,8 +787,9 @@ export class StepDriver {
     } finally {
       signal?.removeEventListener('abort', onLost);
       // The run's next step may have started here already (its task is added with this commit):
-      // its controller is not this one's to drop.
-      if (this.running.get(run.id) === controller) this.running.delete(run.id);
+      // its controller stays.
+      steps.delete(controller);
+      if (steps.size === 0 && this.running.get(run.id) === steps) this.running.delete(run.id);
     }
   }
 

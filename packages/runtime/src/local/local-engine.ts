@@ -218,7 +218,7 @@ export class LocalEngine implements Engine {
     this.ready = Promise.all([
       this.waiter.start(),
       this.store.subscribe({
-        cancelled: (runId) => this.driver.abort(runId),
+        cancelled: (runId, retries) => this.driver.abort(runId, retries),
         // Every end of a turn (a cancel, a fan-out failing fast) reaches its key, not only commits.
         ...(agents.length === 0 ? {} : { ended: (runId: string) => this.turnEnded(runId) }),
       }),

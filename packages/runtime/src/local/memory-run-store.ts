@@ -457,7 +457,7 @@ export class MemoryRunStore implements RunStore, RunEventSource {
     logRunEvent(entry, { at: now, step: run.step, kind: 'cancelled', ...(by === undefined ? {} : { by }) });
     this.leaveWaiters(run, wakes);
     this.releaseReserved(entry, wakes);
-    this.emit((listener) => listener.cancelled?.(runId));
+    this.emit((listener) => listener.cancelled?.(runId, run.retries ?? 0));
     this.finish(entry, 'cancelled', now);
     // Waiting on children: its fan-out is of its current step (one of an earlier step has fanned in).
     const onChildren = status === 'waiting' && entry.fanOut?.step === run.step;

@@ -15,8 +15,9 @@
   Returns { code, wakes }: code -1 no such run; 0 already ended; 1 cancelled now; 2 cancelled
           now while it was waiting on a fan-out (the caller cancels the children);
           wakes: wake ids of runs parked where messages went back
-  Emits: PUBLISH <channel> {type:'cancel', runId} (workers abort its exec), then
-         {type:'ended', runId, status:'cancelled'}.
+  Emits: PUBLISH <channel> {type:'cancel', runId, retries} (workers abort its exec; `retries`, the
+         run's retry count, spares the steps of a later retry should the event come after it),
+         then {type:'ended', runId, status:'cancelled'}.
 ]]
 local o = cjson.decode(ARGV[1])
 local status = redis.call('HGET', KEYS[1], 'status')
@@ -28,7 +29,8 @@ logEvent(KEYS[1], { at = tonumber(o.now), step = tonumber(redis.call('HGET', KEY
   kind = 'cancelled', by = o.by })
 leaveWaiters(KEYS[1], o, o.runId)
 releaseReserved(KEYS[6], o, wakes, KEYS[1])
-redis.call('PUBLISH', o.channel, cjson.encode({ type = 'cancel', runId = o.runId }))
+local retries = tonumber(redis.call('HGET', KEYS[1], 'retries') or '0')
+redis.call('PUBLISH', o.channel, cjson.encode({ type = 'cancel', runId = o.runId, retries = retries }))
 finish({ KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8] }, o.runId, 'cancelled', o.now, o)
 -- Waiting on children: its fan-out is of its current step (one of an earlier step has fanned in).
 local waitingOnChildren = status == 'waiting' and redis.call('HGET', KEYS[4], 'step') == redis.call('HGET', KEYS[1], 'step')
