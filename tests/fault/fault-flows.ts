@@ -4,9 +4,11 @@
  * shows as a duplicate and a lost step as a gap. `exec` writes `<markerDir>/current` (the
  * worker's pid and the visit number) so a test knows which process runs the step; it writes a
  * file of its own and renames it over `current`, so a reader never sees the file half-written
- * (writeFileSync truncates first: a read in between gave an empty file, read as pid 0).
+ * (writeFileSync truncates first: a read in between gave an empty file, read as pid 0). With
+ * `waitOnce`, only a visit's first run waits `execMs` (`<markerDir>/visit-<n>` says it began):
+ * the worker that takes the step over from a killed one runs it at once.
  */
-import { renameSync, writeFileSync } from 'node:fs';
+import { existsSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { defineFlow, Flow, Node } from '@queueflow/runtime';
 
@@ -19,6 +21,7 @@ interface CountdownShared {
 interface CountdownParams {
   execMs?: number;
   markerDir?: string;
+  waitOnce?: boolean;
 }
 
 class Tick extends Node<CountdownShared, CountdownParams> {
@@ -26,13 +29,19 @@ class Tick extends Node<CountdownShared, CountdownParams> {
     return shared.count + 1;
   }
   override async exec(visit: number): Promise<number> {
-    const { execMs = 0, markerDir } = this.params;
+    const { execMs = 0, markerDir, waitOnce } = this.params;
+    let again = false; // waitOnce: the visit began before, on a worker that lost it
     if (markerDir) {
+      if (waitOnce) {
+        const began = join(markerDir, `visit-${visit}`);
+        again = existsSync(began);
+        writeFileSync(began, '');
+      }
       const partial = join(markerDir, `current.${process.pid}.tmp`);
       writeFileSync(partial, `${process.pid} ${visit}`);
       renameSync(partial, join(markerDir, 'current')); // atomic on one file system
     }
-    if (execMs > 0) await new Promise((resolve) => setTimeout(resolve, execMs));
+    if (execMs > 0 && !again) await new Promise((resolve) => setTimeout(resolve, execMs));
     return visit;
   }
   override post(shared: CountdownShared, _prep: number, visit: number): string | undefined {

@@ -3,13 +3,15 @@
  * on three workers. Busy is not dead: a starved worker keeps beating from its heartbeat thread
  * and is taken over by nobody. A worker paused past the lapse is taken over, and when it comes
  * back it fences itself (stops its steps, drops their results) and rejoins under a new id; the
- * batch completes with every step committed once, and no worker's memory grows (it grew to
- * 2–4 GB before: duplicate child ends each read the whole fan-out).
+ * batch completes with every step committed once, each run whose step it held logs one
+ * `taken-over` from it by a survivor, and no worker's memory grows (it grew to 2–4 GB before:
+ * duplicate child ends each read the whole fan-out).
  */
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import { childRunId } from '@queueflow/runtime/kernel';
 import { useKillHarness } from '../support/kill-harness.js';
 import { waitFor } from '../support/wait-for.js';
 import type { WorkerProcess } from '../support/worker-process.js';
@@ -47,15 +49,31 @@ function count(output: string, text: string): number {
   return output.split(text).length - 1;
 }
 
+/**
+ * What a survivor's takeover of the paused worker (pid `pid`) said: the paused worker's id, and
+ * the runs whose step it held (`took over … step(s)`: `<run>-<step>`, maybe with `(job …)`; `made
+ * due … task(s) it had taken`: `<run>-<step>`, a wake's with `-p<n>`).
+ */
+function takeoverOf(output: string, pid: number): { from: string; runs: string[]; line: string } | undefined {
+  const line = output.split('\n').find((text) => text.includes(`pid ${pid}) stopped heartbeating`));
+  const from = line && /worker (\S+) \(\S+ pid \d+\) stopped heartbeating/.exec(line)?.[1];
+  if (!line || !from) return undefined;
+  const listed = [/took over \d+ step\(s\): ([^;"]+)/, /made due \d+ task\(s\) it had taken: ([^;"]+)/].flatMap(
+    (pattern) => pattern.exec(line)?.[1]?.split(', ') ?? [],
+  );
+  const runs = listed.map((item) => /^(.+?)-\d+(?:-p\d+)?(?: \(job .*\))?$/.exec(item)![1]!);
+  return { from, runs: [...new Set(runs)], line };
+}
+
 describe('fault: a paused or starved worker under load', () => {
   const harness = useKillHarness('paused-worker', [pacedBatch]);
   let workers: WorkerProcess[] = [];
   /** Each worker's largest RSS during a batch with no fault (bytes). */
   let steady = new Map<number, number>();
 
-  async function batch(docs: number, name: string, during: () => Promise<void> = async () => {}) {
+  async function batch(docs: number, name: string, during: (runId: string) => Promise<void> = async () => {}) {
     const handle = await harness.engine.start(pacedBatch, pacedShared(docs, name), { params: { execMs: 100 } });
-    await during();
+    await during(handle.id);
     // Within the test's own deadline, so that a batch that never ends says where it stands and
     // what the workers said, rather than only that the test timed out.
     const result = await handle.result({ timeoutMs: 90_000 }).catch(async (error: Error) => {
@@ -79,14 +97,20 @@ describe('fault: a paused or starved worker under load', () => {
     await batch(300, 'warm').finally(() => (steady = peaks()));
   });
 
-  it('a worker paused for 12 s fences itself and rejoins; the batch completes, each step once', async () => {
+  it('a worker paused for 12 s fences itself and rejoins; the batch completes, each step once, takeovers logged', async () => {
     const [victim, ...others] = workers as [WorkerProcess, ...WorkerProcess[]];
     const stopSampling = sampleRss(workers);
     let after = new Map<number, number>();
-    await batch(600, 'paused', async () => {
-      await waitFor('the victim to run steps', async () =>
-        (await harness.engine.workers()).some((worker) => worker.pid === victim.pid && worker.active > 0),
-      );
+    const batchId = await batch(600, 'paused', async (id) => {
+      // Its documents' runs under way, and a beat of the victim since that counts steps running:
+      // it holds some of theirs when paused (not the batch's own first step, nor nothing).
+      await waitFor('documents to end', async () => ((await harness.engine.get(id))?.children?.ended ?? 0) > 0);
+      const victimNow = async () => (await harness.engine.workers()).find((worker) => worker.pid === victim.pid);
+      const since = (await victimNow())?.lastSeenAt ?? 0;
+      await waitFor('the victim to run steps', async () => {
+        const entry = await victimNow();
+        return entry !== undefined && entry.lastSeenAt > since && entry.active > 0;
+      });
       victim.kill('SIGSTOP');
       // Past the lapse (6 s): a survivor claims it, on the store's clock, and names it once.
       await waitFor(
@@ -108,6 +132,23 @@ describe('fault: a paused or starved worker under load', () => {
       for (const other of workers.filter((w) => w !== victim && w !== worker))
         expect(worker.output(), `${worker.pid} took ${other.pid} over`).not.toContain(`pid ${other.pid}) stopped`);
     for (const worker of workers) expect(after.get(worker.pid)!).toBeLessThanOrEqual(1.5 * steady.get(worker.pid)!);
+    // Each document's run whose step the paused worker held (made and remembered by any worker,
+    // which may be the one that gets the step back) logs one `taken-over`: from the paused
+    // worker, by a survivor; no other run logs one.
+    const takeover = others.map((worker) => takeoverOf(worker.output(), victim.pid)).find(Boolean)!;
+    expect(takeover.runs.length, takeover.line).toBeGreaterThan(0);
+    const children = Array.from({ length: 600 }, (_, i) => childRunId(batchId, 1, i)); // its fan-out is step 1
+    const logged = new Map<string, unknown[]>();
+    for (const id of [batchId, ...children]) {
+      const taken = (await harness.engine.runEvents(id)).filter((event) => event.kind === 'taken-over');
+      if (taken.length > 0) logged.set(id, taken);
+    }
+    expect([...logged.keys()].sort(), takeover.line).toEqual([...takeover.runs].sort());
+    const survivor = new RegExp(`^[^:]+:(${others.map((worker) => worker.pid).join('|')}):`);
+    for (const [id, taken] of logged)
+      expect(taken, id).toEqual([
+        expect.objectContaining({ from: takeover.from, by: expect.stringMatching(survivor) }),
+      ]);
   });
 
   // The paused worker of the test before is declared dead and rejoins twice more: three times in a row.

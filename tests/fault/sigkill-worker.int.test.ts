@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -51,4 +51,37 @@ describe('fault: SIGKILL a worker in the middle of a run', () => {
     const info = await engine.get(handle.id);
     expect(info?.steps).toBe(200);
   }, 120_000);
+
+  // The lock (2 s) expires long before the killed worker's heartbeat lapses (6 s): BullMQ's
+  // stalled-job check gives its job back, and nothing but its beats said whose the job was.
+  it("logs the stalled-job check's takeover of a killed worker's step once: from it, by the survivor", async () => {
+    const alive = workers.filter((worker) => worker.child.exitCode === null && worker.child.signalCode === null);
+    expect(alive).toHaveLength(2);
+    const dir = mkdtempSync(join(markerDir, 'stalled-'));
+    // Only the first run of the step waits (the survivor's runs at once).
+    const params = { execMs: 60_000, waitOnce: true, markerDir: dir };
+    const handle = await engine.start(countdown, countdownShared(1), { params });
+    const current = join(dir, 'current');
+    const pid = await waitFor('a worker to start the step', () =>
+      existsSync(current) ? Number(readFileSync(current, 'utf8').split(' ')[0]) : undefined,
+    );
+    const victim = alive.find((worker) => worker.pid === pid)!;
+    const survivor = alive.find((worker) => worker.pid !== pid)!;
+    const registered = async (worker: WorkerProcess) => (await engine.workers()).find((w) => w.pid === worker.pid);
+    // A beat after the one that counted the step names its job (told the heartbeat as it began).
+    const counted = await waitFor('a beat of the victim with the step running', async () => {
+      const entry = await registered(victim);
+      return entry && entry.active > 0 ? entry : undefined;
+    });
+    await waitFor('its next beat', async () => ((await registered(victim))?.lastSeenAt ?? 0) > counted.lastSeenAt);
+    const survivorId = (await registered(survivor))!.id;
+    victim.kill('SIGKILL');
+    expect(await victim.exited).toBe('SIGKILL');
+
+    const result = await handle.result({ timeoutMs: 30_000 });
+    expect(result.status, JSON.stringify(result.error)).toBe('completed');
+    expect(result.shared.seen).toEqual([1]);
+    const taken = (await engine.runEvents(handle.id)).filter((event) => event.kind === 'taken-over');
+    expect(taken).toEqual([{ at: expect.any(Number), step: 0, kind: 'taken-over', from: counted.id, by: survivorId }]);
+  }, 60_000);
 });

@@ -10,6 +10,7 @@ export type {
   NewRun,
   StoredRun,
   LoadedRun,
+  StalledTask,
   ChildOf,
   RunRecord,
   CommitMode,
@@ -70,7 +71,7 @@ export {
 } from './kernel/schedule-definition.js';
 export { runScheduleTick, type ScheduleRunLog, type TickHost, type TickOutcome } from './kernel/schedule-tick.js';
 export type { RunEventListener, RunEventSource } from './kernel/run-events.js';
-export { StepDriver, type StepDriverOptions } from './kernel/step-driver.js';
+export { StepDriver, type StepDriverOptions, type TaskDelivery } from './kernel/step-driver.js';
 export { RunClient, prepareRun, type RunClientOptions } from './kernel/run-client.js';
 export { ResultWaiter } from './kernel/result-waiter.js';
 export { cancelRun, resumeCascades } from './kernel/cancel-run.js';

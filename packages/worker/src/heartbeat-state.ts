@@ -42,6 +42,8 @@ export type ToHeartbeat =
   | { type: 'rejoin'; worker: Omit<WorkerBeat, 'active'> }
   /** The concurrency leases the worker holds now, as JSON (`meta.leases` of its beats). */
   | { type: 'leases'; leases: string }
+  /** Job `id` started (`running`) or ended: its beats name the jobs running (`meta.jobs`). */
+  | { type: 'job'; id: string; running: boolean }
   | { type: 'stop' };
 
 /** Messages from the heartbeat thread to the main thread. */

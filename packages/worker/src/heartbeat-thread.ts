@@ -12,7 +12,7 @@ import { parentPort, workerData } from 'node:worker_threads';
 import type { WorkerBeat } from '@queueflow/runtime/kernel';
 import { connectAll, createRedis, type ConnectionOption } from './connection.js';
 import { withScripts } from './scripts.js';
-import { beatWorker, type RegistryKeys } from './worker-registry.js';
+import { beatWorker, jobsMeta, type RegistryKeys } from './worker-registry.js';
 import { HeartbeatState, monotonicMs, type FromHeartbeat, type ToHeartbeat } from './heartbeat-state.js';
 
 /** What the main thread gives the heartbeat thread when it starts it. */
@@ -37,6 +37,8 @@ const redis = withScripts(
   }),
 );
 let worker = data.worker;
+/** The jobs the worker runs now (named in each beat's `meta.jobs`), as the main thread said. */
+const jobs = new Set<string>();
 /** The id a beat found fenced: no beat under it again (the main thread rejoins under another). */
 let fencedId: string | undefined;
 /** Whether the main loop is past `maxLoopLagMs` (said once each time it gets there). */
@@ -53,7 +55,7 @@ async function beat(): Promise<void> {
   stuck = false;
   const beating = worker;
   if (fencedId === beating.id) return;
-  const meta = { ...beating.meta, loopLagMs: String(Math.round(lagMs)) };
+  const meta = { ...beating.meta, ...jobsMeta(jobs), loopLagMs: String(Math.round(lagMs)) };
   const reply = await beatWorker(redis, data.keys, { ...beating, meta, active: state.active }, false);
   if (reply === 'fenced') {
     fencedId = beating.id;
@@ -68,6 +70,11 @@ port.on('message', (message: ToHeartbeat) => {
   }
   if (message.type === 'leases') {
     worker = { ...worker, meta: { ...worker.meta, leases: message.leases } };
+    return;
+  }
+  if (message.type === 'job') {
+    if (message.running) jobs.add(message.id);
+    else jobs.delete(message.id);
     return;
   }
   clearInterval(timer);

@@ -45,6 +45,7 @@ import {
   type RunRecord,
   type RunStore,
   type Runnable,
+  type StalledTask,
   type StepReplay,
   type StoredFanOut,
   type StoredRun,
@@ -433,6 +434,7 @@ export class RedisRunStore implements RunStore {
     runnable: readonly Runnable[],
     wake?: number,
     worker?: string,
+    stalled?: StalledTask,
   ): Promise<LoadedRun | undefined> {
     const [flat, flatReserved] = (await this.redis.loadRun(
       this.keysOf(runId).run(runId),
@@ -444,6 +446,7 @@ export class RedisRunStore implements RunStore {
         partition: this.partitions.indexOf(runId),
         partitions: this.partitions.count,
         ...(worker === undefined ? {} : { worker }),
+        ...(stalled === undefined ? {} : { stalled }),
       }),
       ...runnable.flat(),
     )) as [string[], string[]];

@@ -7,7 +7,7 @@ import { DEFAULT_QUEUE } from '@queueflow/runtime';
 import type { ConnectionOption, RedisConnection } from './connection.js';
 import { HeartbeatState, monotonicMs, type FromHeartbeat, type ToHeartbeat } from './heartbeat-state.js';
 import type { HeartbeatThreadData } from './heartbeat-thread.js';
-import type { RegistryKeys } from './worker-registry.js';
+import { jobsMeta, type RegistryKeys } from './worker-registry.js';
 
 /** Whether a process `pid` exists on this host (a stopped one does; signal 0 only checks). */
 function processExists(pid: number): boolean {
@@ -44,6 +44,8 @@ export interface HeartbeatOptions {
   worker: Omit<WorkerBeat, 'active'>;
   /** Steps it runs now. */
   active: () => number;
+  /** The ids of the jobs it runs now (named by beats from the main thread; the thread is told as they change). */
+  jobs: () => Iterable<string>;
   /** How long a worker may go without a heartbeat before its steps are handed back, in ms. */
   lapseMs: number;
   /**
@@ -188,6 +190,17 @@ export class WorkerHeartbeat {
     this.noteLeases(true);
   }
 
+  /**
+   * Job `id` started (`running`) or ended here: the heartbeat thread's next beat names the jobs
+   * running (`meta.jobs`), so that a worker that gets one back from BullMQ's stalled-job check
+   * (its lock expired: this worker died, or its main loop stayed blocked past the lock) knows
+   * whose it was (the run's `taken-over` event). Told at once, not at a tick: a step that blocks
+   * the main loop as it starts is the one to name.
+   */
+  jobRunning(id: string, running: boolean): void {
+    this.thread?.postMessage({ type: 'job', id, running } satisfies ToHeartbeat);
+  }
+
   /** The main loop's turn: what the heartbeat thread reports. */
   private tick(): void {
     this.state.loopTickAt = monotonicMs();
@@ -291,7 +304,8 @@ export class WorkerHeartbeat {
   private async beatHere(): Promise<void> {
     if (this.fenced) return;
     const { id } = this.worker;
-    const reply = await this.store.heartbeat({ ...this.worker, active: this.options.active() });
+    const meta = { ...this.worker.meta, ...jobsMeta(this.options.jobs()) };
+    const reply = await this.store.heartbeat({ ...this.worker, meta, active: this.options.active() });
     if (reply === 'fenced') this.fence(id);
   }
 
@@ -352,6 +366,9 @@ export class WorkerHeartbeat {
     const bullmqIds = dead.meta?.bullmq?.split(',').filter((id) => id !== '') ?? [];
     if (bullmqIds.length === 0) return [];
     const taken: string[] = [];
+    // The jobs its last beat named: one whose lock has expired already (a lock shorter than the
+    // lapse) is BullMQ's stalled-job check's to give back, but noted as taken over from it here.
+    const named = new Set(dead.meta?.jobs?.split(',') ?? []);
     const partitions = this.scheduler.partitions.all.map((_, partition) => partition);
     for (const [name, partition] of (dead.queues ?? [DEFAULT_QUEUE]).flatMap((name) =>
       partitions.map((partition) => [name, partition] as const),
@@ -362,11 +379,11 @@ export class WorkerHeartbeat {
         if (!job.id) continue;
         // The lock token of a job is `<BullMQ worker id>:<n>` (BullMQ Worker): the dead worker's own.
         const token = await this.redis.get(`${queue.toKey(job.id)}:lock`);
+        if (!token && named.has(job.id)) await this.noteTakeoverOf(job, dead.id);
         if (!token || !bullmqIds.some((id) => token.startsWith(`${id}:`))) continue;
         try {
           // Noted before the job is free to take: the worker that loads its run next logs it.
-          const task = taskOfJob(job);
-          if (task.type !== 'item') await this.noteTakeover(task.runId, dead.id);
+          await this.noteTakeoverOf(job, dead.id);
           await job.moveToWait(token);
           taken.push(await this.stepOf(job, job.id));
         } catch {
@@ -375,6 +392,12 @@ export class WorkerHeartbeat {
       }
     }
     return taken;
+  }
+
+  /** The run of a job taken from `from` (a fan-out item's has no step of its own) says so. */
+  private async noteTakeoverOf(job: Job, from: string): Promise<void> {
+    const task = taskOfJob(job);
+    if (task.type !== 'item') await this.noteTakeover(task.runId, from);
   }
 
   /** The run's event log says who took its step over from `from` (RunStore.noteTakeover). */

@@ -34,3 +34,18 @@ export async function readRegistry(
   const found = (await redis.workerRegistry(keys.workers, keys.seen, op, lapse)) as string[];
   return found.map((json) => JSON.parse(json) as StoredWorker);
 }
+
+/** A beat's `meta` naming the jobs the worker runs now: `jobs`, their ids comma-separated (none: no field). */
+export function jobsMeta(jobs: Iterable<string>): { jobs?: string } {
+  const ids = [...jobs].join(',');
+  return ids === '' ? {} : { jobs: ids };
+}
+
+/**
+ * The worker that held job `jobId` when it lost it without a word (its lock expired: BullMQ's
+ * stalled-job check gave the job back): the one among `workers` but `self` whose last beat named
+ * the job (`meta.jobs`, {@link jobsMeta}).
+ */
+export function holderOf(workers: readonly StoredWorker[], jobId: string, self: string): StoredWorker | undefined {
+  return workers.find((worker) => worker.id !== self && (worker.meta?.jobs?.split(',') ?? []).includes(jobId));
+}

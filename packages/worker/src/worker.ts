@@ -17,6 +17,8 @@ import {
   agentsOf,
   withTurnFlows,
   type AgentDefinition,
+  type Task,
+  type TaskDelivery,
 } from '@queueflow/runtime/kernel';
 import { BullmqScheduler, taskOfJob } from './bullmq-scheduler.js';
 import { createRedis, serverOf, type ConnectionOption } from './connection.js';
@@ -38,6 +40,7 @@ import { ServerClock } from './server-clock.js';
 import { storeOptions, type StoreSettings } from './store-settings.js';
 import { waitForRedis } from './wait-for-redis.js';
 import { DEFAULT_MAX_LOOP_LAG_MS, WORKER_LAPSE_MS, WorkerHeartbeat } from './worker-heartbeat.js';
+import { holderOf } from './worker-registry.js';
 import { LostJobs, giveUpJob, lostStep } from './lost-jobs.js';
 
 /** How long a step or tick this worker cannot run (other code, no such flow) waits before another try, in ms. */
@@ -288,7 +291,10 @@ export async function startWorker(options: WorkerOptions): Promise<QueueflowWork
   const runningJobs = new Set<string>();
   const processJob = async (job: Job, token?: string, signal?: AbortSignal): Promise<void> => {
     active++;
-    if (job.id !== undefined) runningJobs.add(job.id);
+    if (job.id !== undefined) {
+      runningJobs.add(job.id);
+      jobRunning(job.id, true);
+    }
     try {
       if (job.name === TICK_JOB) {
         const { schedule, at } = tickOfJob(job);
@@ -300,10 +306,13 @@ export async function startWorker(options: WorkerOptions): Promise<QueueflowWork
         await runScheduleTick(schedule, at, tickHost);
         return;
       }
-      const result = await driver.run(taskOfJob(job), job.attemptsMade, signal).catch((error: unknown) => {
-        if (signal?.aborted) return undefined;
-        throw error;
-      });
+      const task = taskOfJob(job);
+      const result = await driver
+        .run(task, job.attemptsMade, signal, await deliveryOf(job, task))
+        .catch((error: unknown) => {
+          if (signal?.aborted) return undefined;
+          throw error;
+        });
       // Its lock was lost (another worker runs the step now) or this worker was fenced: the
       // step's try was dropped, uncommitted, and the job is not this worker's to finish.
       if (signal?.aborted || result === undefined) return await giveUpJob(job, token, `job ${job.id} was given up`);
@@ -323,8 +332,27 @@ export async function startWorker(options: WorkerOptions): Promise<QueueflowWork
       }
     } finally {
       active--;
-      if (job.id !== undefined) runningJobs.delete(job.id);
+      if (job.id !== undefined) {
+        runningJobs.delete(job.id);
+        jobRunning(job.id, false);
+      }
     }
+  };
+  /** Tells the heartbeat a job started or ended (set once the heartbeat exists). */
+  let jobRunning = (_id: string, _running: boolean): void => {};
+  /**
+   * How BullMQ handed `job` out, when not for the first time (StepDriver.run): a job that came back
+   * from its stalled-job check (its lock expired) was taken over from the worker whose last beat
+   * named it, if that one is still registered (a dead worker is, until a survivor claims it). Only
+   * such a job reads the registry; a job handed out the first time costs nothing.
+   */
+  const deliveryOf = async (job: Job, task: Task): Promise<TaskDelivery | undefined> => {
+    if (job.attemptsStarted <= 1) return undefined;
+    if (job.stalledCounter === 0 || task.type === 'item' || job.id === undefined) return { again: true };
+    const registered = await store.workers(Infinity).catch(() => []); // not worth a try of the job
+    const holder = holderOf(registered, job.id, heartbeat.workerId);
+    const key = `${job.id}:${job.stalledCounter}`;
+    return { again: true, stalled: { key, step: task.step, ...(holder ? { from: holder.id } : {}) } };
   };
 
   // One BullMQ worker per queue and partition served; the partitions of a queue share its
@@ -438,6 +466,7 @@ export async function startWorker(options: WorkerOptions): Promise<QueueflowWork
       meta: { bullmq: workers.map((worker) => worker.id).join(',') },
     },
     active: () => active,
+    jobs: () => runningJobs,
     lapseMs: WORKER_LAPSE_MS,
     maxLoopLagMs: positiveInteger('maxLoopLagMs', options.maxLoopLagMs, DEFAULT_MAX_LOOP_LAG_MS),
     thread: { connection: options.connection, readyCheck: server.info, keys: store.registryKeys() },
@@ -463,6 +492,7 @@ export async function startWorker(options: WorkerOptions): Promise<QueueflowWork
   });
   await heartbeat.start();
   leasesTaken = () => heartbeat.leasesTaken();
+  jobRunning = (id, running) => heartbeat.jobRunning(id, running);
   // Agents' reminders: every worker with agent types fires those due (each once: one script).
   const reminders =
     agentTypes.length === 0

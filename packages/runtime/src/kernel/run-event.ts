@@ -25,8 +25,12 @@ import type { ParkRequest } from '../interpreter/step-types.js';
  *   ms); the error is in the run's `errors`.
  * - `throttled`: its step waits for budget `key` (flow control), holding no worker and using no try.
  * - `released`: budget `key` admitted the throttled step: it runs again.
- * - `taken-over`: worker `by` took the step that worker `from` held when `from` stopped
- *   heartbeating (RedisEngine).
+ * - `taken-over`: worker `by` took over the step that worker `from` held: `from` stopped
+ *   heartbeating (its steps were handed back at once), or the lock of its step's job expired (it
+ *   died, or its main loop stayed blocked past the lock) and BullMQ's stalled-job check gave the
+ *   job back. Logged once per takeover, by the load of the step's task by `by`, at the step the run
+ *   stands at then (a worker runs a run's steps on in one task: past the task's own). RedisEngine
+ *   only: the LocalEngine has no workers, and its steps live and die with its process.
  * - `cancelled`: the run was cancelled, `by` whom when known (`Engine.cancel`'s `by`: say
  *   `'studio'`, `'cli'`; `'parent'`: its fan-out parent ended; `'conversation-budget'`: its
  *   conversation's budget ran out; `'agent-deleted'`).

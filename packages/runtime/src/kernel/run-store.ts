@@ -47,20 +47,27 @@ export interface RunStore {
    * receive's own reserved now when its mailbox has one (as {@link RunStore.reserveMessage} would
    * when the step runs again): a woken step's receives then cost no transition of their own.
    *
-   * `worker`: who loads it, for the `taken-over` event of {@link RunStore.noteTakeover}.
+   * `worker`: who loads it, for the `taken-over` event of {@link RunStore.noteTakeover}, and of
+   * `stalled`: the task came back from a worker that lost it (see {@link StalledTask}). A run not
+   * ended logs `taken-over` from {@link StalledTask.from}, else, when the run stands past the task's
+   * step, from the worker of its newest step record (which ran those steps in that task), by
+   * `worker`; once per {@link StalledTask.key}, and never from `worker` itself. Only such a load
+   * reads more than the record.
    */
   loadForStep(
     runId: string,
     runnable: readonly Runnable[],
     wake?: number,
     worker?: string,
+    stalled?: StalledTask,
   ): Promise<LoadedRun | undefined>;
   /**
    * Notes that worker `from` held the run's current step when it stopped heartbeating and
    * another worker took it over ({@link RunStore.claimLapsed}): the next
    * {@link RunStore.loadForStep} of the run by another `worker` logs a `taken-over` event naming
-   * both, in its transition. Nothing for a run that has ended or does not exist. Optional: a store
-   * that lives and dies with its process has no takeovers.
+   * both, in its transition (one entry, should that load also be of a {@link StalledTask}).
+   * Nothing for a run that has ended or does not exist. Optional: a store that lives and dies with
+   * its process has no takeovers.
    */
   noteTakeover?(runId: string, from: string): Promise<void>;
   /**
@@ -454,6 +461,21 @@ export function newRunRecord(run: NewRun): StoredRun {
     ...(run.priority === undefined ? {} : { priority: run.priority }),
     ...(run.turn === undefined ? {} : { turn: run.turn }),
   };
+}
+
+/**
+ * A step's task that the scheduler gave back after the worker holding it lost it without a word
+ * (BullMQ's stalled-job check: its lock expired, the worker dead, or its main loop blocked past the
+ * lock), now loaded by another worker ({@link RunStore.loadForStep}): a takeover the run's event log
+ * records. Unlike a lapsed heartbeat ({@link RunStore.noteTakeover}) nothing noted who held it.
+ */
+export interface StalledTask {
+  /** Names this recovery of the task (BullMQ: job id and stall count): it is logged once. */
+  key: string;
+  /** The step of the task (its job's), which the run may have gone past in that job. */
+  step: number;
+  /** The worker that held it, when known (BullMQ: the one whose last heartbeat named its job). */
+  from?: string;
 }
 
 /** A run as {@link RunStore.loadForStep} reads it for a step. */

@@ -33,6 +33,7 @@ import {
   type NewRun,
   type RunStore,
   type Runnable,
+  type StalledTask,
   type StoredRun,
 } from './run-store.js';
 import type { BudgetHold } from './budget-store.js';
@@ -164,6 +165,18 @@ interface Continue {
 
 const DONE: TaskResult = { type: 'done' };
 
+/** How the scheduler handed a task out, when not for the first time ({@link StepDriver.run}). */
+export interface TaskDelivery {
+  /**
+   * The scheduler handed the task out before (a retry, a deferral, or a takeover): its run is
+   * read from the store, never from this driver's memory of a step it committed, so that the
+   * store's note of a takeover ({@link RunStore.noteTakeover}) is read, and logged, with it.
+   */
+  again?: boolean;
+  /** The task came back from a worker that lost it without a word: a takeover to log. */
+  stalled?: StalledTask;
+}
+
 /**
  * Longest a task runs a chain of steps of its run (ms; see StepDriverOptions.continueSteps): the
  * slot then goes back to the scheduler, which may have a task of higher priority waiting.
@@ -225,15 +238,15 @@ export class StepDriver {
   /**
    * Runs one task. `attemptsMade` is the scheduler's count of earlier tries of this task (BullMQ's
    * `attemptsMade`). Never throws for what node code does; a store or scheduler error propagates
-   * (the scheduler retries the task).
+   * (the scheduler retries the task). `delivery`: the task was handed out before.
    */
-  async run(task: Task, attemptsMade: number, signal?: AbortSignal): Promise<TaskResult> {
+  async run(task: Task, attemptsMade: number, signal?: AbortSignal, delivery?: TaskDelivery): Promise<TaskResult> {
     if (task.type === 'item') return this.fanOut.runItem(task, attemptsMade);
     const chain = this.options.continueSteps
       ? new StepChain(this.options.continueSteps, this.options.clock.now() + CONTINUE_SLICE_MS, signal)
       : undefined;
     try {
-      const result = await this.runChain(task, attemptsMade, chain, false, signal);
+      const result = await this.runChain(task, attemptsMade, chain, false, signal, delivery);
       if (chain) await this.runTaken(chain);
       return result.type === 'not-here' || result.type === 'continue' ? DONE : result;
     } finally {
@@ -276,8 +289,9 @@ export class StepDriver {
     chain: StepChain | undefined,
     taken = false,
     signal?: AbortSignal,
+    delivery?: TaskDelivery,
   ): Promise<StepResult> {
-    let result = await this.runStep(task, attemptsMade, chain, taken, signal);
+    let result = await this.runStep(task, attemptsMade, chain, taken, signal, delivery);
     if (taken && (result.type === 'retry' || result.type === 'defer'))
       return this.handBack(stepTaskOf(task.runId, task.step), chain!, result);
     while (result.type === 'continue') {
@@ -566,11 +580,15 @@ export class StepDriver {
     chain?: StepChain,
     taken = false,
     signal?: AbortSignal,
+    delivery?: TaskDelivery,
   ): Promise<StepResult> {
     // The task's lock was lost or its worker fenced before the step began: another worker runs it.
     if (signal?.aborted) return DONE;
-    // A wake always reads the run: it follows a park, which no cache of this driver saw.
-    const cached = task.type === 'step' ? this.runs.take(task.runId, task.step) : undefined;
+    // A wake always reads the run: it follows a park, which no cache of this driver saw. So does
+    // a task handed out again: this driver may remember the step it committed before another
+    // worker took the task and lost it, and the store may have noted that takeover.
+    const remembered = task.type === 'step' ? this.runs.take(task.runId, task.step) : undefined;
+    const cached = delivery?.again || delivery?.stalled ? undefined : remembered;
     const loaded: LoadedRun | undefined =
       cached ??
       (await this.store.loadForStep(
@@ -578,6 +596,7 @@ export class StepDriver {
         this.runnable,
         task.type === 'wake' ? task.park : undefined,
         this.workerId,
+        delivery?.stalled,
       ));
     if (!loaded) return DONE; // expired or never started
     // A woken step's reserved messages came with its run; they belong to this step alone.
