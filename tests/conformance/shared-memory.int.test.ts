@@ -122,7 +122,12 @@ describe.each(engines)('%s: shared memory', (name) => {
   it("lands every agent's update on the latest version, and keeps who wrote each", async () => {
     const { engine } = await setup('mem-writers', { flows: [], agents: [writer], autoAdvance: true });
     const token = `w-${name}`;
-    for (let n = 1; n <= 4; n++) for (const key of ['a', 'b', 'c']) await engine.send(writer.ref(key), { token, n });
+    // The first update creates `/log`; two first writers would each `add` it, the second
+    // replacing the first (RFC 6902 §4.1). So `a:1` lands before the 11 concurrent appends.
+    await engine.send(writer.ref('a'), { token, n: 1 });
+    await waitFor('the log made', async () => (await engine.memory(`board-${token}`)).version === 1);
+    for (let n = 1; n <= 4; n++)
+      for (const key of ['a', 'b', 'c']) if (n > 1 || key !== 'a') await engine.send(writer.ref(key), { token, n });
     await waitFor('12 updates', async () => (await engine.memory(`board-${token}`)).version === 12);
     const board = await engine.memory(`board-${token}`);
     const log = (board.value as { log: string[] }).log;
