@@ -1,7 +1,9 @@
 /**
  * A studio for a browser test: `queueflow worker` processes and a RedisEngine client on a key
  * prefix of the test's own, the studio handler over that engine on a free port, and chromium with
- * one page. `shot(name)` writes `tests/studio/__screenshots__/<name>.png`.
+ * one page. `shot(name)` renders a full-page screenshot, and writes it to
+ * `tests/studio/__screenshots__/<name>.png` only when `QF_SCREENSHOTS=1` (`npm run screenshots -w
+ * @queueflow/tests`): the files are the README's pictures, and a test run must not rewrite them.
  */
 import { mkdirSync } from 'node:fs';
 import axe from 'axe-core';
@@ -17,6 +19,8 @@ import { launchBrowser, type Browser } from './browser.js';
 
 export const STUDIO_FLOWS = fileURLToPath(new URL('../studio-flows.ts', import.meta.url));
 const SCREENSHOTS = fileURLToPath(new URL('../__screenshots__/', import.meta.url));
+/** Whether `shot` writes its file (see the module's comment). */
+const WRITE_SCREENSHOTS = process.env.QF_SCREENSHOTS === '1';
 
 /**
  * The accessibility problems axe-core finds on the page as it is now (WCAG 2 A and AA rules),
@@ -47,7 +51,7 @@ export interface StudioSetup {
   page: Page;
   /** Errors the page threw (a test ends by checking there were none). */
   pageErrors: string[];
-  /** Writes a full-page screenshot to `__screenshots__/<name>.png`. */
+  /** Renders a full-page screenshot; writes it to `__screenshots__/<name>.png` when `QF_SCREENSHOTS=1`. */
   shot(name: string): Promise<void>;
   close(): Promise<void>;
 }
@@ -85,12 +89,13 @@ export async function openPage(
   const pageErrors: string[] = [];
   page.on('pageerror', (error) => pageErrors.push(error.message));
   page.setDefaultTimeout(15_000);
-  mkdirSync(SCREENSHOTS, { recursive: true });
+  if (WRITE_SCREENSHOTS) mkdirSync(SCREENSHOTS, { recursive: true });
   return {
     page,
     pageErrors,
     shot: async (name) => {
-      await page.screenshot({ path: `${SCREENSHOTS}${name}.png`, fullPage: true });
+      // Rendered either way: a page that cannot be captured fails the test.
+      await page.screenshot({ fullPage: true, ...(WRITE_SCREENSHOTS ? { path: `${SCREENSHOTS}${name}.png` } : {}) });
     },
   };
 }
