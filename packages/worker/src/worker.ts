@@ -243,8 +243,9 @@ export async function startWorker(options: WorkerOptions): Promise<QueueflowWork
     () => createRedis(options.connection, 'reader', onError),
     settings.retentionSeconds,
   );
+  const conversations = new RedisConversationStore(withScripts(redis), partitions, settings.retentionSeconds);
   const agents = new AgentRuntime(agentTypes, agentStore, store, scheduler, registry, {
-    conversations: new RedisConversationStore(withScripts(redis), partitions, settings.retentionSeconds),
+    conversations,
     clock,
     maxCheckpointBytes: settings.maxCheckpointBytes,
     largeValueBytes: settings.largeValueBytes,
@@ -253,6 +254,7 @@ export async function startWorker(options: WorkerOptions): Promise<QueueflowWork
   const driver: StepDriver = new StepDriver(store, scheduler, registry, {
     ...(agentTypes.length === 0 ? {} : { agents }),
     memories: new RedisSharedMemoryStore(withScripts(redis), partitions),
+    conversations,
     clock,
     maxCheckpointBytes: settings.maxCheckpointBytes,
     largeValueBytes: settings.largeValueBytes,

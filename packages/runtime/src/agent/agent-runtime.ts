@@ -3,7 +3,7 @@ import type { FlowRegistry } from '../interpreter/flow-definition.js';
 import type { Json, JsonObject } from '../json/json.js';
 import { topicSubscribers } from './topic-subscribers.js';
 import type { ReminderChange } from './reminders.js';
-import type { ConversationReceipt, ConversationStore } from './conversation-store.js';
+import type { ConversationStore } from './conversation-store.js';
 import { cancelRun } from '../kernel/cancel-run.js';
 import type { Clock } from '../kernel/clock.js';
 import type { RunError } from '../kernel/engine.js';
@@ -249,11 +249,6 @@ export class AgentRuntime {
     if (reply.admitted) return;
     for (const runId of reply.running) await this.cancelTurn(runId);
     throw new QueueflowError('CONVERSATION_BUDGET', reply.error.message, { retryable: false });
-  }
-
-  /** A step received a message of conversation `id` (see ConversationStore.received). */
-  async received(id: string, receipt: ConversationReceipt): Promise<void> {
-    await this.options.conversations?.received(id, receipt);
   }
 
   /**

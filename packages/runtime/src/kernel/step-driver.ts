@@ -1,7 +1,7 @@
 import type { Json, JsonObject } from '../json/json.js';
 import type { ReminderChange } from '../agent/reminders.js';
 import type { SharedMemoryStore } from '../agent/shared-memory.js';
-import type { ConversationReceipt } from '../agent/conversation-store.js';
+import type { ConversationStore } from '../agent/conversation-store.js';
 import { corruptRunError, recordOfFailedTask, runErrorOf, toErrorRecord } from '../errors/error-record.js';
 import { QueueflowError } from '../errors/queueflow-error.js';
 import { warn } from '../core/warnings.js';
@@ -93,6 +93,11 @@ export interface StepDriverOptions {
   agents?: TurnHooks;
   /** Where steps' shared memory lives (`this.memory`); without it, steps have none. */
   memories?: SharedMemoryStore;
+  /**
+   * Where the messages a step receives are recorded in their conversations (any run's step, on
+   * any worker, whether or not it serves agent types); without it, none is.
+   */
+  conversations?: ConversationStore;
 }
 
 /**
@@ -133,8 +138,6 @@ export interface TurnHooks {
   spend(id: string, ref: string, key: string, amount: number): Promise<void>;
   /** The bound of the inbox at `address`, when bounded (see AgentRuntime.inboxBound). */
   inboxBound(address: string): Promise<InboxBound | undefined>;
-  /** A step received a message of conversation `id` (AgentRuntime.received). */
-  received(id: string, receipt: ConversationReceipt): Promise<void>;
 }
 
 /** What a step's record needs beside its outcome. */
@@ -753,8 +756,8 @@ export class StepDriver {
           spend: spenderOf(run, this.options.agents),
           inbox: this.options.agents ? (address) => this.options.agents!.inboxBound(address) : undefined,
           memories: this.options.memories,
-          received: this.options.agents
-            ? (id, receipt) => this.options.agents!.received(id, { ...receipt, runId: run.id, now: now() })
+          received: this.options.conversations
+            ? (id, receipt) => this.options.conversations!.received(id, { ...receipt, runId: run.id, now: now() })
             : undefined,
         }),
         emitter: stream,

@@ -186,6 +186,7 @@ export class LocalEngine implements Engine {
     this.driver = new StepDriver(this.store, this.scheduler, registry, {
       agents: this.agentRuntime,
       memories: this.memories,
+      conversations,
       clock,
       maxCheckpointBytes,
       refusalDelayMs: 5000,
