@@ -131,7 +131,7 @@ export class RedisConversationStore implements ConversationStore {
     return from + options.limit < live.length ? { ids, cursor: ids.at(-1)! } : { ids };
   }
 
-  private keys(id: string): [string, string, string, string] {
+  private keys(id: string): [string, string, string, string, string] {
     return this.partitions.ofAddress(id).conversationKeys(id);
   }
 }

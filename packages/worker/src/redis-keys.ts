@@ -317,13 +317,14 @@ export class RedisKeys {
     return [`${this.prefix}:memory:${name}`, `${this.prefix}:memory-log:${name}`, `${this.prefix}:memory-ids:${name}`];
   }
 
-  /** The four keys of conversation `id`, in the order conversations.lua takes them. */
-  conversationKeys(id: string): [string, string, string, string] {
+  /** The five keys of conversation `id`, in the order conversations.lua takes them. */
+  conversationKeys(id: string): [string, string, string, string, string] {
     return [
       `${this.prefix}:conversation:${id}`,
       `${this.prefix}:conversation-log:${id}`,
       `${this.prefix}:conversation-running:${id}`,
       this.conversations(),
+      `${this.prefix}:conversation-seen:${id}`,
     ];
   }
 

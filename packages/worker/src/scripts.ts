@@ -38,7 +38,7 @@ const SCRIPTS: Record<ScriptName, { file: string; keys?: number; budget?: true; 
   agentOps: { file: 'agent-ops.lua', keys: 6, agent: true },
   // Variable number of keys: 2 to change, 1 to fire.
   reminders: { file: 'reminders.lua', agent: true },
-  conversations: { file: 'conversations.lua', keys: 4, bare: true },
+  conversations: { file: 'conversations.lua', keys: 5, bare: true },
   sharedMemory: { file: 'shared-memory.lua', keys: 3, bare: true },
   // On BullMQ's own keys: no prelude.
   hurryJob: { file: 'hurry-job.lua', keys: 1, bare: true },

@@ -8,6 +8,9 @@
   KEYS[2] its log (list of JSON { id, from?, to, at, runId, turn }, oldest first, capped)
   KEYS[3] the runs of its running turns (set)
   KEYS[4] the partition's conversations (sorted set: id -> when it began, epoch ms)
+  KEYS[5] the (message id, receiver) pairs in the log (sorted set: JSON [id, to] -> the entry's
+          number, the hash's `logged`), trimmed with the log: a receipt's duplicate is found
+          without decoding the log
 
   begin    ARGV[2] id   ARGV[3] budget JSON or ''   ARGV[4] now   ARGV[5] retention (s). Returns 1.
   started  ARGV[2] id   ARGV[3] the turn JSON { ref, runId, turn, message: { id, from?, at }, now }
@@ -50,9 +53,21 @@ local function budgetError(limit)
 end
 
 local function keep(retention)
-  for i = 1, 3 do
+  for _, i in ipairs({ 1, 2, 3, 5 }) do
     if redis.call('EXISTS', KEYS[i]) == 1 then redis.call('EXPIRE', KEYS[i], retention) end
   end
+end
+
+local function pairOf(messageId, to)
+  return cjson.encode({ messageId, to })
+end
+
+-- Appends `entry` to the log, both capped at `cap` entries.
+local function append(entry, cap)
+  redis.call('RPUSH', KEYS[2], cjson.encode(entry))
+  redis.call('LTRIM', KEYS[2], -cap, -1)
+  redis.call('ZADD', KEYS[5], redis.call('HINCRBY', KEYS[1], 'logged', 1), pairOf(entry.id, entry.to))
+  redis.call('ZREMRANGEBYRANK', KEYS[5], 0, -cap - 1)
 end
 
 if op == 'begin' then
@@ -97,10 +112,8 @@ if op == 'started' then
   if not known then table.insert(participants, turn.ref) end
   redis.call('HSET', KEYS[1], 'turns', turns + 1, 'messages', messages + 1, 'updatedAt', now,
     'participants', cjson.encode(participants))
-  local entry = { id = turn.message.id, from = turn.message.from, to = turn.ref, at = turn.message.at,
-    runId = turn.runId, turn = turn.turn }
-  redis.call('RPUSH', KEYS[2], cjson.encode(entry))
-  redis.call('LTRIM', KEYS[2], -tonumber(ARGV[4]), -1)
+  append({ id = turn.message.id, from = turn.message.from, to = turn.ref, at = turn.message.at,
+    runId = turn.runId, turn = turn.turn }, tonumber(ARGV[4]))
   redis.call('SADD', KEYS[3], turn.runId)
   keep(ARGV[5])
   return { 1 }
@@ -109,10 +122,7 @@ end
 if op == 'received' then
   local receipt = cjson.decode(ARGV[3])
   open(receipt.now)
-  for _, logged in ipairs(redis.call('LRANGE', KEYS[2], 0, -1)) do
-    local entry = cjson.decode(logged)
-    if entry.id == receipt.message.id and entry.to == receipt.to then return 1 end
-  end
+  if redis.call('ZSCORE', KEYS[5], pairOf(receipt.message.id, receipt.to)) then return 1 end
   if receipt.turn == 0 then
     local participants = cjson.decode(redis.call('HGET', KEYS[1], 'participants'))
     local known = false
@@ -123,10 +133,8 @@ if op == 'received' then
     end
   end
   redis.call('HSET', KEYS[1], 'updatedAt', receipt.now)
-  local entry = { id = receipt.message.id, from = receipt.message.from, to = receipt.to, at = receipt.message.at,
-    runId = receipt.runId, turn = receipt.turn }
-  redis.call('RPUSH', KEYS[2], cjson.encode(entry))
-  redis.call('LTRIM', KEYS[2], -tonumber(ARGV[4]), -1)
+  append({ id = receipt.message.id, from = receipt.message.from, to = receipt.to, at = receipt.message.at,
+    runId = receipt.runId, turn = receipt.turn }, tonumber(ARGV[4]))
   keep(ARGV[5])
   return 1
 end
