@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-import { isMovedError } from './probe-server.js';
+import { isMovedError } from './moved-error.js';
 import { Command } from 'commander';
 import { setWarningHandler } from '@queueflow/runtime';
 import { graphCommand } from './cli/graph-command.js';

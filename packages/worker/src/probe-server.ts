@@ -76,7 +76,7 @@ export async function probeServer(
 
 /**
  * The error for a single-server connection to a node of a Redis Cluster (found by INFO, or by the
- * `MOVED` it answers: {@link isMovedError}).
+ * `MOVED` it answers: `isMovedError`).
  */
 function clusterNodeError(server: string, cause?: unknown): QueueflowError {
   return new QueueflowError(
@@ -84,11 +84,6 @@ function clusterNodeError(server: string, cause?: unknown): QueueflowError {
     `Redis at ${server} is a Redis Cluster node: use --cluster ${server.includes('://') ? server : `redis://${server}`} (QUEUEFLOW_CLUSTER; in code, connection { cluster: [urls] }) instead of --redis`,
     { retryable: false, ...(cause === undefined ? {} : { cause }) },
   );
-}
-
-/** Whether `error` is a cluster's redirection (`MOVED 9355 10.0.0.2:6379`) that a single-server connection cannot follow. */
-export function isMovedError(error: unknown): boolean {
-  return /^MOVED \d+ /.test((error as { message?: unknown } | null)?.message as string);
 }
 
 /**

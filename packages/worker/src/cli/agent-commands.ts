@@ -6,7 +6,6 @@ import {
   positiveInteger,
   prefixOption,
   redisOption,
-  withEngine,
   type ConnectionFlags,
 } from './options.js';
 
@@ -30,6 +29,7 @@ function agentsCommand(): Command {
         type: string | undefined,
         options: ConnectionFlags & { json?: boolean; limit: number; cursor?: string },
       ) => {
+        const { withEngine } = await import('./with-engine.js');
         await withEngine(options, async (engine) => {
           const page = await engine.agents({
             limit: options.limit,
@@ -55,6 +55,7 @@ function agentCommand(): Command {
     .addOption(clusterOption())
     .addOption(prefixOption())
     .action(async (ref: string, options: ConnectionFlags & { json?: boolean }) => {
+      const { withEngine } = await import('./with-engine.js');
       await withEngine(options, async (engine) => {
         const info = await engine.agent(ref);
         if (options.json) return console.log(JSON.stringify(info ?? null, null, 2));
@@ -76,6 +77,7 @@ function agentCommand(): Command {
       // The options may also come before `redeliver`, where `agent` takes them: read both.
       .action(async (ref: string, messageId: string, _options: ConnectionFlags, command: Command) => {
         const options = command.optsWithGlobals<ConnectionFlags>();
+        const { withEngine } = await import('./with-engine.js');
         await withEngine(options, async (engine) => {
           await engine.redeliver(ref, messageId);
           console.log(`redelivered ${messageId} to ${ref}`);

@@ -9,7 +9,6 @@ import {
   positiveInteger,
   prefixOption,
   redisOption,
-  withEngine,
   type ConnectionFlags,
 } from './options.js';
 
@@ -31,6 +30,7 @@ function conversationsCommand(): Command {
     .addOption(clusterOption())
     .addOption(prefixOption())
     .action(async (options: ConnectionFlags & { json?: boolean; limit: number; cursor?: string }) => {
+      const { withEngine } = await import('./with-engine.js');
       await withEngine(options, async (engine) => {
         const page = await engine.conversations({
           limit: options.limit,
@@ -54,6 +54,7 @@ function conversationCommand(): Command {
     .addOption(clusterOption())
     .addOption(prefixOption())
     .action(async (id: string, options: ConnectionFlags & { json?: boolean }) => {
+      const { withEngine } = await import('./with-engine.js');
       await withEngine(options, async (engine) => {
         const info = await engine.conversation(id);
         if (options.json) return console.log(JSON.stringify(info ?? null, null, 2));
@@ -124,6 +125,7 @@ function forkConversationCommand(): Command {
         id: string,
         options: ConnectionFlags & { at: string; body?: Json; patch?: PatchOperation[]; json?: boolean },
       ) => {
+        const { withEngine } = await import('./with-engine.js');
         await withEngine(options, async (engine) => {
           const fork = await engine.forkConversation(id, {
             atMessage: options.at,

@@ -1,6 +1,5 @@
 import { Command, Option } from 'commander';
 import { toMermaid } from '@queueflow/runtime';
-import { loadFlows } from '../load-flows.js';
 
 /** `queueflow graph <flow>`: the flow's graph as a Mermaid flowchart. Runs no application code beyond building the graph. */
 export function graphCommand(): Command {
@@ -10,6 +9,7 @@ export function graphCommand(): Command {
     .requiredOption('--flows <module>', 'module exporting FlowDefinitions (defineFlow)')
     .addOption(new Option('--direction <direction>', 'flowchart direction').choices(['TD', 'LR']).default('TD'))
     .action(async (flow: string, options: { flows: string; direction: 'TD' | 'LR' }) => {
+      const { loadFlows } = await import('../load-flows.js');
       const flows = await loadFlows(options.flows);
       const definition = flows.find((candidate) => candidate.name === flow);
       if (!definition)

@@ -2,12 +2,6 @@ import { createInterface } from 'node:readline/promises';
 import { Command } from 'commander';
 import type { JsonObject, StepRecord } from '@queueflow/runtime';
 import type { PatchOperation } from '@queueflow/runtime/kernel';
-import { connectAll, createRedis } from '../connection.js';
-import { loadFlows } from '../load-flows.js';
-import { checkDatabase } from '../probe-server.js';
-import { normalizePrefix } from '../redis-keys.js';
-import { purgePrefix } from '../purge-prefix.js';
-import { awaitResult } from './run-commands.js';
 import {
   clusterOption,
   connectionOf,
@@ -17,7 +11,6 @@ import {
   parseJsonObject,
   prefixOption,
   redisOption,
-  withEngine,
   type ConnectionFlags,
 } from './options.js';
 
@@ -37,6 +30,7 @@ function historyCommand(): Command {
     .addOption(clusterOption())
     .addOption(prefixOption())
     .action(async (runId: string, options: ConnectionFlags & { json?: boolean }) => {
+      const { withEngine } = await import('./with-engine.js');
       await withEngine(options, async (engine) => {
         const history = await engine.history(runId);
         if (options.json) return console.log(JSON.stringify(history, null, 2));
@@ -81,6 +75,10 @@ function retryCommand(): Command {
     .addOption(clusterOption())
     .addOption(prefixOption())
     .action(async (runId: string, options: ConnectionFlags & { detach?: boolean }) => {
+      const [{ withEngine }, { awaitResult }] = await Promise.all([
+        import('./with-engine.js'),
+        import('./await-result.js'),
+      ]);
       await withEngine(options, async (engine) => {
         await engine.retry(runId);
         if (options.detach) return console.log(`run ${runId} goes on`);
@@ -125,6 +123,11 @@ function forkCommand(): Command {
           wait?: boolean;
         },
       ) => {
+        const [{ loadFlows }, { withEngine }, { awaitResult }] = await Promise.all([
+          import('../load-flows.js'),
+          import('./with-engine.js'),
+          import('./await-result.js'),
+        ]);
         const flows = await loadFlows(options.flows);
         await withEngine(
           options,
@@ -156,6 +159,7 @@ function workersCommand(): Command {
     .addOption(clusterOption())
     .addOption(prefixOption())
     .action(async (options: ConnectionFlags & { json?: boolean }) => {
+      const { withEngine } = await import('./with-engine.js');
       await withEngine(options, async (engine) => {
         const workers = await engine.workers();
         if (options.json) return console.log(JSON.stringify(workers, null, 2));
@@ -185,6 +189,7 @@ function purgeCommand(): Command {
     .addOption(clusterOption())
     .addOption(prefixOption())
     .action(async (options: ConnectionFlags & { yes?: boolean }) => {
+      const { normalizePrefix } = await import('../redis-keys.js');
       const prefix = normalizePrefix(options.prefix, '--prefix');
       if (!options.yes) {
         if (!process.stdin.isTTY) {
@@ -197,6 +202,11 @@ function purgeCommand(): Command {
           return;
         }
       }
+      const [{ connectAll, createRedis }, { checkDatabase }, { purgePrefix }] = await Promise.all([
+        import('../connection.js'),
+        import('../probe-server.js'),
+        import('../purge-prefix.js'),
+      ]);
       const redis = createRedis(connectionOf(options), 'client');
       try {
         await connectAll([redis]);

@@ -1,10 +1,9 @@
 import { readFileSync } from 'node:fs';
 import { InvalidArgumentError, Option, type Command } from 'commander';
-import type { FlowDefinition, Json, JsonObject } from '@queueflow/runtime';
+import type { Json, JsonObject } from '@queueflow/runtime';
 import { checkPriority, checkQueueName, type PatchOperation } from '@queueflow/runtime/kernel';
 import { clusterNodesOf } from '../cluster-connection.js';
 import type { ConnectionOption } from '../connection.js';
-import { RedisEngine } from '../redis-engine.js';
 
 /** The prefix every command uses unless told otherwise (`--prefix`, then `QUEUEFLOW_PREFIX`). */
 const DEFAULT_PREFIX = '{qf}';
@@ -87,25 +86,6 @@ export const jsonOption = (): Option => new Option('--json', 'print JSON (one do
 /** ` --prefix '<p>'` to repeat in a hint, or nothing for the default prefix. */
 export function prefixHint(prefix: string): string {
   return prefix === DEFAULT_PREFIX ? '' : ` --prefix '${prefix}'`;
-}
-
-/** A client engine for a command that needs no flows, or the given ones. */
-function openEngine(options: ConnectionFlags, flows: FlowDefinition[] = []): RedisEngine {
-  return new RedisEngine({ connection: connectionOf(options), flows, prefix: options.prefix });
-}
-
-/** Runs `body` with an engine client, closing it afterwards whatever happens. */
-export async function withEngine<T>(
-  options: ConnectionFlags,
-  body: (engine: RedisEngine) => Promise<T>,
-  flows: FlowDefinition[] = [],
-): Promise<T> {
-  const engine = openEngine(options, flows);
-  try {
-    return await body(engine);
-  } finally {
-    await engine.close();
-  }
 }
 
 export function positiveInteger(value: string): number {

@@ -1,15 +1,6 @@
 import { Command, Option } from 'commander';
-import {
-  DEFAULT_QUEUE,
-  type Json,
-  type JsonObject,
-  type RunResult,
-  type RunStatus,
-  type RunInfo,
-  type RunSummary,
-} from '@queueflow/runtime';
+import type { Json, JsonObject, RunResult, RunStatus, RunInfo, RunSummary } from '@queueflow/runtime';
 import { isFinal } from '@queueflow/runtime/kernel';
-import { loadFlows } from '../load-flows.js';
 import type { RedisEngine } from '../redis-engine.js';
 import {
   clusterOption,
@@ -22,16 +13,12 @@ import {
   priorityOption,
   prefixOption,
   redisOption,
-  withEngine,
   type ConnectionFlags,
 } from './options.js';
 import { SHARED_SUMMARY_BYTES, summariseShared } from './shared-summary.js';
 
 /** Exit code of `wait --timeout` when the run has not ended in time (GNU timeout's). */
 const WAIT_TIMED_OUT = 124;
-
-/** How long a run may sit queued before `run`/`wait` say that no worker has taken it, in ms. */
-const QUEUED_HINT_MS = 10_000;
 
 const STATUSES: RunStatus[] = ['queued', 'running', 'waiting', 'throttled', 'completed', 'failed', 'cancelled'];
 
@@ -65,6 +52,11 @@ function runCommand(): Command {
           detach?: boolean;
         },
       ) => {
+        const [{ loadFlows }, { withEngine }, { awaitResult }] = await Promise.all([
+          import('../load-flows.js'),
+          import('./with-engine.js'),
+          import('./await-result.js'),
+        ]);
         const flows = await loadFlows(options.flows);
         await withEngine(
           options,
@@ -106,6 +98,7 @@ function statusCommand(): Command {
     .addOption(clusterOption())
     .addOption(prefixOption())
     .action(async (runId: string, options: ConnectionFlags & { shared?: boolean }) => {
+      const { withEngine } = await import('./with-engine.js');
       await withEngine(options, async (engine) => {
         const info = await engine.get(runId);
         if (!info) {
@@ -147,6 +140,10 @@ function waitCommand(): Command {
     .addOption(clusterOption())
     .addOption(prefixOption())
     .action(async (runId: string, options: ConnectionFlags & { timeout?: number }) => {
+      const [{ withEngine }, { awaitResult }] = await Promise.all([
+        import('./with-engine.js'),
+        import('./await-result.js'),
+      ]);
       await withEngine(options, async (engine) => {
         let result: RunResult;
         try {
@@ -175,6 +172,7 @@ function sendCommand(): Command {
     .addOption(clusterOption())
     .addOption(prefixOption())
     .action(async (address: string, body: Json, options: ConnectionFlags) => {
+      const { withEngine } = await import('./with-engine.js');
       // The message id: the receiver's message.id.
       await withEngine(options, async (engine) => console.log(await engine.send(address, body)));
     });
@@ -199,6 +197,7 @@ function listCommand(): Command {
       async (
         options: ConnectionFlags & { status?: RunStatus; flow?: string; since?: number; limit: number; json?: boolean },
       ) => {
+        const { withEngine } = await import('./with-engine.js');
         await withEngine(options, async (engine) => {
           const runs = await listSince(engine, options);
           if (options.status === 'throttled') runs.push(...(await throttledChildren(engine, runs, options)));
@@ -295,6 +294,7 @@ function cancelCommand(): Command {
     .addOption(clusterOption())
     .addOption(prefixOption())
     .action(async (runId: string, options: ConnectionFlags) => {
+      const { withEngine } = await import('./with-engine.js');
       await withEngine(options, async (engine) => {
         const info = await engine.get(runId);
         if (info && isFinal(info.status)) {
@@ -305,49 +305,4 @@ function cancelCommand(): Command {
         console.log(`cancel requested for run ${runId}`);
       });
     });
-}
-
-/**
- * The run's result, as `engine.result`, and meanwhile: a hint on stderr when the run is still
- * queued after {@link QUEUED_HINT_MS} (no worker, or workers refusing it: their reason is shown),
- * and on Ctrl-C a word that the run goes on (exit 130).
- *
- * @throws QueueflowError RESULT_TIMEOUT after `timeoutMs`.
- */
-export async function awaitResult(
-  engine: RedisEngine,
-  runId: string,
-  options: { flows?: string; prefix: string },
-  timeoutMs?: number,
-): Promise<RunResult> {
-  let said = '';
-  const hint = setInterval(() => {
-    // Not awaited: a hint on a timer, independent of the wait below.
-    void engine.get(runId).then(
-      (info) => {
-        if (info?.status !== 'queued') return;
-        const start = `queueflow worker --flows ${options.flows ?? '<module>'} --prefix '${options.prefix}'`;
-        const message = info.refusal
-          ? `run ${runId} is still queued: a worker refused its step: ${info.refusal}`
-          : info.noWorker && info.queue !== DEFAULT_QUEUE
-            ? `run ${runId} is still queued: ${info.noWorker}`
-            : `run ${runId} is still queued: no worker has taken it yet. Is one running? Start one with: ${start}`;
-        if (message !== said) console.error((said = message));
-      },
-      () => {}, // a failed poll says nothing; the wait itself reports real trouble
-    );
-  }, QUEUED_HINT_MS);
-  const interrupted = (): void => {
-    console.error(
-      `\ninterrupted: run ${runId} goes on without this command; \`queueflow cancel ${runId}${prefixHint(options.prefix)}\` stops it`,
-    );
-    process.exit(130);
-  };
-  process.once('SIGINT', interrupted);
-  try {
-    return await engine.result(runId, timeoutMs === undefined ? {} : { timeoutMs });
-  } finally {
-    clearInterval(hint);
-    process.off('SIGINT', interrupted);
-  }
 }

@@ -1,6 +1,5 @@
 import { Command, InvalidArgumentError, Option } from 'commander';
 import type { JsonObject, ScheduleInfo, ScheduleOptions } from '@queueflow/runtime';
-import { loadFlows } from '../load-flows.js';
 import {
   jsonOption,
   parseJsonObject,
@@ -9,7 +8,6 @@ import {
   prefixOption,
   priorityOption,
   redisOption,
-  withEngine,
   type ConnectionFlags,
 } from './options.js';
 
@@ -69,6 +67,10 @@ function addCommand(): Command {
           ...(options.tz === undefined ? {} : { tz: options.tz }),
           overlap: options.overlap,
         };
+        const [{ loadFlows }, { withEngine }] = await Promise.all([
+          import('../load-flows.js'),
+          import('./with-engine.js'),
+        ]);
         const flows = await loadFlows(options.flows);
         await withEngine(
           options,
@@ -95,6 +97,7 @@ function removeCommand(): Command {
     .addOption(redisOption())
     .addOption(prefixOption())
     .action(async (name: string, options: ConnectionFlags & { json?: boolean }) => {
+      const { withEngine } = await import('./with-engine.js');
       await withEngine(options, async (engine) => {
         const removed = await engine.unschedule(name);
         if (options.json) console.log(JSON.stringify({ name, removed }));
@@ -112,6 +115,7 @@ function listCommand(): Command {
     .addOption(redisOption())
     .addOption(prefixOption())
     .action(async (options: ConnectionFlags & { json?: boolean }) => {
+      const { withEngine } = await import('./with-engine.js');
       await withEngine(options, async (engine) => {
         const schedules = await engine.schedules();
         if (options.json) return console.log(JSON.stringify(schedules, null, 2));

@@ -1,10 +1,8 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { isIP } from 'node:net';
-import { createLogger, logFormatOption, logLevelOption, type LogFlags } from './create-logger.js';
+import { logFormatOption, logLevelOption, type LogFlags } from './log-flags.js';
 import { Command, InvalidArgumentError, Option } from 'commander';
 import type { FlowDefinition } from '@queueflow/runtime';
-import { loadFlows } from '../load-flows.js';
-import { RedisEngine } from '../redis-engine.js';
 import { clusterOption, connectionOf, prefixOption, redisOption, type ConnectionFlags } from './options.js';
 
 interface StudioCommandOptions extends ConnectionFlags, LogFlags {
@@ -58,9 +56,14 @@ async function serveStudio(options: StudioCommandOptions): Promise<void> {
         `${options.readOnly ? 'read every run' : 'cancel, retry and fork runs'}. Pass --token <at least 8 characters> ` +
         '(or QUEUEFLOW_STUDIO_TOKEN), or --no-token to listen without one on purpose',
     );
-  const log = createLogger(options);
   // Loaded here, not with the CLI: every other command starts without the studio's modules.
-  const { createStudioHandler } = await import('../studio/create-studio-handler.js');
+  const [{ createLogger }, { createStudioHandler }, { loadFlows }, { RedisEngine }] = await Promise.all([
+    import('./create-logger.js'),
+    import('../studio/create-studio-handler.js'),
+    import('../load-flows.js'),
+    import('../redis-engine.js'),
+  ]);
+  const log = createLogger(options);
   const flows: FlowDefinition[] = options.flows ? await loadFlows(options.flows) : [];
   const engine = new RedisEngine({ connection: connectionOf(options), flows, prefix: options.prefix });
   try {

@@ -1,6 +1,6 @@
 import { Command } from 'commander';
 import type { StreamEntry } from '@queueflow/runtime';
-import { clusterOption, prefixOption, redisOption, withEngine, type ConnectionFlags } from './options.js';
+import { clusterOption, prefixOption, redisOption, type ConnectionFlags } from './options.js';
 
 /**
  * `queueflow tail <run> [--from ID] [--json]`: prints a run's stream (what its nodes emit) from
@@ -20,6 +20,7 @@ export function tailCommand(): Command {
     .addOption(clusterOption())
     .addOption(prefixOption())
     .action(async (runId: string, options: ConnectionFlags & { from?: string; json?: boolean }) => {
+      const { withEngine } = await import('./with-engine.js');
       await withEngine(options, async (engine) => {
         for await (const entry of engine.stream(runId, options.from === undefined ? {} : { from: options.from })) {
           console.log(options.json ? JSON.stringify(entry) : formatEntry(entry));
