@@ -40,25 +40,33 @@ describe('queueflow agents, agent, conversations, conversation', () => {
   });
 
   it('agents lists the keys; agent prints one, or fails naming an unknown one', async () => {
-    expect(await queueflow(['agents', ...at(prefix)])).toEqual({
+    const [listed, shown, missing] = await Promise.all([
+      queueflow(['agents', ...at(prefix)]),
+      queueflow(['agent', pinger.ref('pong'), '--json', ...at(prefix)]),
+      queueflow(['agent', pinger.ref('nobody'), ...at(prefix)]),
+    ]);
+    expect(listed).toEqual({
       code: 0,
       stdout: `${pinger.ref('ping')}\n${pinger.ref('pong')}\n`,
       stderr: '',
     });
-    const shown = await queueflow(['agent', pinger.ref('pong'), '--json', ...at(prefix)]);
     expect(parsed(shown)).toMatchObject({ type: 'cli-pinger', key: 'pong', turns: 2, state: { rounds: 2 } });
-    const missing = await queueflow(['agent', pinger.ref('nobody'), ...at(prefix)]);
     expect(missing.code).toBe(1);
     expect(missing.stderr).toContain(`no agent '${pinger.ref('nobody')}'`);
   });
 
   it('conversations lists it; conversation prints its messages as a sequence, or JSON', async () => {
-    expect(await queueflow(['conversations', ...at(prefix)])).toEqual({
+    const [listed, text, json, missing] = await Promise.all([
+      queueflow(['conversations', ...at(prefix)]),
+      queueflow(['conversation', conversation, ...at(prefix)]),
+      queueflow(['conversation', conversation, '--json', ...at(prefix)]),
+      queueflow(['conversation', 'nope', ...at(prefix)]),
+    ]);
+    expect(listed).toEqual({
       code: 0,
       stdout: `${conversation}\n`,
       stderr: '',
     });
-    const text = await queueflow(['conversation', conversation, ...at(prefix)]);
     expect(text.code, text.stderr).toBe(0);
     const lines = text.stdout.trim().split('\n');
     expect(lines[0]).toBe(`conversation ${conversation}: running, 4 turns, budget: turns 10, cost 1000 tokens`);
@@ -74,23 +82,16 @@ describe('queueflow agents, agent, conversations, conversation', () => {
       pinger.ref('pong'),
     ]);
     expect(lines[2]).toContain(`(client) -> ${pinger.ref('ping')}  ${conversation}  turn 1`);
-    const json = await queueflow(['conversation', conversation, '--json', ...at(prefix)]);
     expect(parsed(json)).toMatchObject({ id: conversation, turns: 4, status: 'running' });
-    const missing = await queueflow(['conversation', 'nope', ...at(prefix)]);
     expect(missing).toMatchObject({ code: 1, stdout: '' });
     expect(missing.stderr).toContain("no conversation 'nope'");
   });
 
   it('conversation fork copies the agents at a message and replays from it', async () => {
     const messages = (await engine.conversation(conversation))!.messages;
-    const forked = await queueflow([
-      'conversation',
-      'fork',
-      conversation,
-      '--at',
-      messages[2]!.id,
-      '--json',
-      ...at(prefix),
+    const [forked, bad] = await Promise.all([
+      queueflow(['conversation', 'fork', conversation, '--at', messages[2]!.id, '--json', ...at(prefix)]),
+      queueflow(['conversation', 'fork', conversation, '--at', 'nope', ...at(prefix)]),
     ]);
     const fork = parsed(forked) as { id: string; agents: Record<string, string> };
     expect(Object.keys(fork.agents).sort()).toEqual([pinger.ref('ping'), pinger.ref('pong')]);
@@ -102,7 +103,6 @@ describe('queueflow agents, agent, conversations, conversation', () => {
     // Restored at the third message (ping's 2nd turn), both copies end where the originals did.
     expect((await engine.agent(fork.agents[pinger.ref('ping')]!))!.state).toEqual({ rounds: 2 });
     expect((await engine.agent(fork.agents[pinger.ref('pong')]!))!.state).toEqual({ rounds: 2 });
-    const bad = await queueflow(['conversation', 'fork', conversation, '--at', 'nope', ...at(prefix)]);
     expect(bad.code).toBe(1);
     expect(bad.stderr).toContain("no message 'nope'");
   });

@@ -37,13 +37,16 @@ describe('queueflow history, retry, fork, workers, list, purge', () => {
 
   it('history prints each committed step, and --json the StepRecords', async () => {
     const result = await engine.run(greet, { name: 'Ada' }, { params: { greeting: 'Hi' } });
-    const text = await queueflow(['history', result.id, ...at(prefix)]);
+    const [text, asJson] = await Promise.all([
+      queueflow(['history', result.id, ...at(prefix)]),
+      queueflow(['history', result.id, '--json', ...at(prefix)]),
+    ]);
     expect(text.code, text.stderr).toBe(0);
     const lines = text.stdout.split('\n');
     expect(lines[0]).toMatch(/^#0 {2}greet → greeted {2}1 try {2}\d+ ms {2}\S+ {2}\S+:\d+:\S+$/);
     expect(text.stdout).toContain('add /text "Hi, Ada"');
     expect(text.stdout).toMatch(/#1 {2}sign → signed/);
-    const json = parsed<StepRecord[]>(await queueflow(['history', result.id, '--json', ...at(prefix)]));
+    const json = parsed<StepRecord[]>(asJson);
     expect(json).toEqual(JSON.parse(JSON.stringify(await engine.history(result.id))));
     expect(json.map((record) => record.node)).toEqual(['greet', 'sign']);
   });
@@ -74,7 +77,10 @@ describe('queueflow history, retry, fork, workers, list, purge', () => {
   it('fork starts a new run from a committed step with a patch, and names where it came from', async () => {
     const source = await engine.run(greet, { name: 'Ada' }, { params: { greeting: 'Hi' } });
     const patch = JSON.stringify([{ op: 'replace', path: '/text', value: 'Hello, Grace' }]);
-    const out = await queueflow(['fork', source.id, '--step', '1', '--patch', patch, '--flows', FLOWS, ...at(prefix)]);
+    const [out, bad] = await Promise.all([
+      queueflow(['fork', source.id, '--step', '1', '--patch', patch, '--flows', FLOWS, ...at(prefix)]),
+      queueflow(['fork', source.id, '--step', '9', '--flows', FLOWS, ...at(prefix)]),
+    ]);
     expect(out.code, out.stderr).toBe(0);
     const id = out.stdout.trim();
     expect(id).toMatch(RUN_ID);
@@ -84,38 +90,41 @@ describe('queueflow history, retry, fork, workers, list, purge', () => {
       shared: { text: 'Hello, Grace!', visited: ['greet', 'sign'] },
     });
     expect((await engine.get(id))?.forkedFrom).toEqual({ runId: source.id, step: 1 });
-
-    const bad = await queueflow(['fork', source.id, '--step', '9', '--flows', FLOWS, ...at(prefix)]);
     expect(bad.code).toBe(1);
     expect(bad.stderr).toContain('expected `step` to be an integer from 0 to 2, got 9');
   });
 
   it('workers lists the live worker; --json gives WorkerInfo', async () => {
-    const text = await queueflow(['workers', ...at(prefix)]);
+    const [text, asJson] = await Promise.all([
+      queueflow(['workers', ...at(prefix)]),
+      queueflow(['workers', '--json', ...at(prefix)]),
+    ]);
     expect(text.code, text.stderr).toBe(0);
     expect(text.stdout).toContain(`pid ${worker!.pid}`);
     for (const flow of ['cli-greet', 'cli-fail', 'cli-hold', 'cli-flaky']) expect(text.stdout).toContain(flow);
-    const json = parsed<WorkerInfo[]>(await queueflow(['workers', '--json', ...at(prefix)]));
+    const json = parsed<WorkerInfo[]>(asJson);
     expect(json).toEqual([expect.objectContaining({ pid: worker!.pid, concurrency: 4 })]);
   });
 
   it('list --flow and --since filter; --json gives RunSummaries; QUEUEFLOW_PREFIX is the prefix default', async () => {
     const greeted = await engine.run(greet, { name: 'Lin' }, { params: { greeting: 'Hey' } });
-    const listed = parsed<RunSummary[]>(await queueflow(['list', '--flow', 'cli-greet', '--json', ...at(prefix)]));
+    const future = new Date(Date.now() + 60_000).toISOString();
+    const [byFlow, sinceFuture, sinceRecent, bad, status] = await Promise.all([
+      queueflow(['list', '--flow', 'cli-greet', '--json', ...at(prefix)]),
+      queueflow(['list', '--since', future, '--json', ...at(prefix)]),
+      queueflow(['list', '--since', '10m', '--json', ...at(prefix)]),
+      queueflow(['list', '--since', 'yesterday', ...at(prefix)]),
+      startQueueflow(['status', greeted.id, '--redis', redisUrl()], undefined, { QUEUEFLOW_PREFIX: prefix }).exited,
+    ]);
+    const listed = parsed<RunSummary[]>(byFlow);
     expect(listed[0]?.id).toBe(greeted.id);
     expect(new Set(listed.map((run) => run.flow))).toEqual(new Set(['cli-greet']));
-    const future = new Date(Date.now() + 60_000).toISOString();
-    expect(parsed<RunSummary[]>(await queueflow(['list', '--since', future, '--json', ...at(prefix)]))).toEqual([]);
-    const recent = parsed<RunSummary[]>(await queueflow(['list', '--since', '10m', '--json', ...at(prefix)]));
+    expect(parsed<RunSummary[]>(sinceFuture)).toEqual([]);
+    const recent = parsed<RunSummary[]>(sinceRecent);
     expect(recent.map((run) => run.id)).toContain(greeted.id);
-    const bad = await queueflow(['list', '--since', 'yesterday', ...at(prefix)]);
     expect(bad.code).toBe(1);
     expect(bad.stderr).toContain("expected an ISO date or a duration such as 10m, 2h or 1d, got 'yesterday'");
 
-    const viaEnv = startQueueflow(['status', greeted.id, '--redis', redisUrl()], undefined, {
-      QUEUEFLOW_PREFIX: prefix,
-    });
-    const status = await viaEnv.exited;
     expect(status.code, status.stderr).toBe(0);
     expect(parsed<RunInfo>(status)).toMatchObject({ id: greeted.id, status: 'completed' });
   });

@@ -23,25 +23,40 @@ describe('queueflow schedule', () => {
   });
 
   it('adds, lists and removes schedules, in text and with --json', async () => {
-    const nightly = await queueflow([
-      'schedule',
-      'add',
-      'nightly',
-      'cli-greet',
-      '--flows',
-      FLOWS,
-      '--cron',
-      '0 6 * * *',
-      '--tz',
-      'Europe/Paris',
-      '--shared',
-      '{"name":"Ada"}',
-      '--params',
-      '{"greeting":"Hi"}',
-      '--priority',
-      '3',
-      '--json',
-      ...at(prefix),
+    const [nightly, poll] = await Promise.all([
+      queueflow([
+        'schedule',
+        'add',
+        'nightly',
+        'cli-greet',
+        '--flows',
+        FLOWS,
+        '--cron',
+        '0 6 * * *',
+        '--tz',
+        'Europe/Paris',
+        '--shared',
+        '{"name":"Ada"}',
+        '--params',
+        '{"greeting":"Hi"}',
+        '--priority',
+        '3',
+        '--json',
+        ...at(prefix),
+      ]),
+      queueflow([
+        'schedule',
+        'add',
+        'poll',
+        'cli-greet',
+        '--flows',
+        FLOWS,
+        '--every',
+        '3600000',
+        '--overlap',
+        'allow',
+        ...at(prefix),
+      ]),
     ]);
     expect(nightly.code, nightly.stderr).toBe(0);
     expect(parsed<ScheduleInfo>(nightly)).toMatchObject({
@@ -55,56 +70,52 @@ describe('queueflow schedule', () => {
       priority: 3,
       skipped: 0,
     });
-    const poll = await queueflow([
-      'schedule',
-      'add',
-      'poll',
-      'cli-greet',
-      '--flows',
-      FLOWS,
-      '--every',
-      '3600000',
-      '--overlap',
-      'allow',
-      ...at(prefix),
-    ]);
     expect(poll.code, poll.stderr).toBe(0);
     expect(poll.stdout).toMatch(
       /^schedule poll added: flow cli-greet {2}every 3600000 ms {2}overlap allow {2}next \S+Z {2}last run - {2}skipped 0\n$/,
     );
 
-    const listed = parsed<ScheduleInfo[]>(await queueflow(['schedule', 'list', '--json', ...at(prefix)]));
+    const [asJson, text] = await Promise.all([
+      queueflow(['schedule', 'list', '--json', ...at(prefix)]),
+      queueflow(['schedule', 'list', ...at(prefix)]),
+    ]);
+    const listed = parsed<ScheduleInfo[]>(asJson);
     expect(listed).toEqual(JSON.parse(JSON.stringify(await engine.schedules())));
     expect(listed.map((schedule) => schedule.name)).toEqual(['nightly', 'poll']);
-    const text = await queueflow(['schedule', 'list', ...at(prefix)]);
     expect(text.stdout.split('\n')[0]).toMatch(
       /^nightly {2}flow cli-greet {2}cron '0 6 \* \* \*' Europe\/Paris {2}overlap skip {2}priority 3 {2}next \S+Z/,
     );
 
-    const removed = await queueflow(['schedule', 'remove', 'nightly', ...at(prefix)]);
+    const [removed, json] = await Promise.all([
+      queueflow(['schedule', 'remove', 'nightly', ...at(prefix)]),
+      queueflow(['schedule', 'remove', 'poll', '--json', ...at(prefix)]),
+    ]);
     expect(removed).toMatchObject({ code: 0, stdout: 'schedule nightly removed\n' });
-    const again = await queueflow(['schedule', 'remove', 'nightly', ...at(prefix)]);
+    expect(parsed(json)).toEqual({ name: 'poll', removed: true });
+    const [again, none] = await Promise.all([
+      queueflow(['schedule', 'remove', 'nightly', ...at(prefix)]),
+      queueflow(['schedule', 'list', ...at(prefix)]),
+    ]);
     expect(again.code).toBe(1);
     expect(again.stderr).toContain(`no schedule 'nightly' under prefix '${prefix}'`);
-    const json = await queueflow(['schedule', 'remove', 'poll', '--json', ...at(prefix)]);
-    expect(parsed(json)).toEqual({ name: 'poll', removed: true });
-    expect((await queueflow(['schedule', 'list', ...at(prefix)])).stdout).toContain(
-      `no schedule under prefix '${prefix}'`,
-    );
+    expect(none.stdout).toContain(`no schedule under prefix '${prefix}'`);
   });
 
   it('refuses a schedule without exactly one of --every and --cron, or with a bad pattern', async () => {
     const add = (...extra: string[]) =>
       queueflow(['schedule', 'add', 'bad', 'cli-greet', '--flows', FLOWS, ...extra, ...at(prefix)]);
-    for (const extra of [[], ['--every', '1000', '--cron', '* * * * *']]) {
-      const out = await add(...extra);
+    const [neither, both, pattern, overlap] = await Promise.all([
+      add(),
+      add('--every', '1000', '--cron', '* * * * *'),
+      add('--cron', 'every day'),
+      add('--every', '1000', '--overlap', 'queue'),
+    ]);
+    for (const out of [neither, both]) {
       expect(out.code).toBe(1);
       expect(out.stderr).toContain('give --every <ms> or --cron <pattern> (one of them)');
     }
-    const pattern = await add('--cron', 'every day');
     expect(pattern.code).toBe(1);
     expect(pattern.stderr).toContain('schedule: expected `cron` to be a cron pattern');
-    const overlap = await add('--every', '1000', '--overlap', 'queue');
     expect(overlap.code).toBe(1);
     expect(overlap.stderr).toContain('Allowed choices are skip, allow');
     expect(await engine.schedules()).toEqual([]);
@@ -135,35 +146,19 @@ describe('queueflow schedule', () => {
   });
 
   it('run --priority and worker --queues check their values', async () => {
-    const run = await queueflow(['run', 'cli-greet', '--flows', FLOWS, '--priority', '0', '--detach', ...at(prefix)]);
+    const [run, text, started, worker] = await Promise.all([
+      queueflow(['run', 'cli-greet', '--flows', FLOWS, '--priority', '0', '--detach', ...at(prefix)]),
+      queueflow(['run', 'cli-greet', '--flows', FLOWS, '--priority', 'abc', '--detach', ...at(prefix)]),
+      queueflow(['run', 'cli-greet', '--flows', FLOWS, '--priority', '5', '--detach', ...at(prefix)]),
+      queueflow(['worker', '--flows', FLOWS, '--queues', 'default,l:lm', ...at(prefix)]),
+    ]);
     expect(run.code).toBe(1);
     expect(run.stderr).toContain('expected `--priority` to be an integer from 1 (runs first) to 2097151');
-    const text = await queueflow([
-      'run',
-      'cli-greet',
-      '--flows',
-      FLOWS,
-      '--priority',
-      'abc',
-      '--detach',
-      ...at(prefix),
-    ]);
     expect(text.code).toBe(1);
     expect(text.stderr).toContain('got "abc" (string)');
-    const started = await queueflow([
-      'run',
-      'cli-greet',
-      '--flows',
-      FLOWS,
-      '--priority',
-      '5',
-      '--detach',
-      ...at(prefix),
-    ]);
     expect(started.code, started.stderr).toBe(0);
     const info = (await engine.get(started.stdout.trim())) as RunInfo;
     expect(info.priority).toBe(5);
-    const worker = await queueflow(['worker', '--flows', FLOWS, '--queues', 'default,l:lm', ...at(prefix)]);
     expect(worker.code).toBe(1);
     expect(worker.stderr).toContain('--queues: expected `each name` to be a queue name');
   });
