@@ -1,7 +1,6 @@
 export {
   buildDocumentPipeline,
   createPipelineShared,
-  DEFAULT_CONCURRENCY,
   type DocumentPipelineOptions,
 } from './documents/document-pipeline.js';
 export { DocumentBatchFlow } from './documents/document-batch-flow.js';
@@ -27,6 +26,7 @@ export {
 } from './documents/run-document-pipeline-on-engine.js';
 export { warmUpPipeline, type PipelineWarmUp } from './documents/warm-up-pipeline.js';
 export {
+  DEFAULT_CONCURRENCY,
   DEFAULT_PIPELINE_PARAMS,
   type BatchParams,
   type DocumentFailure,
@@ -111,6 +111,7 @@ export {
   type ListState,
   type ModeratorState,
 } from './desk/desk-agents.js';
-export { readCorpusMails, deskSample, listKeyOf, DESK_SAMPLE_SIZE, type DeskMail } from './desk/desk-mail.js';
+export { readCorpusMails, listKeyOf, type DeskMail } from './desk/desk-mail.js';
+export { deskSample, DESK_SAMPLE_SIZE } from './desk/desk-sample.js';
 export { MailThreads, threadKeyOf, normalSubject, type ThreadHeaders } from './desk/mail-threads.js';
 export { runDesk, type DeskOptions, type DeskResult, type KeyedState } from './desk/run-desk.js';

@@ -1,7 +1,8 @@
 import { LocalEngine, type Engine } from '@queueflow/runtime';
 import { RedisEngine } from '@queueflow/worker';
 import { deskAgents, scriptedReviewer } from '../desk/desk-agents.js';
-import { DESK_SAMPLE_SIZE, deskSample, readCorpusMails } from '../desk/desk-mail.js';
+import { readCorpusMails } from '../desk/desk-mail.js';
+import { DESK_SAMPLE_SIZE, deskSample } from '../desk/desk-sample.js';
 import { formatDeskReport, writeDeskFiles } from '../desk/desk-report.js';
 import { checkFreshEngine, runDesk, type DeskOptions } from '../desk/run-desk.js';
 import { mockLines, type LlmSetup } from './llm-option.js';

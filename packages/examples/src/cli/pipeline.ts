@@ -2,25 +2,26 @@
 /**
  * The document pipeline's command line: `npm start` at the repository root, or
  * `npm run pipeline -w @queueflow/examples -- [options]`. Embedded by default; with `--redis URL`
- * the same run goes to the workers started with `queueflow worker` on that Redis.
+ * the same run goes to the workers started with `queueflow worker` on that Redis. The options are
+ * checked before the pipeline, the engines and the model client load: a wrong one fails at once.
  */
 import { existsSync, statSync } from 'node:fs';
 import { Command, InvalidArgumentError, Option } from 'commander';
-import { DEFAULT_CONCURRENCY } from '../documents/document-pipeline.js';
-import { DEFAULT_PIPELINE_PARAMS, type DocumentSelection, type PipelineParams } from '../documents/types.js';
+import {
+  DEFAULT_CONCURRENCY,
+  DEFAULT_PIPELINE_PARAMS,
+  type DocumentSelection,
+  type PipelineParams,
+} from '../documents/types.js';
 import { writeJsonl } from '../report/jsonl.js';
 import { formatReport } from '../report/format-report.js';
 import { buildReport } from '../report/pipeline-report.js';
 import { expandSelection } from '../utils/document-selection.js';
 import { DEFAULT_SAMPLE_SIZE, listCorpus } from '../utils/spam-assassin-corpus.js';
 import { checkPrefixNeedsRedis, keyPrefix } from './prefix-option.js';
-import { DESK_SAMPLE_SIZE } from '../desk/desk-mail.js';
-import { runDeskCommand } from './desk-command.js';
-import { mockLines, setUpLlm } from './llm-option.js';
+import { DESK_SAMPLE_SIZE } from '../desk/desk-sample.js';
 import { runCommand } from './run-command.js';
-import { runDistributed } from './run-distributed.js';
-import { runEmbedded, type RunnerResult } from './run-embedded.js';
-import { runWithStudio } from './run-with-studio.js';
+import type { RunnerResult } from './run-embedded.js';
 import { resolveUserPath } from './user-path.js';
 
 interface CliOptions {
@@ -148,12 +149,14 @@ async function main(): Promise<void> {
       'error: --cluster runs the mail desk (--desk) on a Redis Cluster; the document pipeline takes --redis',
     );
   if (options.desk) {
+    const { setUpLlm } = await import('./llm-option.js');
     const llm = await setUpLlm(
       program,
       options.llm,
       options.redis !== undefined || options.cluster !== undefined,
       'the workers summarise the threads',
     );
+    const { runDeskCommand } = await import('./desk-command.js');
     await runDeskCommand({
       llm,
       limit: options.limit,
@@ -175,6 +178,7 @@ async function main(): Promise<void> {
     );
   }
   const distributed = options.redis !== undefined;
+  const { mockLines, setUpLlm } = await import('./llm-option.js');
   const { enabled: llmSummary, mock } = await setUpLlm(program, options.llm, distributed);
   const params: PipelineParams = { maxBytes: options.maxBytes, llmSummary };
   const concurrency = options.concurrency ?? (distributed ? DEFAULT_DISTRIBUTED_CONCURRENCY : DEFAULT_CONCURRENCY);
@@ -189,14 +193,19 @@ async function main(): Promise<void> {
     console.error('--input with --redis: every worker must be able to read these paths');
 
   const runner = { params, concurrency, progress: options.progress, total: docs.length };
+  // Only the runner this run needs is loaded: the studio's, the workers' client, or the pipeline's.
   const studio = options.studio
-    ? await runWithStudio(selection, { ...runner, studioPort: options.studioPort })
+    ? await import('./run-with-studio.js').then(({ runWithStudio }) =>
+        runWithStudio(selection, { ...runner, studioPort: options.studioPort }),
+      )
     : undefined;
   const result: RunnerResult =
     studio ??
     (distributed
-      ? await runDistributed(selection, { ...runner, redisUrl: options.redis!, prefix: options.prefix })
-      : await runEmbedded(selection, runner));
+      ? await import('./run-distributed.js').then(({ runDistributed }) =>
+          runDistributed(selection, { ...runner, redisUrl: options.redis!, prefix: options.prefix }),
+        )
+      : await import('./run-embedded.js').then(({ runEmbedded }) => runEmbedded(selection, runner)));
 
   const out = resolveUserPath(options.out);
   await writeJsonl(out, result.records);

@@ -3,15 +3,13 @@
  * The Taboo game's command line: `npm run taboo -w @queueflow/examples -- [options]`. Embedded by
  * default (both agents on a LocalEngine in this process); with `--redis URL` the agents' turns run
  * on the workers started with `queueflow worker --flows packages/examples/dist/taboo/taboo-flows.js`.
+ * The options are checked before the engines, the players and the model client load: a wrong one
+ * fails at once.
  */
 import { Command, InvalidArgumentError } from 'commander';
-import { LocalEngine, type Engine } from '@queueflow/runtime';
-import { RedisEngine } from '@queueflow/worker';
-import { formatTranscript, playTaboo } from '../taboo/play-taboo.js';
+import type { Engine } from '@queueflow/runtime';
 import { cardsFor, TABOO_DECK } from '../taboo/taboo-deck.js';
-import { tabooGuesser, tabooHinter } from '../taboo/taboo-flows.js';
 import type { Players } from '../taboo/types.js';
-import { llmConfigFromEnv } from '../utils/llm-client.js';
 import { checkPrefixNeedsRedis, keyPrefix } from './prefix-option.js';
 import { redactUrl } from './redact-url.js';
 import { LiveTranscript } from './taboo-live.js';
@@ -80,11 +78,19 @@ const program = new Command()
 async function main(): Promise<void> {
   const options = program.parse().opts<CliOptions>();
   checkPrefixNeedsRedis(program, options.redis);
+  const [{ llmConfigFromEnv }, { formatTranscript, playTaboo }, { tabooGuesser, tabooHinter }] = await Promise.all([
+    import('../utils/llm-client.js'),
+    import('../taboo/play-taboo.js'),
+    import('../taboo/taboo-flows.js'),
+  ]);
   const players: Players = !options.offline && llmConfigFromEnv() !== null ? 'llm' : 'rules';
   const agents = [tabooHinter, tabooGuesser];
+  // Only the engine this game runs on is loaded.
   const engine: Engine = options.redis
-    ? new RedisEngine({ connection: options.redis, flows: [], agents, prefix: options.prefix })
-    : new LocalEngine({ flows: [], agents });
+    ? await import('@queueflow/worker').then(
+        ({ RedisEngine }) => new RedisEngine({ connection: options.redis!, flows: [], agents, prefix: options.prefix }),
+      )
+    : await import('@queueflow/runtime').then(({ LocalEngine }) => new LocalEngine({ flows: [], agents }));
   const where = options.redis
     ? `on queueflow workers (${redactUrl(options.redis)}, prefix ${options.prefix})`
     : 'embedded (LocalEngine)';

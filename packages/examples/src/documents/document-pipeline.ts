@@ -9,16 +9,13 @@ import { RecordDocument } from './record-document.js';
 import { SummariseDocument, summaryCallsModel } from './summarise-document.js';
 import { toSelection } from '../utils/document-selection.js';
 import { llmLimitsFromEnv } from '../llm/llm-limits.js';
-import type { DocumentRef, DocumentSelection, PipelineShared } from './types.js';
+import { DEFAULT_CONCURRENCY, type DocumentRef, type DocumentSelection, type PipelineShared } from './types.js';
 
 /** Options of {@link buildDocumentPipeline}: plain data, so a worker can build the same graph. */
 export interface DocumentPipelineOptions {
   /** Documents in flight at once. @defaultValue 8 */
   concurrency?: number;
 }
-
-/** Default number of documents in flight at once. */
-export const DEFAULT_CONCURRENCY = 8;
 
 /**
  * Builds the document pipeline: a {@link DocumentBatchFlow} over the documents `shared.input`

@@ -1,11 +1,18 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { QueueflowError, type BudgetInfo, type Engine, type MergeConflict, type RunInfo } from '@queueflow/runtime';
-import { createPipelineShared, DEFAULT_CONCURRENCY } from './document-pipeline.js';
+import { createPipelineShared } from './document-pipeline.js';
 import { documents } from './documents-flow.js';
 import { awaitRuns } from '../utils/await-runs.js';
 import { expandSelection, toSelection } from '../utils/document-selection.js';
 import type { DocumentPipelineResult } from './run-document-pipeline.js';
-import type { BatchParams, DocumentRef, DocumentSelection, PipelineParams, PipelineShared } from './types.js';
+import {
+  DEFAULT_CONCURRENCY,
+  type BatchParams,
+  type DocumentRef,
+  type DocumentSelection,
+  type PipelineParams,
+  type PipelineShared,
+} from './types.js';
 
 export interface RunOnEngineOptions {
   /** The run's options, passed as the flow's params. */

@@ -1,6 +1,13 @@
-import { buildDocumentPipeline, createPipelineShared, DEFAULT_CONCURRENCY } from './document-pipeline.js';
+import { buildDocumentPipeline, createPipelineShared } from './document-pipeline.js';
 import { expandSelection, toSelection } from '../utils/document-selection.js';
-import type { DocumentRecord, DocumentRef, DocumentSelection, PipelineParams, PipelineShared } from './types.js';
+import {
+  DEFAULT_CONCURRENCY,
+  type DocumentRecord,
+  type DocumentRef,
+  type DocumentSelection,
+  type PipelineParams,
+  type PipelineShared,
+} from './types.js';
 
 export interface RunDocumentPipelineOptions {
   /** The run's options, passed as the flow's params. */

@@ -181,6 +181,12 @@ export type BatchParams = PipelineParams & {
 /** The params a per-document walk sees: the run's options plus its {@link DocumentRef}. */
 export type DocumentParams = PipelineParams & DocumentRef;
 
+/**
+ * Default number of documents in flight at once. Here, with the other defaults, rather than with
+ * the pipeline: the command line shows it in its help without loading the pipeline's stages.
+ */
+export const DEFAULT_CONCURRENCY = 8;
+
 export const DEFAULT_PIPELINE_PARAMS: Required<PipelineParams> = {
   maxBytes: 1024 * 1024,
   maxTextChars: 100_000,
