@@ -40,17 +40,39 @@ describe.each(stores)('%s: agents', (name) => {
 
   it('send appends to the inbox and starts the turn of an idle key in the same transition; not of a running one', async () => {
     const { agents, now } = await open();
-    expect(await agents.send(REF, message('m1'), first(), now())).toEqual({
-      wakes: [],
-      activation: { runId: 'inc1t1', turn: 1, state: '{"n":0}', version: 1, message: message('m1') },
-    });
-    expect(await agents.send(REF, message('m2'), first('other'), now())).toEqual({ wakes: [] });
+    expect(await agents.send([{ ref: REF, first: first() }], message('m1'), now())).toEqual([
+      { wakes: [], activation: { runId: 'inc1t1', turn: 1, state: '{"n":0}', version: 1, message: message('m1') } },
+    ]);
+    expect(await agents.send([{ ref: REF, first: first('other') }], message('m2'), now())).toEqual([{ wakes: [] }]);
     expect(await agents.loadAgent(REF)).toMatchObject({ incarnation: 'inc1', running: 'inc1t1', inbox: 2 });
+  });
+
+  it('send to many agents: one transition each, replies in their order', async () => {
+    const { agents, now } = await open();
+    const [busy, idle, unknown] = ['agent:tally/busy', 'agent:tally/idle', 'agent:tally/unknown'];
+    await agents.send([{ ref: busy, first: first('busy') }], message('m0'), now());
+    const replies = await agents.send(
+      [
+        { ref: busy, first: first('other') },
+        { ref: idle, first: first('idle') },
+        { ref: unknown, first: undefined },
+      ],
+      message('m1'),
+      now(),
+    );
+    expect(replies).toEqual([
+      { wakes: [] },
+      { wakes: [], activation: { runId: 'idlet1', turn: 1, state: '{"n":0}', version: 1, message: message('m1') } },
+      { wakes: [] },
+    ]);
+    expect(await agents.loadAgent(busy)).toMatchObject({ running: 'busyt1', inbox: 2, next: message('m0') });
+    expect(await agents.loadAgent(idle)).toMatchObject({ running: 'idlet1', inbox: 1 });
+    expect(await agents.loadAgent(unknown)).toBeUndefined();
   });
 
   it('send without a first state (a process without the type) starts nothing', async () => {
     const { agents, now } = await open();
-    expect(await agents.send(REF, message('m1'), undefined, now())).toEqual({ wakes: [] });
+    expect(await agents.send([{ ref: REF, first: undefined }], message('m1'), now())).toEqual([{ wakes: [] }]);
     expect(await agents.loadAgent(REF)).toBeUndefined();
     // A process with the type starts it (on Redis, from the inboxes due: AgentRuntime.recover).
     expect((await agents.activateAgent(REF, first(), now()))?.message).toEqual(message('m1'));

@@ -16,7 +16,7 @@ import {
   ONE_SHOT_GRACE_MS,
 } from '@queueflow/runtime/kernel';
 import type { RedisConnection } from './connection.js';
-import { countChecked, type Partitions } from './partitions.js';
+import { countChecked, groupBy, type Partitions } from './partitions.js';
 import type { ScriptedRedis } from './scripts.js';
 
 /**
@@ -45,34 +45,45 @@ export class RedisAgentStore implements AgentStore {
   }
 
   async send(
-    ref: string,
+    agents: readonly { ref: string; first: FirstState | undefined }[],
     message: Message,
-    first: FirstState | undefined,
     now: number,
-  ): Promise<{ wakes: string[]; activation?: AgentActivation }> {
-    const index = this.partitions.indexOfAddress(ref);
-    const keys = this.partitions.all[index]!;
-    const [, wake, ...turn] = await countChecked(
-      this.redis,
-      this.partitions,
-      index,
-      'RedisAgentStore',
-      async () =>
-        (await this.redis.sendToAgent(
-          ...keys.agentKeys(ref),
-          keys.mailboxWaiters(ref),
-          keys.settings(),
-          ref,
-          String(now),
-          encodeMessage(message),
-          this.retentionSeconds,
-          this.partitions.count,
-          first === undefined ? '' : JSON.stringify(first),
-        )) as [number, ...string[]],
+  ): Promise<{ wakes: string[]; activation?: AgentActivation }[]> {
+    const encoded = encodeMessage(message); // once for every inbox
+    const replies = new Array<{ wakes: string[]; activation?: AgentActivation }>(agents.length);
+    const byPartition = groupBy(
+      agents.map((agent, at) => ({ ...agent, at })),
+      ({ ref }) => this.partitions.indexOfAddress(ref),
     );
-    const wakes = wake ? [wake] : [];
-    const activation = activationOf(turn);
-    return activation ? { wakes, activation } : { wakes };
+    await Promise.all(
+      [...byPartition].map(async ([index, group]) => {
+        const keys = this.partitions.all[index]!;
+        const [, ...sent] = await countChecked(
+          this.redis,
+          this.partitions,
+          index,
+          'RedisAgentStore',
+          async () =>
+            (await this.redis.sendToAgent(
+              1 + 7 * group.length,
+              keys.settings(),
+              ...group.flatMap(({ ref }) => [...keys.agentKeys(ref), keys.mailboxWaiters(ref)]),
+              String(now),
+              encoded,
+              this.retentionSeconds,
+              this.partitions.count,
+              ...group.flatMap(({ ref, first }) => [ref, first === undefined ? '' : JSON.stringify(first)]),
+            )) as [number, ...[string, ...string[]][]],
+        );
+        group.forEach(({ at }, j) => {
+          const [wake, ...turn] = sent[j]!;
+          const wakes = wake ? [wake] : [];
+          const activation = activationOf(turn);
+          replies[at] = activation ? { wakes, activation } : { wakes };
+        });
+      }),
+    );
+    return replies;
   }
 
   async endTurn(ref: string, end: TurnEnd): Promise<{ result: 'ended' | 'stale'; next?: AgentActivation }> {

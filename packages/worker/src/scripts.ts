@@ -34,8 +34,9 @@ const SCRIPTS: Record<ScriptName, { file: string; keys?: number; budget?: true; 
   // Keyed agents: after run-lifecycle.lua, agent-lifecycle.lua.
   activateAgent: { file: 'activate-agent.lua', keys: 6, agent: true },
   endTurn: { file: 'end-turn.lua', keys: 6, agent: true },
-  sendToAgent: { file: 'send-to-agent.lua', keys: 8, agent: true },
   agentOps: { file: 'agent-ops.lua', keys: 6, agent: true },
+  // Variable number of keys: 1 + 7 per agent.
+  sendToAgent: { file: 'send-to-agent.lua', agent: true },
   // Variable number of keys: 2 to change, 1 to fire.
   reminders: { file: 'reminders.lua', agent: true },
   conversations: { file: 'conversations.lua', keys: 5, bare: true },

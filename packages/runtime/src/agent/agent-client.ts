@@ -94,23 +94,22 @@ export class AgentClient {
 
   /**
    * Appends `message` to the inboxes of agents `refs` and starts the turns of those idle, one
-   * transition per agent (AgentStore.send), SEND_WINDOW agents at a time. A process that
-   * dies part way has delivered to a prefix; a turn it had not started yet starts from the inbox
-   * left due (AgentRuntime.recover).
+   * transition per agent (AgentStore.send), SEND_WINDOW agents at a time: the window's inboxes in
+   * one round trip per partition, then its turns' runs, their first steps added in bulk. A process
+   * that dies part way has delivered to a prefix; a turn it had not started yet starts from the
+   * inbox left due (AgentRuntime.recover).
    */
   private async toAgents(refs: readonly string[], message: Message): Promise<void> {
     for (let first = 0; first < refs.length; first += SEND_WINDOW) {
       const window = refs.slice(first, first + SEND_WINDOW);
-      const now = this.clock.now();
-      const replies = await Promise.all(
-        window.map(async (ref) => ({
-          ref,
-          ...(await this.store.send(ref, message, this.runtime.firstStateOf(ref), now)),
-        })),
+      const replies = await this.store.send(
+        window.map((ref) => ({ ref, first: this.runtime.firstStateOf(ref) })),
+        message,
+        this.clock.now(),
       );
       await this.host.promote(replies.flatMap((reply) => reply.wakes));
-      await Promise.all(
-        replies.flatMap((reply) => (reply.activation ? [this.runtime.started(reply.ref, reply.activation)] : [])),
+      await this.runtime.started(
+        replies.flatMap(({ activation }, i) => (activation ? [{ ref: window[i]!, activation }] : [])),
       );
     }
   }

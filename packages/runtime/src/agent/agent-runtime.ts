@@ -11,7 +11,7 @@ import { newRunId } from '../kernel/run-id.js';
 import { prepareRun } from '../kernel/run-client.js';
 import { isFinal, type RunStore, type StoredRun } from '../kernel/run-store.js';
 import { taskOptionsOf, type Scheduler } from '../kernel/scheduler.js';
-import { startRun } from '../kernel/start-run.js';
+import { addFirstSteps, startRun, type FirstSteps } from '../kernel/start-run.js';
 import type { Checkpoint } from '../interpreter/checkpoint.js';
 import type { TurnTaker } from '../kernel/step-driver.js';
 import { decodeCheckpoint } from '../kernel/codec.js';
@@ -168,9 +168,18 @@ export class AgentRuntime {
     };
   }
 
-  /** Creates the run of a turn a store started (AgentStore.send) and adds its first step. */
-  async started(ref: string, activation: AgentActivation): Promise<void> {
-    await this.startTurn(ref, activation);
+  /**
+   * Creates the runs of the turns a store started (AgentStore.send) and adds their first steps:
+   * those of several turns in bulk (should that add fail, their runs are left queued:
+   * {@link AgentRuntime.recover} adds their steps); one turn's alone, as a bulk add of one costs a
+   * transaction more.
+   */
+  async started(turns: readonly { ref: string; activation: AgentActivation }[]): Promise<void> {
+    const firstSteps: FirstSteps | undefined = turns.length > 1 ? [] : undefined;
+    await Promise.all(
+      turns.map(({ ref, activation }) => this.startTurn(ref, activation, false, undefined, firstSteps)),
+    );
+    if (firstSteps) await addFirstSteps(this.scheduler, firstSteps);
   }
 
   /**
@@ -182,6 +191,7 @@ export class AgentRuntime {
     activation: AgentActivation,
     recovering = false,
     taker?: TurnTaker,
+    firstSteps?: FirstSteps,
   ): Promise<void> {
     let next: AgentActivation | undefined = activation;
     while (next) {
@@ -210,7 +220,7 @@ export class AgentRuntime {
           await this.runs.create(turn);
           taker.take(turn);
         } else {
-          await startRun(this.runs, this.scheduler, run, this.options.clock.now());
+          await startRun(this.runs, this.scheduler, run, this.options.clock.now(), firstSteps);
         }
       } catch (error) {
         if (!(error instanceof QueueflowError) || error.code === 'REDIS_UNAVAILABLE' || error.code === 'REDIS_TIMEOUT')

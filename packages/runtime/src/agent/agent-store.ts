@@ -20,19 +20,19 @@ export interface AgentStore {
    */
   activateAgent(ref: string, first: FirstState, now: number): Promise<AgentActivation | undefined>;
   /**
-   * Appends `message` to the inbox of agent `ref` from outside any run (`engine.send`,
+   * Appends `message` to the inbox of each agent of `agents` from outside any run (`engine.send`,
    * `engine.publish`), then starts its turn as {@link AgentStore.activateAgent} does, in one
-   * transition: a send to an idle agent is one round trip. Without `first` (a process that lacks
-   * the agent's type) no turn starts: the inbox is left due for a process that has the type.
-   * @returns the wake ids of runs parked on the inbox (as RunStore.send: the caller promotes them),
-   *   and the turn that started, if one did.
+   * transition per agent; the agents of one partition go in one round trip (the caller windows a
+   * send to many). Without `first` (a process that lacks the agent's type) no turn starts: the
+   * inbox is left due for a process that has the type.
+   * @returns for each agent, in order: the wake ids of runs parked on its inbox (as RunStore.send:
+   *   the caller promotes them), and the turn that started, if one did.
    */
   send(
-    ref: string,
+    agents: readonly { ref: string; first: FirstState | undefined }[],
     message: Message,
-    first: FirstState | undefined,
     now: number,
-  ): Promise<{ wakes: string[]; activation?: AgentActivation }>;
+  ): Promise<{ wakes: string[]; activation?: AgentActivation }[]>;
   /**
    * Ends the turn `end.runId` of agent `ref`, only if it is the one running: a completed turn
    * commits the state and takes its message off the inbox (and records the turn); a failed or

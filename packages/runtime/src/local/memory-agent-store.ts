@@ -59,15 +59,18 @@ export class MemoryAgentStore implements AgentStore {
   }
 
   async send(
-    ref: string,
+    agents: readonly { ref: string; first: FirstState | undefined }[],
     message: Message,
-    first: FirstState | undefined,
-  ): Promise<{ wakes: string[]; activation?: AgentActivation }> {
-    const { wakes } = await this.inboxes.send(ref, message);
-    // Without the type, a key never activated stays so (activate); one known is left to whoever
-    // has the type, as a send to it would leave it.
-    const activation = first ? this.activate(ref, first) : undefined;
-    return activation ? { wakes, activation } : { wakes };
+  ): Promise<{ wakes: string[]; activation?: AgentActivation }[]> {
+    const replies: { wakes: string[]; activation?: AgentActivation }[] = [];
+    for (const { ref, first } of agents) {
+      const { wakes } = await this.inboxes.send(ref, message);
+      // Without the type, a key never activated stays so (activate); one known is left to whoever
+      // has the type, as a send to it would leave it.
+      const activation = first ? this.activate(ref, first) : undefined;
+      replies.push(activation ? { wakes, activation } : { wakes });
+    }
+    return replies;
   }
 
   private activate(ref: string, first: FirstState | undefined): AgentActivation | undefined {

@@ -1,35 +1,50 @@
 --[[
-  Appends a message to an agent's inbox from outside any run (`engine.send`, `engine.publish`)
-  and starts the agent's turn if it has none in flight (AgentStore.send): send-message.lua and
-  activate-agent.lua in one transition, so a send to an idle agent is one round trip. Only if
-  the partition's settings hold the partition count the caller took (see create-run.lua).
+  Appends one message to the inboxes of agents from outside any run (`engine.send`,
+  `engine.publish`) and starts the turn of each that has none in flight (AgentStore.send):
+  send-message.lua and activate-agent.lua in one transition per agent, all of one partition in one
+  script, so a send to idle agents is one round trip. The caller bounds how many agents one script
+  takes (a publish to many keys is windowed). Only if the partition's settings hold the partition
+  count the caller took (see create-run.lua).
 
-  KEYS[1..6] the agent's keys (agent-lifecycle.lua: hash, inbox, index, running, due, dead letters)
-  KEYS[7] the inbox's waiters set   KEYS[8] the partition's settings hash (field `partitions`)
-  ARGV[1] the agent's address   ARGV[2] now (epoch ms)   ARGV[3] message JSON
-  ARGV[4] retention (seconds): an inbox untouched that long expires
-  ARGV[5] the partition count the caller took
-  ARGV[6] its first state, JSON { state, version, incarnation }, or '' (the caller lacks the
-          type: the inbox is left due for a process that has it)
+  KEYS[1] the partition's settings hash (field `partitions`)
+  KEYS[7j-5 .. 7j+1] (agent j, from 1) its keys (agent-lifecycle.lua: hash, inbox, index, running,
+          due, dead letters), then its inbox's waiters set
+  ARGV[1] now (epoch ms)   ARGV[2] message JSON   ARGV[3] retention (seconds): an inbox untouched
+          that long expires   ARGV[4] the partition count the caller took
+  ARGV[2j+3] agent j's address   ARGV[2j+4] its first state, JSON { state, version, incarnation },
+          or '' (the caller lacks the type: the inbox is left due for a process that has it)
 
-  Returns { 1, wake, run id, turn, state, version, message JSON }: sent; `wake` is the wake id of
-          a run parked on the inbox ('' for none: the caller promotes it), and the turn's fields
-          follow when one started. { -1, count } the partition holds another count; { -2 } it
-          holds none. Nothing is written unless sent.
+  Returns { 1, agent 1's reply, agent 2's reply, ... }: sent, each reply { wake, run id, turn,
+          state, version, message JSON }, where `wake` is the wake id of a run parked on the inbox
+          ('' for none: the caller promotes it) and the turn's fields follow when one started.
+          { -1, count } the partition holds another count; { -2 } it holds none. Nothing is
+          written unless sent.
 ]]
-local count = redis.call('HGET', KEYS[8], 'partitions')
+local count = redis.call('HGET', KEYS[1], 'partitions')
 if not count then return { -2 } end
-if count ~= ARGV[5] then return { -1, count } end
-local k = agentKeys()
-redis.call('RPUSH', k.i, ARGV[3])
-local ttl = tonumber(ARGV[4])
-if ttl and ttl > 0 then redis.call('EXPIRE', k.i, ttl) end
-local wake = redis.call('SPOP', KEYS[7]) or ''
-local started = false
-if ARGV[6] ~= '' then
-  started = activate(k, ARGV[1], ARGV[2], cjson.decode(ARGV[6]))
-else
-  redis.call('ZADD', k.d, 'NX', tonumber(ARGV[2]) or 0, ARGV[1])
+if count ~= ARGV[4] then return { -1, count } end
+local now, ttl = ARGV[1], tonumber(ARGV[3])
+local replies = { 1 }
+for j = 1, (#KEYS - 1) / 7 do
+  local base = 7 * (j - 1) + 1
+  local k = {
+    a = KEYS[base + 1], i = KEYS[base + 2], x = KEYS[base + 3],
+    r = KEYS[base + 4], d = KEYS[base + 5], f = KEYS[base + 6],
+  }
+  local ref, first = ARGV[2 * j + 3], ARGV[2 * j + 4]
+  redis.call('RPUSH', k.i, ARGV[2])
+  if ttl and ttl > 0 then redis.call('EXPIRE', k.i, ttl) end
+  local wake = redis.call('SPOP', KEYS[base + 7]) or ''
+  local started = false
+  if first ~= '' then
+    started = activate(k, ref, now, cjson.decode(first))
+  else
+    redis.call('ZADD', k.d, 'NX', tonumber(now) or 0, ref)
+  end
+  if started then
+    replies[#replies + 1] = { wake, started[1], started[2], started[3], started[4], started[5] }
+  else
+    replies[#replies + 1] = { wake }
+  end
 end
-if not started then return { 1, wake } end
-return { 1, wake, started[1], started[2], started[3], started[4], started[5] }
+return replies
