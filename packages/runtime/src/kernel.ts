@@ -190,7 +190,7 @@ export {
   type TurnEnd,
 } from './agent/agent-store.js';
 export { AgentRuntime, type AgentRuntimeOptions } from './agent/agent-runtime.js';
-export { AgentClient, type AgentClientHost } from './agent/agent-client.js';
+export { AGENT_SEND_WINDOW, AgentClient, type AgentClientHost } from './agent/agent-client.js';
 export { agentsOf, withTurnFlows } from './agent/agent-registry.js';
 export type { TurnHooks } from './kernel/step-driver.js';
 export type { InboxBound } from './mailbox/step-mailbox.js';
