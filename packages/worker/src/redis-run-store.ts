@@ -941,6 +941,7 @@ export class RedisRunStore implements RunStore {
       replay: encodeReplay(replay),
       address: park.address,
       ...(park.addresses === undefined ? {} : { addresses: park.addresses }),
+      ...(park.ask === undefined ? {} : { ask: park.ask }),
       outbox: outboxOf(outbox),
       ...(takenBy === undefined ? {} : { takenKey: this.keysOf(at.id).taken(takenBy) }),
     };
