@@ -304,7 +304,7 @@ export class RedisKeys {
 
   /**
    * Hash: wait-for edges of the partition's parked turns, agent address → JSON { t: the agent
-   * asked, r: the turn's run id, w: its wake id, a: the reply address } (ParkRequest.ask), while
+   * asked, r: the turn's run id, w: its wake id, a: the reply address, at: when } (ParkRequest.ask), while
    * that park lasts. Lua derives it from `mailboxPrefix()` (askCycle in run-lifecycle.lua).
    */
   agentsAsking(): string {

@@ -53,7 +53,7 @@ if type(o.ask) == 'table' then
     local answer = cjson.encode({ id = wake .. '.cycle', body = cjson.null, sentAt = tonumber(o.now), cycle = cycle })
     deliverOutbox(o, { { o.address, answer } }, wakes, o.retention, KEYS[1])
   else
-    redis.call('HSET', asksKey(o), o.ask.from, cjson.encode({ t = o.ask.to, r = o.runId, w = wake, a = o.address }))
+    redis.call('HSET', asksKey(o), o.ask.from, cjson.encode({ t = o.ask.to, r = o.runId, w = wake, a = o.address, at = tonumber(o.now) }))
   end
 end
 local ready = 0

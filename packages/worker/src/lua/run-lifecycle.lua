@@ -427,8 +427,9 @@ end
 --[[
   Wait-for edges (ParkRequest.ask): a turn parked on the answer to its ask is an edge from its
   agent to the agent asked, kept in the run's partition (RedisKeys.agentsAsking, beside
-  `<prefix>:mailbox:`: agent -> JSON { t asked, r run id, w wake id, a reply address }) while that
-  park lasts. An edge counts while its run is parked there and no answer waits at its reply
+  `<prefix>:mailbox:`: agent -> JSON { t asked, r run id, w wake id, a reply address, at when })
+  while that park lasts. A cycle through several partitions is found by a worker's sweep
+  (RedisRunStore.failWaitCycles). An edge counts while its run is parked there and no answer waits at its reply
   address (one in another partition is not looked at).
 ]]
 local function asksKey(m) return string.sub(m.mailboxPrefix, 1, -9) .. 'agents:asking' end
