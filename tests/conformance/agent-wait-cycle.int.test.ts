@@ -6,14 +6,14 @@
  * closes the cycle is the one rejected (on the cluster, the newest of a cycle across partitions,
  * within a heartbeat); the others get their answers once it has.
  *
- * Each turn runs a script of steps through gates (plain mailboxes), so that every turn is in
+ * Delegated handoffs count as asks. Each turn runs a script of steps through gates (plain mailboxes), so that every turn is in
  * flight before the ask that needs it busy arrives, whatever the order of the workers.
  */
 import { describe, expect, it } from 'vitest';
 import { defineAgent, Node, type JsonObject } from '@queueflow/runtime';
 import { engines, useEngine } from './engine-harness.js';
 
-type Op = { send: string } | { receive: string } | { ask: string };
+type Op = { send: string } | { receive: string } | { ask: string } | { delegate: string };
 
 /** Runs the message's ops in order and answers with what the last ask got, or with its error. */
 class Scripted extends Node {
@@ -26,7 +26,10 @@ class Scripted extends Node {
       else if ('receive' in op) await this.receive(op.receive, { timeoutMs: 120_000 });
       else {
         try {
-          const reply = await this.ask(op.ask, {}, { timeoutMs: 120_000 });
+          const reply =
+            'ask' in op
+              ? await this.ask(op.ask, {}, { timeoutMs: 120_000 })
+              : await this.handoff(op.delegate, {}, { mode: 'delegate', timeoutMs: 120_000 });
           answer = (reply?.body as JsonObject | undefined) ?? { timedOut: true };
         } catch (error) {
           const { code, message: text } = error as { code?: string; message: string };
@@ -53,6 +56,19 @@ describe.each(engines)('%s: wait cycles of unrelated turns', (name) => {
     expect(fromA?.body).toEqual({
       code: 'ASK_CYCLE',
       message: expect.stringContaining(`'${a}' asking '${b}' would close a wait cycle: ${b} → ${a} → ${b}`) as unknown,
+    });
+    expect(fromB?.body).toEqual({ reached: true });
+  });
+
+  it('counts a delegated handoff as an ask of the cycle', async () => {
+    const { engine } = await setup('wait-cycle-delegate', { flows: [], agents: [scripted] });
+    const [fromA, fromB] = await Promise.all([
+      engine.ask(a, { ops: [{ send: 'g0' }, { receive: 'g1' }, { delegate: b }] }, { timeoutMs: 30_000 }),
+      engine.ask(b, { ops: [{ receive: 'g0' }, { send: 'g1' }, { delegate: a }] }, { timeoutMs: 30_000 }),
+    ]);
+    expect(fromA?.body).toEqual({
+      code: 'ASK_CYCLE',
+      message: expect.stringContaining(`${b} → ${a} → ${b}`) as unknown,
     });
     expect(fromB?.body).toEqual({ reached: true });
   });
