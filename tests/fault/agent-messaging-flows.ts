@@ -3,6 +3,8 @@
  * - `alarm` sets the reminder its message names and records each ring (id, when sent);
  * - `relay` asks the next agent of its message's path and answers with what came back, or the
  *   code of its ask's error;
+ * - `scripted` runs the ops of its message in turn: sends to and receives at gates (plain
+ *   mailboxes), and asks, answering as `relay` does;
  * - `announcer` publishes on `fault.news` in `prep`, then waits `execMs` in `exec` (a SIGKILL lands
  *   there, before the commit), writing its pid to `<markerDir>/current` first;
  * - `listener` records the ids of the `fault.news` bodies it gets (keys from the body's `to`).
@@ -47,6 +49,34 @@ class Relay extends Node {
   }
 }
 export const relay = defineAgent('fault-relay', { state: () => ({}), turn: () => new Relay({ name: 'relay' }) });
+
+type Op = { send: string } | { receive: string } | { ask: string };
+/** Runs its message's ops (`send` to, `receive` at a gate, `ask` an agent), answering as `relay`. */
+class Scripted extends Node {
+  override async prep(): Promise<void> {
+    const message = this.message!;
+    let answer: JsonObject = { reached: true, pid: process.pid };
+    for (const op of (message.body as { ops: Op[] }).ops) {
+      if ('send' in op) await this.send(op.send, {});
+      else if ('receive' in op) await this.receive(op.receive, { timeoutMs: 120_000 });
+      else {
+        try {
+          answer = ((await this.ask(op.ask, { ops: [] }, { timeoutMs: 120_000 }))?.body as JsonObject) ?? {
+            timedOut: true,
+          };
+        } catch (error) {
+          const { code, message: text } = error as { code?: string; message: string };
+          answer = { code: code ?? null, message: text, pid: process.pid };
+        }
+      }
+    }
+    if (message.replyTo) await this.reply(message, answer);
+  }
+}
+export const scripted = defineAgent('fault-scripted', {
+  state: () => ({}),
+  turn: () => new Scripted({ name: 'scripted' }),
+});
 
 interface News extends JsonObject {
   to: string[];

@@ -2,7 +2,8 @@
  * Fault tests of agent messaging (README "Agents talking"), with real worker processes:
  * - Redis restarted (AOF) while reminders wait: each rings once, and an `every` reminder that
  *   missed ticks while Redis was down rings once for them, not once per tick;
- * - a 3-agent ask cycle whose agents' turns run on 3 workers fails at once with `ASK_CYCLE`;
+ * - a 3-agent ask cycle whose agents' turns run on 3 workers fails at once with `ASK_CYCLE`, also
+ *   when the turns handle unrelated messages (the cycle is found from the turns waiting);
  * - a worker SIGKILLed in a turn that published: every subscriber gets the body once, one id, and
  *   the conversation's record holds each message once;
  * - a runaway two-agent loop with a budget of 50 turns, on 3 workers: no turn past the 50th runs.
@@ -17,10 +18,10 @@ import { startRedisServer } from '../support/redis-server.js';
 import { deletePrefix, redisUrl, testPrefix } from '../support/test-redis.js';
 import { waitFor } from '../support/wait-for.js';
 import { spawnWorker, stopWorkers, type WorkerProcess } from '../support/worker-process.js';
-import { alarm, announcer, listener, player, relay } from './agent-messaging-flows.js';
+import { alarm, announcer, listener, player, relay, scripted } from './agent-messaging-flows.js';
 
 const FLOWS = fileURLToPath(new URL('./agent-messaging-flows.ts', import.meta.url));
-const agents = [alarm, relay, announcer, listener, player];
+const agents = [alarm, relay, scripted, announcer, listener, player];
 
 describe('fault: agent messaging across processes', () => {
   let workers: WorkerProcess[] = [];
@@ -103,6 +104,42 @@ describe('fault: agent messaging across processes', () => {
     expect(answer?.body).toMatchObject({ code: 'ASK_CYCLE' });
     expect(Date.now() - started).toBeLessThan(60_000);
     // The three turns each held a slot of concurrency 1 while they waited: on three workers.
+  }, 120_000);
+
+  it('fails the ask closing a 3-agent cycle of unrelated turns at once, on 3 workers', async () => {
+    const prefix = testPrefix('wait-cycle-3w');
+    const engine = new RedisEngine({ connection: redisUrl(), prefix, flows: [], agents });
+    cleanups.push(async () => {
+      await engine.close();
+      await deletePrefix(redisUrl(), prefix);
+    });
+    const options = { flows: FLOWS, redisUrl: redisUrl(), prefix, concurrency: 1 };
+    workers = await Promise.all([spawnWorker(options), spawnWorker(options), spawnWorker(options)]);
+    const [a, b, c] = ['a', 'b', 'c'].map((key) => scripted.ref(key)) as [string, string, string];
+    const started = Date.now();
+    // Through the gates g0..g3: c's turn, then b's, are in flight before an ask needs them busy;
+    // b's turn waits on c, c's on a, and a's turn asking b closes the cycle.
+    const answers = await Promise.all([
+      engine.ask(a, { ops: [{ send: 'g0' }, { receive: 'g1' }, { ask: b }] }, { timeoutMs: 60_000 }),
+      engine.ask(b, { ops: [{ receive: 'g2' }, { send: 'g3' }, { ask: c }] }, { timeoutMs: 60_000 }),
+      engine.ask(
+        c,
+        { ops: [{ receive: 'g0' }, { send: 'g2' }, { receive: 'g3' }, { send: 'g1' }, { ask: a }] },
+        {
+          timeoutMs: 60_000,
+        },
+      ),
+    ]);
+    expect(answers.map((answer) => answer?.body)).toEqual([
+      {
+        code: 'ASK_CYCLE',
+        message: expect.stringContaining(`${b} → ${c} → ${a} → ${b}`) as unknown,
+        pid: expect.any(Number) as unknown,
+      },
+      { reached: true, pid: expect.any(Number) as unknown },
+      { reached: true, pid: expect.any(Number) as unknown },
+    ]);
+    expect(Date.now() - started).toBeLessThan(30_000);
   }, 120_000);
 
   it('delivers a publish once to every subscriber, one id, when the publishing turn is SIGKILLed', async () => {

@@ -302,6 +302,15 @@ export class RedisKeys {
     return `${this.prefix}:agents:due`;
   }
 
+  /**
+   * Hash: wait-for edges of the partition's parked turns, agent address → JSON { t: the agent
+   * asked, r: the turn's run id, w: its wake id, a: the reply address, at: when } (ParkRequest.ask), while
+   * that park lasts. Lua derives it from `mailboxPrefix()` (askCycle in run-lifecycle.lua).
+   */
+  agentsAsking(): string {
+    return `${this.prefix}:agents:asking`;
+  }
+
   /** Sorted set: the partition's agents' reminders, `'<name> <address>'` → when due (epoch ms; reminders.lua). */
   reminders(): string {
     return `${this.prefix}:reminders`;

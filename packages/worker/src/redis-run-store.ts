@@ -285,6 +285,60 @@ export class RedisRunStore implements RunStore {
   }
 
   /**
+   * Wait cycles of asks that parked in different partitions (a cluster's): a park follows the
+   * wait-for edges of its own partition only (park-run.lua). Reads every partition's edges and,
+   * for each cycle of edges that still count, answers its newest ask with the chain
+   * (Message.cycle), once: that ask rejects with `ASK_CYCLE`, as the park would have.
+   *
+   * @returns wake ids to promote: the runs of the asks answered.
+   */
+  async failWaitCycles(): Promise<string[]> {
+    const edges = new Map<string, WaitEdge>();
+    for (const keys of this.partitions.all) {
+      const fields = await this.redis.hgetall(keys.agentsAsking());
+      for (const [agent, encoded] of Object.entries(fields)) {
+        const edge = JSON.parse(encoded) as WaitEdge;
+        if (await this.stillAsking(edge)) edges.set(agent, edge);
+      }
+    }
+    const wakes: string[] = [];
+    const seen = new Set<string>();
+    for (const start of edges.keys()) {
+      const path: string[] = [];
+      let at = start;
+      while (edges.has(at) && !seen.has(at)) {
+        seen.add(at);
+        path.push(at);
+        at = edges.get(at)!.t;
+      }
+      if (!path.includes(at)) continue; // no cycle, or one found from another agent
+      const cycle = path.slice(path.indexOf(at)); // each asks the next, the last the first
+      const newest = cycle.reduce((best, agent) => (edges.get(agent)!.at > edges.get(best)!.at ? agent : best));
+      const i = cycle.indexOf(newest);
+      const chain = [...cycle.slice(i + 1), ...cycle.slice(0, i + 1), cycle[(i + 1) % cycle.length]!];
+      const edge = edges.get(newest)!;
+      const once = `${this.partitions.of(edge.r).prefix}:agents:cycle-answered:${edge.w}`;
+      if ((await this.redis.set(once, '1', 'PX', CYCLE_ANSWERED_MS, 'NX')) !== 'OK') continue;
+      const message = { id: `${edge.w}.cycle`, body: null, sentAt: this.clock.now(), cycle: chain };
+      wakes.push(...(await this.send(edge.a, message)).wakes);
+    }
+    return wakes;
+  }
+
+  /** Whether a wait-for edge counts: its run parked there, no answer waiting (askCycle in run-lifecycle.lua). */
+  private async stillAsking(edge: WaitEdge): Promise<boolean> {
+    const [, step, parks] = /-(\d+)-p(\d+)$/.exec(edge.w) ?? [];
+    const [status, atStep, parkCount] = await this.redis.hmget(
+      this.keysOf(edge.r).run(edge.r),
+      'status',
+      'step',
+      'parkCount',
+    );
+    if (status !== 'waiting' || atStep !== step || parkCount !== parks) return false;
+    return (await this.redis.llen(this.partitions.ofAddress(edge.a).mailbox(edge.a))) === 0;
+  }
+
+  /**
    * Applies the hand-offs that have waited over `olderThanMs` (their transition's caller died
    * before applying them), in every partition, up to `limit` runs' each.
    *
@@ -941,6 +995,7 @@ export class RedisRunStore implements RunStore {
       replay: encodeReplay(replay),
       address: park.address,
       ...(park.addresses === undefined ? {} : { addresses: park.addresses }),
+      ...(park.ask === undefined ? {} : { ask: park.ask }),
       outbox: outboxOf(outbox),
       ...(takenBy === undefined ? {} : { takenKey: this.keysOf(at.id).taken(takenBy) }),
     };
@@ -1460,6 +1515,18 @@ export class RedisRunStore implements RunStore {
     return { runId, now: String(now), ...this.settings[this.partitions.indexOf(runId)] };
   }
 }
+
+/** A wait-for edge (RedisKeys.agentsAsking): the agent asked, the run, its wake id, the reply address, when. */
+interface WaitEdge {
+  t: string;
+  r: string;
+  w: string;
+  a: string;
+  at: number;
+}
+
+/** How long a wait cycle's ask answered by a sweep is remembered, so that no sweep answers it twice, in ms. */
+const CYCLE_ANSWERED_MS = 60_000;
 
 function outboxOf(outbox: readonly OutgoingMessage[] | undefined): [string, string][] {
   return (outbox ?? []).map(({ address, message }) => [address, encodeMessage(message)]);

@@ -485,6 +485,10 @@ export async function startWorker(options: WorkerOptions): Promise<QueueflowWork
       (signal) => parks.sweep(signal),
       // Agents' turns whose process died between two of their transitions.
       ...(agentTypes.length === 0 ? [] : [() => agents.recover(LATE_AGENT_TURN_MS, LATE_AGENT_INBOX_MS)]),
+      // Wait cycles of asks parked in different partitions, which their parks could not see.
+      ...(agentTypes.length === 0 || store.partitions.count === 1
+        ? []
+        : [() => store.failWaitCycles().then((wakes) => scheduler.promote(wakes))]),
     ],
     recoverTaken: (taskIds) => driver.recoverTaken(taskIds),
     leases: () => driver.budgetHolds(),

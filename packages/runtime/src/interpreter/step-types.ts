@@ -223,6 +223,12 @@ export interface ParkRequest {
    * `deadline`.
    */
   room?: true;
+  /**
+   * The receive of an `ask` (or a delegating `handoff`) from an agent's turn: agent `from` waits
+   * on agent `to`'s answer at `address`. The store keeps it as a wait-for edge while the run is
+   * parked, and rejects the park that would close a cycle of such edges (`ASK_CYCLE`).
+   */
+  ask?: { from: string; to: string };
 }
 
 /** What earlier runs of the same step left behind (the step parked, then woke). */

@@ -120,6 +120,8 @@ export class MemoryRunStore implements RunStore, RunEventSource {
   private readonly queues = new Map<string, string[]>();
   /** Wake ids of the runs parked on each address. */
   private readonly waiters = new Map<string, Set<string>>();
+  /** Wait-for edges: agent → the ask its parked turn waits on (ParkRequest.ask), while that park lasts. */
+  private readonly asking = new Map<string, { to: string; runId: string; wake: string; address: string }>();
   /** Who waits for a message at an address from outside any run (`engine.ask`). */
   private readonly arrivals = new Map<string, Set<() => void>>();
   private readonly listeners = new Set<RunEventListener>();
@@ -525,6 +527,15 @@ export class MemoryRunStore implements RunStore, RunEventSource {
     run.updatedAt = now;
     run.startedAt ??= now;
     this.deliver(outbox, wakes);
+    const wake = wakeId(run.id, run.step, parkCount);
+    const cycle = park.ask && this.askCycle(park.ask);
+    // An ask that closes a cycle is answered at once, with the chain: the ask rejects (ASK_CYCLE).
+    if (cycle)
+      this.deliver(
+        [{ address: park.address, message: { id: `${wake}.cycle`, body: null, sentAt: now, cycle } }],
+        wakes,
+      );
+    else if (park.ask) this.asking.set(park.ask.from, { to: park.ask.to, runId: run.id, wake, address: park.address });
     const addresses = park.addresses ?? [park.address];
     for (const address of addresses) {
       const waiting = this.waiters.get(address) ?? new Set<string>();
@@ -1088,12 +1099,32 @@ export class MemoryRunStore implements RunStore, RunEventSource {
   private leaveWaiters(run: StoredRun, wakes: string[]): void {
     const parked = run.replay.parked;
     if (parked === undefined) return;
+    if (parked.ask && this.asking.get(parked.ask.from)?.wake === wakeId(run.id, run.step, run.parkCount))
+      this.asking.delete(parked.ask.from);
     for (const address of parked.addresses ?? [parked.address]) {
       const waiting = this.waiters.get(address);
       waiting?.delete(wakeId(run.id, run.step, run.parkCount));
       if (waiting?.size === 0) this.waiters.delete(address);
       if (parked.addresses && (this.queues.get(address)?.length ?? 0) > 0) this.collectWaiters(address, wakes);
     }
+  }
+
+  /**
+   * The wait cycle `ask` would close: the chain of asks still waiting from the agent asked, each
+   * waiting for the next one's answer, that comes back to the asker (the agent asked first and
+   * last); undefined when there is none. An edge counts while its run is parked on that ask and
+   * no answer waits for it there.
+   */
+  private askCycle(ask: { from: string; to: string }): string[] | undefined {
+    const chain = [ask.to];
+    for (let at = ask.to; at !== ask.from;) {
+      const edge = this.asking.get(at);
+      const run = edge && this.runs.get(edge.runId)?.run;
+      if (!edge || run?.status !== 'waiting' || wakeId(run.id, run.step, run.parkCount) !== edge.wake) return undefined;
+      if ((this.queues.get(edge.address)?.length ?? 0) > 0 || chain.includes(edge.to)) return undefined;
+      chain.push((at = edge.to));
+    }
+    return [...chain, ask.to];
   }
 
   private emit(call: (listener: RunEventListener) => void): void {

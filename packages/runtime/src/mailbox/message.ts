@@ -45,6 +45,11 @@ export interface Message<B extends Json = Json> {
   topic?: string;
   /** The name of the reminder that sent it (`this.remind`); `body` is the reminder's. */
   reminder?: string;
+  /**
+   * The store's answer to an ask that closed a wait cycle with turns already waiting (each asking
+   * the next): the chain, each waiting for the next one's answer, the agent asked first and last. The ask rejects with `ASK_CYCLE` naming it.
+   */
+  cycle?: string[];
 }
 
 export interface SendOptions {

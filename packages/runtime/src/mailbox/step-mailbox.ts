@@ -115,6 +115,8 @@ export class StepMailbox implements Mailbox, StepMailboxPort {
    * park): nothing can be waiting there, so a receive on one parks without asking the store.
    */
   private readonly unanswered = new Set<string>();
+  /** The reply addresses of this turn's asks → the address asked (ParkRequest.ask). */
+  private readonly asked = new Map<string, string>();
   private sends = 0;
   private receives = 0;
   private replies = 0;
@@ -151,6 +153,7 @@ export class StepMailbox implements Mailbox, StepMailboxPort {
     checkMessageBody(body, `message body sent to '${address}'`);
     const asks = options.replyTo !== undefined && this.ownReplies.has(options.replyTo);
     const waiting = asks ? this.waitingOn(address) : undefined;
+    if (asks && this.sender.turn) this.asked.set(options.replyTo!, address);
     // After a receive parked the step, nothing it does counts: the step will run again (code
     // that caught the park signal must not get its fallback's sends delivered).
     if (this.parkRequest) return;
@@ -176,12 +179,7 @@ export class StepMailbox implements Mailbox, StepMailboxPort {
     const turn = this.sender.turn;
     if (!turn) return undefined;
     const waiting = [...(turn.message.replyTo === undefined ? [] : (turn.message.waiting ?? [])), turn.agent];
-    if (waiting.includes(address))
-      throw new QueueflowError(
-        'ASK_CYCLE',
-        `ask: '${turn.agent}' asking '${address}' would close a wait cycle: ${[...waiting.slice(waiting.indexOf(address)), address].join(' → ')} (each waits for the next one's answer)`,
-        { retryable: false },
-      );
+    if (waiting.includes(address)) throw askCycle([...waiting.slice(waiting.indexOf(address)), address]);
     return waiting;
   }
 
@@ -326,6 +324,7 @@ export class StepMailbox implements Mailbox, StepMailboxPort {
     const ordinal = this.receives++;
     if (this.replay.timedOut?.includes(ordinal)) return this.timeOut(ordinal);
     const message = this.unanswered.has(address) ? undefined : await this.reservations.reserve(ordinal, address);
+    if (message?.cycle) throw askCycle(message.cycle); // the store's answer: the ask closed a cycle
     if (message) this.note(message);
     return message ?? this.park(ordinal, [address], timeoutMs);
   }
@@ -358,7 +357,15 @@ export class StepMailbox implements Mailbox, StepMailboxPort {
       parked?.ordinal === ordinal && (parked.addresses ?? [parked.address]).join(' ') === addresses.join(' ');
     const deadline = sameWait ? parked.deadline : timeoutMs === undefined ? null : this.now() + timeoutMs;
     if (deadline !== null && this.now() >= deadline) return this.timeOut(ordinal);
-    this.parkRequest = { ordinal, address: addresses[0]!, deadline, ...(addresses.length > 1 ? { addresses } : {}) };
+    const asked = addresses.length === 1 ? this.asked.get(addresses[0]!) : undefined;
+    const ask = asked === undefined ? undefined : { from: this.sender.turn!.agent, to: asked };
+    this.parkRequest = {
+      ordinal,
+      address: addresses[0]!,
+      deadline,
+      ...(addresses.length > 1 ? { addresses } : {}),
+      ...(ask ? { ask } : {}),
+    };
     throw new ParkSignal(this.parkRequest);
   }
 
@@ -463,4 +470,17 @@ export class StepMailbox implements Mailbox, StepMailboxPort {
     this.timedOut.add(ordinal);
     return undefined;
   }
+}
+
+/**
+ * An ask that would close a wait cycle: `chain` from the asker, each waiting for the next one's
+ * answer, back to the asker. Found at once from the turn's own chain (`waiting`), or by the store
+ * from the turns already waiting (Message.cycle).
+ */
+function askCycle(chain: readonly string[]): QueueflowError {
+  return new QueueflowError(
+    'ASK_CYCLE',
+    `ask: '${chain.at(-2)}' asking '${chain.at(-1)}' would close a wait cycle: ${chain.join(' → ')} (each waits for the next one's answer)`,
+    { retryable: false },
+  );
 }

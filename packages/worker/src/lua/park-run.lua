@@ -18,6 +18,8 @@
     outbox     the step's sends so far, { address, message JSON } pairs
     takenKey   (a worker that takes a run it wakes) its set of taken wakes: see takeWake
     woken      true when the step parked before on another call: logWoken
+    ask        (the receive of an agent's ask) { from, to }: its wait-for edge is written, or, when
+               it closes a wait cycle (askCycle), the answer to the ask is the chain (`cycle`)
     event      the `parked` entry of the run's event log (JSON), absent when the step parks
                again on the same call (a re-check that found nothing)
 
@@ -45,6 +47,15 @@ redis.call('HSET', KEYS[1], 'status', 'waiting', 'replay', o.replay, 'updatedAt'
 redis.call('HSETNX', KEYS[1], 'startedAt', o.now)
 deliverOutbox(o, o.outbox, wakes, o.retention, KEYS[1])
 local wake = o.runId .. '-' .. expectedStep .. '-p' .. parkCount
+if type(o.ask) == 'table' then
+  local cycle = askCycle(o, o.ask)
+  if cycle then
+    local answer = cjson.encode({ id = wake .. '.cycle', body = cjson.null, sentAt = tonumber(o.now), cycle = cycle })
+    deliverOutbox(o, { { o.address, answer } }, wakes, o.retention, KEYS[1])
+  else
+    redis.call('HSET', asksKey(o), o.ask.from, cjson.encode({ t = o.ask.to, r = o.runId, w = wake, a = o.address, at = tonumber(o.now) }))
+  end
+end
 local ready = 0
 for _, address in ipairs(o.addresses or { o.address }) do
   if waitOn(o, KEYS[1], o.runId, address, wake) == 1 then ready = 1 end

@@ -424,6 +424,41 @@ local function deliverOutbox(m, outbox, wakes, retention, runKey)
   end
 end
 
+--[[
+  Wait-for edges (ParkRequest.ask): a turn parked on the answer to its ask is an edge from its
+  agent to the agent asked, kept in the run's partition (RedisKeys.agentsAsking, beside
+  `<prefix>:mailbox:`: agent -> JSON { t asked, r run id, w wake id, a reply address, at when })
+  while that park lasts. A cycle through several partitions is found by a worker's sweep
+  (RedisRunStore.failWaitCycles). An edge counts while its run is parked there and no answer waits at its reply
+  address (one in another partition is not looked at).
+]]
+local function asksKey(m) return string.sub(m.mailboxPrefix, 1, -9) .. 'agents:asking' end
+
+local function stillAsking(m, edge)
+  local step, parks = string.match(edge.w, '%-(%d+)%-p(%d+)$')
+  local run = redis.call('HMGET', string.sub(m.mailboxPrefix, 1, -9) .. 'run:' .. edge.r, 'status', 'step', 'parkCount')
+  if run[1] ~= 'waiting' or run[2] ~= step or run[3] ~= parks then return false end
+  return not isLocal(m, edge.a) or redis.call('LLEN', mailboxKey(m, edge.a)) == 0
+end
+
+-- The wait cycle `ask` ({ from, to }) would close: the chain of edges from the agent asked back
+-- to the asker, each waiting for the next one's answer (the agent asked first and last); nil when
+-- there is none among this partition's edges.
+local function askCycle(m, ask)
+  local chain, seen, at = { ask.to }, { [ask.to] = true }, ask.to
+  while at ~= ask.from do
+    local encoded = redis.call('HGET', asksKey(m), at)
+    if not encoded then return nil end
+    local edge = cjson.decode(encoded)
+    if seen[edge.t] or not stillAsking(m, edge) then return nil end
+    seen[edge.t] = true
+    table.insert(chain, edge.t)
+    at = edge.t
+  end
+  table.insert(chain, ask.to)
+  return chain
+end
+
 -- The run stops waiting where its step last parked (it commits, parks again, or ends): its wake
 -- job leaves that address's waiters, so no set outlives the runs it lists. A receiveAny park
 -- leaves several (`n`: pass on): a send to one of them took its wake there only, so a send to
@@ -435,6 +470,10 @@ local function leaveWaiters(runKey, m, runId)
   local parked = cjson.decode(fields[1]).parked
   if type(parked) ~= 'table' or type(parked.address) ~= 'string' then return end
   local wake = runId .. '-' .. fields[2] .. '-p' .. (fields[3] or '0')
+  if type(parked.ask) == 'table' then -- its wait-for edge goes
+    local edge = redis.call('HGET', asksKey(m), parked.ask.from)
+    if edge and cjson.decode(edge).w == wake then redis.call('HDEL', asksKey(m), parked.ask.from) end
+  end
   local addresses = parked.addresses
   local any = type(addresses) == 'table'
   if not any then addresses = { parked.address } end -- a receiveAny's, or a receive's one
