@@ -11,6 +11,7 @@
   ARGV[5] the partition count the caller took
   ARGV[6] its first state, JSON { state, version, incarnation }, or '' (the caller lacks the
           type: the inbox is left due for a process that has it)
+  ARGV[7] the value prefix, ARGV[8] the values suffix (agent-lifecycle.lua: its claims)
 
   Returns { 1, wake, run id, turn, state, version, message JSON }: sent; `wake` is the wake id of
           a run parked on the inbox ('' for none: the caller promotes it), and the turn's fields
@@ -27,7 +28,7 @@ if ttl and ttl > 0 then redis.call('EXPIRE', k.i, ttl) end
 local wake = redis.call('SPOP', KEYS[7]) or ''
 local started = false
 if ARGV[6] ~= '' then
-  started = activate(k, ARGV[1], ARGV[2], cjson.decode(ARGV[6]))
+  started = activate(k, ARGV[1], ARGV[2], cjson.decode(ARGV[6]), { valuePrefix = ARGV[7], valuesSuffix = ARGV[8] })
 else
   redis.call('ZADD', k.d, 'NX', tonumber(ARGV[2]) or 0, ARGV[1])
 end
