@@ -119,7 +119,7 @@ function openMemory(settings: StoreSettings): {
   const store = new MemoryRunStore(clock, 10_000, 10_000, settings.maxStreamEntries);
   return {
     store,
-    agents: new MemoryAgentStore(store, clock),
+    agents: new MemoryAgentStore(store, clock, store),
     events: () => store,
     elapse: async (ms) => clock.advance(ms),
   };

@@ -121,7 +121,7 @@ export { setStepListener, type StepEvent } from './telemetry/step-listener.js';
 export { checkRunId, newRunId } from './kernel/run-id.js';
 export { checkRunInput } from './kernel/run-input.js';
 export { MemoryRunStore } from './local/memory-run-store.js';
-export { MemoryAgentStore, type InboxPort } from './local/memory-agent-store.js';
+export { MemoryAgentStore, type InboxPort, type ValuePort } from './local/memory-agent-store.js';
 export { LocalScheduler, type TaskRunner } from './local/local-scheduler.js';
 export type { Checkpoint, Frame, FrameKind, Visit } from './interpreter/checkpoint.js';
 export type {

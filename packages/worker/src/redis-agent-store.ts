@@ -12,17 +12,24 @@ import {
   type TurnEnd,
   type ReminderChange,
   type StoredReminder,
+  type ValueClaim,
   reminderInfo,
   ONE_SHOT_GRACE_MS,
 } from '@queueflow/runtime/kernel';
 import type { RedisConnection } from './connection.js';
 import { countChecked, groupBy, type Partitions } from './partitions.js';
+import type { RedisKeys } from './redis-keys.js';
 import type { ScriptedRedis } from './scripts.js';
+import { dropStaged, stageTexts } from './staged-values.js';
 
 /**
  * The agent store on Redis (agent-store.ts): an agent's keys live in the partition of its address,
  * beside its inbox, and each transition is one script there (activate-agent.lua, end-turn.lua,
  * agent-ops.lua, with the agent-lifecycle.lua prelude).
+ *
+ * A large state's values (the claim check) are stored with the runs' values of the agent's
+ * partition and claimed for the agent by the script that stores the state; their texts are staged
+ * beforehand (staged-values.ts), one more round trip only when a state brings a value not stored yet.
  */
 export class RedisAgentStore implements AgentStore {
   constructor(
@@ -35,11 +42,14 @@ export class RedisAgentStore implements AgentStore {
   ) {}
 
   async activateAgent(ref: string, first: FirstState, now: number): Promise<AgentActivation | undefined> {
+    const keys = this.partitions.ofAddress(ref);
     const reply = (await this.redis.activateAgent(
-      ...this.partitions.ofAddress(ref).agentKeys(ref),
+      ...keys.agentKeys(ref),
       ref,
       String(now),
       JSON.stringify(first),
+      keys.valuePrefix(),
+      keys.valuesSuffix(),
     )) as string[];
     return activationOf(reply);
   }
@@ -72,6 +82,8 @@ export class RedisAgentStore implements AgentStore {
               encoded,
               this.retentionSeconds,
               this.partitions.count,
+              keys.valuePrefix(),
+              keys.valuesSuffix(),
               ...group.flatMap(({ ref, first }) => [ref, first === undefined ? '' : JSON.stringify(first)]),
             )) as [number, ...[string, ...string[]][]],
         );
@@ -87,8 +99,11 @@ export class RedisAgentStore implements AgentStore {
   }
 
   async endTurn(ref: string, end: TurnEnd): Promise<{ result: 'ended' | 'stale'; next?: AgentActivation }> {
+    const keys = this.partitions.ofAddress(ref);
+    const values = end.status === 'completed' ? end.values : undefined;
+    const staged = await this.stage(keys, values);
     const reply = (await this.redis.endTurn(
-      ...this.partitions.ofAddress(ref).agentKeys(ref),
+      ...keys.agentKeys(ref),
       ref,
       end.runId,
       JSON.stringify({
@@ -97,13 +112,20 @@ export class RedisAgentStore implements AgentStore {
         version: end.version ?? 1,
         now: String(end.now),
         idleTtlMs: end.idleTtlMs ?? 0,
-        remindersKey: this.partitions.ofAddress(ref).agentReminders(ref),
+        remindersKey: keys.agentReminders(ref),
         maxDeadLetters: MAX_DEAD_LETTERS,
+        valuePrefix: keys.valuePrefix(),
+        valuesSuffix: keys.valuesSuffix(),
+        ...(values?.refs.length ? { values: values.refs } : {}),
       }),
       end.state ?? '',
       end.error === undefined ? '' : JSON.stringify(end.error),
+      ...staged,
     )) as (string | number)[];
-    if (reply.length === 0) return { result: 'stale' };
+    if (reply.length === 0) {
+      await dropStaged(this.redis, staged);
+      return { result: 'stale' };
+    }
     const next = activationOf(reply.slice(1) as string[]);
     return next ? { result: 'ended', next } : { result: 'ended' };
   }
@@ -180,19 +202,54 @@ export class RedisAgentStore implements AgentStore {
       ref,
       keys.agentReminders(ref),
       keys.reminders(),
+      keys.valuePrefix(),
+      keys.valuesSuffix(),
+      String(Date.now()),
     )) as [number, string?];
     if (existed === 0) return false;
     return running ? { running } : {};
   }
 
   async seedAgent(ref: string, first: FirstState): Promise<boolean> {
+    const keys = this.partitions.ofAddress(ref);
+    const { values, ...stored } = first;
+    const staged = await this.stage(keys, values);
     const made = (await this.redis.agentOps(
-      ...this.partitions.ofAddress(ref).agentKeys(ref),
+      ...keys.agentKeys(ref),
       'seed',
       ref,
-      JSON.stringify(first),
+      JSON.stringify(values?.refs.length ? { ...stored, values: values.refs } : stored),
+      keys.valuePrefix(),
+      keys.valuesSuffix(),
+      ...staged,
     )) as number;
+    if (made !== 1) await dropStaged(this.redis, staged);
     return made === 1;
+  }
+
+  /**
+   * Stages the texts a claim brings (stageTexts) in the partition of `keys`, with copies of the
+   * values it references without their texts (stored already: a turn's run holds them) that this
+   * partition does not hold, read from the partition that does (a turn's run may live in another).
+   */
+  private async stage(keys: RedisKeys, claim: ValueClaim | undefined): Promise<string[]> {
+    if (!claim) return [];
+    const texts = { ...claim.texts };
+    const held = claim.refs.filter((hash) => texts[hash] === undefined);
+    if (this.partitions.count > 1 && held.length > 0) {
+      const here = await Promise.all(held.map((hash) => this.redis.exists(keys.value(hash))));
+      for (const [i, hash] of held.entries()) {
+        if (here[i] === 1) continue;
+        for (const other of this.partitions.all) {
+          const text = await this.redis.get(other.value(hash));
+          if (text !== null) {
+            texts[hash] = text;
+            break;
+          }
+        }
+      }
+    }
+    return stageTexts(this.redis, keys, texts);
   }
 
   async redeliver(ref: string, messageId: string): Promise<boolean> {

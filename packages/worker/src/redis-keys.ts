@@ -122,8 +122,9 @@ export class RedisKeys {
   }
 
   /**
-   * Sorted set: the runs that claimed value `hash` → when each one's record expires (epoch ms;
-   * `+inf` while it is kept without expiry). The Lua prelude builds it as `value(hash)` plus `:refs`.
+   * Sorted set: the runs (by id) and keyed agents (by address) that claimed value `hash` → when
+   * each one's record expires (epoch ms; `+inf` while it is kept without expiry). The Lua prelude
+   * builds it as `value(hash)` plus `:refs`.
    */
   valueRefs(hash: string): string {
     return `${this.value(hash)}:refs`;
@@ -137,6 +138,14 @@ export class RedisKeys {
   /** Set: the hashes of the values a run claimed; expires with the run. It is `run(runId)` plus {@link RedisKeys.valuesSuffix}. */
   runValues(runId: string): string {
     return `${this.run(runId)}${this.valuesSuffix()}`;
+  }
+
+  /**
+   * Set: the hashes of the values keyed agent `ref`'s state references, claimed for it (only while
+   * it references some; agent-lifecycle.lua). It is `agent(ref)` plus {@link RedisKeys.valuesSuffix}.
+   */
+  agentValues(ref: string): string {
+    return `${this.agent(ref)}${this.valuesSuffix()}`;
   }
 
   /** What `runValues(id)` adds to `run(id)`, for scripts that have a run's key. */

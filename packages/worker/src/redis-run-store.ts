@@ -72,6 +72,7 @@ import { hashOfList, positionOf, runOfHash } from './run-hash.js';
 import { escapeGlob } from './purge-prefix.js';
 import { scanKeys } from './scan-keys.js';
 import type { ScriptedRedis } from './scripts.js';
+import { dropStaged, stageTexts } from './staged-values.js';
 import { beatWorker, readRegistry, type RegistryKeys } from './worker-registry.js';
 import type { RawStreamEntry, StreamReader } from './stream-reader.js';
 
@@ -130,12 +131,6 @@ const CANCEL_CODES: Record<number, CancelResult> = {
   1: 'cancelled',
   2: 'cancelled-waiting',
 };
-
-/**
- * How long a value's text staged for a transition is kept unless the transition claims it, in
- * seconds (see RedisRunStore.stageValues): a transition lands within moments of its staging.
- */
-const STAGED_VALUE_SECONDS = 3600;
 
 /**
  * The run store in Redis (DESIGN "The run kernel"): each transition of the `RunStore`
@@ -1414,7 +1409,7 @@ export class RedisRunStore implements RunStore {
    * fixed ARGV (stagedValues in run-lifecycle.lua). A large value so never passes through a
    * script: Redis runs one script at a time, and one that copies megabytes stalls every client.
    * A transition that is refused (stale, or an idempotency key held) leaves them to
-   * {@link RedisRunStore.dropStaged}; a staged text expires after `STAGED_VALUE_SECONDS` should its
+   * {@link RedisRunStore.dropStaged}; a staged text expires (see stageTexts) should its
    * transition never reach Redis.
    *
    * @param copy - also stage copies of the values `claim` references without bringing them that
@@ -1424,19 +1419,7 @@ export class RedisRunStore implements RunStore {
   private async stageValues(runId: string, claim: ValueClaim | undefined, copy = false): Promise<string[]> {
     const texts = { ...claim?.texts };
     if (copy && claim && this.partitions.count > 1) Object.assign(texts, await this.copiedValues(runId, claim));
-    const entries = Object.entries(texts);
-    if (entries.length === 0) return [];
-    const keys = this.keysOf(runId);
-    const token = nanoid(8);
-    const pipeline = this.redis.pipeline();
-    const pairs: string[] = [];
-    for (const [hash, text] of entries) {
-      const key = keys.stagedValue(hash, token);
-      pipeline.set(key, text, 'EX', STAGED_VALUE_SECONDS);
-      pairs.push(hash, key);
-    }
-    await pipeline.exec();
-    return pairs;
+    return stageTexts(this.redis, this.keysOf(runId), texts);
   }
 
   /**
@@ -1458,8 +1441,7 @@ export class RedisRunStore implements RunStore {
 
   /** Deletes the staging keys of a transition that did not claim them (`pairs`: from stageValues). */
   private async dropStaged(pairs: readonly string[]): Promise<void> {
-    const keys = pairs.filter((_, i) => i % 2 === 1);
-    if (keys.length > 0) await this.redis.unlink(...keys);
+    await dropStaged(this.redis, pairs);
   }
 
   private valueOptions(

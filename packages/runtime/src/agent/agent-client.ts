@@ -136,6 +136,7 @@ export class AgentClient {
         get: (runId) => this.host.get(runId),
         sharedAt: (runId, step) => this.host.sharedAt(runId, step),
         stateVersion: (type) => this.runtime.definition(type)?.options.version ?? undefined,
+        encodeState: (state) => this.runtime.encodeState(state),
         newMessage: (body) => this.host.newMessage(body),
         deliver: (addresses, message) => this.host.deliver(addresses, message),
         delivered: (addresses) => this.runtime.delivered(addresses),
@@ -241,7 +242,7 @@ export class AgentClient {
     return {
       type: stored.type,
       key: stored.key,
-      state: JSON.parse(stored.state) as JsonObject,
+      state: await this.runtime.state(stored.state),
       turns: stored.turns,
       inbox: stored.inbox,
       ...(capacity === undefined ? {} : { capacity }),
@@ -291,7 +292,7 @@ export class AgentClient {
         { retryable: false },
       );
     const stored = await this.store.loadAgent(ref);
-    const state = stored ? (JSON.parse(stored.state) as JsonObject) : firstState(definition);
+    const state = stored ? await this.runtime.state(stored.state) : firstState(definition);
     return query(state, arg);
   }
 

@@ -16,7 +16,8 @@ import type { Checkpoint } from '../interpreter/checkpoint.js';
 import type { TurnTaker } from '../kernel/step-driver.js';
 import { decodeCheckpoint } from '../kernel/codec.js';
 import { LargeValues } from '../kernel/large-values.js';
-import { DEFAULT_LARGE_VALUE_BYTES } from '../kernel/claim-check.js';
+import { DEFAULT_LARGE_VALUE_BYTES, refsIn, type ValueClaim } from '../kernel/claim-check.js';
+import { corruptRunError } from '../errors/error-record.js';
 import { firstState, parseAgentRef, type AgentDefinition } from './define-agent.js';
 import type { InboxBound } from '../mailbox/step-mailbox.js';
 import type { AgentActivation, AgentStore, FirstState, TurnEnd } from './agent-store.js';
@@ -56,6 +57,8 @@ export interface AgentRuntimeOptions {
 export class AgentRuntime {
   private readonly types = new Map<string, AgentDefinition<any>>();
   private readonly checkpointOf: (run: StoredRun) => Promise<Checkpoint>;
+  /** The claim check of stored states: large members stored apart, read back through the cache. */
+  private readonly values: LargeValues;
 
   constructor(
     agents: readonly AgentDefinition<any>[],
@@ -66,6 +69,7 @@ export class AgentRuntime {
     private readonly options: AgentRuntimeOptions,
   ) {
     const values = new LargeValues(runs, options.largeValueBytes ?? DEFAULT_LARGE_VALUE_BYTES);
+    this.values = values;
     this.checkpointOf =
       options.checkpointOf ??
       (async (run) => decodeCheckpoint(await values.inflateOf(run.checkpoint, run), () => undefined, run));
@@ -206,8 +210,11 @@ export class AgentRuntime {
           return;
         }
         await this.admit(ref, current);
-        const state = this.migrated(definition, current);
-        const prepared = prepareRun(this.registry, definition.flow, state, {}, this.options);
+        const state = this.migrated(definition, current, await this.turnState(definition, current));
+        // The values the stored state references are stored (the key holds them): the run's
+        // checkpoint refers to them without bringing their texts again.
+        const storedValues = new Set(refsIn(current.state));
+        const prepared = prepareRun(this.registry, definition.flow, state, {}, { ...this.options, storedValues });
         const run = {
           ...prepared,
           id: current.runId,
@@ -281,9 +288,43 @@ export class AgentRuntime {
     if (run) await this.runEnded(run);
   }
 
+  /**
+   * The stored state `encoded` with the values it references put back (read once, then cached):
+   * what turns, queries and `engine.agent` see.
+   * @throws Error naming a value no longer stored.
+   */
+  async state(encoded: string): Promise<JsonObject> {
+    return JSON.parse(await this.values.inflate(encoded)) as JsonObject;
+  }
+
+  /**
+   * `state` as the store keeps it: its members over `largeValueBytes` set apart, as references,
+   * and the claim of those values (`undefined`: none). `text` is its JSON when the caller has it;
+   * `held` a stored form whose values are stored already (their texts are not brought again).
+   */
+  encodeState(state: JsonObject, text?: string, held?: string): { state: string; values?: ValueClaim } {
+    const json = text ?? JSON.stringify(state);
+    const check = this.values.check();
+    const encoded = check.externalizeShared(state, json);
+    if (!check.holdsAny()) return { state: json };
+    return { state: JSON.stringify(encoded), values: check.claim(new Set(held === undefined ? [] : refsIn(held)))! };
+  }
+
+  /** The committed state of a turn that starts, its values put back. @throws QueueflowError `CORRUPT_RUN`. */
+  private async turnState(definition: AgentDefinition<any>, activation: AgentActivation): Promise<JsonObject> {
+    try {
+      return await this.state(activation.state);
+    } catch (error) {
+      if (error instanceof SyntaxError) throw error;
+      throw corruptRunError(
+        { id: activation.runId, flow: definition.flow.name },
+        `the agent's state references ${(error as Error).message}`,
+      );
+    }
+  }
+
   /** The state a turn starts from: the committed one, migrated when its version is older. */
-  private migrated(definition: AgentDefinition<any>, activation: AgentActivation): JsonObject {
-    const state = JSON.parse(activation.state) as JsonObject;
+  private migrated(definition: AgentDefinition<any>, activation: AgentActivation, state: JsonObject): JsonObject {
     const version = definition.options.version ?? 1;
     if (activation.version === version || !definition.options.migrate) return state;
     try {
@@ -318,7 +359,14 @@ export class AgentRuntime {
       ...(idleTtlMs === undefined ? {} : { idleTtlMs }),
     };
     if (status === 'completed') {
-      end.state = JSON.stringify(shared ?? (await this.checkpointOf(run)).shared);
+      // The run's checkpoint holds the values it references: they are stored.
+      const { state, values } = this.encodeState(
+        shared ?? (await this.checkpointOf(run)).shared,
+        undefined,
+        run.checkpoint,
+      );
+      end.state = state;
+      if (values) end.values = values;
       end.version = definition.options.version ?? 1;
     } else {
       end.error = run.error ?? cancelledError(run.id);

@@ -1,3 +1,4 @@
+import type { ValueClaim } from '../kernel/claim-check.js';
 import type { RunError } from '../kernel/engine.js';
 import type { Message } from '../mailbox/message.js';
 import type { ReminderChange, ReminderInfo } from './reminders.js';
@@ -10,6 +11,13 @@ import type { ReminderChange, ReminderInfo } from './reminders.js';
  * Each operation is one atomic transition (a Lua script on Redis, in the same partition as the
  * key's inbox; a synchronous change of maps in memory). The rules (what a turn's end means,
  * when the next turn starts) are written once, in agent-runtime.ts.
+ *
+ * Large states (the claim check, claim-check.ts): a stored state holds references
+ * (`{"$qfValue":"<sha256>"}`) for its members over `largeValueBytes`, their texts stored apart
+ * with the runs' values (RunStore.values reads them). The transition that stores a state claims
+ * the values it references for the key (a {@link ValueClaim}) in place of those its previous state
+ * claimed; the key's claims go when the key goes (deleteAgent, its idle time), as a run's go with
+ * its record.
  */
 export interface AgentStore {
   /**
@@ -52,7 +60,8 @@ export interface AgentStore {
   deleteAgent(ref: string): Promise<{ running?: string } | false>;
   /**
    * Makes key `ref` with state `first`, idle (no turn taken), unless it exists: a fork's copy of
-   * an agent (`forkConversation`). Resolves whether it made it.
+   * an agent (`forkConversation`). Claims `first.values` for the key when it makes it. Resolves
+   * whether it made it.
    */
   seedAgent(ref: string, first: FirstState): Promise<boolean>;
   /** Moves dead letter `messageId` back to the end of the inbox; `false` when there is none. */
@@ -89,11 +98,16 @@ export interface AgentStore {
 
 /** What a key's first activation stores. */
 export interface FirstState {
-  /** The state, JSON. */
+  /** The state, JSON (with references to values stored apart, for seedAgent). */
   state: string;
   version: number;
   /** Names this life of the key (a deleted key that comes back gets another): its turns' run ids start with it. */
   incarnation: string;
+  /**
+   * seedAgent only: the values `state` references, claimed for the key. (A first activation's
+   * state is `state()` of its type, stored as it is.)
+   */
+  values?: ValueClaim;
 }
 
 /** A turn that starts: its run, the key's state as committed, the message it handles. */
@@ -115,9 +129,14 @@ export interface TurnEnd {
   status: 'completed' | 'failed' | 'cancelled';
   /** The message the turn handled (taken off the inbox only if it is still at its head). */
   messageId: string;
-  /** Completed: the new state, JSON, and its version. */
+  /** Completed: the new state, JSON (large values as references), and its version. */
   state?: string;
   version?: number;
+  /**
+   * Completed: the values `state` references, claimed for the key in place of the previous
+   * state's (absent: it references none, and the previous state's claims go).
+   */
+  values?: ValueClaim;
   /** Failed or cancelled: why. */
   error?: RunError;
   /** Epoch ms. */

@@ -1,6 +1,7 @@
 import { nanoid } from 'nanoid';
 import { QueueflowError } from '../errors/queueflow-error.js';
 import { assertJson, type Json, type JsonObject } from '../json/json.js';
+import type { ValueClaim } from '../kernel/claim-check.js';
 import type { RunInfo } from '../kernel/engine.js';
 import type { RunStore } from '../kernel/run-store.js';
 import { newRunId } from '../kernel/run-id.js';
@@ -23,6 +24,8 @@ export interface ForkHost {
   sharedAt(runId: string, step: number): Promise<JsonObject>;
   /** The version of the states of agent type `type` (its definition's), when this process has it. */
   stateVersion(type: string): number | undefined;
+  /** A state as stored: its large values set apart, and their claim (AgentRuntime.encodeState). */
+  encodeState(state: JsonObject): { state: string; values?: ValueClaim };
   newMessage(body: Json): Message;
   deliver(addresses: readonly string[], message: Message): Promise<void>;
   /** Starts the turn of an agent that got a message (AgentRuntime.delivered). */
@@ -95,8 +98,9 @@ export async function forkConversation(
     assertJson(state, `the state of '${ref}' at message '${options.atMessage}'`);
     // The version its state has now: a turn's shared is the state as migrated then.
     const agent = await host.agents.loadAgent(ref);
+    const encoded = host.encodeState(state);
     await host.agents.seedAgent(agents[ref]!, {
-      state: JSON.stringify(state),
+      ...encoded,
       version: agent?.version ?? host.stateVersion(parseAgentRef(ref)!.type) ?? 1,
       incarnation: newRunId(),
     });

@@ -101,7 +101,13 @@ export function prepareRun(
   flow: FlowDefinition | string,
   shared: object,
   options: RunOptions,
-  settings: { clock: Clock; maxCheckpointBytes: number; largeValueBytes?: number },
+  settings: {
+    clock: Clock;
+    maxCheckpointBytes: number;
+    largeValueBytes?: number;
+    /** Hashes of values stored already (an agent's state holds them): their texts are not brought. */
+    storedValues?: ReadonlySet<string>;
+  },
 ): NewRun {
   const graph = registry.graph(flow);
   const input = checkRunInput(shared, options.params);
@@ -118,7 +124,7 @@ export function prepareRun(
   const { checkpoint, target } = initialCheckpoint(graph, input.shared, input.params);
   const claim = new ClaimCheck(settings.largeValueBytes ?? DEFAULT_LARGE_VALUE_BYTES);
   const encoded = encodeCheckpoint(checkpoint, settings.maxCheckpointBytes, undefined, claim);
-  const values = claim.claim();
+  const values = claim.claim(settings.storedValues);
   return {
     id: newRunId(),
     flow: graph.flowName,

@@ -172,7 +172,7 @@ export class LocalEngine implements Engine {
         ),
       );
     });
-    const agentStore = new MemoryAgentStore(this.store, clock);
+    const agentStore = new MemoryAgentStore(this.store, clock, this.store);
     const conversations = new MemoryConversationStore();
     this.memories = new MemorySharedMemoryStore();
     this.agentRuntime = new AgentRuntime(agents, agentStore, this.store, this.scheduler, registry, {

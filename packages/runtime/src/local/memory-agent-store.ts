@@ -10,6 +10,7 @@ import {
 } from '../agent/agent-store.js';
 import { parseAgentRef } from '../agent/define-agent.js';
 import { fireReminder, reminderInfo, type ReminderChange, type StoredReminder } from '../agent/reminders.js';
+import type { ValueClaim } from '../kernel/claim-check.js';
 import type { Clock } from '../kernel/clock.js';
 import type { Message } from '../mailbox/message.js';
 
@@ -21,6 +22,17 @@ export interface InboxPort {
   send(address: string, message: Message): Promise<{ wakes: string[] }>;
   dropMailbox(address: string): void;
   onArrival(address: string, listener: () => void): () => void;
+}
+
+/**
+ * What the agent store needs of the run store's values (the claim check): a key's state keeps the
+ * values it references as a run's checkpoint does (MemoryRunStore.keepValues, dropValues).
+ */
+export interface ValuePort {
+  /** Claims `claim`'s values for `owner`; resolves the hashes it claimed. */
+  keepValues(owner: string, claim: ValueClaim | undefined): string[];
+  /** `owner` lets `hashes` go. */
+  dropValues(owner: string, hashes: Iterable<string>): void;
 }
 
 interface MemoryAgent {
@@ -38,6 +50,8 @@ interface MemoryAgent {
   lastTurnAt?: number;
   /** Deleted at this time (epoch ms) unless a turn starts first (idleTtlMs). */
   expiresAt?: number;
+  /** Hashes of the values `state` references, claimed for the key (by its address). */
+  values: string[];
 }
 
 /**
@@ -52,6 +66,8 @@ export class MemoryAgentStore implements AgentStore {
   constructor(
     private readonly inboxes: InboxPort,
     private readonly clock: Clock,
+    /** Where the values of large states are kept (the run store's). */
+    private readonly values: ValuePort,
   ) {}
 
   async activateAgent(ref: string, first: FirstState): Promise<AgentActivation | undefined> {
@@ -93,7 +109,16 @@ export class MemoryAgentStore implements AgentStore {
     const agent = this.live(ref);
     if (!agent || agent.running !== end.runId) return { result: 'stale' };
     if (end.status === 'completed') {
-      agent.state = end.state ?? agent.state;
+      if (end.state !== undefined) {
+        // The new state's claims first: a value both states reference is never let go.
+        const before = agent.values;
+        agent.values = this.values.keepValues(ref, end.values);
+        this.values.dropValues(
+          ref,
+          before.filter((hash) => !agent.values.includes(hash)),
+        );
+        agent.state = end.state;
+      }
       agent.version = end.version ?? agent.version;
       agent.turns++;
       this.inboxes.shiftMessage(ref, end.messageId);
@@ -155,6 +180,7 @@ export class MemoryAgentStore implements AgentStore {
     this.reminders.delete(ref);
     if (!agent) return false;
     this.agents.delete(ref);
+    this.values.dropValues(ref, agent.values);
     return agent.running === undefined ? {} : { running: agent.running };
   }
 
@@ -176,6 +202,7 @@ export class MemoryAgentStore implements AgentStore {
       seq: 0,
       incarnation: first.incarnation,
       failed: [],
+      values: this.values.keepValues(ref, first.values),
     };
     this.agents.set(ref, agent);
     return agent;
@@ -260,6 +287,7 @@ export class MemoryAgentStore implements AgentStore {
     const agent = this.agents.get(ref);
     if (agent?.expiresAt !== undefined && agent.expiresAt <= this.clock.now()) {
       this.agents.delete(ref);
+      this.values.dropValues(ref, agent.values);
       return undefined;
     }
     return agent;

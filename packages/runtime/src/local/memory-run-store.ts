@@ -137,8 +137,9 @@ export class MemoryRunStore implements RunStore, RunEventSource {
   /** Staged inputs of fan-outs, by `<run id>:<step>` (see stageInputs). */
   private readonly inputs = new Map<string, (string | undefined)[]>();
   /**
-   * Values stored apart (the claim check), by hash: the text and the runs that claimed it, a
-   * reference count by name; a value goes with the last of them (see RunStore.values).
+   * Values stored apart (the claim check), by hash: the text and the runs (and keyed agents, by
+   * address: keepValues) that claimed it, a reference count by name; a value goes with the last
+   * of them (see RunStore.values).
    */
   private readonly stored = new Map<string, { text: string; runs: Set<string> }>();
   /** Flow control: the budgets of nodes' `limits`. */
@@ -1012,12 +1013,37 @@ export class MemoryRunStore implements RunStore, RunEventSource {
 
   /** The run's record goes: its claims go, and each value no other run claims goes with it. */
   private release(runId: string, entry: MemoryRun): void {
-    for (const hash of entry.values ?? []) {
+    this.dropValues(runId, entry.values ?? []);
+    delete entry.values;
+  }
+
+  /**
+   * Claims the values `claim` references for `owner`, a holder other than a run (a keyed agent,
+   * by its address), storing those not stored yet. The owner keeps the list of what it claimed.
+   */
+  keepValues(owner: string, claim: ValueClaim | undefined): string[] {
+    const kept: string[] = [];
+    for (const hash of claim?.refs ?? []) {
+      let value = this.stored.get(hash);
+      if (!value) {
+        const text = claim!.texts[hash];
+        if (text === undefined) continue; // held by nothing any more: nothing to keep
+        value = { text, runs: new Set() };
+        this.stored.set(hash, value);
+      }
+      value.runs.add(owner);
+      kept.push(hash);
+    }
+    return kept;
+  }
+
+  /** `owner` (a run or {@link MemoryRunStore.keepValues}' owner) lets `hashes` go: a value no one claims goes. */
+  dropValues(owner: string, hashes: Iterable<string>): void {
+    for (const hash of hashes) {
       const value = this.stored.get(hash);
-      value?.runs.delete(runId);
+      value?.runs.delete(owner);
       if (value?.runs.size === 0) this.stored.delete(hash);
     }
-    delete entry.values;
   }
 
   /** A reopened run is no longer among the finished ones the retention drops. */

@@ -5,11 +5,12 @@
   ARGV[1] the agent's address   ARGV[2] now (epoch ms)
   ARGV[3] its first state, JSON { state, version, incarnation }, or '' (none: a key
           never activated is left due)
+  ARGV[4] the value prefix, ARGV[5] the values suffix (agent-lifecycle.lua: its claims)
 
   Returns { run id, turn, state, version, message JSON } when a turn starts, else {}.
 ]]
 local first = false
 if ARGV[3] ~= '' then first = cjson.decode(ARGV[3]) end
-local started = activate(agentKeys(), ARGV[1], ARGV[2], first)
+local started = activate(agentKeys(), ARGV[1], ARGV[2], first, { valuePrefix = ARGV[4], valuesSuffix = ARGV[5] })
 if not started then return {} end
 return started

@@ -97,29 +97,32 @@ local function holdValues(runKey, runId, o)
   end
 end
 
+-- The claim of value `key` by `owner` (a run id, or a keyed agent's address) ends at `expiresAt`
+-- (epoch ms; at or before `now`: it ended now): the value then expires with the last claim, a
+-- minute after (or at once when none is left), unless one is kept without expiry.
+local function releaseValue(key, owner, expiresAt, now)
+  local refs = key .. ':refs'
+  redis.call('ZADD', refs, string.format('%d', expiresAt), owner)
+  redis.call('ZREMRANGEBYSCORE', refs, '-inf', '(' .. now) -- claimers gone by now
+  local last = redis.call('ZRANGE', refs, -1, -1, 'WITHSCORES')
+  if #last == 0 then
+    redis.call('DEL', key, refs)
+  elseif last[2] ~= 'inf' then
+    -- Relative to `now` (the times are the callers', whose clock may differ from Redis' own).
+    local ttl = string.format('%d', tonumber(last[2]) - tonumber(now) + 60000)
+    redis.call('PEXPIRE', key, ttl)
+    redis.call('PEXPIRE', refs, ttl)
+  end
+end
+
 -- The run's record expires at `expiresAt` (epoch ms; at or before `now`: it is gone now): each
--- value it claimed then expires with the last run that claimed it, a minute after (or at once
--- when none is left), unless one is kept without expiry.
+-- value it claimed then expires with the last run that claimed it (releaseValue).
 local function releaseValues(runKey, runId, expiresAt, now, o)
   if not o.valuePrefix then return end
   local runValues = runKey .. o.valuesSuffix
   local hashes = redis.call('SMEMBERS', runValues)
   if #hashes == 0 then return end
-  for _, hash in ipairs(hashes) do
-    local key = o.valuePrefix .. hash
-    local refs = key .. ':refs'
-    redis.call('ZADD', refs, string.format('%d', expiresAt), runId)
-    redis.call('ZREMRANGEBYSCORE', refs, '-inf', '(' .. now) -- runs whose records are gone by now
-    local last = redis.call('ZRANGE', refs, -1, -1, 'WITHSCORES')
-    if #last == 0 then
-      redis.call('DEL', key, refs)
-    elseif last[2] ~= 'inf' then
-      -- Relative to `now` (the times are the callers', whose clock may differ from Redis' own).
-      local ttl = string.format('%d', tonumber(last[2]) - tonumber(now) + 60000)
-      redis.call('PEXPIRE', key, ttl)
-      redis.call('PEXPIRE', refs, ttl)
-    end
-  end
+  for _, hash in ipairs(hashes) do releaseValue(o.valuePrefix .. hash, runId, expiresAt, now) end
   if expiresAt <= tonumber(now) then redis.call('DEL', runValues)
   else redis.call('PEXPIRE', runValues, string.format('%d', expiresAt - tonumber(now))) end
 end

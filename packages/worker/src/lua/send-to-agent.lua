@@ -11,7 +11,8 @@
           due, dead letters), then its inbox's waiters set
   ARGV[1] now (epoch ms)   ARGV[2] message JSON   ARGV[3] retention (seconds): an inbox untouched
           that long expires   ARGV[4] the partition count the caller took
-  ARGV[2j+3] agent j's address   ARGV[2j+4] its first state, JSON { state, version, incarnation },
+  ARGV[5] the value prefix, ARGV[6] the values suffix (agent-lifecycle.lua: an agent's claims)
+  ARGV[2j+5] agent j's address   ARGV[2j+6] its first state, JSON { state, version, incarnation },
           or '' (the caller lacks the type: the inbox is left due for a process that has it)
 
   Returns { 1, agent 1's reply, agent 2's reply, ... }: sent, each reply { wake, run id, turn,
@@ -24,6 +25,7 @@ local count = redis.call('HGET', KEYS[1], 'partitions')
 if not count then return { -2 } end
 if count ~= ARGV[4] then return { -1, count } end
 local now, ttl = ARGV[1], tonumber(ARGV[3])
+local values = { valuePrefix = ARGV[5], valuesSuffix = ARGV[6] }
 local replies = { 1 }
 for j = 1, (#KEYS - 1) / 7 do
   local base = 7 * (j - 1) + 1
@@ -31,13 +33,13 @@ for j = 1, (#KEYS - 1) / 7 do
     a = KEYS[base + 1], i = KEYS[base + 2], x = KEYS[base + 3],
     r = KEYS[base + 4], d = KEYS[base + 5], f = KEYS[base + 6],
   }
-  local ref, first = ARGV[2 * j + 3], ARGV[2 * j + 4]
+  local ref, first = ARGV[2 * j + 5], ARGV[2 * j + 6]
   redis.call('RPUSH', k.i, ARGV[2])
   if ttl and ttl > 0 then redis.call('EXPIRE', k.i, ttl) end
   local wake = redis.call('SPOP', KEYS[base + 7]) or ''
   local started = false
   if first ~= '' then
-    started = activate(k, ref, now, cjson.decode(first))
+    started = activate(k, ref, now, cjson.decode(first), values)
   else
     redis.call('ZADD', k.d, 'NX', tonumber(now) or 0, ref)
   end
