@@ -8,7 +8,15 @@ import tseslint from 'typescript-eslint';
 
 export default defineConfig(
   {
-    ignores: ['**/dist/', '**/node_modules/', '**/.turbo/', 'coverage/', 'out/', 'tests/readme/*.generated.ts'],
+    ignores: [
+      '**/dist/',
+      '**/*.compiled.mjs',
+      '**/node_modules/',
+      '**/.turbo/',
+      'coverage/',
+      'out/',
+      'tests/readme/*.generated.ts',
+    ],
   },
   js.configs.recommended,
   tseslint.configs.recommendedTypeChecked,

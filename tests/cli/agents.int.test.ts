@@ -11,8 +11,9 @@ import { pinger } from './cli-agents.js';
 import { deletePrefix, redisUrl, testPrefix } from '../support/test-redis.js';
 import { waitFor } from '../support/wait-for.js';
 import { spawnWorker, stopWorkers, type WorkerProcess } from '../support/worker-process.js';
+import { compiledModule } from '../support/compiled-module.js';
 
-const AGENTS = fileURLToPath(new URL('./cli-agents.ts', import.meta.url));
+const AGENTS = compiledModule(fileURLToPath(new URL('./cli-agents.ts', import.meta.url)));
 
 describe('queueflow agents, agent, conversations, conversation', () => {
   const prefix = testPrefix('cli-agents');

@@ -4,11 +4,16 @@
  */
 import { fileURLToPath } from 'node:url';
 import { expect } from 'vitest';
+import { compiledModule } from '../support/compiled-module.js';
 import { startScript, type CliOutput, type CliProcess } from '../support/cli-process.js';
 import { redisUrl } from '../support/test-redis.js';
 
 const CLI = fileURLToPath(new URL('../../packages/worker/dist/cli.js', import.meta.url));
-export const FLOWS = fileURLToPath(new URL('./cli-flows.ts', import.meta.url));
+/** The CLI tests' flows module as a user writes it: loaded by the CLI through tsx. */
+export const FLOWS_SOURCE = fileURLToPath(new URL('./cli-flows.ts', import.meta.url));
+/** The same, compiled (tests/support/compiled-module.ts): what most commands load, without tsx. */
+export const FLOWS = compiledModule(FLOWS_SOURCE);
+/** A TypeScript module that exports no flow (loaded through tsx). */
 export const NO_FLOWS = fileURLToPath(new URL('./no-flows.ts', import.meta.url));
 export const MISSING_FLOWS = fileURLToPath(new URL('./no-such-flows.js', import.meta.url));
 
@@ -24,7 +29,7 @@ const EXIT_DEADLINE_MS = 60_000;
 
 /**
  * Starts `queueflow <args>` in a process of its own (no `--import tsx`: the CLI loads a `.ts`
- * flows module through tsx itself), killed after `timeoutMs`.
+ * flows module through tsx itself; FLOWS_SOURCE tests that), killed after `timeoutMs`.
  */
 export function startQueueflow(
   args: string[],

@@ -11,6 +11,7 @@ import type { RunInfo, RunResult } from '@queueflow/runtime';
 import { RedisEngine } from '@queueflow/worker';
 import {
   FLOWS,
+  FLOWS_SOURCE,
   MISSING_FLOWS,
   NO_FLOWS,
   RUN_ID,
@@ -622,11 +623,11 @@ describe.concurrent('queueflow with bad input: a clear error, a non-zero exit, n
     );
   });
 
-  it('graph of a flow the module does not have', async () => {
-    expect(await queueflow(['graph', 'nope', '--flows', FLOWS])).toEqual({
+  it('graph of a flow the TypeScript module does not have (loaded through tsx)', async () => {
+    expect(await queueflow(['graph', 'nope', '--flows', FLOWS_SOURCE])).toEqual({
       code: 1,
       stdout: '',
-      stderr: `queueflow: flows module '${FLOWS}' has no flow 'nope' (it has: cli-fail, cli-flaky, cli-greet, cli-hold, cli-metered)\n`,
+      stderr: `queueflow: flows module '${FLOWS_SOURCE}' has no flow 'nope' (it has: cli-fail, cli-flaky, cli-greet, cli-hold, cli-metered)\n`,
     });
   });
 

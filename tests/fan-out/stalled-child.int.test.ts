@@ -18,6 +18,7 @@ import { waitFor } from '../support/wait-for.js';
 import { stopWorkers, type WorkerProcess } from '../support/worker-process.js';
 import { stallCollectFlow, stallCollectItems, stallFailFast } from './fan-out-flows.js';
 import type { StallWorkerOptions } from './stall-worker.js';
+import { compiledModule } from '../support/compiled-module.js';
 
 /** What the tests read of a run's `shared`. */
 type Shared = Record<string, any>;
@@ -31,7 +32,7 @@ const STALLED = /stalled more than allowable limit/;
 
 /** Starts a stall worker process and resolves once it is ready. */
 async function spawnStallWorker(options: StallWorkerOptions): Promise<WorkerProcess> {
-  const child = spawn(process.execPath, ['--import', 'tsx', STALL_WORKER, JSON.stringify(options)], {
+  const child = spawn(process.execPath, [compiledModule(STALL_WORKER), JSON.stringify(options)], {
     stdio: ['ignore', 'pipe', 'pipe'],
     env: { ...process.env, NODE_NO_WARNINGS: '1' },
   });

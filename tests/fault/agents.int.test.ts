@@ -16,6 +16,7 @@ import { deletePrefix, redisUrl, testPrefix } from '../support/test-redis.js';
 import { waitFor } from '../support/wait-for.js';
 import { spawnWorker, stopWorkers, type WorkerProcess } from '../support/worker-process.js';
 import { tally } from './agent-flows.js';
+import { compiledModule } from '../support/compiled-module.js';
 
 const FLOWS = fileURLToPath(new URL('./agent-flows.ts', import.meta.url));
 const SENDER = fileURLToPath(new URL('./send-agent-messages.ts', import.meta.url));
@@ -47,7 +48,7 @@ function send(prefix: string, key: string, first: number, count: number): Promis
   return new Promise((resolve, reject) => {
     const child = spawn(
       process.execPath,
-      ['--import', 'tsx', SENDER, redisUrl(), prefix, key, String(first), String(count)],
+      [compiledModule(SENDER), redisUrl(), prefix, key, String(first), String(count)],
       {
         stdio: ['ignore', 'ignore', 'pipe'],
       },

@@ -10,9 +10,10 @@ import { describe, expect, it } from 'vitest';
 import { defineFlow, Node } from '@queueflow/runtime';
 import { RedisEngine, startWorker } from '@queueflow/worker';
 import { startScript } from '../support/cli-process.js';
+import { compiledModule } from '../support/compiled-module.js';
 
 const CLI = fileURLToPath(new URL('../../packages/worker/dist/cli.js', import.meta.url));
-const FLOWS = fileURLToPath(new URL('../cli/cli-flows.ts', import.meta.url));
+const FLOWS = compiledModule(fileURLToPath(new URL('../cli/cli-flows.ts', import.meta.url)));
 const NOWHERE = 'redis://127.0.0.1:1';
 const flow = defineFlow('hash-tag', () => new Node());
 

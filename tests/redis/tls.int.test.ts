@@ -13,9 +13,10 @@ import { startScript } from '../support/cli-process.js';
 import { startRedisServer, type LocalRedisServer } from '../support/redis-server.js';
 import { testPrefix } from '../support/test-redis.js';
 import { spawnWorker, stopWorkers, type WorkerProcess } from '../support/worker-process.js';
+import { compiledModule } from '../support/compiled-module.js';
 
 const CLI = fileURLToPath(new URL('../../packages/worker/dist/cli.js', import.meta.url));
-const FLOWS = fileURLToPath(new URL('../cli/cli-flows.ts', import.meta.url));
+const FLOWS = compiledModule(fileURLToPath(new URL('../cli/cli-flows.ts', import.meta.url)));
 
 /** A CA and a server certificate for 127.0.0.1 signed by it, in `dir`. */
 function makeCertificates(dir: string): { caFile: string; certFile: string; keyFile: string } {

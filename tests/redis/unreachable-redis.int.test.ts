@@ -7,6 +7,7 @@ import { execFile } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { freePort } from '../support/redis-server.js';
+import { compiledModule } from '../support/compiled-module.js';
 
 const CLIENT = fileURLToPath(new URL('./unreachable-client.ts', import.meta.url));
 
@@ -16,7 +17,7 @@ describe('Redis unreachable', () => {
     const reason = `cannot connect to Redis at ${url}: connect ECONNREFUSED ${url.slice('redis://'.length)}`;
     const { stdout } = await new Promise<{ stdout: string }>((resolve, reject) =>
       // killed (and the test failed) if a connection keeps the process alive
-      execFile(process.execPath, ['--import', 'tsx', CLIENT, url], { timeout: 60_000 }, (error, out, err) =>
+      execFile(process.execPath, [compiledModule(CLIENT), url], { timeout: 60_000 }, (error, out, err) =>
         error
           ? reject(new Error(`${error.message}\nstdout: ${out}\nstderr: ${err}`, { cause: error }))
           : resolve({ stdout: out }),

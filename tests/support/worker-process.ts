@@ -1,10 +1,11 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { compiledModule } from './compiled-module.js';
 
 const CLI = fileURLToPath(new URL('../../packages/worker/dist/cli.js', import.meta.url));
 
 export interface WorkerProcessOptions {
-  /** Path of a module exporting FlowDefinitions (TypeScript is loaded through tsx). */
+  /** Path of a module exporting FlowDefinitions (TypeScript is compiled first: compiled-module.ts). */
   flows: string;
   redisUrl: string;
   /** Node URLs of a Redis Cluster: passed as `--cluster` instead of `--redis <redisUrl>`. */
@@ -81,13 +82,11 @@ export async function spawnWorker(options: WorkerProcessOptions): Promise<Worker
  */
 export function startWorkerProcess(options: WorkerProcessOptions): WatchedWorkerProcess {
   const args = [
-    '--import',
-    'tsx',
-    ...(options.preload ? ['--import', pathToFileURL(options.preload).href] : []),
+    ...(options.preload ? ['--import', pathToFileURL(compiledModule(options.preload)).href] : []),
     CLI,
     'worker',
     '--flows',
-    options.flows,
+    compiledModule(options.flows),
     ...(options.cluster ? ['--cluster', options.cluster.join(',')] : ['--redis', options.redisUrl]),
     '--prefix',
     options.prefix,

@@ -22,7 +22,7 @@ import {
 import { deletePrefix, redisClusterUrls, redisUrl, testPrefix } from '../../../tests/support/test-redis.js';
 import { spawnWorker, stopWorkers, type WorkerProcess } from '../../../tests/support/worker-process.js';
 
-const FLOWS = fileURLToPath(new URL('../src/flows.ts', import.meta.url));
+const FLOWS = fileURLToPath(new URL('../dist/flows.js', import.meta.url));
 const MAILS = 200;
 /** Mails of the cluster case (the first of the sample): enough for threads, lists and partitions. */
 const CLUSTER_MAILS = 100;

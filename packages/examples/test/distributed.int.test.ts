@@ -24,8 +24,8 @@ import { stable } from './helpers.js';
 
 const SAMPLE = { source: 'spam-assassin', limit: 60 } as const;
 const EXAMPLES = fileURLToPath(new URL('..', import.meta.url));
-const FLOWS = path.join(EXAMPLES, 'src/flows.ts');
-const CLI = path.join(EXAMPLES, 'src/cli/pipeline.ts');
+const FLOWS = path.join(EXAMPLES, 'dist/flows.js');
+const CLI = path.join(EXAMPLES, 'dist/cli/pipeline.js');
 
 /** Records without timings, sorted by id: what must match between two runs. */
 function comparable(records: DocumentRecord[]): ReturnType<typeof stable>[] {
@@ -100,8 +100,6 @@ describe('document pipeline: embedded and on RedisEngine with 2 worker processes
     // directory, and `tmp`, where a relative --out is written, as npm's INIT_CWD.
     const out = path.join(tmp, 'documents.jsonl');
     const args = [
-      '--import',
-      'tsx',
       CLI,
       '--redis',
       url,

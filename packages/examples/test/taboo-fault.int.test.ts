@@ -24,7 +24,7 @@ import { waitFor } from '../../../tests/support/wait-for.js';
 import { spawnWorker, stopWorkers, type WorkerProcess } from '../../../tests/support/worker-process.js';
 import { EXPECTED_GAME } from './taboo-expected.js';
 
-const FLOWS = fileURLToPath(new URL('../src/taboo/taboo-flows.ts', import.meta.url));
+const FLOWS = fileURLToPath(new URL('../dist/taboo/taboo-flows.js', import.meta.url));
 
 describe('fault: SIGKILL the worker running the hinter while it holds a received guess', () => {
   const url = redisUrl();

@@ -1,7 +1,7 @@
 /**
  * The Taboo example distributed: the offline game on RedisEngine with two `queueflow worker`
- * processes loading `src/taboo/taboo-flows.ts` (the two agent types) gives the transcript of the
- * embedded game. Also the game's CLI with `--redis`.
+ * processes loading the build of `src/taboo/taboo-flows.ts` (the two agent types) gives the
+ * transcript of the embedded game. Also the game's CLI with `--redis`.
  */
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -23,8 +23,8 @@ import { spawnWorker, stopWorkers, type WorkerProcess } from '../../../tests/sup
 import { EXPECTED_GAME } from './taboo-expected.js';
 
 const EXAMPLES = fileURLToPath(new URL('..', import.meta.url));
-const FLOWS = path.join(EXAMPLES, 'src/taboo/taboo-flows.ts');
-const CLI = path.join(EXAMPLES, 'src/cli/taboo.ts');
+const FLOWS = path.join(EXAMPLES, 'dist/taboo/taboo-flows.js');
+const CLI = path.join(EXAMPLES, 'dist/cli/taboo.js');
 
 describe('Taboo on RedisEngine with the agents on two worker processes', () => {
   const url = redisUrl();
@@ -84,18 +84,7 @@ describe('Taboo on RedisEngine with the agents on two worker processes', () => {
   });
 
   it('plays from the CLI with --redis: the same game on the same workers', async () => {
-    const args = [
-      '--import',
-      'tsx',
-      CLI,
-      '--redis',
-      url,
-      '--prefix',
-      prefix,
-      '--words',
-      'volcano,lighthouse',
-      '--offline',
-    ];
+    const args = [CLI, '--redis', url, '--prefix', prefix, '--words', 'volcano,lighthouse', '--offline'];
     const child = spawn(process.execPath, args, {
       cwd: EXAMPLES,
       stdio: ['ignore', 'pipe', 'pipe'],
