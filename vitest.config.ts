@@ -4,7 +4,6 @@ import { defineConfig } from 'vitest/config';
 // tests/support/redis.ts for how a server is found or started).
 export default defineConfig({
   test: {
-    include: ['packages/*/test/**/*.test.ts', 'tests/**/*.test.ts'],
     globalSetup: ['tests/support/global-setup.ts'],
     setupFiles: ['tests/support/quiet-warnings.ts'],
     // Generous: only a failing test waits this long, and a machine busy with other work must fail
@@ -15,5 +14,25 @@ export default defineConfig({
     pool: 'forks',
     fileParallelism: true,
     maxWorkers: 2,
+    projects: [
+      {
+        extends: true,
+        test: {
+          name: 'unit',
+          include: ['packages/*/test/**/*.test.ts', 'tests/**/*.test.ts'],
+          exclude: ['**/*.int.test.ts', '**/node_modules/**'],
+          // Unit test files share their worker process (each new process re-imports the packages:
+          // ~0.6 s of CPU per file). They keep no state between files: the warning handler is
+          // set again before each test (quiet-warnings.ts).
+          isolate: false,
+        },
+      },
+      {
+        extends: true,
+        // A process per file: integration tests mock modules (vi.mock) and start engines,
+        // workers and servers that must not outlive their file.
+        test: { name: 'integration', include: ['packages/*/test/**/*.int.test.ts', 'tests/**/*.int.test.ts'] },
+      },
+    ],
   },
 });
