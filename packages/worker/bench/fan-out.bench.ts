@@ -4,7 +4,7 @@
  * in this process at the same concurrency. Printed as a ratio of throughputs.
  *
  * Both rounds count the Redis commands this process sends (ioredis `sendCommand`, Lua scripts by
- * name): per child, what one child costs. The queueflow count is the worker's, plus the handful
+ * name) and the bytes they and their replies carry: per child, what one child costs. The queueflow count is the worker's, plus the handful
  * the client sends to start the run and hear its end (a few in all, not per child).
  *
  * Usage: tsx bench/fan-out.bench.ts [--children 5000 --concurrency 50 --rounds 3]
@@ -134,9 +134,16 @@ for (const [label, counts] of [
 ] as const) {
   const cost = perUnit(counts, children * rounds);
   console.log(
-    `  Redis commands per child, ${label.padEnd(12)}: ${cost.total.toFixed(2)} in ${cost.pipelines.toFixed(2)} pipelines`,
+    `  Redis commands per child, ${label.padEnd(12)}: ${cost.total.toFixed(2)} in ${cost.pipelines.toFixed(2)} pipelines, ` +
+      `${cost.bytesOut.toFixed(0)} B out, ${cost.bytesIn.toFixed(0)} B in`,
   );
   console.log(`    ${cost.byKind}`);
   const name = label === 'queueflow' ? 'fan-out.queueflow.commands' : 'fan-out.flow-producer.commands';
   recordFigure({ name, value: cost.total, unit: 'commands/child', better: 'lower' });
+  recordFigure({
+    name: `${name.replace(/commands$/, 'bytes')}`,
+    value: cost.bytesOut + cost.bytesIn,
+    unit: 'B/child',
+    better: 'lower',
+  });
 }
