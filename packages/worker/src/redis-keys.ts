@@ -312,9 +312,9 @@ export class RedisKeys {
   }
 
   /**
-   * Hash: wait-for edges of the partition's parked turns, agent address → JSON { t: the agent
-   * asked, r: the turn's run id, w: its wake id, a: the reply address, at: when } (ParkRequest.ask), while
-   * that park lasts. Lua derives it from `mailboxPrefix()` (askCycle in run-lifecycle.lua).
+   * Hash: wait-for edges of the partition's parked turns, agent address → JSON `{ t, r, w, a, at }`
+   * (the agent asked, the turn's run id, its wake id, the reply address, when; ParkRequest.ask),
+   * while that park lasts. Lua derives it from `mailboxPrefix()` (askCycle in run-lifecycle.lua).
    */
   agentsAsking(): string {
     return `${this.prefix}:agents:asking`;
