@@ -12,7 +12,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { RedisEngine } from '@queueflow/worker';
 import { startRedisServer } from '../support/redis-server.js';
 import { deletePrefix, redisUrl, testPrefix } from '../support/test-redis.js';
@@ -89,58 +89,58 @@ describe('fault: agent messaging across processes', () => {
     expect(after.filter((at) => at - after[0]! < 350).length).toBeLessThanOrEqual(2);
   }, 120_000);
 
-  it('fails a 3-agent ask cycle at once, with its turns on 3 workers', async () => {
+  describe('3 workers at concurrency 1: a waiting turn holds one', () => {
     const prefix = testPrefix('ask-cycle-3w');
-    const engine = new RedisEngine({ connection: redisUrl(), prefix, flows: [], agents });
-    cleanups.push(async () => {
+    let engine: RedisEngine;
+    let threeWorkers: WorkerProcess[] = [];
+    beforeAll(async () => {
+      engine = new RedisEngine({ connection: redisUrl(), prefix, flows: [], agents });
+      const options = { flows: FLOWS, redisUrl: redisUrl(), prefix, concurrency: 1 };
+      threeWorkers = await Promise.all([spawnWorker(options), spawnWorker(options), spawnWorker(options)]);
+    }, 120_000);
+    afterAll(async () => {
+      await stopWorkers(threeWorkers);
       await engine.close();
       await deletePrefix(redisUrl(), prefix);
     });
-    const options = { flows: FLOWS, redisUrl: redisUrl(), prefix, concurrency: 1 };
-    workers = await Promise.all([spawnWorker(options), spawnWorker(options), spawnWorker(options)]);
-    const [a, b, c] = ['a', 'b', 'c'].map((key) => relay.ref(key)) as [string, string, string];
-    const started = Date.now();
-    const answer = await engine.ask(a, { path: [b, c, a] }, { timeoutMs: 60_000 });
-    expect(answer?.body).toMatchObject({ code: 'ASK_CYCLE' });
-    expect(Date.now() - started).toBeLessThan(60_000);
-    // The three turns each held a slot of concurrency 1 while they waited: on three workers.
-  }, 120_000);
 
-  it('fails the ask closing a 3-agent cycle of unrelated turns at once, on 3 workers', async () => {
-    const prefix = testPrefix('wait-cycle-3w');
-    const engine = new RedisEngine({ connection: redisUrl(), prefix, flows: [], agents });
-    cleanups.push(async () => {
-      await engine.close();
-      await deletePrefix(redisUrl(), prefix);
-    });
-    const options = { flows: FLOWS, redisUrl: redisUrl(), prefix, concurrency: 1 };
-    workers = await Promise.all([spawnWorker(options), spawnWorker(options), spawnWorker(options)]);
-    const [a, b, c] = ['a', 'b', 'c'].map((key) => scripted.ref(key)) as [string, string, string];
-    const started = Date.now();
-    // Through the gates g0..g3: c's turn, then b's, are in flight before an ask needs them busy;
-    // b's turn waits on c, c's on a, and a's turn asking b closes the cycle.
-    const answers = await Promise.all([
-      engine.ask(a, { ops: [{ send: 'g0' }, { receive: 'g1' }, { ask: b }] }, { timeoutMs: 60_000 }),
-      engine.ask(b, { ops: [{ receive: 'g2' }, { send: 'g3' }, { ask: c }] }, { timeoutMs: 60_000 }),
-      engine.ask(
-        c,
-        { ops: [{ receive: 'g0' }, { send: 'g2' }, { receive: 'g3' }, { send: 'g1' }, { ask: a }] },
+    it('fails a 3-agent ask cycle at once, with its turns on 3 workers', async () => {
+      const [a, b, c] = ['a', 'b', 'c'].map((key) => relay.ref(key)) as [string, string, string];
+      const started = Date.now();
+      const answer = await engine.ask(a, { path: [b, c, a] }, { timeoutMs: 60_000 });
+      expect(answer?.body).toMatchObject({ code: 'ASK_CYCLE' });
+      expect(Date.now() - started).toBeLessThan(60_000);
+      // The three turns each held a slot of concurrency 1 while they waited: on three workers.
+    }, 120_000);
+
+    it('fails the ask closing a 3-agent cycle of unrelated turns at once, on 3 workers', async () => {
+      const [a, b, c] = ['a', 'b', 'c'].map((key) => scripted.ref(key)) as [string, string, string];
+      const started = Date.now();
+      // Through the gates g0..g3: c's turn, then b's, are in flight before an ask needs them busy;
+      // b's turn waits on c, c's on a, and a's turn asking b closes the cycle.
+      const answers = await Promise.all([
+        engine.ask(a, { ops: [{ send: 'g0' }, { receive: 'g1' }, { ask: b }] }, { timeoutMs: 60_000 }),
+        engine.ask(b, { ops: [{ receive: 'g2' }, { send: 'g3' }, { ask: c }] }, { timeoutMs: 60_000 }),
+        engine.ask(
+          c,
+          { ops: [{ receive: 'g0' }, { send: 'g2' }, { receive: 'g3' }, { send: 'g1' }, { ask: a }] },
+          {
+            timeoutMs: 60_000,
+          },
+        ),
+      ]);
+      expect(answers.map((answer) => answer?.body)).toEqual([
         {
-          timeoutMs: 60_000,
+          code: 'ASK_CYCLE',
+          message: expect.stringContaining(`${b} → ${c} → ${a} → ${b}`) as unknown,
+          pid: expect.any(Number) as unknown,
         },
-      ),
-    ]);
-    expect(answers.map((answer) => answer?.body)).toEqual([
-      {
-        code: 'ASK_CYCLE',
-        message: expect.stringContaining(`${b} → ${c} → ${a} → ${b}`) as unknown,
-        pid: expect.any(Number) as unknown,
-      },
-      { reached: true, pid: expect.any(Number) as unknown },
-      { reached: true, pid: expect.any(Number) as unknown },
-    ]);
-    expect(Date.now() - started).toBeLessThan(30_000);
-  }, 120_000);
+        { reached: true, pid: expect.any(Number) as unknown },
+        { reached: true, pid: expect.any(Number) as unknown },
+      ]);
+      expect(Date.now() - started).toBeLessThan(30_000);
+    }, 120_000);
+  });
 
   it('delivers a publish once to every subscriber, one id, when the publishing turn is SIGKILLed', async () => {
     const prefix = testPrefix('publish-sigkill');
