@@ -47,31 +47,24 @@ const [a, b, c] = ['a', 'b', 'c'].map((key) => scripted.ref(key)) as [string, st
 describe.each(engines)('%s: wait cycles of unrelated turns', (name) => {
   const setup = useEngine(name);
 
-  it('rejects the ask that closes a 2-agent cycle, naming the chain; the other ask is answered', async () => {
-    const { engine } = await setup('wait-cycle-2', { flows: [], agents: [scripted] });
-    const [fromA, fromB] = await Promise.all([
-      engine.ask(a, { ops: [{ send: 'g0' }, { receive: 'g1' }, { ask: b }] }, { timeoutMs: 30_000 }),
-      engine.ask(b, { ops: [{ receive: 'g0' }, { send: 'g1' }, { ask: a }] }, { timeoutMs: 30_000 }),
-    ]);
-    expect(fromA?.body).toEqual({
-      code: 'ASK_CYCLE',
-      message: expect.stringContaining(`'${a}' asking '${b}' would close a wait cycle: ${b} → ${a} → ${b}`) as unknown,
-    });
-    expect(fromB?.body).toEqual({ reached: true });
-  });
-
-  it('counts a delegated handoff as an ask of the cycle', async () => {
-    const { engine } = await setup('wait-cycle-delegate', { flows: [], agents: [scripted] });
-    const [fromA, fromB] = await Promise.all([
-      engine.ask(a, { ops: [{ send: 'g0' }, { receive: 'g1' }, { delegate: b }] }, { timeoutMs: 30_000 }),
-      engine.ask(b, { ops: [{ receive: 'g0' }, { send: 'g1' }, { delegate: a }] }, { timeoutMs: 30_000 }),
-    ]);
-    expect(fromA?.body).toEqual({
-      code: 'ASK_CYCLE',
-      message: expect.stringContaining(`${b} → ${a} → ${b}`) as unknown,
-    });
-    expect(fromB?.body).toEqual({ reached: true });
-  });
+  // A delegated handoff parks its turn until the target replies, as an ask does: it counts alike.
+  it.each(['ask', 'delegate'] as const)(
+    'rejects the %s that closes a 2-agent cycle, naming the chain; the other is answered',
+    async (op) => {
+      const { engine } = await setup(`wait-cycle-2-${op}`, { flows: [], agents: [scripted] });
+      const [fromA, fromB] = await Promise.all([
+        engine.ask(a, { ops: [{ send: 'g0' }, { receive: 'g1' }, { [op]: b }] }, { timeoutMs: 30_000 }),
+        engine.ask(b, { ops: [{ receive: 'g0' }, { send: 'g1' }, { [op]: a }] }, { timeoutMs: 30_000 }),
+      ]);
+      expect(fromA?.body).toEqual({
+        code: 'ASK_CYCLE',
+        message: expect.stringContaining(
+          `'${a}' asking '${b}' would close a wait cycle: ${b} → ${a} → ${b}`,
+        ) as unknown,
+      });
+      expect(fromB?.body).toEqual({ reached: true });
+    },
+  );
 
   it('rejects the ask that closes a 3-agent cycle, naming the chain', async () => {
     const { engine } = await setup('wait-cycle-3', { flows: [], agents: [scripted] });
