@@ -320,6 +320,14 @@ export class RedisKeys {
     return `${this.prefix}:agents:asking`;
   }
 
+  /**
+   * String, expiring: set (NX) by the worker whose sweep answers the ask of wake `wakeId` with
+   * its wait cycle, so that no other worker answers it too (RedisRunStore.failWaitCycles).
+   */
+  cycleAnswered(wakeId: string): string {
+    return `${this.prefix}:agents:cycle-answered:${wakeId}`;
+  }
+
   /** Sorted set: the partition's agents' reminders, `'<name> <address>'` → when due (epoch ms; reminders.lua). */
   reminders(): string {
     return `${this.prefix}:reminders`;

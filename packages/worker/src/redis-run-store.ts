@@ -316,7 +316,7 @@ export class RedisRunStore implements RunStore {
       const i = cycle.indexOf(newest);
       const chain = [...cycle.slice(i + 1), ...cycle.slice(0, i + 1), cycle[(i + 1) % cycle.length]!];
       const edge = edges.get(newest)!;
-      const once = `${this.partitions.of(edge.r).prefix}:agents:cycle-answered:${edge.w}`;
+      const once = this.keysOf(edge.r).cycleAnswered(edge.w);
       if ((await this.redis.set(once, '1', 'PX', CYCLE_ANSWERED_MS, 'NX')) !== 'OK') continue;
       const message = { id: `${edge.w}.cycle`, body: null, sentAt: this.clock.now(), cycle: chain };
       wakes.push(...(await this.send(edge.a, message)).wakes);

@@ -439,7 +439,7 @@ local function asksKey(m) return string.sub(m.mailboxPrefix, 1, -9) .. 'agents:a
 
 local function stillAsking(m, edge)
   local step, parks = string.match(edge.w, '%-(%d+)%-p(%d+)$')
-  local run = redis.call('HMGET', string.sub(m.mailboxPrefix, 1, -9) .. 'run:' .. edge.r, 'status', 'step', 'parkCount')
+  local run = redis.call('HMGET', m.runPrefix .. edge.r, 'status', 'step', 'parkCount')
   if run[1] ~= 'waiting' or run[2] ~= step or run[3] ~= parks then return false end
   return not isLocal(m, edge.a) or redis.call('LLEN', mailboxKey(m, edge.a)) == 0
 end
