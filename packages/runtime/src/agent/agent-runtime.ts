@@ -121,14 +121,21 @@ export class AgentRuntime {
   reminderSet: ((due: number) => void) | undefined;
 
   /**
-   * Fires the reminders due now, a window at a time, and starts the turns of the agents they
-   * reached. Resolves when the earliest reminder left is due (epoch ms).
+   * Fires the reminders due now, a window at a time, then starts the turns of the agents they
+   * reached. Every due reminder is fired (its message in its inbox, `sentAt` now) before the first
+   * turn starts: starting a window's turns takes far longer than firing the next window, and would
+   * make the later reminders of a burst late. Resolves when the earliest reminder left is due
+   * (epoch ms).
    */
   async fireReminders(): Promise<number | undefined> {
+    const reached: string[] = [];
     for (;;) {
       const { delivered, next } = await this.store.fireReminders(this.options.clock.now(), REMINDER_WINDOW);
-      await this.delivered(delivered);
-      if (delivered.length < REMINDER_WINDOW) return next;
+      reached.push(...delivered);
+      if (delivered.length < REMINDER_WINDOW) {
+        await this.delivered(reached);
+        return next;
+      }
     }
   }
 
