@@ -17,6 +17,7 @@ export type {
   CommitFields,
   CommitResult,
   CommitReply,
+  TurnEndCommit,
   ChildReport,
   ChildEndReport,
   ChildEndedResult,

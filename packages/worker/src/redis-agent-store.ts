@@ -2,7 +2,6 @@ import {
   parseAgentRef,
   decodeMessage,
   encodeMessage,
-  MAX_DEAD_LETTERS,
   type AgentActivation,
   type AgentStore,
   type DeadLetter,
@@ -21,6 +20,7 @@ import { countChecked, groupBy, type Partitions } from './partitions.js';
 import type { RedisKeys } from './redis-keys.js';
 import type { ScriptedRedis } from './scripts.js';
 import { dropStaged, stageTexts } from './staged-values.js';
+import { activationOf, turnEndOptions, turnEndedOf } from './turn-end.js';
 
 /**
  * The agent store on Redis (agent-store.ts): an agent's keys live in the partition of its address,
@@ -106,28 +106,14 @@ export class RedisAgentStore implements AgentStore {
       ...keys.agentKeys(ref),
       ref,
       end.runId,
-      JSON.stringify({
-        status: end.status,
-        messageId: end.messageId,
-        version: end.version ?? 1,
-        now: String(end.now),
-        idleTtlMs: end.idleTtlMs ?? 0,
-        remindersKey: keys.agentReminders(ref),
-        maxDeadLetters: MAX_DEAD_LETTERS,
-        valuePrefix: keys.valuePrefix(),
-        valuesSuffix: keys.valuesSuffix(),
-        ...(values?.refs.length ? { values: values.refs } : {}),
-      }),
+      JSON.stringify(turnEndOptions(keys, ref, end)),
       end.state ?? '',
       end.error === undefined ? '' : JSON.stringify(end.error),
       ...staged,
     )) as (string | number)[];
-    if (reply.length === 0) {
-      await dropStaged(this.redis, staged);
-      return { result: 'stale' };
-    }
-    const next = activationOf(reply.slice(1) as string[]);
-    return next ? { result: 'ended', next } : { result: 'ended' };
+    const ended = turnEndedOf(reply);
+    if (ended.result === 'stale') await dropStaged(this.redis, staged);
+    return ended;
   }
 
   async loadAgent(ref: string): Promise<StoredAgent | undefined> {
@@ -339,11 +325,4 @@ export class RedisAgentStore implements AgentStore {
       connection.disconnect();
     }
   }
-}
-
-/** A started turn from a script's reply `{ run id, turn, state, version, message JSON }`. */
-function activationOf(reply: (string | number)[]): AgentActivation | undefined {
-  if (reply.length < 5) return undefined;
-  const [runId, turn, state, version, message] = reply as [string, number, string, string, string];
-  return { runId, turn: Number(turn), state, version: Number(version), message: decodeMessage(message) };
 }

@@ -69,6 +69,7 @@ import { RedisBudgets } from './redis-budgets.js';
 import { Partitions, countChecked, groupBy } from './partitions.js';
 import type { RedisKeys } from './redis-keys.js';
 import { hashOfList, positionOf, runOfHash } from './run-hash.js';
+import { turnEndOptions, turnEndedOf } from './turn-end.js';
 import { escapeGlob } from './purge-prefix.js';
 import { scanKeys } from './scan-keys.js';
 import type { ScriptedRedis } from './scripts.js';
@@ -538,9 +539,18 @@ export class RedisRunStore implements RunStore {
 
   async commit(at: StoredRun, mode: CommitMode, fields: CommitFields, report?: ChildReport): Promise<CommitReply> {
     if (report && this.partitions.count > 1) return this.commitApart(at, mode, fields, report);
+    // A turn's end commits here only when its key is in the run's partition (one script).
+    const turnEnd =
+      fields.turnEnd &&
+      !report &&
+      this.partitions.indexOfAddress(fields.turnEnd.agent) === this.partitions.indexOf(at.id)
+        ? fields.turnEnd
+        : undefined;
     const keys = report
       ? [...this.keysOf(at.id).runKeys(at.id), ...this.keysOf(report.parent.id).runKeys(report.parent.id)]
-      : this.keysOf(at.id).runKeys(at.id);
+      : turnEnd
+        ? [...this.keysOf(at.id).runKeys(at.id), ...this.keysOf(at.id).agentKeys(turnEnd.agent)]
+        : this.keysOf(at.id).runKeys(at.id);
     const records = fields.errorRecords ?? [];
     const last = records[records.length - 1];
     const outcome = report && (report.outcome ?? childOutcomeOf(mode, fields));
@@ -577,9 +587,19 @@ export class RedisRunStore implements RunStore {
         : {}),
       ...(fields.values?.refs.length ? { values: fields.values.refs } : {}), // the prefixes: in common
       ...(fields.takenBy === undefined ? {} : { takenKey: this.keysOf(at.id).taken(fields.takenBy) }),
+      ...(turnEnd
+        ? {
+            turnEnd: {
+              ...turnEndOptions(this.keysOf(at.id), turnEnd.agent, turnEnd.end),
+              agent: turnEnd.agent,
+              ...(turnEnd.end.state === undefined ? {} : { state: turnEnd.end.state }),
+              ...(turnEnd.end.error === undefined ? {} : { error: JSON.stringify(turnEnd.end.error) }),
+            },
+          }
+        : {}),
     };
     const staged = await this.stageValues(at.id, fields.values);
-    const [code, parentCode, first, count, wakes, taken, child] = (await this.redis.commitStep(
+    const [code, parentCode, first, count, wakes, taken, child, turn] = (await this.redis.commitStep(
       keys.length,
       ...keys,
       this.optionsJson(at.id, fields.now, options),
@@ -587,7 +607,16 @@ export class RedisRunStore implements RunStore {
       fields.record ?? '',
       outcome ? encodeOutcome(outcome) : '',
       ...staged,
-    )) as [number, number, number, number, string[], string | null | undefined, (string | number)[] | null | undefined];
+    )) as [
+      number,
+      number,
+      number,
+      number,
+      string[],
+      string | null | undefined,
+      (string | number)[] | null | undefined,
+      (string | number)[] | null | undefined,
+    ];
     if (code !== 1) await this.dropStaged(staged);
     let takenWake = taken ?? undefined;
     if (this.handedOff(wakes)) {
@@ -609,6 +638,7 @@ export class RedisRunStore implements RunStore {
       wakes,
       ...(parent ? { parent } : {}),
       ...(takenWake ? { taken: takenWake } : {}),
+      ...(turnEnd && Array.isArray(turn) ? { turnEnded: turnEndedOf(turn) } : {}),
     };
   }
 

@@ -5,7 +5,8 @@ import type { RedisConnection } from './connection.js';
 const SCRIPTS: Record<ScriptName, { file: string; keys?: number; budget?: true; agent?: true; bare?: true }> = {
   // Variable number of keys: the caller passes the count first.
   createRun: { file: 'create-run.lua' },
-  commitStep: { file: 'commit-step.lua' },
+  // After agent-lifecycle.lua too: a turn's end commits with its run's last step.
+  commitStep: { file: 'commit-step.lua', agent: true },
   fanOut: { file: 'fan-out.lua', keys: 9 },
   createChildren: { file: 'create-children.lua', keys: 2 },
   placeChildren: { file: 'place-children.lua', keys: 1 },

@@ -9,7 +9,7 @@ import type { Clock } from '../kernel/clock.js';
 import type { RunError } from '../kernel/engine.js';
 import { newRunId } from '../kernel/run-id.js';
 import { prepareRun } from '../kernel/run-client.js';
-import { isFinal, type RunStore, type StoredRun } from '../kernel/run-store.js';
+import { isFinal, type RunStore, type StoredRun, type TurnEndCommit } from '../kernel/run-store.js';
 import { taskOptionsOf, type Scheduler } from '../kernel/scheduler.js';
 import { addFirstSteps, startRun, type FirstSteps } from '../kernel/start-run.js';
 import type { Checkpoint } from '../interpreter/checkpoint.js';
@@ -357,29 +357,73 @@ export class AgentRuntime {
     const conversation = turn.message.conversation;
     if (conversation !== undefined) await this.options.conversations?.turnEnded(conversation, run.id);
     const status = run.status as TurnEnd['status'];
+    const end = this.endOf(
+      definition,
+      run,
+      status,
+      status === 'completed' ? (shared ?? (await this.checkpointOf(run)).shared) : undefined,
+      run.error,
+    );
+    const reply = await this.store.endTurn(turn.agent, end);
+    if (reply.next) await this.startTurn(turn.agent, reply.next, false, taker);
+  }
+
+  /**
+   * The end of turn run `run`, to commit with its last step (TurnHooks.turnEnd): only a turn of a
+   * type this process has, in no conversation (whose count of running turns changes apart), whose
+   * state references no value that may need storing; else `undefined`, and it ends after
+   * (runEnded).
+   */
+  async turnEnd(
+    run: StoredRun,
+    status: 'completed' | 'failed',
+    shared?: JsonObject,
+    error?: RunError,
+  ): Promise<TurnEndCommit | undefined> {
+    const turn = run.turn;
+    const definition = this.types.get(parseAgentRef(turn?.agent ?? '')?.type ?? '');
+    if (!turn || !definition || turn.message.conversation !== undefined) return undefined;
+    if (status === 'completed' && shared === undefined) return undefined;
+    const end = this.endOf(definition, run, status, shared, error);
+    if (end.values) return undefined;
+    return { agent: turn.agent, end };
+  }
+
+  /** The store ended turn run `run` with its last step: its next turn starts (TurnHooks.turnEndCommitted). */
+  async turnEndCommitted(
+    run: StoredRun,
+    ended: { result: 'ended' | 'stale'; next?: AgentActivation },
+    taker?: TurnTaker,
+  ): Promise<void> {
+    if (ended.next) await this.startTurn(run.turn!.agent, ended.next, false, taker);
+  }
+
+  /** How turn run `run` of an agent of `definition` ends as `status`: completed with `shared`. */
+  private endOf(
+    definition: AgentDefinition<any>,
+    run: StoredRun,
+    status: TurnEnd['status'],
+    shared: JsonObject | undefined,
+    error: RunError | undefined,
+  ): TurnEnd {
     const idleTtlMs = definition.options.idleTtlMs;
     const end: TurnEnd = {
       runId: run.id,
       status,
-      messageId: turn.message.id,
+      messageId: run.turn!.message.id,
       now: this.options.clock.now(),
       ...(idleTtlMs === undefined ? {} : { idleTtlMs }),
     };
     if (status === 'completed') {
       // The run's checkpoint holds the values it references: they are stored.
-      const { state, values } = this.encodeState(
-        shared ?? (await this.checkpointOf(run)).shared,
-        undefined,
-        run.checkpoint,
-      );
+      const { state, values } = this.encodeState(shared!, undefined, run.checkpoint);
       end.state = state;
       if (values) end.values = values;
       end.version = definition.options.version ?? 1;
     } else {
-      end.error = run.error ?? cancelledError(run.id);
+      end.error = error ?? cancelledError(run.id);
     }
-    const reply = await this.store.endTurn(turn.agent, end);
-    if (reply.next) await this.startTurn(turn.agent, reply.next, false, taker);
+    return end;
   }
 
   /** A run ended with this status and error, as the step driver committed it. */

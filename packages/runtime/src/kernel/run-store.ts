@@ -7,7 +7,7 @@ import type { FinalRunStatus, ListRunsOptions, RunError, RunStatus } from './eng
 import type { StreamEntry } from '../stream/stream-types.js';
 import type { Message, Received } from '../mailbox/message.js';
 import type { ValueClaim } from './claim-check.js';
-import type { AgentTurn } from '../agent/agent-store.js';
+import type { AgentActivation, AgentTurn, TurnEnd } from '../agent/agent-store.js';
 import type { BudgetHold, BudgetKeyInfo, BudgetReply, BudgetRequest, BudgetState } from './budget-store.js';
 
 /**
@@ -547,6 +547,21 @@ export interface CommitFields {
    * child's end starts, when its report says {@link ChildEndReport.take}.
    */
   takenBy?: string;
+  /**
+   * Modes `completed` and `failed` of an agent's turn: the turn's end (AgentStore.endTurn),
+   * committed with the run's in the same transition, so that the state, the message's consumption
+   * and the next turn's start go with the run's last step. A store ends the turn here only when it
+   * can (on Redis: the key in the run's partition) and then answers {@link CommitReply.turnEnded};
+   * otherwise it ignores this, and the caller ends the turn after the commit.
+   */
+  turnEnd?: TurnEndCommit;
+}
+
+/** An agent's turn end committed with its run's last step (see {@link CommitFields.turnEnd}). */
+export interface TurnEndCommit {
+  /** The agent's address. */
+  agent: string;
+  end: TurnEnd;
 }
 
 /** What a commit did. */
@@ -560,6 +575,11 @@ export interface CommitReply {
   wakes: string[];
   /** The wake id the worker named by `takenBy` took (see {@link CommitFields.takenBy}). */
   taken?: string;
+  /**
+   * The turn's end, when the store committed it with the run's (see {@link CommitFields.turnEnd}):
+   * as AgentStore.endTurn answers.
+   */
+  turnEnded?: { result: 'ended' | 'stale'; next?: AgentActivation };
 }
 
 /** How a fan-out child's end is reported to its parent by the commit that ends it. */
@@ -664,6 +684,11 @@ export interface ParkReply {
   wakes: string[];
   /** The wake id the worker named by `takenBy` took (see {@link CommitFields.takenBy}). */
   taken?: string;
+  /**
+   * The turn's end, when the store committed it with the run's (see {@link CommitFields.turnEnd}):
+   * as AgentStore.endTurn answers.
+   */
+  turnEnded?: { result: 'ended' | 'stale'; next?: AgentActivation };
 }
 
 /** What one try of a step appends to its run's stream. Times are epoch ms. */

@@ -3,6 +3,7 @@ import type { ReminderChange } from '../agent/reminders.js';
 import type { SharedMemoryStore } from '../agent/shared-memory.js';
 import type { ConversationStore } from '../agent/conversation-store.js';
 import { corruptRunError, recordOfFailedTask, runErrorOf, toErrorRecord } from '../errors/error-record.js';
+import type { RunError } from './engine.js';
 import { QueueflowError } from '../errors/queueflow-error.js';
 import { warn } from '../core/warnings.js';
 import type { Checkpoint } from '../interpreter/checkpoint.js';
@@ -27,6 +28,7 @@ import {
   isFinal,
   newRunRecord,
   type CommitFields,
+  type CommitReply,
   type CommitMode,
   type CommitResult,
   type LoadedRun,
@@ -35,6 +37,7 @@ import {
   type Runnable,
   type StalledTask,
   type StoredRun,
+  type TurnEndCommit,
 } from './run-store.js';
 import type { BudgetHold } from './budget-store.js';
 import {
@@ -125,6 +128,22 @@ export interface TurnHooks {
    * driver has it, else it is read from the run.
    */
   runEnded(run: StoredRun, shared?: JsonObject, taker?: TurnTaker): Promise<void>;
+  /**
+   * The end of turn run `run`, whose last step is about to commit as `status` (final `shared` when
+   * completed), for the store to commit with the step ({@link CommitFields.turnEnd});
+   * `undefined` when the turn must end after the commit ({@link TurnHooks.runEnded}).
+   */
+  turnEnd(
+    run: StoredRun,
+    status: 'completed' | 'failed',
+    shared?: JsonObject,
+    error?: RunError,
+  ): Promise<TurnEndCommit | undefined>;
+  /**
+   * The store ended turn run `run` with its last step ({@link CommitReply.turnEnded}): the next
+   * turn it started begins, run by `taker` when it claims it.
+   */
+  turnEndCommitted(run: StoredRun, ended: NonNullable<CommitReply['turnEnded']>, taker?: TurnTaker): Promise<void>;
   /**
    * Messages reached these addresses in a transition this driver made (a commit or a park); a
    * `taker` runs one turn they start, in the slot the transition freed.
@@ -1104,13 +1123,24 @@ export class StepDriver {
       ? { runs: (target) => queueOf(target) === chain.queue, take: (child) => chain.children.push(child) }
       : undefined;
     const report = run.parent ? await this.fanOut.childReport(run, mode, fields, taker) : undefined;
-    const reply = await this.store.commit(run, mode, takes ? { ...fields, takenBy: this.workerId! } : fields, report);
+    // A turn's end commits with its run's last step when the store can (one transition).
+    const turnEnd =
+      run.turn && (mode === 'completed' || mode === 'failed')
+        ? await this.options.agents?.turnEnd(run, mode, shared, fields.runError)
+        : undefined;
+    const reply = await this.store.commit(
+      run,
+      mode,
+      { ...fields, ...(takes ? { takenBy: this.workerId! } : {}), ...(turnEnd ? { turnEnd } : {}) },
+      report,
+    );
     if (takes && reply.taken !== undefined) chain.taken.push(reply.taken);
     if (reply.result === 'committed' && (mode === 'completed' || mode === 'failed')) {
       recordRunEnd({ ...run, trace: await this.traceOf(run) }, mode, fields.now, fields.runError);
     }
     await this.scheduler.promote(reply.wakes);
-    if (reply.result === 'committed') await this.toAgents(run, mode, fields, shared, takes ? chain : undefined);
+    if (reply.result === 'committed')
+      await this.toAgents(run, mode, fields, shared, takes ? chain : undefined, reply.turnEnded);
     if (reply.result === 'stale') {
       const current = await this.store.load(run.id);
       if (current) await this.ensureProgress(current);
@@ -1120,13 +1150,17 @@ export class StepDriver {
     return reply.result;
   }
 
-  /** Tells keyed agents what a committed transition did: a turn that ended, messages to agents. */
+  /**
+   * Tells keyed agents what a committed transition did: a turn that ended (`turnEnded`: with the
+   * commit), messages to agents.
+   */
   private async toAgents(
     run: StoredRun,
     mode: CommitMode,
     fields: CommitFields,
     shared?: JsonObject,
     chain?: StepChain,
+    turnEnded?: CommitReply['turnEnded'],
   ): Promise<void> {
     const agents = this.options.agents;
     if (!agents) return;
@@ -1135,7 +1169,8 @@ export class StepDriver {
     // next sibling does): no task, no scheduler round. The key's own next turn first, else one
     // that the run's sends started. A run that goes on keeps the slot: its sends' turns get tasks.
     const taker = chain && ended ? this.turnTaker(chain) : undefined;
-    if (run.turn && ended)
+    if (run.turn && ended && turnEnded) await agents.turnEndCommitted(run, turnEnded, taker);
+    else if (run.turn && ended)
       await agents.runEnded(
         { ...run, status: mode, ...(fields.runError ? { error: fields.runError } : {}) },
         shared,

@@ -69,7 +69,52 @@ local function activate(k, ref, now, first, o)
   return { runId, seq, fields[2], fields[3], head }
 end
 
--- The agent keys of KEYS[1..6] in the order every agent script takes them.
-local function agentKeys()
-  return { a = KEYS[1], i = KEYS[2], x = KEYS[3], r = KEYS[4], d = KEYS[5], f = KEYS[6] }
+-- The agent keys of KEYS[first..first + 5] in the order every agent script takes them (from
+-- KEYS[1] unless said).
+local function agentKeys(first)
+  local f = first or 1
+  return { a = KEYS[f], i = KEYS[f + 1], x = KEYS[f + 2], r = KEYS[f + 3], d = KEYS[f + 4], f = KEYS[f + 5] }
+end
+
+-- Ends turn run `runId` of agent `ref`, only if it is the turn in flight (AgentStore.endTurn;
+-- end-turn.lua, or commit-step.lua with the run's last step): a completed turn commits its state
+-- and takes its message off the inbox; a failed or cancelled one moves its message to the dead
+-- letters and leaves the state. Then starts the next turn when a message waits (same
+-- transition), or lets an idle key expire after its idle time.
+-- o: status (completed | failed | cancelled), messageId, version, now (epoch ms, a string),
+--    idleTtlMs, maxDeadLetters, remindersKey (the agent's reminders hash), valuePrefix,
+--    valuesSuffix, values (completed: hashes of the values the new state references, claimed for
+--    the key in place of the previous state's; absent: none)
+-- state: completed: the new state JSON   errorText: failed or cancelled: the error JSON
+-- staged: the texts of `values` that may not be stored yet (stagedValues)
+-- Returns {} stale (not the turn in flight); { 1 } ended; { 1, run id, turn, state, version,
+-- message } ended, and the next turn started.
+local function endTurn(k, ref, runId, o, state, errorText, staged)
+  if redis.call('HGET', k.a, 'r') ~= runId then return {} end
+  local head = redis.call('LINDEX', k.i, 0)
+  local isHead = head and cjson.decode(head).id == o.messageId
+  if o.status == 'completed' then
+    redis.call('HSET', k.a, 'st', state, 'v', o.version)
+    replaceAgentValues(k, ref, o.values, staged, o.now, o)
+    redis.call('HINCRBY', k.a, 't', 1)
+    if isHead then redis.call('LPOP', k.i) end
+  elseif isHead then
+    redis.call('LPOP', k.i)
+    -- The texts are joined, not re-encoded: cjson would round numbers of the message to 14 digits.
+    redis.call('RPUSH', k.f, '{"message":' .. head .. ',"error":' .. errorText .. ',"runId":"' .. runId .. '","at":' .. o.now .. '}')
+    redis.call('LTRIM', k.f, -tonumber(o.maxDeadLetters), -1)
+  end
+  redis.call('HSET', k.a, 'l', o.now)
+  redis.call('HDEL', k.a, 'r')
+  redis.call('ZREM', k.r, ref)
+  local next = activate(k, ref, o.now, false, o)
+  if next then return { 1, next[1], next[2], next[3], next[4], next[5] } end
+  local ttl = tonumber(o.idleTtlMs)
+  -- A key with reminders pending is not idle: it expires after a turn that leaves none.
+  if ttl and ttl > 0 and redis.call('EXISTS', o.remindersKey) == 0 then
+    redis.call('PEXPIRE', k.a, ttl)
+    releaseValues(k.a, ref, tonumber(o.now) + ttl, o.now, o)
+    if redis.call('EXISTS', k.f) == 1 then redis.call('PEXPIRE', k.f, ttl) end
+  end
+  return { 1 }
 end

@@ -43,6 +43,10 @@
     takenKey      (a worker that takes a run it wakes) its set of taken wakes: see takeWake; and,
                   with parent.take, of the child this child's end starts: see takeChild
     runPrefix     key prefix of run hashes (a taken child's record)
+    turnEnd       (an agent's turn whose run ends here, its key in this partition) the turn's
+                  end, committed with the run's: endTurn's `o` (agent-lifecycle.lua) plus agent
+                  (the address), state (completed: the new state JSON) and error (failed: the
+                  error JSON); KEYS[9..14] are then the agent's keys
   ARGV[2] the new checkpoint ('' keeps the stored one)
   ARGV[3] the step's history record JSON (modes next and completed; '' none)
   ARGV[4] (fan-out children) the outcome JSON recorded on the parent, if the run ends here
@@ -53,7 +57,7 @@
   Messages the step reserved are consumed by modes next and completed, kept for a retry, and
   given back to their mailboxes when the run fails or is cancelled here.
 
-  Returns { code, parentCode, first, count, wakes, taken, child }:
+  Returns { code, parentCode, first, count, wakes, taken, child, turn }:
     code  1 committed
           0 stale: the run has ended (a cancel ends it at once) or moved past this step;
             nothing written
@@ -64,6 +68,7 @@
     taken: the wake id the worker took (takeWake), not among `wakes`; absent when none
     child: the fields of the child `first` this end started and the worker took (takeChild), as
           a flat list; absent when none
+    turn: with turnEnd, when the run ended: endTurn's answer (the next turn it started, if any)
   Emits: PUBLISH <channel> {type:'ended', runId, status} when the run (or its parent) ends.
   Logs (the run's event log, logEvent): woken (a step that parked), released (a throttled step
   that commits), retried (mode retry), throttled (mode throttled, unless throttled already).
@@ -110,6 +115,13 @@ local function takeChild(parent)
     redis.call('HGET', fanOut[4], parent[2]))
   if fields then redis.call('SADD', o.takenKey, p.id .. '.' .. c.parentStep .. '.' .. parent[2] .. '-0') end
   return fields
+end
+
+-- An agent's turn ends with its run (o.turnEnd): endTurn's answer, or false.
+local function endTheTurn()
+  local t = o.turnEnd
+  if type(t) ~= 'table' then return false end
+  return endTurn(agentKeys(9), t.agent, runId, t, t.state or '', t.error or '', {})
 end
 
 local expectedStep, expectedParks = string.match(o.at, '^(%d+):(%d+)$')
@@ -168,7 +180,7 @@ if mode == 'failed' then
   finish(runKeys, runId, 'failed', now, o)
   local parent = toParent('failed', ARGV[4])
   local taken = takeWake(o, wakes)
-  return { 1, parent[1], parent[2], parent[3], wakes, taken, takeChild(parent) }
+  return { 1, parent[1], parent[2], parent[3], wakes, taken, takeChild(parent), endTheTurn() }
 end
 
 -- The step commits: what it received is consumed, what it sent leaves.
@@ -191,7 +203,7 @@ if mode == 'completed' then
   finish(runKeys, runId, 'completed', now, o)
   local parent = toParent('completed', ARGV[4])
   local taken = takeWake(o, wakes)
-  return { 1, parent[1], parent[2], parent[3], wakes, taken, takeChild(parent) }
+  return { 1, parent[1], parent[2], parent[3], wakes, taken, takeChild(parent), endTheTurn() }
 end
 
 redis.call('HSET', runKey, 'status', 'running')
