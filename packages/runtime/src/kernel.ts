@@ -189,6 +189,7 @@ export {
   type FirstState,
   type StoredAgent,
   type TurnEnd,
+  type NextTurnRun,
 } from './agent/agent-store.js';
 export { AgentRuntime, type AgentRuntimeOptions } from './agent/agent-runtime.js';
 export { AGENT_SEND_WINDOW, AgentClient, type AgentClientHost } from './agent/agent-client.js';

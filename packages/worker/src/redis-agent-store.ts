@@ -106,7 +106,7 @@ export class RedisAgentStore implements AgentStore {
       ...keys.agentKeys(ref),
       ref,
       end.runId,
-      JSON.stringify(turnEndOptions(keys, ref, end)),
+      JSON.stringify(turnEndOptions(this.partitions, ref, end)),
       end.state ?? '',
       end.error === undefined ? '' : JSON.stringify(end.error),
       ...staged,

@@ -68,7 +68,7 @@ import type { Message, Received } from '@queueflow/runtime';
 import { RedisBudgets } from './redis-budgets.js';
 import { Partitions, countChecked, groupBy } from './partitions.js';
 import type { RedisKeys } from './redis-keys.js';
-import { hashOfList, positionOf, runOfHash } from './run-hash.js';
+import { hashOfList, newRunFields, positionOf, runOfHash } from './run-hash.js';
 import { turnEndOptions, turnEndedOf } from './turn-end.js';
 import { escapeGlob } from './purge-prefix.js';
 import { scanKeys } from './scan-keys.js';
@@ -406,34 +406,8 @@ export class RedisRunStore implements RunStore {
       // placeRun put the run in the partition of its idempotency key: one script checks both.
       keys.push(at.idempotency(run.idempotencyKey));
     }
-    const fields: (string | number)[] = [
-      'flow',
-      run.flow,
-      'fingerprint',
-      run.fingerprint,
-      'status',
-      run.takenBy === undefined ? 'queued' : 'running',
-      'step',
-      0,
-      'attempt',
-      0,
-      'checkpoint',
-      run.checkpoint,
-      'target',
-      encodeTarget(run.target),
-      'createdAt',
-      run.now,
-      'updatedAt',
-      run.now,
-    ];
-    if (run.forkedFrom) fields.push('forkedFrom', JSON.stringify(run.forkedFrom));
-    if (run.trace !== undefined) fields.push('trace', run.trace);
-    if (run.priority !== undefined) fields.push('priority', run.priority);
-    if (run.turn !== undefined) fields.push('turn', JSON.stringify(run.turn));
-    if (run.takenBy !== undefined) {
-      fields.push('startedAt', run.now);
-      keys.push(at.taken(run.takenBy));
-    }
+    const fields = newRunFields(run);
+    if (run.takenBy !== undefined) keys.push(at.taken(run.takenBy));
     const options = {
       ...(run.takenBy === undefined ? {} : { taken: firstStepTaskId(run.id), takenKey: keys.length }),
       id: run.id,
@@ -590,7 +564,7 @@ export class RedisRunStore implements RunStore {
       ...(turnEnd
         ? {
             turnEnd: {
-              ...turnEndOptions(this.keysOf(at.id), turnEnd.agent, turnEnd.end),
+              ...turnEndOptions(this.partitions, turnEnd.agent, turnEnd.end),
               agent: turnEnd.agent,
               ...(turnEnd.end.state === undefined ? {} : { state: turnEnd.end.state }),
               ...(turnEnd.end.error === undefined ? {} : { error: JSON.stringify(turnEnd.end.error) }),

@@ -1,6 +1,8 @@
 import type { RunStatus } from '@queueflow/runtime';
 import {
   type AgentTurn,
+  type NewRun,
+  encodeTarget,
   decodeJson,
   decodeReplay,
   decodeRunError,
@@ -47,6 +49,39 @@ export function runOfHash(id: string, hash: Record<string, string | undefined>):
       : {}),
     ...streamWriterOf(hash.streamTry),
   };
+}
+
+/**
+ * The hash fields of a new run (`HSET` pairs, flat): `queued`, or `running` when its maker takes
+ * its first step (NewRun.takenBy). Read back by {@link runOfHash}.
+ */
+export function newRunFields(run: Omit<NewRun, 'id'>): (string | number)[] {
+  const fields: (string | number)[] = [
+    'flow',
+    run.flow,
+    'fingerprint',
+    run.fingerprint,
+    'status',
+    run.takenBy === undefined ? 'queued' : 'running',
+    'step',
+    0,
+    'attempt',
+    0,
+    'checkpoint',
+    run.checkpoint,
+    'target',
+    encodeTarget(run.target),
+    'createdAt',
+    run.now,
+    'updatedAt',
+    run.now,
+  ];
+  if (run.forkedFrom) fields.push('forkedFrom', JSON.stringify(run.forkedFrom));
+  if (run.trace !== undefined) fields.push('trace', run.trace);
+  if (run.priority !== undefined) fields.push('priority', run.priority);
+  if (run.turn !== undefined) fields.push('turn', JSON.stringify(run.turn));
+  if (run.takenBy !== undefined) fields.push('startedAt', run.now);
+  return fields;
 }
 
 /**

@@ -1,13 +1,34 @@
-import { decodeMessage, MAX_DEAD_LETTERS, type AgentActivation, type TurnEnd } from '@queueflow/runtime/kernel';
-import type { RedisKeys } from './redis-keys.js';
+import { decodeMessage, MAX_DEAD_LETTERS, taskId, type AgentActivation, type TurnEnd } from '@queueflow/runtime/kernel';
+import type { Partitions } from './partitions.js';
+import { newRunFields } from './run-hash.js';
 
 /**
  * The options of ending a turn of agent `ref` (endTurn's `o` in lua/agent-lifecycle.lua), whose
  * keys are `keys`: by end-turn.lua on its own, or by commit-step.lua with the run's last step.
+ * The next turn's run (TurnEnd.nextRun) is made by the script only when it lives in the key's
+ * partition (one script touches one).
  */
-export function turnEndOptions(keys: RedisKeys, ref: string, end: TurnEnd): Record<string, unknown> {
+export function turnEndOptions(partitions: Partitions, ref: string, end: TurnEnd): Record<string, unknown> {
+  const keys = partitions.ofAddress(ref);
   const values = end.status === 'completed' ? end.values : undefined;
+  const next = end.nextRun;
+  const makes = next !== undefined && partitions.indexOf(next.id) === partitions.indexOfAddress(ref);
   return {
+    ...(makes
+      ? {
+          nextRun: {
+            id: next.id,
+            key: keys.run(next.id),
+            runs: keys.runs(),
+            sequence: keys.runsSequence(),
+            changes: partitions.home.changes(),
+            fields: newRunFields(next).map(String),
+            ...(next.takenBy === undefined
+              ? {}
+              : { takenKey: keys.taken(next.takenBy), taken: taskId({ type: 'step', runId: next.id, step: 0 }) }),
+          },
+        }
+      : {}),
     status: end.status,
     messageId: end.messageId,
     version: end.version ?? 1,
@@ -31,9 +52,13 @@ export function turnEndedOf(reply: (string | number)[]): { result: 'ended' | 'st
   return next ? { result: 'ended', next } : { result: 'ended' };
 }
 
-/** A started turn from a script's reply `{ run id, turn, state, version, message JSON }`. */
+/**
+ * A started turn from a script's reply `{ run id, turn, state, version, message JSON, made? }`
+ * (made: 1 when the script made its run, TurnEnd.nextRun).
+ */
 export function activationOf(reply: (string | number)[]): AgentActivation | undefined {
   if (reply.length < 5) return undefined;
-  const [runId, turn, state, version, message] = reply as [string, number, string, string, string];
-  return { runId, turn: Number(turn), state, version: Number(version), message: decodeMessage(message) };
+  const [runId, turn, state, version, message, made] = reply as [string, number, string, string, string, number?];
+  const activation = { runId, turn: Number(turn), state, version: Number(version), message: decodeMessage(message) };
+  return made === 1 ? { ...activation, made: true } : activation;
 }

@@ -9,7 +9,7 @@ import type { Clock } from '../kernel/clock.js';
 import type { RunError } from '../kernel/engine.js';
 import { newRunId } from '../kernel/run-id.js';
 import { prepareRun } from '../kernel/run-client.js';
-import { isFinal, type RunStore, type StoredRun, type TurnEndCommit } from '../kernel/run-store.js';
+import { isFinal, type NewRun, type RunStore, type StoredRun, type TurnEndCommit } from '../kernel/run-store.js';
 import { taskOptionsOf, type Scheduler } from '../kernel/scheduler.js';
 import { addFirstSteps, startRun, type FirstSteps } from '../kernel/start-run.js';
 import type { Checkpoint } from '../interpreter/checkpoint.js';
@@ -20,7 +20,14 @@ import { DEFAULT_LARGE_VALUE_BYTES, refsIn, type ValueClaim } from '../kernel/cl
 import { corruptRunError } from '../errors/error-record.js';
 import { firstState, parseAgentRef, type AgentDefinition } from './define-agent.js';
 import type { InboxBound } from '../mailbox/step-mailbox.js';
-import type { AgentActivation, AgentStore, FirstState, TurnEnd } from './agent-store.js';
+import {
+  turnRunId,
+  type AgentActivation,
+  type AgentStore,
+  type FirstState,
+  type NextTurnRun,
+  type TurnEnd,
+} from './agent-store.js';
 
 /** Reminders one firing script takes (a second of 10,000 due at once takes several). */
 const REMINDER_WINDOW = 200;
@@ -203,13 +210,28 @@ export class AgentRuntime {
     recovering = false,
     taker?: TurnTaker,
     firstSteps?: FirstSteps,
+    nextRun?: NextTurnRun,
   ): Promise<void> {
     let next: AgentActivation | undefined = activation;
     while (next) {
       const current: AgentActivation = next;
       next = undefined;
       const definition = this.types.get(parseAgentRef(ref)!.type)!;
+      const turn = { agent: ref, turn: current.turn, message: current.message };
+      // The run the turn's end prepared from the state it committed (TurnEnd.nextRun): this turn's.
+      const prepared = nextRun?.id === current.runId ? nextRun : undefined;
+      // A chain claimed for a run not made here is free for another turn.
+      if (nextRun?.takenBy !== undefined && !prepared) taker?.unclaim();
+      nextRun = undefined;
       try {
+        if (prepared && current.made) {
+          // Made by the end's transition: taken by the caller's chain, or its first step due.
+          if (prepared.takenBy !== undefined) taker!.take({ ...prepared, turn });
+          else if (firstSteps)
+            firstSteps.push({ runId: prepared.id, target: prepared.target, options: taskOptionsOf(prepared) });
+          else await this.scheduler.addStep(prepared.id, 0, prepared.target, taskOptionsOf(prepared));
+          continue;
+        }
         if (recovering && (await this.runs.position(current.runId))) {
           const run = await this.runs.load(current.runId);
           if (run && !isFinal(run.status) && run.step === 0)
@@ -217,17 +239,9 @@ export class AgentRuntime {
           return;
         }
         await this.admit(ref, current);
-        const state = this.migrated(definition, current, await this.turnState(definition, current));
-        // The values the stored state references are stored (the key holds them): the run's
-        // checkpoint refers to them without bringing their texts again.
-        const storedValues = new Set(refsIn(current.state));
-        const prepared = prepareRun(this.registry, definition.flow, state, {}, { ...this.options, storedValues });
-        const run = {
-          ...prepared,
-          id: current.runId,
-          turn: { agent: ref, turn: current.turn, message: current.message },
-        };
-        if (taker?.claim(run.target)) {
+        const run = { ...(prepared ?? (await this.prepareTurn(definition, current))), id: current.runId, turn };
+        // The end claimed the caller's chain for the run it prepared (TurnEnd.nextRun).
+        if (taker && (prepared?.takenBy !== undefined || taker.claim(run.target))) {
           // Made here, taken by the caller's chain in the same transition: should its worker die
           // before it runs the turn, a survivor starts it (the worker's taken tasks).
           const turn = { ...run, now: this.options.clock.now(), takenBy: taker.worker };
@@ -253,6 +267,15 @@ export class AgentRuntime {
         next = reply.next;
       }
     }
+  }
+
+  /** The run of turn `activation`: from its committed state, migrated when its version is older. */
+  private async prepareTurn(definition: AgentDefinition<any>, activation: AgentActivation): Promise<NewRun> {
+    const state = this.migrated(definition, activation, await this.turnState(definition, activation));
+    // The values the stored state references are stored (the key holds them): the run's
+    // checkpoint refers to them without bringing their texts again.
+    const storedValues = new Set(refsIn(activation.state));
+    return prepareRun(this.registry, definition.flow, state, {}, { ...this.options, storedValues });
   }
 
   /**
@@ -357,15 +380,12 @@ export class AgentRuntime {
     const conversation = turn.message.conversation;
     if (conversation !== undefined) await this.options.conversations?.turnEnded(conversation, run.id);
     const status = run.status as TurnEnd['status'];
-    const end = this.endOf(
-      definition,
-      run,
-      status,
-      status === 'completed' ? (shared ?? (await this.checkpointOf(run)).shared) : undefined,
-      run.error,
-    );
+    if (status === 'completed') shared ??= (await this.checkpointOf(run)).shared;
+    const end = this.endOf(definition, run, status, shared, run.error);
+    const nextRun = this.nextRunOf(definition, run, end, shared, taker);
+    if (nextRun) end.nextRun = nextRun;
     const reply = await this.store.endTurn(turn.agent, end);
-    if (reply.next) await this.startTurn(turn.agent, reply.next, false, taker);
+    await this.endCommitted(turn.agent, end, reply, taker);
   }
 
   /**
@@ -379,6 +399,7 @@ export class AgentRuntime {
     status: 'completed' | 'failed',
     shared?: JsonObject,
     error?: RunError,
+    taker?: TurnTaker,
   ): Promise<TurnEndCommit | undefined> {
     const turn = run.turn;
     const definition = this.types.get(parseAgentRef(turn?.agent ?? '')?.type ?? '');
@@ -386,16 +407,64 @@ export class AgentRuntime {
     if (status === 'completed' && shared === undefined) return undefined;
     const end = this.endOf(definition, run, status, shared, error);
     if (end.values) return undefined;
+    const nextRun = this.nextRunOf(definition, run, end, shared, taker);
+    if (nextRun) end.nextRun = nextRun;
     return { agent: turn.agent, end };
   }
 
-  /** The store ended turn run `run` with its last step: its next turn starts (TurnHooks.turnEndCommitted). */
+  /** The store ended a turn with its run's last step (TurnHooks.turnEndCommitted). */
   async turnEndCommitted(
-    run: StoredRun,
+    { agent, end }: TurnEndCommit,
     ended: { result: 'ended' | 'stale'; next?: AgentActivation },
     taker?: TurnTaker,
   ): Promise<void> {
-    if (ended.next) await this.startTurn(run.turn!.agent, ended.next, false, taker);
+    await this.endCommitted(agent, end, ended, taker);
+  }
+
+  /** Turn `end` of agent `ref` committed: the next turn it started (if any) starts. */
+  private async endCommitted(
+    ref: string,
+    end: TurnEnd,
+    ended: { result: 'ended' | 'stale'; next?: AgentActivation },
+    taker?: TurnTaker,
+  ): Promise<void> {
+    if (ended.next) await this.startTurn(ref, ended.next, false, taker, undefined, end.nextRun);
+    else if (end.nextRun?.takenBy !== undefined) taker?.unclaim(); // no turn to take after all
+  }
+
+  /**
+   * The run of the key's next turn, prepared from the state turn run `run` commits (`shared`,
+   * stored as `end.state`), for the end's transition to make should a message wait
+   * (TurnEnd.nextRun); taken by `taker` when it claims it. None for a state with values stored
+   * apart (its run's claims are made with the run).
+   */
+  private nextRunOf(
+    definition: AgentDefinition<any>,
+    run: StoredRun,
+    end: TurnEnd,
+    shared: JsonObject | undefined,
+    taker: TurnTaker | undefined,
+  ): NextTurnRun | undefined {
+    if (end.status !== 'completed' || end.values || shared === undefined) return undefined;
+    const number = run.turn!.turn;
+    const incarnation = run.id.slice(0, run.id.length - `t${number}`.length);
+    let prepared: NewRun;
+    try {
+      prepared = prepareRun(this.registry, definition.flow, shared, {}, this.options);
+    } catch {
+      return undefined; // the next turn's start fails it, with the reason (startTurn)
+    }
+    if (prepared.values) return undefined;
+    return {
+      id: turnRunId(incarnation, number + 1),
+      flow: prepared.flow,
+      fingerprint: prepared.fingerprint,
+      checkpoint: prepared.checkpoint,
+      target: prepared.target,
+      now: end.now,
+      ...(prepared.priority === undefined ? {} : { priority: prepared.priority }),
+      ...(taker?.claim(prepared.target) ? { takenBy: taker.worker } : {}),
+    };
   }
 
   /** How turn run `run` of an agent of `definition` ends as `status`: completed with `shared`. */

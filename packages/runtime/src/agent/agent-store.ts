@@ -1,6 +1,7 @@
 import type { ValueClaim } from '../kernel/claim-check.js';
 import type { RunError } from '../kernel/engine.js';
 import type { Message } from '../mailbox/message.js';
+import type { StepTarget } from '../interpreter/step-types.js';
 import type { ReminderChange, ReminderInfo } from './reminders.js';
 
 /**
@@ -121,6 +122,8 @@ export interface AgentActivation {
   /** The version of that state. */
   version: number;
   message: Message;
+  /** Its run was made in the same transition, from {@link TurnEnd.nextRun}. */
+  made?: true;
 }
 
 /** How a turn ended, for {@link AgentStore.endTurn}. */
@@ -143,6 +146,32 @@ export interface TurnEnd {
   now: number;
   /** Keep the key this long after the turn when its inbox is then empty (ms); absent: for ever. */
   idleTtlMs?: number;
+  /**
+   * Completed: the run of the key's next turn, made by the same transition should the next turn
+   * start from the state committed here (then {@link AgentActivation.made}). A store may ignore
+   * it (the caller then makes the run); one that makes it does so only for a next message in no
+   * conversation, and only with this id.
+   */
+  nextRun?: NextTurnRun;
+}
+
+/**
+ * The run of a key's next turn, as made from the state its turn commits (see
+ * {@link TurnEnd.nextRun}): the fields of a new run (NewRun in kernel/run-store.ts) whose `turn`
+ * the store fills in from the message it activates.
+ */
+export interface NextTurnRun {
+  /** The next turn's run id, `turnRunId(incarnation, turn + 1)`. */
+  id: string;
+  flow: string;
+  fingerprint: string;
+  checkpoint: string;
+  target: StepTarget;
+  /** Epoch ms. */
+  now: number;
+  priority?: number;
+  /** The worker whose chain runs it (NewRun.takenBy): made `running`, among its taken tasks. */
+  takenBy?: string;
 }
 
 /** A key as stored. Times are epoch ms. */

@@ -117,6 +117,8 @@ export interface TurnTaker {
    * slot that came free; others get tasks, and spread over the workers.
    */
   claim(target: StepTarget): boolean;
+  /** Gives back a claim whose turn was not made after all (no message was waiting). */
+  unclaim(): void;
   /** Run `turn`, made taken by {@link TurnTaker.worker}, next: its first step starts from `turn` as made. */
   take(turn: NewRun): void;
 }
@@ -131,19 +133,25 @@ export interface TurnHooks {
   /**
    * The end of turn run `run`, whose last step is about to commit as `status` (final `shared` when
    * completed), for the store to commit with the step ({@link CommitFields.turnEnd});
-   * `undefined` when the turn must end after the commit ({@link TurnHooks.runEnded}).
+   * `undefined` when the turn must end after the commit ({@link TurnHooks.runEnded}). The next
+   * turn's run it may make is for `taker` when it claims it.
    */
   turnEnd(
     run: StoredRun,
     status: 'completed' | 'failed',
     shared?: JsonObject,
     error?: RunError,
+    taker?: TurnTaker,
   ): Promise<TurnEndCommit | undefined>;
   /**
-   * The store ended turn run `run` with its last step ({@link CommitReply.turnEnded}): the next
-   * turn it started begins, run by `taker` when it claims it.
+   * The store ended a turn with its run's last step, as `turnEnd` asked ({@link CommitReply.turnEnded}):
+   * the next turn it started begins, run by `taker` when it claims it.
    */
-  turnEndCommitted(run: StoredRun, ended: NonNullable<CommitReply['turnEnded']>, taker?: TurnTaker): Promise<void>;
+  turnEndCommitted(
+    turnEnd: TurnEndCommit,
+    ended: NonNullable<CommitReply['turnEnded']>,
+    taker?: TurnTaker,
+  ): Promise<void>;
   /**
    * Messages reached these addresses in a transition this driver made (a commit or a park); a
    * `taker` runs one turn they start, in the slot the transition freed.
@@ -1123,11 +1131,14 @@ export class StepDriver {
       ? { runs: (target) => queueOf(target) === chain.queue, take: (child) => chain.children.push(child) }
       : undefined;
     const report = run.parent ? await this.fanOut.childReport(run, mode, fields, taker) : undefined;
+    // One turn runs next in this chain, in the slot of the run that ends here (as a fan-out
+    // child's next sibling does): no task, no scheduler round. The key's own next turn first, else
+    // one that the run's sends start. A run that goes on keeps the slot: its sends' turns get tasks.
+    const ends = mode === 'completed' || mode === 'failed';
+    const turnTaker = takes && ends && this.options.agents ? this.turnTaker(chain) : undefined;
     // A turn's end commits with its run's last step when the store can (one transition).
     const turnEnd =
-      run.turn && (mode === 'completed' || mode === 'failed')
-        ? await this.options.agents?.turnEnd(run, mode, shared, fields.runError)
-        : undefined;
+      run.turn && ends ? await this.options.agents?.turnEnd(run, mode, shared, fields.runError, turnTaker) : undefined;
     const reply = await this.store.commit(
       run,
       mode,
@@ -1140,7 +1151,15 @@ export class StepDriver {
     }
     await this.scheduler.promote(reply.wakes);
     if (reply.result === 'committed')
-      await this.toAgents(run, mode, fields, shared, takes ? chain : undefined, reply.turnEnded);
+      await this.toAgents(
+        run,
+        mode,
+        fields,
+        shared,
+        turnTaker,
+        turnEnd && reply.turnEnded && { turnEnd, ended: reply.turnEnded },
+      );
+    else turnTaker?.unclaim();
     if (reply.result === 'stale') {
       const current = await this.store.load(run.id);
       if (current) await this.ensureProgress(current);
@@ -1159,17 +1178,13 @@ export class StepDriver {
     mode: CommitMode,
     fields: CommitFields,
     shared?: JsonObject,
-    chain?: StepChain,
-    turnEnded?: CommitReply['turnEnded'],
+    taker?: TurnTaker,
+    turnEnded?: { turnEnd: TurnEndCommit; ended: NonNullable<CommitReply['turnEnded']> },
   ): Promise<void> {
     const agents = this.options.agents;
     if (!agents) return;
     const ended = mode === 'completed' || mode === 'failed';
-    // One turn runs next in this chain, in the slot of the run that ended (as a fan-out child's
-    // next sibling does): no task, no scheduler round. The key's own next turn first, else one
-    // that the run's sends started. A run that goes on keeps the slot: its sends' turns get tasks.
-    const taker = chain && ended ? this.turnTaker(chain) : undefined;
-    if (run.turn && ended && turnEnded) await agents.turnEndCommitted(run, turnEnded, taker);
+    if (run.turn && ended && turnEnded) await agents.turnEndCommitted(turnEnded.turnEnd, turnEnded.ended, taker);
     else if (run.turn && ended)
       await agents.runEnded(
         { ...run, status: mode, ...(fields.runError ? { error: fields.runError } : {}) },
@@ -1192,6 +1207,9 @@ export class StepDriver {
         if (claimed || queueOf(target) !== chain.queue) return false;
         claimed = true;
         return true;
+      },
+      unclaim: () => {
+        claimed = false;
       },
       take: (turn) => {
         // Its first step needs no read of the run just made (as a step after this driver's commit).

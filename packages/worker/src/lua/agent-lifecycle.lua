@@ -69,6 +69,28 @@ local function activate(k, ref, now, first, o)
   return { runId, seq, fields[2], fields[3], head }
 end
 
+-- Makes the run of turn `next` (activate's answer) from o.nextRun (TurnEnd.nextRun), prepared
+-- from the state just committed: only the run of that id, for a message in no conversation
+-- (whose turn is admitted first). n: id, key (its hash), runs, sequence (its partition's runs
+-- index and sequence), changes (channel), fields (HSET pairs, flat), takenKey and taken (the
+-- worker's taken set and the first step's task id, for a run its chain takes).
+-- Returns 1 made, 0 not.
+local function makeNextTurn(ref, next, now, n)
+  if type(n) ~= 'table' or n.id ~= next[1] then return 0 end
+  if cjson.decode(next[5]).conversation ~= nil then return 0 end
+  redis.call('HSET', n.key, unpack(n.fields))
+  -- The message's text is joined, not re-encoded (cjson would round its numbers).
+  redis.call('HSET', n.key, 'createdAt', now, 'updatedAt', now,
+    'turn', '{"agent":' .. cjson.encode(ref) .. ',"turn":' .. next[2] .. ',"message":' .. next[5] .. '}')
+  if n.takenKey then
+    redis.call('HSET', n.key, 'startedAt', now)
+    redis.call('SADD', n.takenKey, n.taken)
+  end
+  indexRun(n.runs, n.sequence, n.id, now)
+  changed(n.key, n.id, n)
+  return 1
+end
+
 -- The agent keys of KEYS[first..first + 5] in the order every agent script takes them (from
 -- KEYS[1] unless said).
 local function agentKeys(first)
@@ -87,8 +109,9 @@ end
 --    the key in place of the previous state's; absent: none)
 -- state: completed: the new state JSON   errorText: failed or cancelled: the error JSON
 -- staged: the texts of `values` that may not be stored yet (stagedValues)
+-- o.nextRun: the next turn's run, made when it starts (makeNextTurn).
 -- Returns {} stale (not the turn in flight); { 1 } ended; { 1, run id, turn, state, version,
--- message } ended, and the next turn started.
+-- message, made } ended, and the next turn started (made: 1 when its run was made here).
 local function endTurn(k, ref, runId, o, state, errorText, staged)
   if redis.call('HGET', k.a, 'r') ~= runId then return {} end
   local head = redis.call('LINDEX', k.i, 0)
@@ -108,7 +131,7 @@ local function endTurn(k, ref, runId, o, state, errorText, staged)
   redis.call('HDEL', k.a, 'r')
   redis.call('ZREM', k.r, ref)
   local next = activate(k, ref, o.now, false, o)
-  if next then return { 1, next[1], next[2], next[3], next[4], next[5] } end
+  if next then return { 1, next[1], next[2], next[3], next[4], next[5], makeNextTurn(ref, next, o.now, o.nextRun) } end
   local ttl = tonumber(o.idleTtlMs)
   -- A key with reminders pending is not idle: it expires after a turn that leaves none.
   if ttl and ttl > 0 and redis.call('EXISTS', o.remindersKey) == 0 then

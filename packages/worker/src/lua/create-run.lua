@@ -39,9 +39,6 @@ if idempotencyKey then redis.call('HSET', KEYS[1], 'idempotencyKey', KEYS[5]) en
 if o.taken then redis.call('SADD', KEYS[o.takenKey], o.taken) end
 if o.event then logEvent(KEYS[1], o.event) end -- a fork's `forked` entry
 if o.fields then claimValues(KEYS[1], o.id, o.values, stagedValues(2 + o.fields), o) end
--- The score is the creation time in ms plus a sequence fraction (2048ths: exact in a double for
--- epoch ms), so runs created in the same millisecond stay in creation order.
-local sequence = redis.call('INCR', KEYS[3]) % 2048
-redis.call('ZADD', KEYS[2], string.format('%.6f', tonumber(o.now) + sequence / 2048), o.id)
+indexRun(KEYS[2], KEYS[3], o.id, o.now)
 changed(KEYS[1], o.id, o)
 return { 1 }

@@ -10,7 +10,7 @@
   ARGV[5] failed or cancelled: the error JSON ('' otherwise)
   ARGV[6..] hash, staging key pairs of values of `values` that may not be stored yet (stagedValues)
 
-  Returns {} stale (not the turn in flight); { 1 } ended; { 1, run id, turn, state, version,
-  message } ended, and the next turn started.
+  Returns endTurn's answer: {} stale (not the turn in flight); { 1 } ended; { 1, run id, turn,
+  state, version, message, made } ended, and the next turn started.
 ]]
 return endTurn(agentKeys(), ARGV[1], ARGV[2], cjson.decode(ARGV[3]), ARGV[4], ARGV[5], stagedValues(6))

@@ -37,6 +37,14 @@ end
 -- Announces a change of a run to live views (`engine.watch`), on the changes channel: not for
 -- fan-out children (thousands would flood every view; their parent's change says one ended).
 -- o: { changes = channel }
+-- Puts a new run in its partition's runs index: the score is its creation time in ms plus a
+-- sequence fraction (2048ths: exact in a double for epoch ms), so runs created in the same
+-- millisecond stay in creation order.
+local function indexRun(runsKey, sequenceKey, runId, now)
+  local sequence = redis.call('INCR', sequenceKey) % 2048
+  redis.call('ZADD', runsKey, string.format('%.6f', tonumber(now) + sequence / 2048), runId)
+end
+
 local function changed(runKey, runId, o)
   local run = redis.call('HMGET', runKey, 'status', 'step', 'parentId')
   if run[1] and not run[3] then

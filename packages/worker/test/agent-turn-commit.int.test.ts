@@ -1,0 +1,67 @@
+import { Redis } from 'ioredis';
+import { afterAll, describe, expect, it } from 'vitest';
+import { defineAgent, Node } from '@queueflow/runtime';
+import { RedisEngine, startWorker } from '../src/index.js';
+import { deletePrefix, redisUrl, testPrefix } from '../../../tests/support/test-redis.js';
+
+class Add extends Node<{ n: number; seen: number[] }> {
+  override prep(state: { n: number; seen: number[] }): void {
+    state.n += 1;
+    state.seen.push((this.message!.body as { i: number }).i);
+  }
+}
+const counter = defineAgent('turn-commit-counter', {
+  state: () => ({ n: 0, seen: [] as number[] }),
+  turn: () => new Add({ name: 'add' }),
+});
+
+/** How many times this process sends each of the run store's and agent store's scripts, by name. */
+function countScripts(): { counts: Map<string, number>; stop(): void } {
+  const counts = new Map<string, number>();
+  const proto = Redis.prototype as unknown as {
+    sendCommand(command: { name: string; args: unknown[] }, stream?: object): unknown;
+    scriptsSet?: Record<string, { sha: string }>;
+  };
+  const original = proto.sendCommand;
+  proto.sendCommand = function (this: typeof proto, command, stream) {
+    if (command.name === 'evalsha') {
+      const name = Object.entries(this.scriptsSet ?? {}).find(([, script]) => script.sha === command.args[0])?.[0];
+      if (name) counts.set(name, (counts.get(name) ?? 0) + 1);
+    }
+    return original.call(this, command, stream);
+  };
+  return { counts, stop: () => (proto.sendCommand = original) };
+}
+
+describe('RedisEngine: the turns of one key', () => {
+  const prefix = testPrefix('turn-commit');
+  const engine = new RedisEngine({ connection: redisUrl(), flows: [], agents: [counter], prefix });
+  afterAll(async () => {
+    await engine.close();
+    await deletePrefix(redisUrl(), prefix);
+  });
+
+  it('end, commit and start the next in one script each, in FIFO order', async () => {
+    const ref = counter.ref('hot');
+    const turns = 30;
+    for (let i = 0; i < turns; i++) await engine.send(ref, { i });
+    const watch = countScripts();
+    const worker = await startWorker({ connection: redisUrl(), flows: [], agents: [counter], prefix, concurrency: 1 });
+    try {
+      await expect.poll(async () => (await engine.agent(ref))?.turns, { timeout: 20_000 }).toBe(turns);
+    } finally {
+      await worker.close();
+      watch.stop();
+    }
+    const agent = await engine.agent(ref);
+    expect(agent?.state).toEqual({ n: turns, seen: Array.from({ length: turns }, (_, i) => i) });
+    // The first turn was started by its send; each turn's end committed with its run's last step
+    // and made the next turn's run there: no end-turn and no create-run script of their own.
+    expect(watch.counts.get('commitStep')).toBe(turns);
+    expect(watch.counts.get('endTurn') ?? 0).toBe(0);
+    expect(watch.counts.get('createRun') ?? 0).toBe(0);
+    // Each turn is still a run of its own, in the key's history.
+    const history = await engine.agentHistory(ref);
+    expect(history.map((turn) => turn.turn)).toEqual(Array.from({ length: turns }, (_, i) => i + 1));
+  });
+});
