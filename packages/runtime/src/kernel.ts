@@ -190,6 +190,7 @@ export {
   type StoredAgent,
   type TurnEnd,
   type NextTurnRun,
+  type TurnRunTemplate,
 } from './agent/agent-store.js';
 export { AgentRuntime, type AgentRuntimeOptions } from './agent/agent-runtime.js';
 export { AGENT_SEND_WINDOW, AgentClient, type AgentClientHost } from './agent/agent-client.js';

@@ -9,6 +9,7 @@ import {
   type Message,
   type StoredAgent,
   type TurnEnd,
+  type TurnRunTemplate,
   type ReminderChange,
   type StoredReminder,
   type ValueClaim,
@@ -20,7 +21,7 @@ import { countChecked, groupBy, type Partitions } from './partitions.js';
 import type { RedisKeys } from './redis-keys.js';
 import type { ScriptedRedis } from './scripts.js';
 import { dropStaged, stageTexts } from './staged-values.js';
-import { activationOf, turnEndOptions, turnEndedOf } from './turn-end.js';
+import { activationOf, turnEndOptions, turnEndedOf, turnRunOptions } from './turn-scripts.js';
 
 /**
  * The agent store on Redis (agent-store.ts): an agent's keys live in the partition of its address,
@@ -41,7 +42,12 @@ export class RedisAgentStore implements AgentStore {
     private readonly retentionSeconds: number,
   ) {}
 
-  async activateAgent(ref: string, first: FirstState, now: number): Promise<AgentActivation | undefined> {
+  async activateAgent(
+    ref: string,
+    first: FirstState,
+    now: number,
+    run?: TurnRunTemplate,
+  ): Promise<AgentActivation | undefined> {
     const keys = this.partitions.ofAddress(ref);
     const reply = (await this.redis.activateAgent(
       ...keys.agentKeys(ref),
@@ -50,12 +56,13 @@ export class RedisAgentStore implements AgentStore {
       JSON.stringify(first),
       keys.valuePrefix(),
       keys.valuesSuffix(),
+      run === undefined ? '' : JSON.stringify(turnRunOptions(this.partitions, ref, run)),
     )) as string[];
     return activationOf(reply);
   }
 
   async send(
-    agents: readonly { ref: string; first: FirstState | undefined }[],
+    agents: readonly { ref: string; first: FirstState | undefined; run?: TurnRunTemplate | undefined }[],
     message: Message,
     now: number,
   ): Promise<{ wakes: string[]; activation?: AgentActivation }[]> {
@@ -68,6 +75,12 @@ export class RedisAgentStore implements AgentStore {
     await Promise.all(
       [...byPartition].map(async ([index, group]) => {
         const keys = this.partitions.all[index]!;
+        // How each type's runs are made, once per script (the group's first agent of the type says).
+        const templates: Record<string, Record<string, unknown>> = {};
+        for (const { ref, run } of group) {
+          const type = parseAgentRef(ref)?.type;
+          if (run && type !== undefined) templates[type] ??= turnRunOptions(this.partitions, ref, run);
+        }
         const [, ...sent] = await countChecked(
           this.redis,
           this.partitions,
@@ -84,6 +97,7 @@ export class RedisAgentStore implements AgentStore {
               this.partitions.count,
               keys.valuePrefix(),
               keys.valuesSuffix(),
+              JSON.stringify(templates),
               ...group.flatMap(({ ref, first }) => [ref, first === undefined ? '' : JSON.stringify(first)]),
             )) as [number, ...[string, ...string[]][]],
         );

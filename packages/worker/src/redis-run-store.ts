@@ -69,7 +69,7 @@ import { RedisBudgets } from './redis-budgets.js';
 import { Partitions, countChecked, groupBy } from './partitions.js';
 import type { RedisKeys } from './redis-keys.js';
 import { hashOfList, newRunFields, positionOf, runOfHash } from './run-hash.js';
-import { turnEndOptions, turnEndedOf } from './turn-end.js';
+import { turnEndOptions, turnEndedOf } from './turn-scripts.js';
 import { escapeGlob } from './purge-prefix.js';
 import { scanKeys } from './scan-keys.js';
 import type { ScriptedRedis } from './scripts.js';

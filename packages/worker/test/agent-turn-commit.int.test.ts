@@ -13,6 +13,7 @@ class Add extends Node<{ n: number; seen: number[] }> {
 const counter = defineAgent('turn-commit-counter', {
   state: () => ({ n: 0, seen: [] as number[] }),
   turn: () => new Add({ name: 'add' }),
+  subscribe: { everyone: (body) => (body as { keys: string[] }).keys },
 });
 
 /** How many times this process sends each of the run store's and agent store's scripts, by name. */
@@ -63,5 +64,32 @@ describe('RedisEngine: the turns of one key', () => {
     // Each turn is still a run of its own, in the key's history.
     const history = await engine.agentHistory(ref);
     expect(history.map((turn) => turn.turn)).toEqual(Array.from({ length: turns }, (_, i) => i + 1));
+  });
+
+  it('start the turns of idle keys with their runs in the send that reaches them', async () => {
+    const keys = Array.from({ length: 20 }, (_, i) => `idle-${i}`);
+    const watch = countScripts();
+    try {
+      await engine.publish('everyone', { keys, i: 7 });
+    } finally {
+      watch.stop();
+    }
+    expect(watch.counts.get('sendToAgent')).toBe(1);
+    expect(watch.counts.get('createRun') ?? 0).toBe(0);
+    // No worker runs: each turn's run waits queued, its first step due.
+    for (const key of keys) {
+      const agent = await engine.agent(counter.ref(key));
+      const run = await engine.get(agent!.running!);
+      expect(run?.status).toBe('queued');
+    }
+    const worker = await startWorker({ connection: redisUrl(), flows: [], agents: [counter], prefix, concurrency: 4 });
+    try {
+      for (const key of keys)
+        await expect
+          .poll(async () => (await engine.agent(counter.ref(key)))?.state, { timeout: 20_000 })
+          .toEqual({ n: 1, seen: [7] });
+    } finally {
+      await worker.close();
+    }
   });
 });

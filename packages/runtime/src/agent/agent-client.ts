@@ -107,7 +107,7 @@ export class AgentClient {
     for (let first = 0; first < refs.length; first += AGENT_SEND_WINDOW) {
       const window = refs.slice(first, first + AGENT_SEND_WINDOW);
       const replies = await this.store.send(
-        window.map((ref) => ({ ref, first: this.runtime.firstStateOf(ref) })),
+        window.map((ref) => ({ ref, first: this.runtime.firstStateOf(ref), run: this.runtime.turnRunTemplate(ref) })),
         message,
         this.clock.now(),
       );

@@ -27,6 +27,7 @@ import {
   type FirstState,
   type NextTurnRun,
   type TurnEnd,
+  type TurnRunTemplate,
 } from './agent-store.js';
 
 /** Reminders one firing script takes (a second of 10,000 due at once takes several). */
@@ -63,6 +64,8 @@ export interface AgentRuntimeOptions {
  */
 export class AgentRuntime {
   private readonly types = new Map<string, AgentDefinition<any>>();
+  /** Each type's TurnRunTemplate (without its limits), once made; null: its runs cannot be made so. */
+  private readonly templates = new Map<string, Omit<TurnRunTemplate, 'maxStateBytes'> | null>();
   private readonly checkpointOf: (run: StoredRun) => Promise<Checkpoint>;
   /** The claim check of stored states: large members stored apart, read back through the cache. */
   private readonly values: LargeValues;
@@ -167,8 +170,41 @@ export class AgentRuntime {
    * (a worker's chain, in the slot the sender left), else by its first step's task.
    */
   async activate(ref: string, taker?: TurnTaker): Promise<void> {
-    const activation = await this.store.activateAgent(ref, this.firstStateOf(ref)!, this.options.clock.now());
-    if (activation) await this.startTurn(ref, activation, false, taker);
+    const now = this.options.clock.now();
+    const template = this.turnRunTemplate(ref, taker);
+    const activation = await this.store.activateAgent(ref, this.firstStateOf(ref)!, now, template);
+    if (template?.takenBy !== undefined && !activation?.made) taker!.unclaim(); // taken by another way
+    if (activation)
+      await this.startTurn(ref, activation, false, taker, undefined, madeRunOf(activation, template, now));
+  }
+
+  /**
+   * How a store may make the run of a turn of agent `ref` with its activation (see
+   * TurnRunTemplate), taken by `taker` when it claims it; `undefined` for a type this process
+   * lacks, or one whose runs cannot be made so.
+   */
+  turnRunTemplate(ref: string, taker?: TurnTaker): TurnRunTemplate | undefined {
+    const definition = this.types.get(parseAgentRef(ref)?.type ?? '');
+    if (!definition) return undefined;
+    let template = this.templates.get(definition.type);
+    if (template === undefined) {
+      template =
+        templateOf(definition, (shared) => prepareRun(this.registry, definition.flow, shared, {}, this.options)) ??
+        null;
+      // Checked once per type: a flow whose first checkpoint is not the state plus a fixed tail
+      // (never, today) has its runs made by startTurn.
+      this.templates.set(definition.type, template);
+    }
+    if (template === null) return undefined;
+    const maxStateBytes = Math.min(
+      this.options.largeValueBytes ?? DEFAULT_LARGE_VALUE_BYTES,
+      this.options.maxCheckpointBytes - template.checkpointTail.length - SHARED_HEAD.length,
+    );
+    return {
+      ...template,
+      maxStateBytes,
+      ...(taker?.claim(template.target) ? { takenBy: taker.worker } : {}),
+    };
   }
 
   /**
@@ -194,8 +230,18 @@ export class AgentRuntime {
    */
   async started(turns: readonly { ref: string; activation: AgentActivation }[]): Promise<void> {
     const firstSteps: FirstSteps | undefined = turns.length > 1 ? [] : undefined;
+    const now = this.options.clock.now();
     await Promise.all(
-      turns.map(({ ref, activation }) => this.startTurn(ref, activation, false, undefined, firstSteps)),
+      turns.map(({ ref, activation }) =>
+        this.startTurn(
+          ref,
+          activation,
+          false,
+          undefined,
+          firstSteps,
+          madeRunOf(activation, activation.made ? this.turnRunTemplate(ref) : undefined, now),
+        ),
+      ),
     );
     if (firstSteps) await addFirstSteps(this.scheduler, firstSteps);
   }
@@ -540,6 +586,52 @@ export class AgentRuntime {
       if (parsed && this.types.has(parsed.type)) await this.activate(ref);
     }
   }
+}
+
+/** How a turn run's checkpoint starts (TurnRunTemplate): its state follows. */
+const SHARED_HEAD = '{"shared":';
+
+/**
+ * The TurnRunTemplate of `definition`'s turns, from `prepare` (prepareRun of its turn flow):
+ * checked on two states that the checkpoint is the state plus a fixed tail; else `undefined`.
+ */
+function templateOf(
+  definition: AgentDefinition<any>,
+  prepare: (shared: JsonObject) => NewRun,
+): Omit<TurnRunTemplate, 'maxStateBytes'> | undefined {
+  const empty = prepare({});
+  const probe = prepare({ probe: [1] });
+  const head = `${SHARED_HEAD}{}`;
+  if (!empty.checkpoint.startsWith(head)) return undefined;
+  const checkpointTail = empty.checkpoint.slice(head.length);
+  if (probe.checkpoint !== `${SHARED_HEAD}{"probe":[1]}${checkpointTail}`) return undefined;
+  return {
+    flow: empty.flow,
+    fingerprint: empty.fingerprint,
+    checkpointTail,
+    target: empty.target,
+    version: definition.options.version ?? 1,
+    ...(empty.priority === undefined ? {} : { priority: empty.priority }),
+  };
+}
+
+/** The run a store made with `activation` from `template` (AgentActivation.made), else `undefined`. */
+function madeRunOf(
+  activation: AgentActivation,
+  template: TurnRunTemplate | undefined,
+  now: number,
+): NextTurnRun | undefined {
+  if (!activation.made || !template) return undefined;
+  return {
+    id: activation.runId,
+    flow: template.flow,
+    fingerprint: template.fingerprint,
+    checkpoint: `${SHARED_HEAD}${activation.state}${template.checkpointTail}`,
+    target: template.target,
+    now,
+    ...(template.priority === undefined ? {} : { priority: template.priority }),
+    ...(template.takenBy === undefined ? {} : { takenBy: template.takenBy }),
+  };
 }
 
 function cancelledError(runId: string): RunError {

@@ -26,8 +26,15 @@ export interface AgentStore {
    * is made from `first` when it has none (its first activation), its turn counter goes up, and
    * the turn's run id ({@link AgentActivation.runId}) is recorded as running, with the message at
    * the head of the inbox (the turn's message). Otherwise writes nothing and resolves `undefined`.
+   * With `run`, the store may make the turn's run in the same transition (see
+   * {@link TurnRunTemplate}; then {@link AgentActivation.made}).
    */
-  activateAgent(ref: string, first: FirstState, now: number): Promise<AgentActivation | undefined>;
+  activateAgent(
+    ref: string,
+    first: FirstState,
+    now: number,
+    run?: TurnRunTemplate,
+  ): Promise<AgentActivation | undefined>;
   /**
    * Appends `message` to the inbox of each agent of `agents` from outside any run (`engine.send`,
    * `engine.publish`), then starts its turn as {@link AgentStore.activateAgent} does, in one
@@ -38,7 +45,7 @@ export interface AgentStore {
    *   the caller promotes them), and the turn that started, if one did.
    */
   send(
-    agents: readonly { ref: string; first: FirstState | undefined }[],
+    agents: readonly { ref: string; first: FirstState | undefined; run?: TurnRunTemplate | undefined }[],
     message: Message,
     now: number,
   ): Promise<{ wakes: string[]; activation?: AgentActivation }[]>;
@@ -122,7 +129,7 @@ export interface AgentActivation {
   /** The version of that state. */
   version: number;
   message: Message;
-  /** Its run was made in the same transition, from {@link TurnEnd.nextRun}. */
+  /** Its run was made in the same transition, from {@link TurnEnd.nextRun} or a {@link TurnRunTemplate}. */
   made?: true;
 }
 
@@ -153,6 +160,28 @@ export interface TurnEnd {
    * conversation, and only with this id.
    */
   nextRun?: NextTurnRun;
+}
+
+/**
+ * How the run of an agent type's turn is made from the key's stored state, for a store to make it
+ * in the transition that starts the turn (AgentStore.activateAgent, AgentStore.send): its
+ * checkpoint is `{"shared":` + the state's JSON + `checkpointTail` (the turn flow's first frame),
+ * as prepareRun would encode it. A store makes it only for a state of `version` of at most
+ * `maxStateBytes` that references no value stored apart (a longer one may hold members that go
+ * apart: the caller makes that run), for a message in no conversation (its turn is admitted
+ * first), and a run id in the key's partition.
+ */
+export interface TurnRunTemplate {
+  flow: string;
+  fingerprint: string;
+  checkpointTail: string;
+  target: StepTarget;
+  version: number;
+  /** Bytes of JSON. */
+  maxStateBytes: number;
+  priority?: number;
+  /** The worker whose chain runs it (NewRun.takenBy): made `running`, among its taken tasks. */
+  takenBy?: string;
 }
 
 /**

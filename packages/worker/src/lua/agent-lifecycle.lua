@@ -69,26 +69,56 @@ local function activate(k, ref, now, first, o)
   return { runId, seq, fields[2], fields[3], head }
 end
 
--- Makes the run of turn `next` (activate's answer) from o.nextRun (TurnEnd.nextRun), prepared
--- from the state just committed: only the run of that id, for a message in no conversation
--- (whose turn is admitted first). n: id, key (its hash), runs, sequence (its partition's runs
--- index and sequence), changes (channel), fields (HSET pairs, flat), takenKey and taken (the
--- worker's taken set and the first step's task id, for a run its chain takes).
--- Returns 1 made, 0 not.
-local function makeNextTurn(ref, next, now, n)
-  if type(n) ~= 'table' or n.id ~= next[1] then return 0 end
-  if cjson.decode(next[5]).conversation ~= nil then return 0 end
-  redis.call('HSET', n.key, unpack(n.fields))
+-- Writes the run of turn `a` (activate's answer: run id, turn, state, version, message JSON):
+-- `fields` (HSET pairs, flat), its times, its turn, its place in the runs index, and, taken by a
+-- worker's chain, its first step's task among that worker's taken tasks. n: key (the run's hash),
+-- runs, sequence (the partition's runs index and sequence), changes (channel), takenKey and taken
+-- (the worker's taken set and the first step's task id; absent: not taken).
+local function writeTurnRun(ref, a, now, n, fields)
+  redis.call('HSET', n.key, unpack(fields))
   -- The message's text is joined, not re-encoded (cjson would round its numbers).
   redis.call('HSET', n.key, 'createdAt', now, 'updatedAt', now,
-    'turn', '{"agent":' .. cjson.encode(ref) .. ',"turn":' .. next[2] .. ',"message":' .. next[5] .. '}')
+    'turn', '{"agent":' .. cjson.encode(ref) .. ',"turn":' .. a[2] .. ',"message":' .. a[5] .. '}')
   if n.takenKey then
     redis.call('HSET', n.key, 'startedAt', now)
     redis.call('SADD', n.takenKey, n.taken)
   end
-  indexRun(n.runs, n.sequence, n.id, now)
-  changed(n.key, n.id, n)
+  indexRun(n.runs, n.sequence, a[1], now)
+  changed(n.key, a[1], n)
   return 1
+end
+
+-- Makes the run of turn `next` (activate's answer) from n = o.nextRun (TurnEnd.nextRun),
+-- prepared from the state just committed: only the run of that id (n.id), for a message in no
+-- conversation (whose turn is admitted first). n.fields: the record's fields (writeTurnRun).
+-- Returns 1 made, 0 not.
+local function makeNextTurn(ref, next, now, n)
+  if type(n) ~= 'table' or n.id ~= next[1] then return 0 end
+  if cjson.decode(next[5]).conversation ~= nil then return 0 end
+  return writeTurnRun(ref, next, now, n, n.fields)
+end
+
+-- Makes the run of turn `a` (activate's answer) from t, a TurnRunTemplate (agent-store.ts) plus
+-- where runs live (writeTurnRun's n, without key and taken, and runPrefix, partition,
+-- partitions; target encoded): only for a state of the template's version, of at most
+-- maxStateBytes and no reference to a value stored apart, a run id in this partition, and a
+-- message in no conversation. Returns 1 made, 0 not.
+local function makeTurnRun(ref, a, now, t)
+  if type(t) ~= 'table' or tonumber(a[4]) ~= tonumber(t.version) then return 0 end
+  local state = a[3]
+  if #state > tonumber(t.maxStateBytes) or string.find(state, '"$qfValue"', 1, true) then return 0 end
+  local count = tonumber(t.partitions)
+  if count and count > 1 and (crc16(a[1]) % 16384) % count ~= tonumber(t.partition) then return 0 end
+  if cjson.decode(a[5]).conversation ~= nil then return 0 end
+  t.key = t.runPrefix .. a[1]
+  if t.takenKey then t.taken = a[1] .. '-0' end
+  local fields = { 'flow', t.flow, 'fingerprint', t.fingerprint, 'status', t.takenKey and 'running' or 'queued',
+    'step', 0, 'attempt', 0, 'checkpoint', '{"shared":' .. state .. t.checkpointTail, 'target', t.target }
+  if t.priority then
+    fields[#fields + 1] = 'priority'
+    fields[#fields + 1] = t.priority
+  end
+  return writeTurnRun(ref, a, now, t, fields)
 end
 
 -- The agent keys of KEYS[first..first + 5] in the order every agent script takes them (from

@@ -12,12 +12,15 @@
   ARGV[1] now (epoch ms)   ARGV[2] message JSON   ARGV[3] retention (seconds): an inbox untouched
           that long expires   ARGV[4] the partition count the caller took
   ARGV[5] the value prefix, ARGV[6] the values suffix (agent-lifecycle.lua: an agent's claims)
-  ARGV[2j+5] agent j's address   ARGV[2j+6] its first state, JSON { state, version, incarnation },
+  ARGV[7] how to make the runs of the turns started, JSON: agent type -> makeTurnRun's t
+          (agent-lifecycle.lua); a type not there: the caller makes them
+  ARGV[2j+6] agent j's address   ARGV[2j+7] its first state, JSON { state, version, incarnation },
           or '' (the caller lacks the type: the inbox is left due for a process that has it)
 
   Returns { 1, agent 1's reply, agent 2's reply, ... }: sent, each reply { wake, run id, turn,
-          state, version, message JSON }, where `wake` is the wake id of a run parked on the inbox
-          ('' for none: the caller promotes it) and the turn's fields follow when one started.
+          state, version, message JSON, made }, where `wake` is the wake id of a run parked on the
+          inbox ('' for none: the caller promotes it) and the turn's fields follow when one started
+          (made: 1 when its run was made here).
           { -1, count } the partition holds another count; { -2 } it holds none. Nothing is
           written unless sent.
 ]]
@@ -26,6 +29,7 @@ if not count then return { -2 } end
 if count ~= ARGV[4] then return { -1, count } end
 local now, ttl = ARGV[1], tonumber(ARGV[3])
 local values = { valuePrefix = ARGV[5], valuesSuffix = ARGV[6] }
+local templates = cjson.decode(ARGV[7])
 local replies = { 1 }
 for j = 1, (#KEYS - 1) / 7 do
   local base = 7 * (j - 1) + 1
@@ -33,7 +37,7 @@ for j = 1, (#KEYS - 1) / 7 do
     a = KEYS[base + 1], i = KEYS[base + 2], x = KEYS[base + 3],
     r = KEYS[base + 4], d = KEYS[base + 5], f = KEYS[base + 6],
   }
-  local ref, first = ARGV[2 * j + 5], ARGV[2 * j + 6]
+  local ref, first = ARGV[2 * j + 6], ARGV[2 * j + 7]
   redis.call('RPUSH', k.i, ARGV[2])
   if ttl and ttl > 0 then redis.call('EXPIRE', k.i, ttl) end
   local wake = redis.call('SPOP', KEYS[base + 7]) or ''
@@ -44,7 +48,8 @@ for j = 1, (#KEYS - 1) / 7 do
     redis.call('ZADD', k.d, 'NX', tonumber(now) or 0, ref)
   end
   if started then
-    replies[#replies + 1] = { wake, started[1], started[2], started[3], started[4], started[5] }
+    local made = makeTurnRun(ref, started, now, templates[string.match(ref, '^agent:([^/]+)/')])
+    replies[#replies + 1] = { wake, started[1], started[2], started[3], started[4], started[5], made }
   else
     replies[#replies + 1] = { wake }
   end

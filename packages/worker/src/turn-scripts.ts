@@ -1,4 +1,16 @@
-import { decodeMessage, MAX_DEAD_LETTERS, taskId, type AgentActivation, type TurnEnd } from '@queueflow/runtime/kernel';
+/**
+ * What the scripts of agent turns take and answer beyond their keys (lua/agent-lifecycle.lua):
+ * a turn's end (end-turn.lua, commit-step.lua), the run a turn's start or end makes.
+ */
+import {
+  decodeMessage,
+  encodeTarget,
+  MAX_DEAD_LETTERS,
+  taskId,
+  type AgentActivation,
+  type TurnEnd,
+  type TurnRunTemplate,
+} from '@queueflow/runtime/kernel';
 import type { Partitions } from './partitions.js';
 import { newRunFields } from './run-hash.js';
 
@@ -61,4 +73,32 @@ export function activationOf(reply: (string | number)[]): AgentActivation | unde
   const [runId, turn, state, version, message, made] = reply as [string, number, string, string, string, number?];
   const activation = { runId, turn: Number(turn), state, version: Number(version), message: decodeMessage(message) };
   return made === 1 ? { ...activation, made: true } : activation;
+}
+
+/**
+ * How the script that starts a turn of an agent in partition `keys` makes its run from
+ * `template` (makeTurnRun's `t` in lua/agent-lifecycle.lua).
+ */
+export function turnRunOptions(
+  partitions: Partitions,
+  ref: string,
+  template: TurnRunTemplate,
+): Record<string, unknown> {
+  const keys = partitions.ofAddress(ref);
+  return {
+    flow: template.flow,
+    fingerprint: template.fingerprint,
+    checkpointTail: template.checkpointTail,
+    target: encodeTarget(template.target),
+    version: template.version,
+    maxStateBytes: template.maxStateBytes,
+    ...(template.priority === undefined ? {} : { priority: template.priority }),
+    runPrefix: keys.runPrefix(),
+    runs: keys.runs(),
+    sequence: keys.runsSequence(),
+    changes: partitions.home.changes(),
+    partition: partitions.indexOfAddress(ref),
+    partitions: partitions.count,
+    ...(template.takenBy === undefined ? {} : { takenKey: keys.taken(template.takenBy) }),
+  };
 }
