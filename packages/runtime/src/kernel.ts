@@ -59,6 +59,7 @@ export type {
   StepTaskOptions,
 } from './kernel/scheduler.js';
 export { taskId, taskOptionsOf } from './kernel/scheduler.js';
+export { wakeTaskOf } from './kernel/step-chain.js';
 export { queueOf } from './kernel/run-info.js';
 export { encodeRunEvent, decodeRunEvent, parkedEvent, sameParkAs, MAX_RUN_EVENTS } from './kernel/run-event.js';
 export { checkPriority } from './kernel/run-priority.js';

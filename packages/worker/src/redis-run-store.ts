@@ -61,6 +61,7 @@ import {
   newRunId,
   systemClock,
   type ValueClaim,
+  wakeTaskOf,
 } from '@queueflow/runtime/kernel';
 import type { FinalRunStatus, StreamRestart } from '@queueflow/runtime';
 import type { Clock } from '@queueflow/runtime';
@@ -478,6 +479,30 @@ export class RedisRunStore implements RunStore {
       }),
       ...runnable.flat(),
     )) as [string[], string[]];
+    return this.loadedOf(runId, flat, flatReserved, wake);
+  }
+
+  /** `{ takenRun }` of a transition's reply: the run of wake `taken` read for it (loadTaken in lua/run-lifecycle.lua). */
+  private async takenRunOf(
+    taken: string | null | undefined,
+    reply: [string[], string[]] | null | undefined,
+  ): Promise<{ takenRun?: LoadedRun }> {
+    const wake = taken ? wakeTaskOf(taken) : undefined;
+    if (!Array.isArray(reply) || !wake) return {};
+    const run = await this.loadedOf(wake.runId, reply[0], reply[1], wake.park);
+    return run ? { takenRun: run } : {};
+  }
+
+  /**
+   * The run `runId` as load-run.lua (or loadTaken) read it for a step: its hash and, for a wake
+   * (`wake`: the park count it ends), its reserved messages.
+   */
+  private async loadedOf(
+    runId: string,
+    flat: string[],
+    flatReserved: string[],
+    wake: number | undefined,
+  ): Promise<LoadedRun | undefined> {
     const hash = hashOfList(flat);
     if (!hash.status) return undefined;
     const run = runOfHash(runId, hash);
@@ -573,7 +598,7 @@ export class RedisRunStore implements RunStore {
         : {}),
     };
     const staged = await this.stageValues(at.id, fields.values);
-    const [code, parentCode, first, count, wakes, taken, child, turn] = (await this.redis.commitStep(
+    const [code, parentCode, first, count, wakes, taken, child, turn, takenRun] = (await this.redis.commitStep(
       keys.length,
       ...keys,
       this.optionsJson(at.id, fields.now, options),
@@ -590,6 +615,7 @@ export class RedisRunStore implements RunStore {
       string | null | undefined,
       (string | number)[] | null | undefined,
       (string | number)[] | null | undefined,
+      [string[], string[]] | null | undefined,
     ];
     if (code !== 1) await this.dropStaged(staged);
     let takenWake = taken ?? undefined;
@@ -613,6 +639,7 @@ export class RedisRunStore implements RunStore {
       ...(parent ? { parent } : {}),
       ...(takenWake ? { taken: takenWake } : {}),
       ...(turnEnd && Array.isArray(turn) ? { turnEnded: turnEndedOf(turn) } : {}),
+      ...(await this.takenRunOf(taken, takenRun)),
     };
   }
 
@@ -1003,10 +1030,10 @@ export class RedisRunStore implements RunStore {
       outbox: outboxOf(outbox),
       ...(takenBy === undefined ? {} : { takenKey: this.keysOf(at.id).taken(takenBy) }),
     };
-    const [code, parkCount, ready, wakes, taken] = (await this.redis.parkRun(
+    const [code, parkCount, ready, wakes, taken, takenRun] = (await this.redis.parkRun(
       ...this.keysOf(at.id).runKeys(at.id),
       JSON.stringify(options),
-    )) as [number, number, number, string[], string | null | undefined];
+    )) as [number, number, number, string[], string | null | undefined, [string[], string[]] | null | undefined];
     let waiting = ready === 1;
     let takenWake = taken ?? undefined;
     if (this.handedOff(wakes)) {
@@ -1022,6 +1049,7 @@ export class RedisRunStore implements RunStore {
       ready: waiting,
       wakes,
       ...(takenWake ? { taken: takenWake } : {}),
+      ...(await this.takenRunOf(taken, takenRun)),
     };
   }
 

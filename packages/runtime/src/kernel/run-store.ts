@@ -580,6 +580,12 @@ export interface CommitReply {
    * as AgentStore.endTurn answers.
    */
   turnEnded?: { result: 'ended' | 'stale'; next?: AgentActivation };
+  /**
+   * The run of `taken`, read for its wake in the same transition as {@link RunStore.loadForStep}
+   * reads it (its parked receive's message reserved), when the store could: the worker runs the
+   * woken step without reading it again.
+   */
+  takenRun?: LoadedRun;
 }
 
 /** How a fan-out child's end is reported to its parent by the commit that ends it. */
@@ -684,11 +690,8 @@ export interface ParkReply {
   wakes: string[];
   /** The wake id the worker named by `takenBy` took (see {@link CommitFields.takenBy}). */
   taken?: string;
-  /**
-   * The turn's end, when the store committed it with the run's (see {@link CommitFields.turnEnd}):
-   * as AgentStore.endTurn answers.
-   */
-  turnEnded?: { result: 'ended' | 'stale'; next?: AgentActivation };
+  /** The run of `taken`, read for its wake in the same transition (see {@link CommitReply.takenRun}). */
+  takenRun?: LoadedRun;
 }
 
 /** What one try of a step appends to its run's stream. Times are epoch ms. */

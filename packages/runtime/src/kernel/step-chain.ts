@@ -1,6 +1,7 @@
 import type { StepTarget } from '../interpreter/step-types.js';
 import type { ChildStart } from './fan-out-driver.js';
-import type { StepTask, WakeTask } from './scheduler.js';
+import { taskId, type StepTask, type WakeTask } from './scheduler.js';
+import type { LoadedRun } from './run-store.js';
 
 /**
  * The steps one task runs beyond its own (StepDriverOptions.continueSteps): its run's next steps
@@ -15,6 +16,8 @@ export class StepChain {
   queue: string | undefined;
   /** Wake ids of parked runs this chain's steps woke and took, to run next (oldest first). */
   readonly taken: string[] = [];
+  /** The runs of taken wakes, read for them by the transition that took them (CommitReply.takenRun), by wake id. */
+  readonly takenRuns = new Map<string, LoadedRun>();
   /**
    * Fan-out children whose start this chain's steps made by ending a sibling and took, to run
    * after the chain's own run (oldest first): one ends, the next starts in its slot.
@@ -32,6 +35,20 @@ export class StepChain {
     /** Aborted when the task's lock is lost or its worker fenced: the chain ends at once. */
     readonly signal?: AbortSignal,
   ) {}
+
+  /** Takes wake `wakeId` to run next, with its run when the transition read it (`run`). */
+  take(wakeId: string, run?: LoadedRun): void {
+    this.taken.push(wakeId);
+    if (run) this.takenRuns.set(wakeId, run);
+  }
+
+  /** The run of taken wake `task`, read when it was taken (once), if it was. */
+  takenRunOf(task: WakeTask): LoadedRun | undefined {
+    const id = taskId(task);
+    const run = this.takenRuns.get(id);
+    this.takenRuns.delete(id);
+    return run;
+  }
 
   /** Whether the chain may run one more step at `now` (epoch ms). */
   mayGoOn(now: number): boolean {

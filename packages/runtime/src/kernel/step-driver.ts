@@ -614,10 +614,12 @@ export class StepDriver {
   ): Promise<StepResult> {
     // The task's lock was lost or its worker fenced before the step began: another worker runs it.
     if (signal?.aborted) return DONE;
-    // A wake always reads the run: it follows a park, which no cache of this driver saw. So does
-    // a task handed out again: this driver may remember the step it committed before another
-    // worker took the task and lost it, and the store may have noted that takeover.
-    const remembered = task.type === 'step' ? this.runs.take(task.runId, task.step) : undefined;
+    // A wake reads the run (it follows a park, which no cache of this driver saw), unless the
+    // transition that took it read it for it. So does a task handed out again: this driver may
+    // remember the step it committed before another worker took the task and lost it, and the
+    // store may have noted that takeover.
+    const remembered =
+      task.type === 'step' ? this.runs.take(task.runId, task.step) : taken ? chain?.takenRunOf(task) : undefined;
     const cached = delivery?.again || delivery?.stalled ? undefined : remembered;
     const loaded: LoadedRun | undefined =
       cached ??
@@ -1087,7 +1089,7 @@ export class StepDriver {
       outcome.outbox,
       takes ? this.workerId : undefined,
     );
-    if (takes && reply.taken !== undefined) chain.taken.push(reply.taken);
+    if (takes && reply.taken !== undefined) chain.take(reply.taken, reply.takenRun);
     await this.scheduler.promote(reply.wakes);
     if (reply.result === 'stale') {
       const current = await this.store.load(run.id);
@@ -1145,7 +1147,7 @@ export class StepDriver {
       { ...fields, ...(takes ? { takenBy: this.workerId! } : {}), ...(turnEnd ? { turnEnd } : {}) },
       report,
     );
-    if (takes && reply.taken !== undefined) chain.taken.push(reply.taken);
+    if (takes && reply.taken !== undefined) chain.take(reply.taken, reply.takenRun);
     if (reply.result === 'committed' && (mode === 'completed' || mode === 'failed')) {
       recordRunEnd({ ...run, trace: await this.traceOf(run) }, mode, fields.now, fields.runError);
     }

@@ -57,7 +57,7 @@
   Messages the step reserved are consumed by modes next and completed, kept for a retry, and
   given back to their mailboxes when the run fails or is cancelled here.
 
-  Returns { code, parentCode, first, count, wakes, taken, child, turn }:
+  Returns { code, parentCode, first, count, wakes, taken, child, turn, takenRun }:
     code  1 committed
           0 stale: the run has ended (a cancel ends it at once) or moved past this step;
             nothing written
@@ -69,6 +69,7 @@
     child: the fields of the child `first` this end started and the worker took (takeChild), as
           a flat list; absent when none
     turn: with turnEnd, when the run ended: endTurn's answer (the next turn it started, if any)
+    takenRun: the taken wake's run, read for it (loadTaken in run-lifecycle.lua), or absent
   Emits: PUBLISH <channel> {type:'ended', runId, status} when the run (or its parent) ends.
   Logs (the run's event log, logEvent): woken (a step that parked), released (a throttled step
   that commits), retried (mode retry), throttled (mode throttled, unless throttled already).
@@ -180,7 +181,7 @@ if mode == 'failed' then
   finish(runKeys, runId, 'failed', now, o)
   local parent = toParent('failed', ARGV[4])
   local taken = takeWake(o, wakes)
-  return { 1, parent[1], parent[2], parent[3], wakes, taken, takeChild(parent), endTheTurn() }
+  return { 1, parent[1], parent[2], parent[3], wakes, taken, takeChild(parent), endTheTurn(), loadTaken(o, taken) }
 end
 
 -- The step commits: what it received is consumed, what it sent leaves.
@@ -203,10 +204,10 @@ if mode == 'completed' then
   finish(runKeys, runId, 'completed', now, o)
   local parent = toParent('completed', ARGV[4])
   local taken = takeWake(o, wakes)
-  return { 1, parent[1], parent[2], parent[3], wakes, taken, takeChild(parent), endTheTurn() }
+  return { 1, parent[1], parent[2], parent[3], wakes, taken, takeChild(parent), endTheTurn(), loadTaken(o, taken) }
 end
 
 redis.call('HSET', runKey, 'status', 'running')
 changed(runKey, runId, o)
 local taken = takeWake(o, wakes)
-return { 1, -1, -1, 0, wakes, taken }
+return { 1, -1, -1, 0, wakes, taken, false, false, loadTaken(o, taken) }

@@ -63,17 +63,4 @@ if run[1] == 'queued' then
     end
   end
 end
-local reserved = {}
-if ARGV[2] ~= '' and run[1] == 'waiting' and (run[5] or '0') == ARGV[2] and run[6] then
-  local parked = cjson.decode(run[6]).parked
-  -- A receive's own message (a receiveAny reserves its when the step runs again).
-  if type(parked) == 'table' and type(parked.addresses) ~= 'table' and isLocal(m, parked.address) then
-    local ordinal = string.format('%d', parked.ordinal)
-    if redis.call('HEXISTS', KEYS[2], 'm' .. ordinal) == 0 then
-      local message = redis.call('LPOP', m.mailboxPrefix .. parked.address)
-      if message then redis.call('HSET', KEYS[2], 'a' .. ordinal, parked.address, 'm' .. ordinal, message) end
-    end
-  end
-  reserved = redis.call('HGETALL', KEYS[2])
-end
-return { redis.call('HGETALL', KEYS[1]), reserved }
+return { redis.call('HGETALL', KEYS[1]), reserveWoken(KEYS[2], run[1], run[5], run[6], ARGV[2], m) }

@@ -526,6 +526,40 @@ local function takeWake(o, wakes)
   return false
 end
 
+-- A wake's reservation (load-run.lua): for a run `status` parked at park count `parkCount` (its
+-- `replay`), woken for park `park` (a string; '' not a wake), its parked receive's message is
+-- reserved now when its mailbox (in this partition) has one, as reserve-message.lua would when the
+-- step runs again (a receiveAny reserves its then). Returns the run's reserved hash, flat, or {}
+-- when the run is not parked at that park.
+local function reserveWoken(reservedKey, status, parkCount, replay, park, m)
+  if park == '' or status ~= 'waiting' or (parkCount or '0') ~= park or not replay then return {} end
+  local parked = cjson.decode(replay).parked
+  if type(parked) == 'table' and type(parked.addresses) ~= 'table' and isLocal(m, parked.address) then
+    local ordinal = string.format('%d', parked.ordinal)
+    if redis.call('HEXISTS', reservedKey, 'm' .. ordinal) == 0 then
+      local message = redis.call('LPOP', m.mailboxPrefix .. parked.address)
+      if message then redis.call('HSET', reservedKey, 'a' .. ordinal, parked.address, 'm' .. ordinal, message) end
+    end
+  end
+  return redis.call('HGETALL', reservedKey)
+end
+
+-- The run whose wake `wake` this transition took (takeWake), read for that wake as load-run.lua
+-- reads it, so that the taking worker runs the woken step without a round trip: { its hash, its
+-- reserved hash } (flat lists), or false: a store of several partitions (the run may live in
+-- another), or the run is not parked at that park, or a dead worker's step is noted on it (a load
+-- logs that takeover). m: runPrefix, mailboxPrefix, partitions.
+local function loadTaken(m, wake)
+  local count = tonumber(m.partitions)
+  if not wake or (count and count > 1) then return false end
+  local runId, park = string.match(wake, '^(.+)%-%d+%-p(%d+)$')
+  if not runId then return false end
+  local key = m.runPrefix .. runId
+  local run = redis.call('HMGET', key, 'status', 'parkCount', 'replay', 'takenFrom')
+  if run[1] ~= 'waiting' or (run[2] or '0') ~= park or run[4] then return false end
+  return { redis.call('HGETALL', key), reserveWoken(key .. ':reserved', run[1], run[2], run[3], park, m) }
+end
+
 -- The run's holds in other partitions end: a hand-off per address of `remote` (a set) consumes
 -- ('consume') or gives back ('release') what it holds there in the current epoch, and the next
 -- epoch begins.
