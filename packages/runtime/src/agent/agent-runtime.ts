@@ -428,7 +428,7 @@ export class AgentRuntime {
     const status = run.status as TurnEnd['status'];
     if (status === 'completed') shared ??= (await this.checkpointOf(run)).shared;
     const end = this.endOf(definition, run, status, shared, run.error);
-    const nextRun = this.nextRunOf(definition, run, end, shared, taker);
+    const nextRun = this.nextRunOf(run, end, taker);
     if (nextRun) end.nextRun = nextRun;
     const reply = await this.store.endTurn(turn.agent, end);
     await this.endCommitted(turn.agent, end, reply, taker);
@@ -453,7 +453,7 @@ export class AgentRuntime {
     if (status === 'completed' && shared === undefined) return undefined;
     const end = this.endOf(definition, run, status, shared, error);
     if (end.values) return undefined;
-    const nextRun = this.nextRunOf(definition, run, end, shared, taker);
+    const nextRun = this.nextRunOf(run, end, taker);
     if (nextRun) end.nextRun = nextRun;
     return { agent: turn.agent, end };
   }
@@ -479,38 +479,19 @@ export class AgentRuntime {
   }
 
   /**
-   * The run of the key's next turn, prepared from the state turn run `run` commits (`shared`,
-   * stored as `end.state`), for the end's transition to make should a message wait
-   * (TurnEnd.nextRun); taken by `taker` when it claims it. None for a state with values stored
-   * apart (its run's claims are made with the run).
+   * The run of the key's next turn, made from the state turn run `run` commits (`end.state`) as
+   * its type's TurnRunTemplate says, for the end's transition to make should a message wait
+   * (TurnEnd.nextRun); taken by `taker` when it claims it. None for a state the template cannot
+   * make a run of (one with values stored apart, or too long).
    */
-  private nextRunOf(
-    definition: AgentDefinition<any>,
-    run: StoredRun,
-    end: TurnEnd,
-    shared: JsonObject | undefined,
-    taker: TurnTaker | undefined,
-  ): NextTurnRun | undefined {
-    if (end.status !== 'completed' || end.values || shared === undefined) return undefined;
+  private nextRunOf(run: StoredRun, end: TurnEnd, taker: TurnTaker | undefined): NextTurnRun | undefined {
+    if (end.status !== 'completed' || end.values || end.state === undefined) return undefined;
+    const template = this.turnRunTemplate(run.turn!.agent);
+    if (!template || Buffer.byteLength(end.state) > template.maxStateBytes) return undefined;
     const number = run.turn!.turn;
-    const incarnation = run.id.slice(0, run.id.length - `t${number}`.length);
-    let prepared: NewRun;
-    try {
-      prepared = prepareRun(this.registry, definition.flow, shared, {}, this.options);
-    } catch {
-      return undefined; // the next turn's start fails it, with the reason (startTurn)
-    }
-    if (prepared.values) return undefined;
-    return {
-      id: turnRunId(incarnation, number + 1),
-      flow: prepared.flow,
-      fingerprint: prepared.fingerprint,
-      checkpoint: prepared.checkpoint,
-      target: prepared.target,
-      now: end.now,
-      ...(prepared.priority === undefined ? {} : { priority: prepared.priority }),
-      ...(taker?.claim(prepared.target) ? { takenBy: taker.worker } : {}),
-    };
+    const id = turnRunId(run.id.slice(0, run.id.length - `t${number}`.length), number + 1);
+    const claimed = taker?.claim(template.target) === true;
+    return runOfTemplate(id, end.state, claimed ? { ...template, takenBy: taker!.worker } : template, end.now);
   }
 
   /** How turn run `run` of an agent of `definition` ends as `status`: completed with `shared`. */
@@ -622,11 +603,16 @@ function madeRunOf(
   now: number,
 ): NextTurnRun | undefined {
   if (!activation.made || !template) return undefined;
+  return runOfTemplate(activation.runId, activation.state, template, now);
+}
+
+/** Run `id` of a turn that starts from `state` (JSON), made from `template`. */
+function runOfTemplate(id: string, state: string, template: TurnRunTemplate, now: number): NextTurnRun {
   return {
-    id: activation.runId,
+    id,
     flow: template.flow,
     fingerprint: template.fingerprint,
-    checkpoint: `${SHARED_HEAD}${activation.state}${template.checkpointTail}`,
+    checkpoint: `${SHARED_HEAD}${state}${template.checkpointTail}`,
     target: template.target,
     now,
     ...(template.priority === undefined ? {} : { priority: template.priority }),
