@@ -59,6 +59,9 @@ export interface AgentClientHost {
  * The client side of keyed agents: what `Engine` promises about them (send to an agent, ask,
  * agent, agents, query, deleteAgent, redeliver, agentHistory), written once for both engines.
  */
+/** Windows of one send to many agents in flight at once (see AgentClient's toAgents). */
+const SEND_WINDOWS_IN_FLIGHT = 4;
+
 export class AgentClient {
   constructor(
     private readonly store: AgentStore,
@@ -98,24 +101,34 @@ export class AgentClient {
 
   /**
    * Appends `message` to the inboxes of agents `refs` and starts the turns of those idle, one
-   * transition per agent (AgentStore.send), AGENT_SEND_WINDOW agents at a time: the window's inboxes in
-   * one round trip per partition, then its turns' runs, their first steps added in bulk. A process
-   * that dies part way has delivered to a prefix; a turn it had not started yet starts from the
-   * inbox left due (AgentRuntime.recover).
+   * transition per agent (AgentStore.send), AGENT_SEND_WINDOW agents at a time: the window's
+   * inboxes in one round trip per partition, then its turns' first steps added in bulk.
+   * SEND_WINDOWS_IN_FLIGHT windows go at once: each is still one short script, but their round
+   * trips overlap. A process that dies part way has delivered to some windows; a turn it had not
+   * started yet starts from the inbox left due (AgentRuntime.recover).
    */
   private async toAgents(refs: readonly string[], message: Message): Promise<void> {
-    for (let first = 0; first < refs.length; first += AGENT_SEND_WINDOW) {
-      const window = refs.slice(first, first + AGENT_SEND_WINDOW);
-      const replies = await this.store.send(
-        window.map((ref) => ({ ref, first: this.runtime.firstStateOf(ref), run: this.runtime.turnRunTemplate(ref) })),
-        message,
-        this.clock.now(),
-      );
-      await this.host.promote(replies.flatMap((reply) => reply.wakes));
-      await this.runtime.started(
-        replies.flatMap(({ activation }, i) => (activation ? [{ ref: window[i]!, activation }] : [])),
-      );
-    }
+    const windows: string[][] = [];
+    for (let first = 0; first < refs.length; first += AGENT_SEND_WINDOW)
+      windows.push(refs.slice(first, first + AGENT_SEND_WINDOW));
+    let next = 0;
+    const lane = async (): Promise<void> => {
+      for (let at = next++; at < windows.length; at = next++) await this.toWindow(windows[at]!, message);
+    };
+    await Promise.all(Array.from({ length: Math.min(SEND_WINDOWS_IN_FLIGHT, windows.length) }, lane));
+  }
+
+  /** One window of {@link AgentClient.toAgents}. */
+  private async toWindow(window: readonly string[], message: Message): Promise<void> {
+    const replies = await this.store.send(
+      window.map((ref) => ({ ref, first: this.runtime.firstStateOf(ref), run: this.runtime.turnRunTemplate(ref) })),
+      message,
+      this.clock.now(),
+    );
+    await this.host.promote(replies.flatMap((reply) => reply.wakes));
+    await this.runtime.started(
+      replies.flatMap(({ activation }, i) => (activation ? [{ ref: window[i]!, activation }] : [])),
+    );
   }
 
   /** Starts or continues conversation `options` (its id, else `messageId`); resolves its id. */
