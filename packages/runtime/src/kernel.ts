@@ -192,6 +192,8 @@ export {
   type TurnEnd,
   type NextTurnRun,
   type TurnRunTemplate,
+  type TurnStart,
+  type TurnStarted,
 } from './agent/agent-store.js';
 export { AgentRuntime, type AgentRuntimeOptions } from './agent/agent-runtime.js';
 export { AGENT_SEND_WINDOW, AgentClient, type AgentClientHost } from './agent/agent-client.js';

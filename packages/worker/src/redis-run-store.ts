@@ -62,6 +62,8 @@ import {
   systemClock,
   type ValueClaim,
   wakeTaskOf,
+  type TurnStart,
+  type TurnStarted,
 } from '@queueflow/runtime/kernel';
 import type { FinalRunStatus, StreamRestart } from '@queueflow/runtime';
 import type { Clock } from '@queueflow/runtime';
@@ -70,7 +72,7 @@ import { RedisBudgets } from './redis-budgets.js';
 import { Partitions, countChecked, groupBy } from './partitions.js';
 import type { RedisKeys } from './redis-keys.js';
 import { hashOfList, newRunFields, positionOf, runOfHash } from './run-hash.js';
-import { turnEndOptions, turnEndedOf } from './turn-scripts.js';
+import { turnEndOptions, turnEndedOf, turnStartsOptions, turnsStartedOf } from './turn-scripts.js';
 import { escapeGlob } from './purge-prefix.js';
 import { scanKeys } from './scan-keys.js';
 import type { ScriptedRedis } from './scripts.js';
@@ -586,6 +588,7 @@ export class RedisRunStore implements RunStore {
         : {}),
       ...(fields.values?.refs.length ? { values: fields.values.refs } : {}), // the prefixes: in common
       ...(fields.takenBy === undefined ? {} : { takenKey: this.keysOf(at.id).taken(fields.takenBy) }),
+      ...(fields.starts?.length ? { starts: turnStartsOptions(this.partitions, at.id, fields.starts) } : {}),
       ...(turnEnd
         ? {
             turnEnd: {
@@ -598,7 +601,7 @@ export class RedisRunStore implements RunStore {
         : {}),
     };
     const staged = await this.stageValues(at.id, fields.values);
-    const [code, parentCode, first, count, wakes, taken, child, turn, takenRun] = (await this.redis.commitStep(
+    const [code, parentCode, first, count, wakes, taken, child, turn, takenRun, started] = (await this.redis.commitStep(
       keys.length,
       ...keys,
       this.optionsJson(at.id, fields.now, options),
@@ -616,6 +619,7 @@ export class RedisRunStore implements RunStore {
       (string | number)[] | null | undefined,
       (string | number)[] | null | undefined,
       [string[], string[]] | null | undefined,
+      unknown,
     ];
     if (code !== 1) await this.dropStaged(staged);
     let takenWake = taken ?? undefined;
@@ -640,6 +644,7 @@ export class RedisRunStore implements RunStore {
       ...(takenWake ? { taken: takenWake } : {}),
       ...(turnEnd && Array.isArray(turn) ? { turnEnded: turnEndedOf(turn) } : {}),
       ...(await this.takenRunOf(taken, takenRun)),
+      ...startedOf(started),
     };
   }
 
@@ -1014,6 +1019,7 @@ export class RedisRunStore implements RunStore {
     replay: StepReplay,
     outbox: OutgoingMessage[],
     takenBy?: string,
+    starts?: TurnStart[],
   ): Promise<ParkReply> {
     const now = this.clock.now();
     // A re-check that found nothing and parks again on the same call is no new park (no wake).
@@ -1029,11 +1035,20 @@ export class RedisRunStore implements RunStore {
       ...(park.ask === undefined ? {} : { ask: park.ask }),
       outbox: outboxOf(outbox),
       ...(takenBy === undefined ? {} : { takenKey: this.keysOf(at.id).taken(takenBy) }),
+      ...(starts?.length ? { starts: turnStartsOptions(this.partitions, at.id, starts) } : {}),
     };
-    const [code, parkCount, ready, wakes, taken, takenRun] = (await this.redis.parkRun(
+    const [code, parkCount, ready, wakes, taken, takenRun, started] = (await this.redis.parkRun(
       ...this.keysOf(at.id).runKeys(at.id),
       JSON.stringify(options),
-    )) as [number, number, number, string[], string | null | undefined, [string[], string[]] | null | undefined];
+    )) as [
+      number,
+      number,
+      number,
+      string[],
+      string | null | undefined,
+      [string[], string[]] | null | undefined,
+      unknown,
+    ];
     let waiting = ready === 1;
     let takenWake = taken ?? undefined;
     if (this.handedOff(wakes)) {
@@ -1050,6 +1065,7 @@ export class RedisRunStore implements RunStore {
       wakes,
       ...(takenWake ? { taken: takenWake } : {}),
       ...(await this.takenRunOf(taken, takenRun)),
+      ...startedOf(started),
     };
   }
 
@@ -1557,6 +1573,12 @@ interface WaitEdge {
 
 /** How long a wait cycle's ask answered by a sweep is remembered, so that no sweep answers it twice, in ms. */
 const CYCLE_ANSWERED_MS = 60_000;
+
+/** `{ started }` of a transition's reply (CommitReply.started), when it took starts. */
+function startedOf(reply: unknown): { started?: TurnStarted[] } {
+  const started = turnsStartedOf(reply);
+  return started ? { started } : {};
+}
 
 function outboxOf(outbox: readonly OutgoingMessage[] | undefined): [string, string][] {
   return (outbox ?? []).map(({ address, message }) => [address, encodeMessage(message)]);

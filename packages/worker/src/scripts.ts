@@ -15,7 +15,7 @@ const SCRIPTS: Record<ScriptName, { file: string; keys?: number; budget?: true; 
   reopenRun: { file: 'reopen-run.lua', keys: 8 },
   loadRun: { file: 'load-run.lua', keys: 2 },
   reserveMessage: { file: 'reserve-message.lua', keys: 3 },
-  parkRun: { file: 'park-run.lua', keys: 8 },
+  parkRun: { file: 'park-run.lua', keys: 8, agent: true }, // starts the turns its sends reach
   sendMessage: { file: 'send-message.lua', keys: 3 },
   takeMessage: { file: 'take-message.lua', keys: 1 },
   // Partitions: what crosses them (run-lifecycle.lua, handOff).

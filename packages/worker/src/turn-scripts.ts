@@ -10,6 +10,8 @@ import {
   type AgentActivation,
   type TurnEnd,
   type TurnRunTemplate,
+  type TurnStart,
+  type TurnStarted,
 } from '@queueflow/runtime/kernel';
 import type { Partitions } from './partitions.js';
 import { newRunFields } from './run-hash.js';
@@ -66,13 +68,14 @@ export function turnEndedOf(reply: (string | number)[]): { result: 'ended' | 'st
 
 /**
  * A started turn from a script's reply `{ run id, turn, state, version, message JSON, made? }`
- * (made: 1 when the script made its run, TurnEnd.nextRun).
+ * (made: 2 when the script made its run taken, 1 made queued: AgentActivation.made).
  */
 export function activationOf(reply: (string | number)[]): AgentActivation | undefined {
   if (reply.length < 5) return undefined;
   const [runId, turn, state, version, message, made] = reply as [string, number, string, string, string, number?];
   const activation = { runId, turn: Number(turn), state, version: Number(version), message: decodeMessage(message) };
-  return made === 1 ? { ...activation, made: true } : activation;
+  if (made === 2) return { ...activation, made: 'taken' };
+  return made === 1 ? { ...activation, made: 'queued' } : activation;
 }
 
 /**
@@ -101,4 +104,33 @@ export function turnRunOptions(
     partitions: partitions.count,
     ...(template.takenBy === undefined ? {} : { takenKey: keys.taken(template.takenBy) }),
   };
+}
+
+/**
+ * The starts of `starts` a transition of run `runId` can take (startDelivered's `starts` in
+ * lua/agent-lifecycle.lua): those of agents in the run's partition (one script touches one).
+ */
+export function turnStartsOptions(
+  partitions: Partitions,
+  runId: string,
+  starts: readonly TurnStart[] | undefined,
+): Record<string, unknown>[] {
+  const here = partitions.indexOf(runId);
+  return (starts ?? [])
+    .filter(({ ref }) => partitions.indexOfAddress(ref) === here)
+    .map(({ ref, first, run }) => ({
+      ref,
+      keys: partitions.ofAddress(ref).agentKeys(ref),
+      first,
+      ...(run === undefined ? {} : { run: turnRunOptions(partitions, ref, run) }),
+    }));
+}
+
+/** startDelivered's answer: per start taken, `{ ref }` or `{ ref, ...activation }`. */
+export function turnsStartedOf(reply: unknown): TurnStarted[] | undefined {
+  if (!Array.isArray(reply)) return undefined;
+  return (reply as (string | number)[][]).map(([ref, ...turn]) => {
+    const activation = activationOf(turn);
+    return activation ? { ref: String(ref), activation } : { ref: String(ref) };
+  });
 }

@@ -1,6 +1,6 @@
 import { Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
-import { defineAgent, Node } from '@queueflow/runtime';
+import { defineAgent, Node, type Message } from '@queueflow/runtime';
 import { RedisEngine, startWorker } from '../src/index.js';
 import { deletePrefix, redisUrl, testPrefix } from '../../../tests/support/test-redis.js';
 
@@ -14,6 +14,30 @@ const counter = defineAgent('turn-commit-counter', {
   state: () => ({ n: 0, seen: [] as number[] }),
   turn: () => new Add({ name: 'add' }),
   subscribe: { everyone: (body) => (body as { keys: string[] }).keys },
+});
+
+/** Asks the answerer once per message: `{ answerer, n }`, keeping the answers. */
+class AskOnce extends Node<{ answers: number[] }> {
+  override prep(): Promise<Message | undefined> {
+    const { answerer, n } = this.message!.body as { answerer: string; n: number };
+    return this.ask(answerer, { n }, { timeoutMs: 20_000 });
+  }
+  override post(state: { answers: number[] }, answer: Message | undefined): void {
+    state.answers.push((answer!.body as { n: number }).n);
+  }
+}
+const asker = defineAgent('turn-commit-asker', {
+  state: () => ({ answers: [] as number[] }),
+  turn: () => new AskOnce({ name: 'ask' }),
+});
+const answerer = defineAgent('turn-commit-answerer', {
+  state: () => ({}),
+  turn: () =>
+    new (class extends Node {
+      override async post(): Promise<void> {
+        await this.reply(this.message!, this.message!.body);
+      }
+    })({ name: 'answer' }),
 });
 
 /** How many times this process sends each of the run store's and agent store's scripts, by name. */
@@ -36,7 +60,8 @@ function countScripts(): { counts: Map<string, number>; stop(): void } {
 
 describe('RedisEngine: the turns of one key', () => {
   const prefix = testPrefix('turn-commit');
-  const engine = new RedisEngine({ connection: redisUrl(), flows: [], agents: [counter], prefix });
+  const agents = [counter, asker, answerer];
+  const engine = new RedisEngine({ connection: redisUrl(), flows: [], agents, prefix });
   afterAll(async () => {
     await engine.close();
     await deletePrefix(redisUrl(), prefix);
@@ -47,7 +72,7 @@ describe('RedisEngine: the turns of one key', () => {
     const turns = 30;
     for (let i = 0; i < turns; i++) await engine.send(ref, { i });
     const watch = countScripts();
-    const worker = await startWorker({ connection: redisUrl(), flows: [], agents: [counter], prefix, concurrency: 1 });
+    const worker = await startWorker({ connection: redisUrl(), flows: [], agents, prefix, concurrency: 1 });
     try {
       await expect.poll(async () => (await engine.agent(ref))?.turns, { timeout: 20_000 }).toBe(turns);
     } finally {
@@ -82,7 +107,7 @@ describe('RedisEngine: the turns of one key', () => {
       const run = await engine.get(agent!.running!);
       expect(run?.status).toBe('queued');
     }
-    const worker = await startWorker({ connection: redisUrl(), flows: [], agents: [counter], prefix, concurrency: 4 });
+    const worker = await startWorker({ connection: redisUrl(), flows: [], agents, prefix, concurrency: 4 });
     try {
       for (const key of keys)
         await expect
@@ -91,5 +116,25 @@ describe('RedisEngine: the turns of one key', () => {
     } finally {
       await worker.close();
     }
+  });
+
+  it("start the turn of an idle agent a turn asks in the ask's own park", async () => {
+    const ref = asker.ref('a');
+    const asks = 10;
+    const watch = countScripts();
+    const worker = await startWorker({ connection: redisUrl(), flows: [], agents, prefix, concurrency: 2 });
+    try {
+      for (let n = 0; n < asks; n++) await engine.send(ref, { answerer: answerer.ref('b'), n });
+      await expect.poll(async () => (await engine.agent(ref))?.turns, { timeout: 20_000 }).toBe(asks);
+    } finally {
+      await worker.close();
+      watch.stop();
+    }
+    expect((await engine.agent(ref))?.state).toEqual({ answers: Array.from({ length: asks }, (_, n) => n) });
+    // Each question reached an idle answerer: its park started the answerer's turn and made its
+    // run; the asker's turns started with their sends or with the end of the turn before.
+    expect(watch.counts.get('activateAgent') ?? 0).toBe(0);
+    expect(watch.counts.get('createRun') ?? 0).toBe(0);
+    expect(watch.counts.get('endTurn') ?? 0).toBe(0);
   });
 });

@@ -28,6 +28,8 @@ import {
   type NextTurnRun,
   type TurnEnd,
   type TurnRunTemplate,
+  type TurnStart,
+  type TurnStarted,
 } from './agent-store.js';
 
 /** Reminders one firing script takes (a second of 10,000 due at once takes several). */
@@ -166,14 +168,64 @@ export class AgentRuntime {
   }
 
   /**
+   * The turns of idle agents among `addresses` (of types this process has) that the transition
+   * delivering to them may start itself (TurnHooks.turnStarts): the run of one of them taken by
+   * `taker` when it claims it.
+   */
+  turnStarts(addresses: string[], taker?: TurnTaker): TurnStart[] {
+    const starts: TurnStart[] = [];
+    for (const ref of new Set(addresses)) {
+      const first = this.firstStateOf(ref);
+      if (!first) continue;
+      const run = this.turnRunTemplate(ref, taker);
+      starts.push(run ? { ref, first, run } : { ref, first });
+    }
+    return starts;
+  }
+
+  /**
+   * A transition delivered to `addresses`, given `starts`, and answered `started`
+   * (TurnHooks.deliveredWith): the turns it started begin, the other addresses are delivered.
+   */
+  async deliveredWith(
+    addresses: string[],
+    starts: TurnStart[] | undefined,
+    started: TurnStarted[] | undefined,
+    taker?: TurnTaker,
+  ): Promise<void> {
+    const handled = new Set((started ?? []).map(({ ref }) => ref));
+    const now = this.options.clock.now();
+    // The one the store made taken first: the chain claims it before any other turn.
+    const order = [...(started ?? [])].sort(
+      (a, b) => Number(b.activation?.made === 'taken') - Number(a.activation?.made === 'taken'),
+    );
+    for (const { ref, activation } of order) {
+      const run = starts?.find((start) => start.ref === ref)?.run;
+      if (activation) await this.startTurn(ref, activation, false, taker, undefined, madeRunOf(activation, run, now));
+    }
+    await this.delivered(
+      addresses.filter((address) => !handled.has(address)),
+      taker,
+    );
+  }
+
+  /**
    * Starts a turn of agent `ref` if it is idle and has a message: run by `taker` when it claims it
    * (a worker's chain, in the slot the sender left), else by its first step's task.
    */
   async activate(ref: string, taker?: TurnTaker): Promise<void> {
     const now = this.options.clock.now();
+    // Claimed while the script runs (activations of several keys go at once), then given back for
+    // startTurn to claim the run, made taken or not.
     const template = this.turnRunTemplate(ref, taker);
-    const activation = await this.store.activateAgent(ref, this.firstStateOf(ref)!, now, template);
-    if (template?.takenBy !== undefined && !activation?.made) taker!.unclaim(); // taken by another way
+    const claimed = template?.takenBy !== undefined && taker!.claim(template.target);
+    const activation = await this.store.activateAgent(
+      ref,
+      this.firstStateOf(ref)!,
+      now,
+      template && !claimed ? withoutTaker(template) : template,
+    );
+    if (claimed) taker!.unclaim();
     if (activation)
       await this.startTurn(ref, activation, false, taker, undefined, madeRunOf(activation, template, now));
   }
@@ -203,7 +255,7 @@ export class AgentRuntime {
     return {
       ...template,
       maxStateBytes,
-      ...(taker?.claim(template.target) ? { takenBy: taker.worker } : {}),
+      ...(taker?.mayTake(template.target) ? { takenBy: taker.worker } : {}),
     };
   }
 
@@ -266,13 +318,13 @@ export class AgentRuntime {
       const turn = { agent: ref, turn: current.turn, message: current.message };
       // The run the turn's end prepared from the state it committed (TurnEnd.nextRun): this turn's.
       const prepared = nextRun?.id === current.runId ? nextRun : undefined;
-      // A chain claimed for a run not made here is free for another turn.
-      if (nextRun?.takenBy !== undefined && !prepared) taker?.unclaim();
       nextRun = undefined;
       try {
         if (prepared && current.made) {
-          // Made by the end's transition: taken by the caller's chain, or its first step due.
-          if (prepared.takenBy !== undefined) taker!.take({ ...prepared, turn });
+          // Made by the transition that started it: taken by the caller's chain (which claims it:
+          // the store took one run at most), or its first step due.
+          if (current.made === 'taken' && taker?.claim(prepared.target)) taker.take({ ...prepared, turn });
+          // (A run made taken that the chain cannot take after all gets a task: it runs.)
           else if (firstSteps)
             firstSteps.push({ runId: prepared.id, target: prepared.target, options: taskOptionsOf(prepared) });
           else await this.scheduler.addStep(prepared.id, 0, prepared.target, taskOptionsOf(prepared));
@@ -285,9 +337,10 @@ export class AgentRuntime {
           return;
         }
         await this.admit(ref, current);
-        const run = { ...(prepared ?? (await this.prepareTurn(definition, current))), id: current.runId, turn };
-        // The end claimed the caller's chain for the run it prepared (TurnEnd.nextRun).
-        if (taker && (prepared?.takenBy !== undefined || taker.claim(run.target))) {
+        // (A run prepared for the store to make is made here: taken only if the chain claims it.)
+        const { takenBy: _prepared, ...template } = prepared ?? (await this.prepareTurn(definition, current));
+        const run = { ...template, id: current.runId, turn };
+        if (taker?.claim(run.target)) {
           // Made here, taken by the caller's chain in the same transition: should its worker die
           // before it runs the turn, a survivor starts it (the worker's taken tasks).
           const turn = { ...run, now: this.options.clock.now(), takenBy: taker.worker };
@@ -475,7 +528,6 @@ export class AgentRuntime {
     taker?: TurnTaker,
   ): Promise<void> {
     if (ended.next) await this.startTurn(ref, ended.next, false, taker, undefined, end.nextRun);
-    else if (end.nextRun?.takenBy !== undefined) taker?.unclaim(); // no turn to take after all
   }
 
   /**
@@ -490,8 +542,8 @@ export class AgentRuntime {
     if (!template || Buffer.byteLength(end.state) > template.maxStateBytes) return undefined;
     const number = run.turn!.turn;
     const id = turnRunId(run.id.slice(0, run.id.length - `t${number}`.length), number + 1);
-    const claimed = taker?.claim(template.target) === true;
-    return runOfTemplate(id, end.state, claimed ? { ...template, takenBy: taker!.worker } : template, end.now);
+    const takes = taker?.mayTake(template.target) === true;
+    return runOfTemplate(id, end.state, takes ? { ...template, takenBy: taker!.worker } : template, end.now);
   }
 
   /** How turn run `run` of an agent of `definition` ends as `status`: completed with `shared`. */
@@ -603,7 +655,18 @@ function madeRunOf(
   now: number,
 ): NextTurnRun | undefined {
   if (!activation.made || !template) return undefined;
-  return runOfTemplate(activation.runId, activation.state, template, now);
+  return runOfTemplate(
+    activation.runId,
+    activation.state,
+    activation.made === 'taken' ? template : withoutTaker(template),
+    now,
+  );
+}
+
+/** `template` for a run no chain takes. */
+function withoutTaker(template: TurnRunTemplate): TurnRunTemplate {
+  const { takenBy: _taker, ...rest } = template;
+  return rest;
 }
 
 /** Run `id` of a turn that starts from `state` (JSON), made from `template`. */

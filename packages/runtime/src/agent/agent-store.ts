@@ -129,8 +129,12 @@ export interface AgentActivation {
   /** The version of that state. */
   version: number;
   message: Message;
-  /** Its run was made in the same transition, from {@link TurnEnd.nextRun} or a {@link TurnRunTemplate}. */
-  made?: true;
+  /**
+   * Its run was made in the same transition, from {@link TurnEnd.nextRun} or a
+   * {@link TurnRunTemplate}: `taken` by the worker they named (one run at most per transition, the
+   * key's own next turn first), else `queued` (its first step's task is the caller's to add).
+   */
+  made?: 'taken' | 'queued';
 }
 
 /** How a turn ended, for {@link AgentStore.endTurn}. */
@@ -180,8 +184,24 @@ export interface TurnRunTemplate {
   /** Bytes of JSON. */
   maxStateBytes: number;
   priority?: number;
-  /** The worker whose chain runs it (NewRun.takenBy): made `running`, among its taken tasks. */
+  /** The worker whose chain may run it (NewRun.takenBy): made `running` and among its taken tasks, unless the transition took another run (AgentActivation.made). */
   takenBy?: string;
+}
+
+/**
+ * A turn a step's send may start in the step's own transition (CommitFields.starts, RunStore.park):
+ * agent `ref`'s, as {@link AgentStore.activateAgent} would start it, its run made from `run`.
+ */
+export interface TurnStart {
+  ref: string;
+  first: FirstState;
+  run?: TurnRunTemplate;
+}
+
+/** What a transition did with a {@link TurnStart} it took: the turn it started, if any. */
+export interface TurnStarted {
+  ref: string;
+  activation?: AgentActivation;
 }
 
 /**
@@ -199,7 +219,7 @@ export interface NextTurnRun {
   /** Epoch ms. */
   now: number;
   priority?: number;
-  /** The worker whose chain runs it (NewRun.takenBy): made `running`, among its taken tasks. */
+  /** The worker whose chain may run it (NewRun.takenBy): made `running` and among its taken tasks, unless the transition took another run (AgentActivation.made). */
   takenBy?: string;
 }
 

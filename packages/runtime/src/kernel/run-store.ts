@@ -7,7 +7,7 @@ import type { FinalRunStatus, ListRunsOptions, RunError, RunStatus } from './eng
 import type { StreamEntry } from '../stream/stream-types.js';
 import type { Message, Received } from '../mailbox/message.js';
 import type { ValueClaim } from './claim-check.js';
-import type { AgentActivation, AgentTurn, TurnEnd } from '../agent/agent-store.js';
+import type { AgentActivation, AgentTurn, TurnEnd, TurnStart, TurnStarted } from '../agent/agent-store.js';
 import type { BudgetHold, BudgetKeyInfo, BudgetReply, BudgetRequest, BudgetState } from './budget-store.js';
 
 /**
@@ -163,7 +163,9 @@ export interface RunStore {
   ): Promise<Received | undefined | 'stale'>;
   /**
    * Parks the run on `park.address` and delivers the step's sends so far. With `takenBy`, that
-   * worker takes the first run the sends wake (see {@link CommitFields.takenBy}).
+   * worker takes the first run the sends wake (see {@link CommitFields.takenBy}); with `starts`,
+   * the turns of idle agents the sends reached may start in the same transition (see
+   * {@link CommitFields.starts}).
    */
   park(
     at: StoredRun,
@@ -171,6 +173,7 @@ export interface RunStore {
     replay: StepReplay,
     outbox: OutgoingMessage[],
     takenBy?: string,
+    starts?: TurnStart[],
   ): Promise<ParkReply>;
   /** Appends a message from outside any run; returns the wake ids of runs parked on the address. */
   send(address: string, message: Message): Promise<{ wakes: string[] }>;
@@ -555,6 +558,13 @@ export interface CommitFields {
    * otherwise it ignores this, and the caller ends the turn after the commit.
    */
   turnEnd?: TurnEndCommit;
+  /**
+   * Modes `next` and `completed`: turns of agents among the outbox's addresses to start in the
+   * same transition when they are idle (AgentStore.activateAgent), so that a send to an idle agent
+   * starts its turn with the send. A store starts those it can (on Redis: agents in the run's
+   * partition) and answers them in {@link CommitReply.started}; the caller starts the others.
+   */
+  starts?: TurnStart[];
 }
 
 /** An agent's turn end committed with its run's last step (see {@link CommitFields.turnEnd}). */
@@ -586,6 +596,8 @@ export interface CommitReply {
    * woken step without reading it again.
    */
   takenRun?: LoadedRun;
+  /** The {@link CommitFields.starts} this transition took, with the turns they started. */
+  started?: TurnStarted[];
 }
 
 /** How a fan-out child's end is reported to its parent by the commit that ends it. */
@@ -692,6 +704,8 @@ export interface ParkReply {
   taken?: string;
   /** The run of `taken`, read for its wake in the same transition (see {@link CommitReply.takenRun}). */
   takenRun?: LoadedRun;
+  /** The starts this transition took (see {@link CommitReply.started}). */
+  started?: TurnStarted[];
 }
 
 /** What one try of a step appends to its run's stream. Times are epoch ms. */

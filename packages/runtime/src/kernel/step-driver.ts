@@ -2,6 +2,7 @@ import type { Json, JsonObject } from '../json/json.js';
 import type { ReminderChange } from '../agent/reminders.js';
 import type { SharedMemoryStore } from '../agent/shared-memory.js';
 import type { ConversationStore } from '../agent/conversation-store.js';
+import type { TurnStart, TurnStarted } from '../agent/agent-store.js';
 import { corruptRunError, recordOfFailedTask, runErrorOf, toErrorRecord } from '../errors/error-record.js';
 import type { RunError } from './engine.js';
 import { QueueflowError } from '../errors/queueflow-error.js';
@@ -117,7 +118,12 @@ export interface TurnTaker {
    * slot that came free; others get tasks, and spread over the workers.
    */
   claim(target: StepTarget): boolean;
-  /** Gives back a claim whose turn was not made after all (no message was waiting). */
+  /**
+   * Whether it could run a turn whose first step is `target` (no turn claimed yet): a store that
+   * makes several turns' runs in one transition makes one of them taken, and the caller claims it.
+   */
+  mayTake(target: StepTarget): boolean;
+  /** Gives back a claim (the caller claims again what it turns out to run). */
   unclaim(): void;
   /** Run `turn`, made taken by {@link TurnTaker.worker}, next: its first step starts from `turn` as made. */
   take(turn: NewRun): void;
@@ -157,6 +163,22 @@ export interface TurnHooks {
    * `taker` runs one turn they start, in the slot the transition freed.
    */
   delivered(addresses: string[], taker?: TurnTaker): Promise<void>;
+  /**
+   * The turns of idle agents among `addresses` that the transition delivering to them may start
+   * itself ({@link CommitFields.starts}); one of them is run by `taker` when it claims it.
+   */
+  turnStarts(addresses: string[], taker?: TurnTaker): TurnStart[];
+  /**
+   * A transition delivered to `addresses`, given `starts`, and answered `started`: the turns it
+   * started begin (run by `taker` when it claims one), and those of the other addresses start as
+   * {@link TurnHooks.delivered} starts them.
+   */
+  deliveredWith(
+    addresses: string[],
+    starts: TurnStart[] | undefined,
+    started: TurnStarted[] | undefined,
+    taker?: TurnTaker,
+  ): Promise<void>;
   /** The addresses a body published on `topic` goes to (this process's agent types). */
   subscribers(topic: string, body: Json): string[];
   /** A turn's step set or cancelled reminders of its agent (`this.remind`), about to commit. */
@@ -1082,12 +1104,17 @@ export class StepDriver {
     };
     await this.addWake(wake, run, outcome.park);
     const takes = this.takes(chain);
+    // The run leaves the slot: a turn its sends start (the agent it asks) may run there next.
+    const taker = takes ? this.turnTaker(chain) : undefined;
+    const addresses = outcome.outbox.map((sent) => sent.address);
+    const starts = addresses.length ? this.options.agents?.turnStarts(addresses, taker) : undefined;
     const reply = await this.store.park(
       run,
       outcome.park,
       outcome.replay,
       outcome.outbox,
       takes ? this.workerId : undefined,
+      starts,
     );
     if (takes && reply.taken !== undefined) chain.take(reply.taken, reply.takenRun);
     await this.scheduler.promote(reply.wakes);
@@ -1097,12 +1124,7 @@ export class StepDriver {
       return;
     }
     if (reply.result !== 'committed') return;
-    // The run left the slot: a turn its sends start (the agent it asks) may run there next.
-    if (outcome.outbox.length)
-      await this.options.agents?.delivered(
-        outcome.outbox.map((sent) => sent.address),
-        takes ? this.turnTaker(chain) : undefined,
-      );
+    if (addresses.length) await this.options.agents?.deliveredWith(addresses, starts, reply.started, taker);
     // A message was there already (it came while the step ran): wake now.
     if (reply.ready) await this.scheduler.promote([taskId(wake)]);
   }
@@ -1141,10 +1163,18 @@ export class StepDriver {
     // A turn's end commits with its run's last step when the store can (one transition).
     const turnEnd =
       run.turn && ends ? await this.options.agents?.turnEnd(run, mode, shared, fields.runError, turnTaker) : undefined;
+    // Idle agents its sends reach start their turns in the same transition when the store can.
+    const addresses = mode === 'next' || mode === 'completed' ? (fields.outbox ?? []).map((sent) => sent.address) : [];
+    const starts = addresses.length ? this.options.agents?.turnStarts(addresses, turnTaker) : undefined;
     const reply = await this.store.commit(
       run,
       mode,
-      { ...fields, ...(takes ? { takenBy: this.workerId! } : {}), ...(turnEnd ? { turnEnd } : {}) },
+      {
+        ...fields,
+        ...(takes ? { takenBy: this.workerId! } : {}),
+        ...(turnEnd ? { turnEnd } : {}),
+        ...(starts?.length ? { starts } : {}),
+      },
       report,
     );
     if (takes && reply.taken !== undefined) chain.take(reply.taken, reply.takenRun);
@@ -1160,8 +1190,8 @@ export class StepDriver {
         shared,
         turnTaker,
         turnEnd && reply.turnEnded && { turnEnd, ended: reply.turnEnded },
+        starts && { starts, started: reply.started },
       );
-    else turnTaker?.unclaim();
     if (reply.result === 'stale') {
       const current = await this.store.load(run.id);
       if (current) await this.ensureProgress(current);
@@ -1182,6 +1212,7 @@ export class StepDriver {
     shared?: JsonObject,
     taker?: TurnTaker,
     turnEnded?: { turnEnd: TurnEndCommit; ended: NonNullable<CommitReply['turnEnded']> },
+    started?: { starts: TurnStart[]; started: TurnStarted[] | undefined },
   ): Promise<void> {
     const agents = this.options.agents;
     if (!agents) return;
@@ -1194,8 +1225,10 @@ export class StepDriver {
         taker,
       );
     if ((mode === 'next' || mode === 'completed') && fields.outbox?.length)
-      await agents.delivered(
+      await agents.deliveredWith(
         fields.outbox.map((sent) => sent.address),
+        started?.starts,
+        started?.started,
         taker,
       );
   }
@@ -1210,6 +1243,7 @@ export class StepDriver {
         claimed = true;
         return true;
       },
+      mayTake: (target) => !claimed && queueOf(target) === chain.queue,
       unclaim: () => {
         claimed = false;
       },

@@ -9,8 +9,8 @@
   ARGV[6] how to make the turn's run, JSON (makeTurnRun's t in agent-lifecycle.lua), or '' (the
           caller makes it)
 
-  Returns { run id, turn, state, version, message JSON, made } when a turn starts (made: 1 when
-  its run was made here), else {}.
+  Returns { run id, turn, state, version, message JSON, made } when a turn starts (made: 2 when
+  its run was made here taken, 1 made, 0 not: makeTurnRun), else {}.
 ]]
 local first = false
 if ARGV[3] ~= '' then first = cjson.decode(ARGV[3]) end

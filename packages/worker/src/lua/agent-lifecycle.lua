@@ -69,29 +69,39 @@ local function activate(k, ref, now, first, o)
   return { runId, seq, fields[2], fields[3], head }
 end
 
+-- Whether this script made a turn's run taken already: a worker's chain runs one turn next, so
+-- one transition takes one run at most (the key's own next turn first, then its sends' turns).
+local turnRunTaken = false
+
 -- Writes the run of turn `a` (activate's answer: run id, turn, state, version, message JSON):
 -- `fields` (HSET pairs, flat), its times, its turn, its place in the runs index, and, taken by a
--- worker's chain, its first step's task among that worker's taken tasks. n: key (the run's hash),
--- runs, sequence (the partition's runs index and sequence), changes (channel), takenKey and taken
--- (the worker's taken set and the first step's task id; absent: not taken).
+-- worker's chain (n.takenKey, unless the script took a run already), status `running` and its
+-- first step's task among that worker's taken tasks; else status `queued`. n: key (the run's
+-- hash), runs, sequence (the partition's runs index and sequence), changes (channel), takenKey and
+-- taken (the worker's taken set and the first step's task id). Returns 2 made taken, 1 made.
 local function writeTurnRun(ref, a, now, n, fields)
+  local take = n.takenKey ~= nil and not turnRunTaken
   redis.call('HSET', n.key, unpack(fields))
   -- The message's text is joined, not re-encoded (cjson would round its numbers).
-  redis.call('HSET', n.key, 'createdAt', now, 'updatedAt', now,
+  redis.call('HSET', n.key, 'createdAt', now, 'updatedAt', now, 'status', take and 'running' or 'queued',
     'turn', '{"agent":' .. cjson.encode(ref) .. ',"turn":' .. a[2] .. ',"message":' .. a[5] .. '}')
-  if n.takenKey then
+  if take then
+    turnRunTaken = true
     redis.call('HSET', n.key, 'startedAt', now)
     redis.call('SADD', n.takenKey, n.taken)
+  else
+    redis.call('HDEL', n.key, 'startedAt')
   end
   indexRun(n.runs, n.sequence, a[1], now)
   changed(n.key, a[1], n)
+  if take then return 2 end
   return 1
 end
 
 -- Makes the run of turn `next` (activate's answer) from n = o.nextRun (TurnEnd.nextRun),
 -- prepared from the state just committed: only the run of that id (n.id), for a message in no
 -- conversation (whose turn is admitted first). n.fields: the record's fields (writeTurnRun).
--- Returns 1 made, 0 not.
+-- Returns 2 made taken, 1 made, 0 not.
 local function makeNextTurn(ref, next, now, n)
   if type(n) ~= 'table' or n.id ~= next[1] then return 0 end
   if cjson.decode(next[5]).conversation ~= nil then return 0 end
@@ -102,7 +112,7 @@ end
 -- where runs live (writeTurnRun's n, without key and taken, and runPrefix, partition,
 -- partitions; target encoded): only for a state of the template's version, of at most
 -- maxStateBytes and no reference to a value stored apart, a run id in this partition, and a
--- message in no conversation. Returns 1 made, 0 not.
+-- message in no conversation. Returns 2 made taken, 1 made, 0 not.
 local function makeTurnRun(ref, a, now, t)
   if type(t) ~= 'table' or tonumber(a[4]) ~= tonumber(t.version) then return 0 end
   local state = a[3]
@@ -112,13 +122,32 @@ local function makeTurnRun(ref, a, now, t)
   if cjson.decode(a[5]).conversation ~= nil then return 0 end
   t.key = t.runPrefix .. a[1]
   if t.takenKey then t.taken = a[1] .. '-0' end
-  local fields = { 'flow', t.flow, 'fingerprint', t.fingerprint, 'status', t.takenKey and 'running' or 'queued',
-    'step', 0, 'attempt', 0, 'checkpoint', '{"shared":' .. state .. t.checkpointTail, 'target', t.target }
+  local fields = { 'flow', t.flow, 'fingerprint', t.fingerprint, 'step', 0, 'attempt', 0,
+    'checkpoint', '{"shared":' .. state .. t.checkpointTail, 'target', t.target }
   if t.priority then
     fields[#fields + 1] = 'priority'
     fields[#fields + 1] = t.priority
   end
   return writeTurnRun(ref, a, now, t, fields)
+end
+
+-- Starts the turns of agents a transition delivered to (o.starts: TurnStart in agent-store.ts,
+-- each { ref, keys (the agent's six keys, agentKeys' order), first, run (makeTurnRun's t, or
+-- absent) }), as activate-agent.lua would. Returns per start { ref } (no turn started) or { ref,
+-- run id, turn, state, version, message JSON, made }.
+local function startDelivered(starts, now, o)
+  local replies = {}
+  for _, s in ipairs(type(starts) == 'table' and starts or {}) do
+    local k = { a = s.keys[1], i = s.keys[2], x = s.keys[3], r = s.keys[4], d = s.keys[5], f = s.keys[6] }
+    local started = activate(k, s.ref, now, s.first, o)
+    if started then
+      replies[#replies + 1] = { s.ref, started[1], started[2], started[3], started[4], started[5],
+        makeTurnRun(s.ref, started, now, s.run) }
+    else
+      replies[#replies + 1] = { s.ref }
+    end
+  end
+  return replies
 end
 
 -- The agent keys of KEYS[first..first + 5] in the order every agent script takes them (from
@@ -141,7 +170,7 @@ end
 -- staged: the texts of `values` that may not be stored yet (stagedValues)
 -- o.nextRun: the next turn's run, made when it starts (makeNextTurn).
 -- Returns {} stale (not the turn in flight); { 1 } ended; { 1, run id, turn, state, version,
--- message, made } ended, and the next turn started (made: 1 when its run was made here).
+-- message, made } ended, and the next turn started (made: makeNextTurn's answer).
 local function endTurn(k, ref, runId, o, state, errorText, staged)
   if redis.call('HGET', k.a, 'r') ~= runId then return {} end
   local head = redis.call('LINDEX', k.i, 0)

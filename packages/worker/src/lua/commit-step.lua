@@ -43,6 +43,8 @@
     takenKey      (a worker that takes a run it wakes) its set of taken wakes: see takeWake; and,
                   with parent.take, of the child this child's end starts: see takeChild
     runPrefix     key prefix of run hashes (a taken child's record)
+    starts        (modes next and completed) turns of idle agents the outbox reached, to start
+                  here (CommitFields.starts; startDelivered in agent-lifecycle.lua)
     turnEnd       (an agent's turn whose run ends here, its key in this partition) the turn's
                   end, committed with the run's: endTurn's `o` (agent-lifecycle.lua) plus agent
                   (the address), state (completed: the new state JSON) and error (failed: the
@@ -57,7 +59,7 @@
   Messages the step reserved are consumed by modes next and completed, kept for a retry, and
   given back to their mailboxes when the run fails or is cancelled here.
 
-  Returns { code, parentCode, first, count, wakes, taken, child, turn, takenRun }:
+  Returns { code, parentCode, first, count, wakes, taken, child, turn, takenRun, started }:
     code  1 committed
           0 stale: the run has ended (a cancel ends it at once) or moved past this step;
             nothing written
@@ -70,6 +72,8 @@
           a flat list; absent when none
     turn: with turnEnd, when the run ended: endTurn's answer (the next turn it started, if any)
     takenRun: the taken wake's run, read for it (loadTaken in run-lifecycle.lua), or absent
+    started: modes next and completed: the turns o.starts started (startDelivered in
+          agent-lifecycle.lua)
   Emits: PUBLISH <channel> {type:'ended', runId, status} when the run (or its parent) ends.
   Logs (the run's event log, logEvent): woken (a step that parked), released (a throttled step
   that commits), retried (mode retry), throttled (mode throttled, unless throttled already).
@@ -181,10 +185,11 @@ if mode == 'failed' then
   finish(runKeys, runId, 'failed', now, o)
   local parent = toParent('failed', ARGV[4])
   local taken = takeWake(o, wakes)
-  return { 1, parent[1], parent[2], parent[3], wakes, taken, takeChild(parent), endTheTurn(), loadTaken(o, taken) }
+  return { 1, parent[1], parent[2], parent[3], wakes, taken, takeChild(parent), endTheTurn(), loadTaken(o, taken), false }
 end
 
--- The step commits: what it received is consumed, what it sent leaves.
+-- The step commits: what it received is consumed, what it sent leaves (idle agents it reached
+-- start their turns: startDelivered, at the end).
 consumeReserved(KEYS[6], o, runKey)
 deliverOutbox(o, o.outbox, wakes, retention, runKey)
 if ARGV[3] ~= '' then pushRecord(KEYS[7], ARGV[3], o.maxRecords) end
@@ -204,10 +209,12 @@ if mode == 'completed' then
   finish(runKeys, runId, 'completed', now, o)
   local parent = toParent('completed', ARGV[4])
   local taken = takeWake(o, wakes)
-  return { 1, parent[1], parent[2], parent[3], wakes, taken, takeChild(parent), endTheTurn(), loadTaken(o, taken) }
+  local turn = endTheTurn() -- before the sends' turns: the key's own next turn is taken first
+  return { 1, parent[1], parent[2], parent[3], wakes, taken, takeChild(parent), turn, loadTaken(o, taken),
+    startDelivered(o.starts, now, o) }
 end
 
 redis.call('HSET', runKey, 'status', 'running')
 changed(runKey, runId, o)
 local taken = takeWake(o, wakes)
-return { 1, -1, -1, 0, wakes, taken, false, false, loadTaken(o, taken) }
+return { 1, -1, -1, 0, wakes, taken, false, false, loadTaken(o, taken), startDelivered(o.starts, now, o) }

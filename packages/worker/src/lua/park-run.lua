@@ -23,13 +23,14 @@
     event      the `parked` entry of the run's event log (JSON), absent when the step parks
                again on the same call (a re-check that found nothing)
 
-  Returns { code, parkCount, ready, wakes, taken, takenRun }:
+  Returns { code, parkCount, ready, wakes, taken, takenRun, started }:
     code 1 parked; its wake id is `<run id>-<step>-p<parkCount>` (the caller adds the wake,
            delayed to the deadline, at once when `ready` is 1: a message is already there)
          0 stale (ended, or moved on); -1 no such run
     wakes: wake ids of runs parked on addresses this park delivered to
     taken: the wake id the worker took (takeWake), not among `wakes`; absent when none
     takenRun: the taken wake's run, read for it (loadTaken in run-lifecycle.lua), or absent
+    started: the turns o.starts started (startDelivered in agent-lifecycle.lua)
 ]]
 local o = cjson.decode(ARGV[1])
 local keys = { KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8] }
@@ -62,5 +63,6 @@ for _, address in ipairs(o.addresses or { o.address }) do
   if waitOn(o, KEYS[1], o.runId, address, wake) == 1 then ready = 1 end
 end
 changed(KEYS[1], o.runId, o)
+local started = startDelivered(o.starts, o.now, o)
 local taken = takeWake(o, wakes)
-return { 1, parkCount, ready, wakes, taken, loadTaken(o, taken) }
+return { 1, parkCount, ready, wakes, taken, loadTaken(o, taken), started }

@@ -20,7 +20,7 @@
   Returns { 1, agent 1's reply, agent 2's reply, ... }: sent, each reply { wake, run id, turn,
           state, version, message JSON, made }, where `wake` is the wake id of a run parked on the
           inbox ('' for none: the caller promotes it) and the turn's fields follow when one started
-          (made: 1 when its run was made here).
+          (made: makeTurnRun's answer).
           { -1, count } the partition holds another count; { -2 } it holds none. Nothing is
           written unless sent.
 ]]
