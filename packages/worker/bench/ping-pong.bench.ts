@@ -20,20 +20,23 @@
  * by name), so the report also says what one round trip costs in Redis commands.
  *
  * Where the time goes (from the counts this benchmark prints). Each agent waits as a parked run.
- * A step that wakes a parked run takes it and runs its step next, in the same job, before its
- * own run's next step (direct hand-off, `continueSteps`); a run's next step runs on in the same
- * job too. So once the exchange is going, both agents' steps run one after the other in one
- * worker slot, with no BullMQ job per step or per wake. One round trip is four steps and about
- * 10 Redis commands (raw: 4):
+ * A step that wakes a parked run takes it, reads it for its wake in the same script, and runs its
+ * step next, in the same job, before its own run's next step (direct hand-off, `continueSteps`);
+ * a run's next step runs on in the same job too. So once the exchange is going, both agents' steps
+ * run one after the other in one worker slot, with no BullMQ job per step or per wake. One
+ * run-to-run round trip is four steps and about 9 Redis commands (raw: 4):
  *   1. pinger, step k + 1 (after its commit of step k): `ask` → its question leaves with the park
  *      (no reserve: nothing can wait on its fresh reply address) → add its wake job (delayed: its
  *      deadline, and the safety net of a crash) → park-run (delivers the question).
  *   2. ponger, its next step (it was not parked: it was waiting in the chain behind the pinger):
  *      reserve-message (the question is there) → commit-step (consumes it, delivers the answer;
- *      takes the parked pinger).
- *   3. pinger, taken: load-run (reserves the answer with the run) → commit-step; its delayed
- *      wake job removed and its taken mark released (SREM), neither awaited.
- * That is about 6 sequential Redis round trips against 2 for the raw ping-pong, plus each step's
+ *      takes the parked pinger and reads it with the answer reserved).
+ *   3. pinger, taken: commit-step; its delayed wake job removed and its taken mark released (SREM),
+ *      neither awaited.
+ * An agent-to-agent round trip: the asker's park delivers the question and starts the answerer's
+ * turn with its run, taken by the slot it frees; the answerer's one step commits its reply, its
+ * turn's end and the asker's wake in one script; the asker's step commits. About 7.5 commands.
+ * That is 4 to 5 sequential Redis round trips against 2 for the raw ping-pong, plus each step's
  * CPU (checkpoint JSON, the interpreter). Idle slots' BZPOPMIN wake-ups and the chain's hand-back
  * to BullMQ every 50 steps or second (a new job) make the rest.
  *

@@ -1577,7 +1577,7 @@ const CYCLE_ANSWERED_MS = 60_000;
 /** `{ started }` of a transition's reply (CommitReply.started), when it took starts. */
 function startedOf(reply: unknown): { started?: TurnStarted[] } {
   const started = turnsStartedOf(reply);
-  return started ? { started } : {};
+  return started?.length ? { started } : {};
 }
 
 function outboxOf(outbox: readonly OutgoingMessage[] | undefined): [string, string][] {

@@ -184,7 +184,10 @@ export interface TurnRunTemplate {
   /** Bytes of JSON. */
   maxStateBytes: number;
   priority?: number;
-  /** The worker whose chain may run it (NewRun.takenBy): made `running` and among its taken tasks, unless the transition took another run (AgentActivation.made). */
+  /**
+   * The worker whose chain may run it (NewRun.takenBy): made `running` and among its taken tasks,
+   * unless the transition took another run (AgentActivation.made).
+   */
   takenBy?: string;
 }
 
@@ -219,7 +222,10 @@ export interface NextTurnRun {
   /** Epoch ms. */
   now: number;
   priority?: number;
-  /** The worker whose chain may run it (NewRun.takenBy): made `running` and among its taken tasks, unless the transition took another run (AgentActivation.made). */
+  /**
+   * The worker whose chain may run it (NewRun.takenBy): made `running` and among its taken tasks,
+   * unless the transition took another run (AgentActivation.made).
+   */
   takenBy?: string;
 }
 
