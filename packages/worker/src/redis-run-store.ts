@@ -588,7 +588,9 @@ export class RedisRunStore implements RunStore {
         : {}),
       ...(fields.values?.refs.length ? { values: fields.values.refs } : {}), // the prefixes: in common
       ...(fields.takenBy === undefined ? {} : { takenKey: this.keysOf(at.id).taken(fields.takenBy) }),
-      ...(fields.starts?.length ? { starts: turnStartsOptions(this.partitions, at.id, fields.starts) } : {}),
+      ...(fields.starts?.length
+        ? { starts: turnStartsOptions(this.partitions, at.id, fields.starts, !fields.turnEnd || turnEnd !== undefined) }
+        : {}),
       ...(turnEnd
         ? {
             turnEnd: {

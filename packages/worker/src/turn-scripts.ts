@@ -114,16 +114,22 @@ export function turnStartsOptions(
   partitions: Partitions,
   runId: string,
   starts: readonly TurnStart[] | undefined,
+  takeable = true,
 ): Record<string, unknown>[] {
   const here = partitions.indexOf(runId);
   return (starts ?? [])
     .filter(({ ref }) => partitions.indexOfAddress(ref) === here)
-    .map(({ ref, first, run }) => ({
-      ref,
-      keys: partitions.ofAddress(ref).agentKeys(ref),
-      first,
-      ...(run === undefined ? {} : { run: turnRunOptions(partitions, ref, run) }),
-    }));
+    .map(({ ref, first, run }) => {
+      // Not takeable: the chain is for a turn the caller starts after (a turn end not in the script).
+      const { takenBy, ...untaken } = run ?? {};
+      const template = run && (takeable || takenBy === undefined ? run : (untaken as TurnRunTemplate));
+      return {
+        ref,
+        keys: partitions.ofAddress(ref).agentKeys(ref),
+        first,
+        ...(template === undefined ? {} : { run: turnRunOptions(partitions, ref, template) }),
+      };
+    });
 }
 
 /** startDelivered's answer: per start taken, `{ ref }` or `{ ref, ...activation }`. */

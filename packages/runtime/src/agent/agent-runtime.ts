@@ -10,7 +10,7 @@ import type { RunError } from '../kernel/engine.js';
 import { newRunId } from '../kernel/run-id.js';
 import { prepareRun } from '../kernel/run-client.js';
 import { isFinal, type NewRun, type RunStore, type StoredRun, type TurnEndCommit } from '../kernel/run-store.js';
-import { taskOptionsOf, type Scheduler } from '../kernel/scheduler.js';
+import { taskId, taskOptionsOf, type Scheduler } from '../kernel/scheduler.js';
 import { addFirstSteps, startRun, type FirstSteps } from '../kernel/start-run.js';
 import type { Checkpoint } from '../interpreter/checkpoint.js';
 import type { TurnTaker } from '../kernel/step-driver.js';
@@ -210,6 +210,28 @@ export class AgentRuntime {
   }
 
   /**
+   * Turn runs a lost answer's transition may have made taken by this worker (TurnHooks.madeRunsLost):
+   * the next turn's run of `turnEnd`, the running turns of the agents of `starts`, each if it was
+   * made at `now` (by that transition, not by another worker's) and has not started: its first
+   * step gets a task.
+   */
+  async madeRunsLost(turnEnd: TurnEndCommit | undefined, starts: TurnStart[] | undefined, now: number): Promise<void> {
+    const candidates: { id: string; made: number }[] = [];
+    const next = turnEnd?.end.nextRun;
+    if (next?.takenBy !== undefined) candidates.push({ id: next.id, made: turnEnd!.end.now });
+    for (const start of starts ?? []) {
+      if (start.run?.takenBy === undefined) continue;
+      const running = (await this.store.loadAgent(start.ref))?.running;
+      if (running !== undefined) candidates.push({ id: running, made: now });
+    }
+    for (const { id, made } of candidates) {
+      const run = await this.runs.load(id);
+      if (run?.status === 'running' && run.step === 0 && run.createdAt === made)
+        await this.scheduler.addStep(run.id, 0, run.target, taskOptionsOf(run));
+    }
+  }
+
+  /**
    * Starts a turn of agent `ref` if it is idle and has a message: run by `taker` when it claims it
    * (a worker's chain, in the slot the sender left), else by its first step's task.
    */
@@ -324,8 +346,12 @@ export class AgentRuntime {
           // Made by the transition that started it: taken by the caller's chain (which claims it:
           // the store took one run at most), or its first step due.
           if (current.made === 'taken' && taker?.claim(prepared.target)) taker.take({ ...prepared, turn });
-          // (A run made taken that the chain cannot take after all gets a task: it runs.)
-          else if (firstSteps)
+          else if (current.made === 'taken') {
+            // Made taken, but the chain runs another turn: it gets a task, and leaves the taken set.
+            await this.scheduler.addStep(prepared.id, 0, prepared.target, taskOptionsOf(prepared));
+            if (prepared.takenBy !== undefined)
+              await this.runs.releaseTaken(prepared.takenBy, [taskId({ type: 'step', runId: prepared.id, step: 0 })]);
+          } else if (firstSteps)
             firstSteps.push({ runId: prepared.id, target: prepared.target, options: taskOptionsOf(prepared) });
           else await this.scheduler.addStep(prepared.id, 0, prepared.target, taskOptionsOf(prepared));
           continue;

@@ -179,6 +179,12 @@ export interface TurnHooks {
     started: TurnStarted[] | undefined,
     taker?: TurnTaker,
   ): Promise<void>;
+  /**
+   * A transition given a turn end or starts that a chain could take answered stale or threw: an
+   * earlier send of it whose answer was lost may have made turn runs taken by this worker (at
+   * `now`, epoch ms), which no chain runs. Those get their first steps' tasks.
+   */
+  madeRunsLost(turnEnd: TurnEndCommit | undefined, starts: TurnStart[] | undefined, now: number): Promise<void>;
   /** The addresses a body published on `topic` goes to (this process's agent types). */
   subscribers(topic: string, body: Json): string[];
   /** A turn's step set or cancelled reminders of its agent (`this.remind`), about to commit. */
@@ -1108,13 +1114,8 @@ export class StepDriver {
     const taker = takes ? this.turnTaker(chain) : undefined;
     const addresses = outcome.outbox.map((sent) => sent.address);
     const starts = addresses.length ? this.options.agents?.turnStarts(addresses, taker) : undefined;
-    const reply = await this.store.park(
-      run,
-      outcome.park,
-      outcome.replay,
-      outcome.outbox,
-      takes ? this.workerId : undefined,
-      starts,
+    const reply = await this.lostRunsChecked(undefined, starts, this.options.clock.now(), () =>
+      this.store.park(run, outcome.park, outcome.replay, outcome.outbox, takes ? this.workerId : undefined, starts),
     );
     if (takes && reply.taken !== undefined) chain.take(reply.taken, reply.takenRun);
     await this.scheduler.promote(reply.wakes);
@@ -1165,17 +1166,21 @@ export class StepDriver {
       run.turn && ends ? await this.options.agents?.turnEnd(run, mode, shared, fields.runError, turnTaker) : undefined;
     // Idle agents its sends reach start their turns in the same transition when the store can.
     const addresses = mode === 'next' || mode === 'completed' ? (fields.outbox ?? []).map((sent) => sent.address) : [];
-    const starts = addresses.length ? this.options.agents?.turnStarts(addresses, turnTaker) : undefined;
-    const reply = await this.store.commit(
-      run,
-      mode,
-      {
-        ...fields,
-        ...(takes ? { takenBy: this.workerId! } : {}),
-        ...(turnEnd ? { turnEnd } : {}),
-        ...(starts?.length ? { starts } : {}),
-      },
-      report,
+    // (A turn whose end follows the commit claims the chain for its own next turn first.)
+    const startTaker = run.turn && ends && !turnEnd ? undefined : turnTaker;
+    const starts = addresses.length ? this.options.agents?.turnStarts(addresses, startTaker) : undefined;
+    const reply = await this.lostRunsChecked(turnEnd, starts, fields.now, () =>
+      this.store.commit(
+        run,
+        mode,
+        {
+          ...fields,
+          ...(takes ? { takenBy: this.workerId! } : {}),
+          ...(turnEnd ? { turnEnd } : {}),
+          ...(starts?.length ? { starts } : {}),
+        },
+        report,
+      ),
     );
     if (takes && reply.taken !== undefined) chain.take(reply.taken, reply.takenRun);
     if (reply.result === 'committed' && (mode === 'completed' || mode === 'failed')) {
@@ -1199,6 +1204,29 @@ export class StepDriver {
     if (reply.parent && report)
       await this.fanOut.followChildEnded(report.parent.id, report.parent.step, reply.parent, taker);
     return reply.result;
+  }
+
+  /**
+   * Runs `transition` (a commit or a park given `turnEnd` and `starts`); when it answers stale or
+   * throws, the turn runs an earlier send of it may have made taken by this worker get tasks
+   * (TurnHooks.madeRunsLost).
+   */
+  private async lostRunsChecked<R extends { result: CommitResult }>(
+    turnEnd: TurnEndCommit | undefined,
+    starts: TurnStart[] | undefined,
+    now: number,
+    transition: () => Promise<R>,
+  ): Promise<R> {
+    const takes = turnEnd?.end.nextRun?.takenBy !== undefined || starts?.some((start) => start.run?.takenBy);
+    let reply: R;
+    try {
+      reply = await transition();
+    } catch (error) {
+      if (takes) await this.options.agents?.madeRunsLost(turnEnd, starts, now).catch(() => {});
+      throw error;
+    }
+    if (takes && reply.result !== 'committed') await this.options.agents?.madeRunsLost(turnEnd, starts, now);
+    return reply;
   }
 
   /**

@@ -190,7 +190,12 @@ local function endTurn(k, ref, runId, o, state, errorText, staged)
   redis.call('HDEL', k.a, 'r')
   redis.call('ZREM', k.r, ref)
   local next = activate(k, ref, o.now, false, o)
-  if next then return { 1, next[1], next[2], next[3], next[4], next[5], makeNextTurn(ref, next, o.now, o.nextRun) } end
+  if next then
+    local made = makeNextTurn(ref, next, o.now, o.nextRun)
+    -- A next turn whose run the caller makes is the one its chain claims: no send's turn is taken.
+    if made == 0 and type(o.nextRun) == 'table' and o.nextRun.takenKey then turnRunTaken = true end
+    return { 1, next[1], next[2], next[3], next[4], next[5], made }
+  end
   local ttl = tonumber(o.idleTtlMs)
   -- A key with reminders pending is not idle: it expires after a turn that leaves none.
   if ttl and ttl > 0 and redis.call('EXISTS', o.remindersKey) == 0 then
