@@ -8,7 +8,7 @@ import { checkAddress, checkMessageBody, checkTimeout, type Message, type SendOp
 import { checkTopic } from '../mailbox/topic.js';
 import { checkWellFormed } from '../core/well-formed.js';
 import type { AgentRuntime } from './agent-runtime.js';
-import { MAX_TURNS_KEPT, turnRunId, type AgentStore } from './agent-store.js';
+import { AGENT_SEND_WINDOW, MAX_TURNS_KEPT, turnRunId, type AgentStore } from './agent-store.js';
 import type {
   AgentInfo,
   AgentPage,
@@ -28,12 +28,7 @@ import { checkSpendKey } from './spend.js';
 import type { Clock } from '../kernel/clock.js';
 import { checkAgentRef, firstState, parseAgentRef } from './define-agent.js';
 
-/**
- * Agents a send or publish writes to at once: one transition each, those of a partition in one
- * script (AgentStore.send). Bounds that script: 256 agents took up to 27 ms on a loaded 2-core
- * machine, and no script may block Redis for 50 ms (a publish to 10,000 keys).
- */
-export const AGENT_SEND_WINDOW = 128;
+export { AGENT_SEND_WINDOW };
 
 /** Default of {@link AskOptions.timeoutMs}: 30 s. */
 const DEFAULT_ASK_TIMEOUT_MS = 30_000;

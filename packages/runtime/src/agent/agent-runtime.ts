@@ -21,6 +21,7 @@ import { corruptRunError } from '../errors/error-record.js';
 import { firstState, parseAgentRef, type AgentDefinition } from './define-agent.js';
 import type { InboxBound } from '../mailbox/step-mailbox.js';
 import {
+  AGENT_SEND_WINDOW,
   turnRunId,
   type AgentActivation,
   type AgentStore,
@@ -174,7 +175,8 @@ export class AgentRuntime {
    */
   turnStarts(addresses: string[], taker?: TurnTaker): TurnStart[] {
     const starts: TurnStart[] = [];
-    for (const ref of new Set(addresses)) {
+    // A window at most: a step that sends to many agents starts the others after its transition.
+    for (const ref of [...new Set(addresses)].slice(0, AGENT_SEND_WINDOW)) {
       const first = this.firstStateOf(ref);
       if (!first) continue;
       const run = this.turnRunTemplate(ref, taker);
@@ -199,8 +201,9 @@ export class AgentRuntime {
     const order = [...(started ?? [])].sort(
       (a, b) => Number(b.activation?.made === 'taken') - Number(a.activation?.made === 'taken'),
     );
+    const runs = new Map((starts ?? []).map((start) => [start.ref, start.run]));
     for (const { ref, activation } of order) {
-      const run = starts?.find((start) => start.ref === ref)?.run;
+      const run = runs.get(ref);
       if (activation) await this.startTurn(ref, activation, false, taker, undefined, madeRunOf(activation, run, now));
     }
     await this.delivered(
@@ -241,13 +244,17 @@ export class AgentRuntime {
     // startTurn to claim the run, made taken or not.
     const template = this.turnRunTemplate(ref, taker);
     const claimed = template?.takenBy !== undefined && taker!.claim(template.target);
-    const activation = await this.store.activateAgent(
-      ref,
-      this.firstStateOf(ref)!,
-      now,
-      template && !claimed ? withoutTaker(template) : template,
-    );
-    if (claimed) taker!.unclaim();
+    let activation: AgentActivation | undefined;
+    try {
+      activation = await this.store.activateAgent(
+        ref,
+        this.firstStateOf(ref)!,
+        now,
+        template && !claimed ? withoutTaker(template) : template,
+      );
+    } finally {
+      if (claimed) taker!.unclaim();
+    }
     if (activation)
       await this.startTurn(ref, activation, false, taker, undefined, madeRunOf(activation, template, now));
   }
