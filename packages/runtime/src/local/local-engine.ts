@@ -173,6 +173,9 @@ export class LocalEngine implements Engine {
       );
     });
     const agentStore = new MemoryAgentStore(this.store, clock, this.store);
+    // A turn's end commits with its run's last step, as on Redis: a reply the turn sends is never
+    // seen before the state it commits.
+    this.store.endTurns = (ref, end) => agentStore.endTurnNow(ref, end);
     const conversations = new MemoryConversationStore();
     this.memories = new MemorySharedMemoryStore();
     this.agentRuntime = new AgentRuntime(agents, agentStore, this.store, this.scheduler, registry, {

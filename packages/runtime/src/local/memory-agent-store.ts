@@ -106,6 +106,11 @@ export class MemoryAgentStore implements AgentStore {
   }
 
   async endTurn(ref: string, end: TurnEnd): Promise<{ result: 'ended' | 'stale'; next?: AgentActivation }> {
+    return this.endTurnNow(ref, end);
+  }
+
+  /** {@link MemoryAgentStore.endTurn}, synchronous: for a run store's commit (MemoryRunStore.endTurns). */
+  endTurnNow(ref: string, end: TurnEnd): { result: 'ended' | 'stale'; next?: AgentActivation } {
     const agent = this.live(ref);
     if (!agent || agent.running !== end.runId) return { result: 'stale' };
     if (end.status === 'completed') {

@@ -15,6 +15,7 @@ import {
   encodeOutcome,
   encodeRequest,
 } from '../kernel/codec.js';
+import type { TurnEnd } from '../agent/agent-store.js';
 import type { Clock } from '../kernel/clock.js';
 import { taskId } from '../kernel/scheduler.js';
 import type { ValueClaim } from '../kernel/claim-check.js';
@@ -144,6 +145,12 @@ export class MemoryRunStore implements RunStore, RunEventSource {
   private readonly stored = new Map<string, { text: string; runs: Set<string> }>();
   /** Flow control: the budgets of nodes' `limits`. */
   private readonly budgets: MemoryBudgets;
+
+  /**
+   * Ends an agent's turn in the commit of its run's last step (CommitFields.turnEnd): the agent
+   * store's endTurn, synchronous, set by the engine that owns both stores.
+   */
+  endTurns: ((ref: string, end: TurnEnd) => NonNullable<CommitReply['turnEnded']>) | undefined;
 
   constructor(
     private readonly clock: Clock,
@@ -308,6 +315,7 @@ export class MemoryRunStore implements RunStore, RunEventSource {
       return {
         result: 'committed',
         wakes,
+        ...this.endTurnOf(fields),
         ...optional('parent', toParent(report?.outcome ?? childOutcomeOf(mode, fields))),
         ...this.take(fields.takenBy, wakes),
       };
@@ -334,6 +342,7 @@ export class MemoryRunStore implements RunStore, RunEventSource {
       return {
         result: 'committed',
         wakes,
+        ...this.endTurnOf(fields),
         ...optional('parent', toParent(report?.outcome ?? childOutcomeOf(mode, fields))),
         ...this.take(fields.takenBy, wakes),
       };
@@ -341,6 +350,12 @@ export class MemoryRunStore implements RunStore, RunEventSource {
     run.status = 'running';
     this.changed(run.id);
     return { result: 'committed', wakes, ...this.take(fields.takenBy, wakes) };
+  }
+
+  /** The turn's end the commit makes with the run's (see {@link MemoryRunStore.endTurns}). */
+  private endTurnOf(fields: CommitFields): Pick<CommitReply, 'turnEnded'> {
+    if (!fields.turnEnd || !this.endTurns) return {};
+    return { turnEnded: this.endTurns(fields.turnEnd.agent, fields.turnEnd.end) };
   }
 
   async fanOut(at: StoredRun, fields: FanOutCommit): Promise<{ result: CommitReply['result']; wakes: string[] }> {
