@@ -1,12 +1,10 @@
-import { existsSync } from 'node:fs';
 import { hostname } from 'node:os';
-import { fileURLToPath } from 'node:url';
-import { Worker } from 'node:worker_threads';
+import type { MessagePort } from 'node:worker_threads';
 import type { Job } from 'bullmq';
 import { DEFAULT_QUEUE } from '@queueflow/runtime';
 import type { ConnectionOption, RedisConnection } from './connection.js';
 import { HeartbeatState, monotonicMs, type FromHeartbeat, type ToHeartbeat } from './heartbeat-state.js';
-import type { HeartbeatThreadData } from './heartbeat-thread.js';
+import { joinHeartbeatThread } from './heartbeat-host.js';
 import { jobsMeta, type RegistryKeys } from './worker-registry.js';
 
 /** Whether a process `pid` exists on this host (a stopped one does; signal 0 only checks). */
@@ -108,8 +106,11 @@ export class WorkerHeartbeat {
   private readonly sweeping = new Map<number, Promise<unknown>>();
   private readonly stopping = new AbortController();
   private readonly state = new HeartbeatState();
-  /** The heartbeat thread; `undefined` when the main thread beats (see HeartbeatOptions.thread). */
-  private thread: Worker | undefined;
+  /**
+   * This worker's port to the heartbeat thread (heartbeat-host.ts); `undefined` when the main
+   * thread beats (see HeartbeatOptions.thread).
+   */
+  private thread: MessagePort | undefined;
   private worker: Omit<WorkerBeat, 'active'>;
   /** Set while a fence is being handled: `onFenced` is told once per incarnation. */
   private fenced = false;
@@ -221,9 +222,8 @@ export class WorkerHeartbeat {
     if (beatNow && this.timer) void this.beatHere().catch(this.options.onError);
   }
 
-  /** Starts the heartbeat thread, or says why the main thread beats instead. */
-  private startThread(): Worker | undefined {
-    const file = new URL('./heartbeat-thread.js', import.meta.url);
+  /** Joins the process's heartbeat thread, or says why the main thread beats instead. */
+  private startThread(): MessagePort | undefined {
     let connection: ConnectionOption | undefined;
     try {
       connection = structuredClone(this.options.thread.connection);
@@ -234,19 +234,20 @@ export class WorkerHeartbeat {
       );
       return undefined;
     }
-    if (!existsSync(fileURLToPath(file))) return undefined; // run from sources (tsx): no compiled thread
-    const data: HeartbeatThreadData = {
-      connection,
-      readyCheck: this.options.thread.readyCheck,
-      keys: this.options.thread.keys,
-      worker: this.worker,
-      intervalMs: HEARTBEAT_INTERVAL_MS,
-      maxLoopLagMs: this.options.maxLoopLagMs,
-      state: this.state.buffer,
-    };
-    const thread = new Worker(file, { workerData: data });
-    thread.unref();
-    thread.on('message', (message: FromHeartbeat) => {
+    const port = joinHeartbeatThread(
+      {
+        connection,
+        readyCheck: this.options.thread.readyCheck,
+        keys: this.options.thread.keys,
+        worker: this.worker,
+        intervalMs: HEARTBEAT_INTERVAL_MS,
+        maxLoopLagMs: this.options.maxLoopLagMs,
+        state: this.state.buffer,
+      },
+      this.options.onError,
+    );
+    if (!port) return undefined; // run from sources (tsx): no compiled thread
+    port.on('message', (message: FromHeartbeat) => {
       if (message.type === 'fenced') this.fence(message.id);
       else if (message.type === 'error') this.options.onError(new Error(`heartbeat: ${message.message}`));
       else if (message.type === 'stuck')
@@ -255,11 +256,11 @@ export class WorkerHeartbeat {
             '(other workers take this one over once its heartbeat lapses)',
         );
     });
-    thread.on('error', this.options.onError);
-    thread.once('exit', () => {
-      if (this.thread === thread) this.thread = undefined; // the main thread beats from now on
+    port.unref(); // as the thread: it holds no process open
+    port.once('close', () => {
+      if (this.thread === port) this.thread = undefined; // the main thread beats from now on
     });
-    return thread;
+    return port;
   }
 
   /**
@@ -267,37 +268,39 @@ export class WorkerHeartbeat {
    * connection it keeps open), at most {@link THREAD_READY_MS}: the main thread beats meanwhile.
    */
   private async threadReady(): Promise<void> {
-    const thread = this.thread;
-    if (!thread) return;
+    const port = this.thread;
+    if (!port) return;
     await new Promise<void>((resolve) => {
       const timer = setTimeout(done, THREAD_READY_MS);
       timer.unref();
       function done(): void {
         clearTimeout(timer);
-        thread!.off('message', onMessage);
-        thread!.off('exit', done);
+        port!.off('message', onMessage);
+        port!.off('close', done);
         resolve();
       }
       function onMessage(message: FromHeartbeat): void {
         if (message.type === 'ready') done();
       }
-      thread.on('message', onMessage);
-      thread.once('exit', done);
+      port.on('message', onMessage);
+      port.unref(); // a `message` listener refs the port again
+      port.once('close', done);
     });
   }
 
+  /** Stops this worker's beats in the heartbeat thread (which goes on for the process's other workers). */
   private async stopThread(): Promise<void> {
-    const thread = this.thread;
-    if (!thread) return;
+    const port = this.thread;
+    if (!port) return;
     this.thread = undefined;
     const stopped = new Promise<void>((resolve) => {
-      thread.on('message', (message: FromHeartbeat) => message.type === 'stopped' && resolve());
-      thread.once('exit', () => resolve());
+      port.on('message', (message: FromHeartbeat) => message.type === 'stopped' && resolve());
+      port.once('close', () => resolve());
       setTimeout(resolve, 2000).unref();
     });
-    thread.postMessage({ type: 'stop' } satisfies ToHeartbeat);
+    port.postMessage({ type: 'stop' } satisfies ToHeartbeat);
     await stopped;
-    await thread.terminate();
+    port.close();
   }
 
   /** A beat from the main thread (no heartbeat thread). */
