@@ -16,8 +16,11 @@ export class StepChain {
   queue: string | undefined;
   /** Wake ids of parked runs this chain's steps woke and took, to run next (oldest first). */
   readonly taken: string[] = [];
-  /** The runs of taken wakes, read for them by the transition that took them (CommitReply.takenRun), by wake id. */
-  readonly takenRuns = new Map<string, LoadedRun>();
+  /**
+   * The runs of taken wakes, read for them by the transition that took them (CommitReply.takenRun),
+   * by wake id, each with the driver's count of cancels seen when it was read.
+   */
+  readonly takenRuns = new Map<string, { run: LoadedRun; cancels: number }>();
   /**
    * Fan-out children whose start this chain's steps made by ending a sibling and took, to run
    * after the chain's own run (oldest first): one ends, the next starts in its slot.
@@ -36,18 +39,25 @@ export class StepChain {
     readonly signal?: AbortSignal,
   ) {}
 
-  /** Takes wake `wakeId` to run next, with its run when the transition read it (`run`). */
-  take(wakeId: string, run?: LoadedRun): void {
+  /**
+   * Takes wake `wakeId` to run next, with its run when the transition read it (`run`);
+   * `cancels`: how many cancels the driver has seen so far (StepDriver.abort).
+   */
+  take(wakeId: string, run: LoadedRun | undefined, cancels: number): void {
     this.taken.push(wakeId);
-    if (run) this.takenRuns.set(wakeId, run);
+    if (run) this.takenRuns.set(wakeId, { run, cancels });
   }
 
-  /** The run of taken wake `task`, read when it was taken (once), if it was. */
-  takenRunOf(task: WakeTask): LoadedRun | undefined {
+  /**
+   * The run of taken wake `task`, read when it was taken (once), if it was and the driver has seen
+   * no cancel since (`cancels`, its count now): that cancel may be this run's, come after the read,
+   * and the step must then read the run again and find it cancelled rather than run its `exec`.
+   */
+  takenRunOf(task: WakeTask, cancels: number): LoadedRun | undefined {
     const id = taskId(task);
-    const run = this.takenRuns.get(id);
+    const taken = this.takenRuns.get(id);
     this.takenRuns.delete(id);
-    return run;
+    return taken?.cancels === cancels ? taken.run : undefined;
   }
 
   /** Whether the chain may run one more step at `now` (epoch ms). */

@@ -266,6 +266,8 @@ export class StepDriver {
   private readonly running = new Map<string, Map<AbortController, number>>();
   /** The runs this driver advanced last: their next step starts from memory, not a read. */
   private readonly runs = new CheckpointCache();
+  /** Cancels seen so far (`abort`): a taken wake's run read before the last one is read again. */
+  private cancels = 0;
   private readonly fanOut: FanOutDriver;
   /** Puts stored forms back together from the values stored apart, and sets large values apart. */
   private readonly values: LargeValues;
@@ -547,8 +549,10 @@ export class StepDriver {
    * here: stopped, that step would commit nothing and leave the run with no task.
    */
   abort(runId: string, retries?: number): void {
-    // A step not begun yet reads the run again, and finds it cancelled: it runs nothing.
+    // A step not begun yet reads the run again, and finds it cancelled: it runs nothing. So does
+    // a taken wake whose run was read before this cancel (StepChain.takenRunOf).
     this.runs.forget(runId);
+    this.cancels++;
     for (const [controller, loadedAt] of this.running.get(runId) ?? []) {
       if (retries === undefined || loadedAt <= retries)
         controller.abort(new QueueflowError('RUN_CANCELLED', `run '${runId}' was cancelled`));
@@ -647,7 +651,11 @@ export class StepDriver {
     // remember the step it committed before another worker took the task and lost it, and the
     // store may have noted that takeover.
     const remembered =
-      task.type === 'step' ? this.runs.take(task.runId, task.step) : taken ? chain?.takenRunOf(task) : undefined;
+      task.type === 'step'
+        ? this.runs.take(task.runId, task.step)
+        : taken
+          ? chain?.takenRunOf(task, this.cancels)
+          : undefined;
     const cached = delivery?.again || delivery?.stalled ? undefined : remembered;
     const loaded: LoadedRun | undefined =
       cached ??
@@ -1114,10 +1122,11 @@ export class StepDriver {
     const taker = takes ? this.turnTaker(chain) : undefined;
     const addresses = outcome.outbox.map((sent) => sent.address);
     const starts = addresses.length ? this.options.agents?.turnStarts(addresses, taker) : undefined;
+    const cancels = this.cancels; // before the park reads the taken run: a cancel seen after it may be newer
     const reply = await this.lostRunsChecked(undefined, starts, this.options.clock.now(), () =>
       this.store.park(run, outcome.park, outcome.replay, outcome.outbox, takes ? this.workerId : undefined, starts),
     );
-    if (takes && reply.taken !== undefined) chain.take(reply.taken, reply.takenRun);
+    if (takes && reply.taken !== undefined) chain.take(reply.taken, reply.takenRun, cancels);
     await this.scheduler.promote(reply.wakes);
     if (reply.result === 'stale') {
       const current = await this.store.load(run.id);
@@ -1169,6 +1178,7 @@ export class StepDriver {
     // (A turn whose end follows the commit claims the chain for its own next turn first.)
     const startTaker = run.turn && ends && !turnEnd ? undefined : turnTaker;
     const starts = addresses.length ? this.options.agents?.turnStarts(addresses, startTaker) : undefined;
+    const cancels = this.cancels; // before the commit reads the taken run: a cancel seen after it may be newer
     const reply = await this.lostRunsChecked(turnEnd, starts, fields.now, () =>
       this.store.commit(
         run,
@@ -1182,7 +1192,7 @@ export class StepDriver {
         report,
       ),
     );
-    if (takes && reply.taken !== undefined) chain.take(reply.taken, reply.takenRun);
+    if (takes && reply.taken !== undefined) chain.take(reply.taken, reply.takenRun, cancels);
     if (reply.result === 'committed' && (mode === 'completed' || mode === 'failed')) {
       recordRunEnd({ ...run, trace: await this.traceOf(run) }, mode, fields.now, fields.runError);
     }
