@@ -45,3 +45,26 @@ it("keeps beating for a process's other workers once one of them stops", async (
   expect(after.lastSeenAt).toBeGreaterThan(before);
   expect(after.loopLagMs).toBeGreaterThanOrEqual(1000);
 });
+
+it('beats where each worker connects: REDIS_URL as it was at that worker’s start, not at the thread’s', async () => {
+  // The thread started with the first worker (above, or now): a worker given no `connection` later
+  // reads REDIS_URL, here another database, which the thread's own environment does not hold.
+  workers.push(await startWorker({ connection: redisUrl(), flows: [], prefix }));
+  const elsewhere = `${redisUrl()}/3`;
+  const before = process.env.REDIS_URL;
+  process.env.REDIS_URL = elsewhere;
+  const onDb3 = new RedisEngine({ connection: elsewhere, flows: [], prefix });
+  try {
+    workers.push(await startWorker({ flows: [], prefix }));
+    await waitFor('the worker on database 3 to beat from the heartbeat thread', async () => {
+      const listed = await onDb3.workers();
+      return listed.length === 1 && listed[0]!.loopLagMs !== undefined;
+    });
+  } finally {
+    if (before === undefined) delete process.env.REDIS_URL;
+    else process.env.REDIS_URL = before;
+    await workers.pop()!.close();
+    await deletePrefix(elsewhere, prefix);
+    await onDb3.close();
+  }
+});

@@ -53,11 +53,20 @@ function roleOptionsOf(role: ConnectionRole, settings: ConnectionSettings): Redi
     : { ...common, maxRetriesPerRequest: null };
 }
 
+/**
+ * Where a connection given as `connection` goes: itself, else `REDIS_URL`, else the local default.
+ * Read at the call: a heartbeat thread resolves it on the main thread (a thread keeps the
+ * environment of when it started, which a later worker of the process may have changed).
+ */
+export function connectionSource<C>(connection: C | undefined): C | string {
+  return connection ?? process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+}
+
 function redisOptionsOf(
   connection: string | RedisOptions | undefined,
   roleOptions: RedisOptions,
 ): RedisOptions & { url?: string } {
-  const source = connection ?? process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+  const source = connectionSource(connection);
   if (typeof source === 'string') {
     let url: URL;
     try {

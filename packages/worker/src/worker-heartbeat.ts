@@ -2,7 +2,7 @@ import { hostname } from 'node:os';
 import type { MessagePort } from 'node:worker_threads';
 import type { Job } from 'bullmq';
 import { DEFAULT_QUEUE } from '@queueflow/runtime';
-import type { ConnectionOption, RedisConnection } from './connection.js';
+import { connectionSource, type ConnectionOption, type RedisConnection } from './connection.js';
 import { HeartbeatState, monotonicMs, type FromHeartbeat, type ToHeartbeat } from './heartbeat-state.js';
 import { joinHeartbeatThread } from './heartbeat-host.js';
 import { jobsMeta, type RegistryKeys } from './worker-registry.js';
@@ -226,7 +226,7 @@ export class WorkerHeartbeat {
   private startThread(): MessagePort | undefined {
     let connection: ConnectionOption | undefined;
     try {
-      connection = structuredClone(this.options.thread.connection);
+      connection = structuredClone(connectionSource(this.options.thread.connection));
     } catch {
       this.options.log(
         'the connection options cannot cross to a thread (functions?): heartbeats come from the main thread, ' +
