@@ -29,8 +29,10 @@ export function joinHeartbeatThread(
   const host = (shared ??= startThread());
   const { port1, port2 } = new MessageChannel();
   host.thread.postMessage({ type: 'join', data, port: port2 } satisfies JoinHeartbeat, [port2]);
-  host.onError.add(onError);
-  port1.once('close', () => host.onError.delete(onError));
+  // A closure per join: workers that share one `onError` each keep theirs until they stop.
+  const hear = (error: Error): void => onError(error);
+  host.onError.add(hear);
+  port1.once('close', () => host.onError.delete(hear));
   return port1;
 }
 

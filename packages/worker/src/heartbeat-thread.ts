@@ -111,12 +111,24 @@ async function beatFor(data: HeartbeatThreadData, port: MessagePort): Promise<vo
       });
   });
 
+  // The worker gave up waiting for `stopped` (a beat hung while Redis is down): its connection goes
+  // now, or it would reconnect inside this thread, which outlives the worker.
+  port.once('close', () => {
+    clearInterval(timer);
+    redis.disconnect();
+  });
+
   await connectAll([redis]).catch((error: Error) => post({ type: 'error', message: error.message }));
   if (stopped) return; // stopped while connecting
   ready = true;
   post({ type: 'ready' });
 }
 
-parentPort!.on('message', (message: JoinHeartbeat) => {
-  void beatFor(message.data, message.port);
+// One worker's failure to set up (bad connection options) is told to it alone, whose port closes:
+// it beats from its main thread; the thread goes on for the others.
+parentPort!.on('message', ({ data, port }: JoinHeartbeat) => {
+  beatFor(data, port).catch((error: Error) => {
+    port.postMessage({ type: 'error', message: error.message } satisfies FromHeartbeat);
+    port.close();
+  });
 });
