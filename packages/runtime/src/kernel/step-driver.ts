@@ -564,6 +564,10 @@ export class StepDriver {
    * cancel events may have been lost (the event feed's `resync`, after its subscription was down).
    */
   async abortCancelled(): Promise<void> {
+    // Any run may have been cancelled meanwhile: nothing read before is trusted (cached
+    // checkpoints, taken wakes' runs: StepChain.takenRunOf).
+    this.runs.clear();
+    this.cancels++;
     const ids = [...this.running.keys()];
     if (ids.length === 0) return;
     const runs = await this.store.summaries(ids);
