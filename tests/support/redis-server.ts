@@ -39,6 +39,8 @@ export interface RedisServerOptions {
   tls?: { certFile: string; keyFile: string; caFile: string };
   /** Listen on this port (a test that started a client before its server). @defaultValue a free port */
   port?: number;
+  /** Start as a cluster node (`--cluster-enabled yes`), holding no slot until given some. */
+  clusterEnabled?: boolean;
 }
 
 /** A free TCP port on 127.0.0.1. */
@@ -80,6 +82,7 @@ export async function startRedisServer(options: RedisServerOptions = {}): Promis
       ]
     : ['--port', String(port)];
   const args = [...listen, '--bind', '127.0.0.1', '--dir', dir, '--save', '', '--maxmemory-policy', 'noeviction'];
+  if (options.clusterEnabled) args.push('--cluster-enabled', 'yes', '--cluster-config-file', join(dir, 'nodes.conf'));
   if (options.appendOnly) args.push('--appendonly', 'yes', '--appendfsync', 'always');
   else args.push('--appendonly', 'no');
   if (aclUser) {

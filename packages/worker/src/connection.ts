@@ -1,4 +1,5 @@
 import { Cluster, Redis, type RedisOptions } from 'ioredis';
+import { EndingCluster } from './ending-cluster.js';
 import { QueueflowError } from '@queueflow/runtime';
 import { clusterNodesOf, isClusterConnection, type ClusterConnection } from './cluster-connection.js';
 
@@ -110,7 +111,7 @@ function createCluster(connection: ClusterConnection, role: ConnectionRole, role
   const { nodes, redisOptions, names } = clusterNodesOf(connection.cluster, 'connection.cluster');
   const { lazyConnect, enableReadyCheck, enableOfflineQueue, ...perNode } = roleOptions;
   const user = connection.options ?? {};
-  const cluster = new Cluster(nodes, {
+  const cluster = new EndingCluster(nodes, {
     ...user,
     lazyConnect: lazyConnect ?? true,
     enableReadyCheck: enableReadyCheck ?? true,
