@@ -21,6 +21,7 @@ import {
   type TaskDelivery,
 } from '@queueflow/runtime/kernel';
 import { BullmqScheduler, taskOfJob } from './bullmq-scheduler.js';
+import { closeBullmqWorker } from './close-bullmq-worker.js';
 import { createRedis, serverOf, type ConnectionOption } from './connection.js';
 import { RedisAgentStore } from './redis-agent-store.js';
 import { RedisConversationStore } from './redis-conversation-store.js';
@@ -539,7 +540,7 @@ export async function startWorker(options: WorkerOptions): Promise<QueueflowWork
         unobserve();
         await reminders?.close();
         driver.stopContinuing();
-        await Promise.all(workers.map((worker) => worker.close()));
+        await Promise.all(workers.map(closeBullmqWorker));
         liveness.stop();
         await heartbeat.stop();
         await scheduler.close().catch(() => {});
