@@ -13,7 +13,7 @@ import { isFinal, type NewRun, type RunStore, type StoredRun, type TurnEndCommit
 import { taskId, taskOptionsOf, type Scheduler } from '../kernel/scheduler.js';
 import { addFirstSteps, startRun, type FirstSteps } from '../kernel/start-run.js';
 import type { Checkpoint } from '../interpreter/checkpoint.js';
-import type { TurnTaker } from '../kernel/step-driver.js';
+import type { TurnTaker } from '../kernel/turn-taker.js';
 import { decodeCheckpoint } from '../kernel/codec.js';
 import { LargeValues } from '../kernel/large-values.js';
 import { DEFAULT_LARGE_VALUE_BYTES, refsIn, type ValueClaim } from '../kernel/claim-check.js';

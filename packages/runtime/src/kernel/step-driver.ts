@@ -27,13 +27,11 @@ import { stepRecord } from './step-history.js';
 import { StepStream } from './step-stream.js';
 import {
   isFinal,
-  newRunRecord,
   type CommitFields,
   type CommitReply,
   type CommitMode,
   type CommitResult,
   type LoadedRun,
-  type NewRun,
   type RunStore,
   type Runnable,
   type StalledTask,
@@ -52,6 +50,7 @@ import {
 } from './scheduler.js';
 import { queueOf } from './run-info.js';
 import { StepChain, stepTaskOf, wakeTaskOf } from './step-chain.js';
+import { ChainTurnTaker, type TurnTaker } from './turn-taker.js';
 
 export interface StepDriverOptions {
   /** Time source for records, deadlines and delays. */
@@ -102,31 +101,6 @@ export interface StepDriverOptions {
    * any worker, whether or not it serves agent types); without it, none is.
    */
   conversations?: ConversationStore;
-}
-
-/**
- * A chain that runs an agent's next turn itself, in the slot of the turn that ended: the turn's
- * run is made taken by `worker` (NewRun.takenBy: running, among the worker's taken tasks, so that
- * a survivor starts it should the worker die first), then handed to the chain.
- */
-export interface TurnTaker {
-  /** The worker whose chain runs the turn. */
-  readonly worker: string;
-  /**
-   * Whether it runs a turn whose first step is `target` (its queue): true at most once, for the
-   * caller that then makes the turn and {@link TurnTaker.take}s it. A chain runs one turn in the
-   * slot that came free; others get tasks, and spread over the workers.
-   */
-  claim(target: StepTarget): boolean;
-  /**
-   * Whether it could run a turn whose first step is `target` (no turn claimed yet): a store that
-   * makes several turns' runs in one transition makes one of them taken, and the caller claims it.
-   */
-  mayTake(target: StepTarget): boolean;
-  /** Gives back a claim (the caller claims again what it turns out to run). */
-  unclaim(): void;
-  /** Run `turn`, made taken by {@link TurnTaker.worker}, next: its first step starts from `turn` as made. */
-  take(turn: NewRun): void;
 }
 
 /** What the step driver tells keyed agents (AgentRuntime implements it). */
@@ -1277,24 +1251,7 @@ export class StepDriver {
 
   /** Runs one agent turn next in `chain` (see TurnTaker), made taken by this worker. */
   private turnTaker(chain: StepChain): TurnTaker {
-    let claimed = false;
-    return {
-      worker: this.workerId!,
-      claim: (target) => {
-        if (claimed || queueOf(target) !== chain.queue) return false;
-        claimed = true;
-        return true;
-      },
-      mayTake: (target) => !claimed && queueOf(target) === chain.queue,
-      unclaim: () => {
-        claimed = false;
-      },
-      take: (turn) => {
-        // Its first step needs no read of the run just made (as a step after this driver's commit).
-        this.runs.remember(newRunRecord(turn));
-        chain.children.push({ runId: turn.id, target: turn.target, priority: turn.priority });
-      },
-    };
+    return new ChainTurnTaker(this.workerId!, chain, this.runs);
   }
 
   /**
