@@ -13,6 +13,7 @@ import type {
   StepTarget,
 } from '../interpreter/step-types.js';
 import { cancelChildren } from './cancel-run.js';
+import type { CheckpointCache } from './checkpoint-cache.js';
 import type { Clock } from './clock.js';
 import { deltaOf, encodeChildStart, encodeJson, encodeShared } from './codec.js';
 import { FanOutCache, type FanOutBasics } from './fan-out-cache.js';
@@ -61,8 +62,6 @@ export interface FanOutHost {
   checkpointOf(run: StoredRun): Promise<Checkpoint>;
   /** The flow control of one task (an item's try against its node's `limits`). */
   budgetGate(task: Task): StepBudgetPort & { woken(): Promise<boolean> };
-  /** Child runs just made here: their first step may start from these records, not a read. */
-  made(runs: StoredRun[]): void;
 }
 
 const DONE: TaskResult = { type: 'done' };
@@ -80,6 +79,11 @@ export interface ChildStart {
  * (CommitFields.takenBy) and makes the child (ChildEndReport.take).
  */
 export interface ChildTaker {
+  /**
+   * The cancels its driver had seen (CheckpointCache.cancelsSeen) when the transition that may
+   * make the child was sent: the child's record is remembered only if none came since.
+   */
+  readonly cancelsSeen: number;
   /** Whether it runs children with this first step (its queue). */
   runs(target: StepTarget): boolean;
   /** Takes the child, made and recorded as taken. */
@@ -102,6 +106,12 @@ export class FanOutDriver {
     private readonly options: { clock: Clock; maxCheckpointBytes: number },
     private readonly host: FanOutHost,
     private readonly values: LargeValues,
+    /**
+     * The host's remembered runs: a child this driver just made starts its first step from the
+     * record, as the next step of a run the host committed does (no read; the commit's step
+     * check guards it).
+     */
+    private readonly checkpoints: CheckpointCache,
   ) {
     this.cache = new FanOutCache(store, values);
   }
@@ -262,7 +272,7 @@ export class FanOutDriver {
         const fanOut = await this.cache.get(parentId, parentStep);
         let indices = Array.from({ length: start.count }, (_, i) => start.first + i);
         if (made && fanOut?.childTarget && taker) {
-          this.host.made([made]);
+          this.checkpoints.remember(made, taker.cancelsSeen);
           taker.take({ runId: made.id, target: fanOut.childTarget, priority: fanOut.request.priority });
           indices = indices.slice(1);
         }
@@ -338,7 +348,9 @@ export class FanOutDriver {
     }
     const target = fanOut.childTarget;
     if (!target || indices.length === 0) return;
-    this.host.made(await this.store.createChildren(parentId, parentStep, indices));
+    const cancelsSeen = this.checkpoints.cancelsSeen; // before the transition reads the records
+    for (const made of await this.store.createChildren(parentId, parentStep, indices))
+      this.checkpoints.remember(made, cancelsSeen);
     await this.scheduler.addFirstSteps(
       indices.map((index) => childRunId(parentId, parentStep, index)),
       target,

@@ -18,9 +18,10 @@ export class StepChain {
   readonly taken: string[] = [];
   /**
    * The runs of taken wakes, read for them by the transition that took them (CommitReply.takenRun),
-   * by wake id, each with the driver's count of cancels seen when it was read.
+   * by wake id, each with the count of cancels the driver had seen when that transition was sent
+   * (CheckpointCache.cancelsSeen: the rule of the driver's remembered runs, kept here for wakes).
    */
-  readonly takenRuns = new Map<string, { run: LoadedRun; cancels: number }>();
+  readonly takenRuns = new Map<string, { run: LoadedRun; cancelsSeen: number }>();
   /**
    * Fan-out children whose start this chain's steps made by ending a sibling and took, to run
    * after the chain's own run (oldest first): one ends, the next starts in its slot.
@@ -41,23 +42,24 @@ export class StepChain {
 
   /**
    * Takes wake `wakeId` to run next, with its run when the transition read it (`run`);
-   * `cancels`: how many cancels the driver has seen so far (StepDriver.abort).
+   * `cancelsSeen`: how many cancels the driver had seen when it sent that transition
+   * (CheckpointCache.cancelsSeen).
    */
-  take(wakeId: string, run: LoadedRun | undefined, cancels: number): void {
+  take(wakeId: string, run: LoadedRun | undefined, cancelsSeen: number): void {
     this.taken.push(wakeId);
-    if (run) this.takenRuns.set(wakeId, { run, cancels });
+    if (run) this.takenRuns.set(wakeId, { run, cancelsSeen });
   }
 
   /**
    * The run of taken wake `task`, read when it was taken (once), if it was and the driver has seen
-   * no cancel since (`cancels`, its count now): that cancel may be this run's, come after the read,
-   * and the step must then read the run again and find it cancelled rather than run its `exec`.
+   * no cancel since (`cancelsSeen`, its count now): that cancel may be this run's, come after the
+   * read, and the step must then read the run again and find it cancelled rather than run its `exec`.
    */
-  takenRunOf(task: WakeTask, cancels: number): LoadedRun | undefined {
+  takenRunOf(task: WakeTask, cancelsSeen: number): LoadedRun | undefined {
     const id = taskId(task);
     const taken = this.takenRuns.get(id);
     this.takenRuns.delete(id);
-    return taken?.cancels === cancels ? taken.run : undefined;
+    return taken?.cancelsSeen === cancelsSeen ? taken.run : undefined;
   }
 
   /** Whether the chain may run one more step at `now` (epoch ms). */

@@ -238,10 +238,11 @@ export class StepDriver {
    * next step begun before this one's end, or a retry's step begun while a cancelled one winds down.
    */
   private readonly running = new Map<string, Map<AbortController, number>>();
-  /** The runs this driver advanced last: their next step starts from memory, not a read. */
+  /**
+   * The runs this driver advanced last: their next step starts from memory, not a read. It
+   * counts the cancels seen (`abort`): a run read before the latest one is read again.
+   */
   private readonly runs = new CheckpointCache();
-  /** Cancels seen so far (`abort`): a taken wake's run read before the last one is read again. */
-  private cancels = 0;
   private readonly fanOut: FanOutDriver;
   /** Puts stored forms back together from the values stored apart, and sets large values apart. */
   private readonly values: LargeValues;
@@ -266,7 +267,7 @@ export class StepDriver {
     this.budgetLeases = new BudgetLeases(options.onBudgetLeases);
     this.runnable = registry.names().map((name) => [name, registry.graph(name).fingerprint] as const);
     this.values = new LargeValues(store, options.largeValueBytes ?? DEFAULT_LARGE_VALUE_BYTES);
-    this.fanOut = new FanOutDriver(store, scheduler, options, this, this.values);
+    this.fanOut = new FanOutDriver(store, scheduler, options, this, this.values, this.runs);
   }
 
   /**
@@ -524,9 +525,9 @@ export class StepDriver {
    */
   abort(runId: string, retries?: number): void {
     // A step not begun yet reads the run again, and finds it cancelled: it runs nothing. So does
-    // a taken wake whose run was read before this cancel (StepChain.takenRunOf).
-    this.runs.forget(runId);
-    this.cancels++;
+    // one whose run a transition read before this cancel (CheckpointCache.remember,
+    // StepChain.takenRunOf): its reply may come after this.
+    this.runs.cancelled(runId);
     for (const [controller, loadedAt] of this.running.get(runId) ?? []) {
       if (retries === undefined || loadedAt <= retries)
         controller.abort(new QueueflowError('RUN_CANCELLED', `run '${runId}' was cancelled`));
@@ -539,23 +540,14 @@ export class StepDriver {
    */
   async abortCancelled(): Promise<void> {
     // Any run may have been cancelled meanwhile: nothing read before is trusted (cached
-    // checkpoints, taken wakes' runs: StepChain.takenRunOf).
+    // checkpoints, runs in replies on their way, taken wakes' runs: StepChain.takenRunOf).
     this.runs.clear();
-    this.cancels++;
     const ids = [...this.running.keys()];
     if (ids.length === 0) return;
     const runs = await this.store.summaries(ids);
     runs.forEach((run, i) => {
       if (run?.status === 'cancelled') this.abort(ids[i]!);
     });
-  }
-
-  /**
-   * Fan-out children this driver just made: their first step starts from the record, as the
-   * next step of a run this driver committed does (no read; the commit's step check guards it).
-   */
-  made(runs: StoredRun[]): void {
-    for (const run of runs) this.runs.remember(run);
   }
 
   /** Aborts every step running here (the engine closes). */
@@ -632,7 +624,7 @@ export class StepDriver {
       task.type === 'step'
         ? this.runs.take(task.runId, task.step)
         : taken
-          ? chain?.takenRunOf(task, this.cancels)
+          ? chain?.takenRunOf(task, this.runs.cancelsSeen)
           : undefined;
     const cached = delivery?.again || delivery?.stalled ? undefined : remembered;
     const loaded: LoadedRun | undefined =
@@ -950,7 +942,8 @@ export class StepDriver {
           ...optional('values', await this.values.claimOf(claim, run.checkpoint)),
         };
         const continues = this.continues(start.chain, run, outcome.target);
-        // Remembered before the next task exists, so that task finds it; forgotten if refused.
+        // Remembered before the next task exists, so that task finds it; forgotten if refused
+        // (and by a cancel that comes meanwhile: remembered before the commit is sent).
         // As the commit does, it drops what belonged to this step's tries (its first try's start,
         // its retry wait, a refusal): the next step would otherwise take them for its own.
         const {
@@ -960,15 +953,18 @@ export class StepDriver {
           streamWriter: _writer,
           ...committed
         } = run;
-        this.runs.remember({
-          ...committed,
-          status: 'running',
-          step: run.step + 1,
-          attempt: 0,
-          target: outcome.target,
-          checkpoint,
-          replay: { sent: 0 },
-        });
+        this.runs.remember(
+          {
+            ...committed,
+            status: 'running',
+            step: run.step + 1,
+            attempt: 0,
+            target: outcome.target,
+            checkpoint,
+            replay: { sent: 0 },
+          },
+          this.runs.cancelsSeen,
+        );
         const [result] = await Promise.all([
           this.commit(run, 'next', fields, start.chain),
           continues ? undefined : this.scheduler.addStep(run.id, run.step + 1, outcome.target, taskOptionsOf(run)),
@@ -1100,11 +1096,12 @@ export class StepDriver {
     const taker = takes ? this.turnTaker(chain) : undefined;
     const addresses = outcome.outbox.map((sent) => sent.address);
     const starts = addresses.length ? this.options.agents?.turnStarts(addresses, taker) : undefined;
-    const cancels = this.cancels; // before the park reads the taken run: a cancel seen after it may be newer
+    // Before the park reads the taken run: a cancel seen after it may be newer.
+    const cancelsSeen = this.runs.cancelsSeen;
     const reply = await this.lostRunsChecked(undefined, starts, this.options.clock.now(), () =>
       this.store.park(run, outcome.park, outcome.replay, outcome.outbox, takes ? this.workerId : undefined, starts),
     );
-    if (takes && reply.taken !== undefined) chain.take(reply.taken, reply.takenRun, cancels);
+    if (takes && reply.taken !== undefined) chain.take(reply.taken, reply.takenRun, cancelsSeen);
     await this.scheduler.promote(reply.wakes);
     if (reply.result === 'stale') {
       const current = await this.store.load(run.id);
@@ -1137,10 +1134,16 @@ export class StepDriver {
     shared?: JsonObject,
   ): Promise<CommitResult> {
     const takes = this.takes(chain);
+    // Before the commit reads or makes the runs its reply brings: a cancel seen after it may be newer.
+    const cancelsSeen = this.runs.cancelsSeen;
     // The next child a child's end starts runs in this one's slot: taken, when it runs on this
     // chain's queue (its record is made by the commit, recorded among this worker's taken tasks).
     const taker: ChildTaker | undefined = takes
-      ? { runs: (target) => queueOf(target) === chain.queue, take: (child) => chain.children.push(child) }
+      ? {
+          cancelsSeen,
+          runs: (target) => queueOf(target) === chain.queue,
+          take: (child) => chain.children.push(child),
+        }
       : undefined;
     const report = run.parent ? await this.fanOut.childReport(run, mode, fields, taker) : undefined;
     // One turn runs next in this chain, in the slot of the run that ends here (as a fan-out
@@ -1156,7 +1159,6 @@ export class StepDriver {
     // (A turn whose end follows the commit claims the chain for its own next turn first.)
     const startTaker = run.turn && ends && !turnEnd ? undefined : turnTaker;
     const starts = addresses.length ? this.options.agents?.turnStarts(addresses, startTaker) : undefined;
-    const cancels = this.cancels; // before the commit reads the taken run: a cancel seen after it may be newer
     const reply = await this.lostRunsChecked(turnEnd, starts, fields.now, () =>
       this.store.commit(
         run,
@@ -1170,7 +1172,7 @@ export class StepDriver {
         report,
       ),
     );
-    if (takes && reply.taken !== undefined) chain.take(reply.taken, reply.takenRun, cancels);
+    if (takes && reply.taken !== undefined) chain.take(reply.taken, reply.takenRun, cancelsSeen);
     if (reply.result === 'committed' && (mode === 'completed' || mode === 'failed')) {
       recordRunEnd({ ...run, trace: await this.traceOf(run) }, mode, fields.now, fields.runError);
     }

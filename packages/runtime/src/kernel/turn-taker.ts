@@ -32,13 +32,20 @@ export interface TurnTaker {
 /** The {@link TurnTaker} of a step chain: one turn, on the chain's queue, run next in the chain. */
 export class ChainTurnTaker implements TurnTaker {
   private claimed = false;
+  /**
+   * The cancels seen when this taker was made: before the transitions that make the turn runs
+   * it takes are sent. A cancel seen since may be of the turn just made, its event come first.
+   */
+  private readonly cancelsSeen: number;
 
   constructor(
     readonly worker: string,
     private readonly chain: StepChain,
     /** The driver's remembered runs: the taken turn's first step starts from its record. */
     private readonly checkpoints: CheckpointCache,
-  ) {}
+  ) {
+    this.cancelsSeen = checkpoints.cancelsSeen;
+  }
 
   claim(target: StepTarget): boolean {
     if (this.claimed || queueOf(target) !== this.chain.queue) return false;
@@ -55,8 +62,9 @@ export class ChainTurnTaker implements TurnTaker {
   }
 
   take(turn: NewRun): void {
-    // Its first step needs no read of the run just made (as a step after this driver's commit).
-    this.checkpoints.remember(newRunRecord(turn));
+    // Its first step needs no read of the run just made (as a step after this driver's commit),
+    // unless a cancel came meanwhile: then it reads the run, and finds it cancelled if it was.
+    this.checkpoints.remember(newRunRecord(turn), this.cancelsSeen);
     this.chain.children.push({ runId: turn.id, target: turn.target, priority: turn.priority });
   }
 }
