@@ -13,7 +13,10 @@ export default defineConfig({
     hookTimeout: 120_000,
     pool: 'forks',
     fileParallelism: true,
-    maxWorkers: 2,
+    // More files than cores: most integration tests wait (on processes, lapses, failovers), and
+    // with 2 workers the CPU sat ~40 % idle. Measured on this 2-core machine: a pass took 775 s
+    // with 2 workers, 441 s with 6 (509 s with one core kept busy), every test passing.
+    maxWorkers: 6,
     projects: [
       {
         extends: true,
