@@ -43,6 +43,11 @@ for i = 1, #ids, 2 do
   if json then
     local worker = cjson.decode(json)
     worker.lastSeenAt = tonumber(ids[i + 1])
+    -- Its startedAt is the worker's estimate of this clock, which may be a millisecond ahead of
+    -- its join here: no worker is seen before it started.
+    if type(worker.startedAt) == 'number' and worker.startedAt > worker.lastSeenAt then
+      worker.startedAt = worker.lastSeenAt
+    end
     if op == 'claim' then worker.silentMs = now - worker.lastSeenAt end
     found[#found + 1] = cjson.encode(worker)
   end
