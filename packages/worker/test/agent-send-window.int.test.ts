@@ -13,18 +13,29 @@ const listener = defineAgent('window-listener', {
   subscribe: { everyone: () => keys },
 });
 
-/** The agents each sendToAgent script this process sends takes (1 settings key + 7 per agent). */
-function watchSendScripts(): { agents: number[]; stop(): void } {
+/**
+ * The agents each sendToAgent script this process sends takes (1 settings key + 7 per agent).
+ * With `refuse`, the script of that number (1-based) is refused with an error, not sent.
+ */
+function watchSendScripts(refuse?: number): { agents: number[]; stop(): void } {
   const agents: number[] = [];
   const proto = Redis.prototype as unknown as {
-    sendCommand(command: { name: string; args: unknown[] }, stream?: object): unknown;
+    sendCommand(
+      command: { name: string; args: unknown[]; reject(error: Error): void; promise: Promise<unknown> },
+      stream?: object,
+    ): unknown;
     scriptsSet?: Record<string, { sha: string }>;
   };
   const original = proto.sendCommand;
   proto.sendCommand = function (this: typeof proto, command, stream) {
     const sha = String(command.args[0]);
-    if (command.name === 'evalsha' && this.scriptsSet?.sendToAgent?.sha === sha)
+    if (command.name === 'evalsha' && this.scriptsSet?.sendToAgent?.sha === sha) {
       agents.push((Number(command.args[1]) - 1) / 7);
+      if (agents.length === refuse) {
+        command.reject(new Error(`send script ${refuse} refused`));
+        return command.promise;
+      }
+    }
     return original.call(this, command, stream);
   };
   return { agents, stop: () => (proto.sendCommand = original) };
@@ -55,6 +66,25 @@ describe('RedisEngine: a publish to many keys', () => {
         expect(agent?.running).toBeDefined();
         expect(agent?.inbox).toBe(2);
       }
+    } finally {
+      watch.stop();
+    }
+  });
+
+  it('stops at a window that fails: no window starts after it, and the error comes once the others settled', async () => {
+    const last = listener.ref(`k${KEYS - 1}`);
+    const before = (await engine.agent(last))!.inbox;
+    const watch = watchSendScripts(3);
+    try {
+      await expect(engine.publish('everyone', { n: 3 })).rejects.toThrow('send script 3 refused');
+      // The windows in flight when the third failed, and none after (79 in all).
+      const tried = watch.agents.length;
+      expect(tried).toBeLessThan(10);
+      // A publish that goes through: any window of the failed one still going would land meanwhile.
+      const next = await engine.publish('everyone', { n: 4 });
+      expect(next.delivered).toHaveLength(KEYS);
+      expect(watch.agents.length).toBe(tried + Math.ceil(KEYS / AGENT_SEND_WINDOW));
+      expect((await engine.agent(last))!.inbox).toBe(before + 1);
     } finally {
       watch.stop();
     }

@@ -101,16 +101,28 @@ export class AgentClient {
    * SEND_WINDOWS_IN_FLIGHT windows go at once: each is still one short script, but their round
    * trips overlap. A process that dies part way has delivered to some windows; a turn it had not
    * started yet starts from the inbox left due (AgentRuntime.recover).
+   *
+   * A window that fails (Redis gone, say) stops the rest: no window starts after it, and
+   * the first error is thrown once the windows already in flight have settled, so a caller that
+   * sends again does not race the end of this send. The windows before it stay delivered.
    */
   private async toAgents(refs: readonly string[], message: Message): Promise<void> {
     const windows: string[][] = [];
     for (let first = 0; first < refs.length; first += AGENT_SEND_WINDOW)
       windows.push(refs.slice(first, first + AGENT_SEND_WINDOW));
     let next = 0;
+    const failures: unknown[] = [];
     const lane = async (): Promise<void> => {
-      for (let at = next++; at < windows.length; at = next++) await this.toWindow(windows[at]!, message);
+      for (let at = next++; failures.length === 0 && at < windows.length; at = next++) {
+        try {
+          await this.toWindow(windows[at]!, message);
+        } catch (error) {
+          failures.push(error);
+        }
+      }
     };
     await Promise.all(Array.from({ length: Math.min(SEND_WINDOWS_IN_FLIGHT, windows.length) }, lane));
+    if (failures.length > 0) throw failures[0];
   }
 
   /** One window of {@link AgentClient.toAgents}. */
