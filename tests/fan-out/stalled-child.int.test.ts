@@ -122,7 +122,13 @@ describe('fan-out: a child that fails by stalling is an ordinary failure', () =>
       async () => (await engine.get(handle.id))?.children?.ended === KEYS.length - 1,
     );
     const killed = await stallTwice(redis, probeKey, workers);
-    const result = await handle.result();
+    // Bounded, so that a wait that never ends says where the child's tries ran and what the
+    // workers said (a CI run of a busy machine once timed out here with nothing to go on).
+    const result = await handle.result({ timeoutMs: 60_000 }).catch(async (error: unknown) => {
+      const tries = await redis.lrange(`${probeKey}:hang`, 0, -1);
+      const said = workers.map((w) => `worker ${w.pid}:\n${w.output()}`).join('\n');
+      throw new Error(`${String(error)}\nthe hanging child's tries ran on pids ${tries.join(', ')}\n${said}`);
+    });
     // The first stall was recovered: the child ran again, on another process; the second failed it.
     expect(new Set(killed).size).toBe(2);
     expect(await redis.llen(`${probeKey}:hang`)).toBe(2);
