@@ -121,6 +121,8 @@ async function main(): Promise<void> {
       // The conversation live, on stderr (the transcript follows on stdout at the end): the
       // streams of the agents' turns.
       onSay: (said, entry) => live.say(said, entry),
+      onSayStopped: (error) =>
+        console.error(`  (the live view stopped: ${error instanceof Error ? error.message : String(error)})`),
       onStart: (started) => {
         if (!options.redis) return;
         console.error(`Agents ${started.hinter} and ${started.guesser}; waiting for workers...`);

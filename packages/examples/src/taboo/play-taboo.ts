@@ -48,6 +48,11 @@ export interface PlayTabooOptions {
    */
   onSay?: (said: TabooSaid, entry: StreamEntry) => void;
   /**
+   * Called when following the streams for `onSay` failed (a stream read refused, the engine
+   * closed): `onSay` gets nothing more, and the game itself goes on.
+   */
+  onSayStopped?: (error: unknown) => void;
+  /**
    * Aborting it deletes both agents (a running turn is cancelled) and rejects once that is done
    * (e.g. on Ctrl-C), so the engine may be closed right after.
    */
@@ -106,7 +111,10 @@ export async function playTaboo(options: PlayTabooOptions = {}): Promise<TabooGa
     await engine.send(refs.guesser, join, { conversation });
     await engine.send(refs.hinter, start, { conversation });
     options.onStart?.(refs);
-    if (options.onSay) following = follow(engine, conversation.id, options.onSay, () => over);
+    if (options.onSay)
+      following = follow(engine, conversation.id, options.onSay, () => over).catch((error: unknown) =>
+        options.onSayStopped?.(error),
+      );
     const [hinter, guesser] = await untilOver(engine, game, refs, options.signal);
     const end = hinter.transcript.at(-1);
     return {
@@ -155,7 +163,7 @@ async function untilOver(
 /**
  * Hands every entry of the streams of the conversation's turns to `onSay`, one turn after the
  * other in the order they started (the game's turns follow each other), until `over()` (a last
- * look after it). A view: errors end it quietly.
+ * look after it). A view: an error ends it (rejects), and the game goes on.
  */
 async function follow(
   engine: Engine,
@@ -163,17 +171,13 @@ async function follow(
   onSay: (said: TabooSaid, entry: StreamEntry) => void,
   over: () => boolean,
 ): Promise<void> {
-  try {
-    for (let seen = 0; ; await sleep(POLL_MS)) {
-      const last = over();
-      const turns = (await engine.conversation(conversation))?.messages.slice(seen) ?? [];
-      seen += turns.length;
-      for (const { runId } of turns)
-        for await (const entry of engine.stream(runId)) if (!entry.restart) onSay(entry.data as TabooSaid, entry);
-      if (last) return;
-    }
-  } catch {
-    // The engine closed, or a run expired: the game's own wait reports real trouble.
+  for (let seen = 0; ; await sleep(POLL_MS)) {
+    const last = over();
+    const turns = (await engine.conversation(conversation))?.messages.slice(seen) ?? [];
+    seen += turns.length;
+    for (const { runId } of turns)
+      for await (const entry of engine.stream(runId)) if (!entry.restart) onSay(entry.data as TabooSaid, entry);
+    if (last) return;
   }
 }
 
