@@ -350,7 +350,8 @@ describe('queueflow run with no worker', () => {
     const id = await waitFor('the run to start', () => /^run (\S+) started\n/.exec(cli.output().stderr)?.[1]);
     cli.signal('SIGINT');
     const out = await cli.exited;
-    expect(out.code).toBe(130);
+    // Its stderr on failure: once this died of the SIGINT itself (-1), as if its wait had ended.
+    expect(out.code, `stderr: ${out.stderr}`).toBe(130);
     expect(
       out.stderr.endsWith(
         `\ninterrupted: run ${id} goes on without this command; \`queueflow cancel ${id} --prefix '${prefix}'\` stops it\n`,
