@@ -111,18 +111,18 @@ export class AgentClient {
     for (let first = 0; first < refs.length; first += AGENT_SEND_WINDOW)
       windows.push(refs.slice(first, first + AGENT_SEND_WINDOW));
     let next = 0;
-    const failures: unknown[] = [];
+    let failed: { error: unknown } | undefined; // the first window's failure
     const lane = async (): Promise<void> => {
-      for (let at = next++; failures.length === 0 && at < windows.length; at = next++) {
+      for (let at = next++; !failed && at < windows.length; at = next++) {
         try {
           await this.toWindow(windows[at]!, message);
         } catch (error) {
-          failures.push(error);
+          failed ??= { error };
         }
       }
     };
     await Promise.all(Array.from({ length: Math.min(SEND_WINDOWS_IN_FLIGHT, windows.length) }, lane));
-    if (failures.length > 0) throw failures[0];
+    if (failed) throw failed.error;
   }
 
   /** One window of {@link AgentClient.toAgents}. */
