@@ -30,6 +30,13 @@ const KEYS = ['a', 'b', 'hang', 'd'];
 /** What the stalled job's failure says (BullMQ's deferred failure of a job that stalled too often). */
 const STALLED = /stalled more than allowable limit/;
 
+/** The BullMQ lock and stall settings of a test's workers. */
+type Locks = Pick<StallWorkerOptions, 'lockDurationMs' | 'stalledIntervalMs' | 'maxStalledCount'>;
+/** Locks that expire long before a dead worker's heartbeat lapses (6 s): BullMQ's stalled-job check finds the stalls. */
+const SHORT_LOCKS: Locks = { lockDurationMs: 1000, stalledIntervalMs: 500, maxStalledCount: 1 };
+/** Locks that outlast the test: only the takeover of a worker whose heartbeat lapsed finds the stalls. */
+const LONG_LOCKS: Locks = { lockDurationMs: 120_000, stalledIntervalMs: 60_000, maxStalledCount: 1 };
+
 /** Starts a stall worker process and resolves once it is ready. */
 async function spawnStallWorker(options: StallWorkerOptions): Promise<WorkerProcess> {
   const child = spawn(process.execPath, [compiledModule(STALL_WORKER), JSON.stringify(options)], {
@@ -61,17 +68,10 @@ describe('fan-out: a child that fails by stalling is an ordinary failure', () =>
   /** Three stall workers, an engine and a probe connection on a prefix of this test's own. */
   async function cluster(
     name: string,
+    locks: Locks,
   ): Promise<{ engine: RedisEngine; redis: Redis; workers: WorkerProcess[]; probeKey: string }> {
     const prefix = testPrefix(name);
-    const options: StallWorkerOptions = {
-      flows: FLOWS,
-      redisUrl: redisUrl(),
-      prefix,
-      concurrency: 4,
-      lockDurationMs: 1000,
-      stalledIntervalMs: 500,
-      maxStalledCount: 1,
-    };
+    const options: StallWorkerOptions = { flows: FLOWS, redisUrl: redisUrl(), prefix, concurrency: 4, ...locks };
     const workers = await Promise.all([
       spawnStallWorker(options),
       spawnStallWorker(options),
@@ -109,8 +109,8 @@ describe('fan-out: a child that fails by stalling is an ordinary failure', () =>
     return killed;
   }
 
-  async function runStalling(name: string, flow: FlowDefinition) {
-    const { engine, redis, workers, probeKey } = await cluster(name);
+  async function runStalling(name: string, flow: FlowDefinition, locks: Locks = SHORT_LOCKS) {
+    const { engine, redis, workers, probeKey } = await cluster(name, locks);
     const handle = await engine.start<Shared>(
       flow,
       { keys: KEYS },
@@ -132,7 +132,7 @@ describe('fan-out: a child that fails by stalling is an ordinary failure', () =>
     // The first stall was recovered: the child ran again, on another process; the second failed it.
     expect(new Set(killed).size).toBe(2);
     expect(await redis.llen(`${probeKey}:hang`)).toBe(2);
-    return { engine, result };
+    return { engine, result, workers };
   }
 
   it('fail-fast: the parent fails with CHILD_FAILED naming the stalled child', async () => {
@@ -171,5 +171,18 @@ describe('fan-out: a child that fails by stalling is an ordinary failure', () =>
       { ok: false, error: { name: expect.any(String), message: expect.stringMatching(STALLED), code: 'INTERNAL' } },
       { ok: true, value: 'd' },
     ]);
+  }, 120_000);
+
+  // A takeover hands the job back with the dead worker's lock token before the lock expires, so
+  // BullMQ's check never counts that stall: the takeover counts it, or a step that kills every
+  // worker that runs it would run for ever (and a worker only starved past its lapse, once).
+  it('counts a stall found by a heartbeat takeover as BullMQ counts one its stalled-job check finds', async () => {
+    const { result, workers } = await runStalling('stall-takeover', stallFailFast, LONG_LOCKS);
+
+    expect(result.status).toBe('failed');
+    expect(result.error?.code).toBe('CHILD_FAILED');
+    expect(result.error?.message).toMatch(STALLED);
+    const said = workers.map((w) => w.output()).join('\n');
+    expect(said).toMatch(/stopped heartbeating .* took over 1 step\(s\): \S+ \(stalled 2 times: it fails\)/);
   }, 120_000);
 });

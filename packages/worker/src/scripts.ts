@@ -44,6 +44,7 @@ const SCRIPTS: Record<ScriptName, { file: string; keys?: number; budget?: true; 
   sharedMemory: { file: 'shared-memory.lua', keys: 3, bare: true },
   // On BullMQ's own keys: no prelude.
   hurryJob: { file: 'hurry-job.lua', keys: 1, bare: true },
+  countStall: { file: 'count-stall.lua', keys: 2, bare: true },
 };
 
 type ScriptName =
@@ -73,6 +74,7 @@ type ScriptName =
   | 'acquireBudget'
   | 'budgetOps'
   | 'hurryJob'
+  | 'countStall'
   | 'activateAgent'
   | 'endTurn'
   | 'sendToAgent'

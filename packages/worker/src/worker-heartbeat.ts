@@ -6,6 +6,7 @@ import { connectionSource, type ConnectionOption, type RedisConnection } from '.
 import { HeartbeatState, monotonicMs, type FromHeartbeat, type ToHeartbeat } from './heartbeat-state.js';
 import { joinHeartbeatThread } from './heartbeat-host.js';
 import { jobsMeta, type RegistryKeys } from './worker-registry.js';
+import { withScripts } from './scripts.js';
 
 /** Whether a process `pid` exists on this host (a stopped one does; signal 0 only checks). */
 function processExists(pid: number): boolean {
@@ -46,6 +47,11 @@ export interface HeartbeatOptions {
   jobs: () => Iterable<string>;
   /** How long a worker may go without a heartbeat before its steps are handed back, in ms. */
   lapseMs: number;
+  /**
+   * Times a step may stall before it fails for good (BullMQ `maxStalledCount`): a step handed
+   * back from a lapsed worker counts as a stall, as one BullMQ's stalled-job check finds does.
+   */
+  maxStalledCount: number;
   /**
    * How long the main event loop may go without a turn before the heartbeat thread stops beating
    * (the worker is then taken over as a dead one), in ms. @defaultValue 60000
@@ -385,10 +391,21 @@ export class WorkerHeartbeat {
         if (!token && named.has(job.id)) await this.noteTakeoverOf(job, dead.id);
         if (!token || !bullmqIds.some((id) => token.startsWith(`${id}:`))) continue;
         try {
+          // Counted as BullMQ's stalled-job check would (it never sees this job: its lock is
+          // given back before it expires), or a step that kills its workers would run for ever.
+          const stalls = await withScripts(this.redis).countStall(
+            queue.toKey(job.id),
+            `${queue.toKey(job.id)}:lock`,
+            token,
+            this.options.maxStalledCount,
+          );
+          if (stalls === -1) continue; // it finished or was taken meanwhile
           // Noted before the job is free to take: the worker that loads its run next logs it.
           await this.noteTakeoverOf(job, dead.id);
           await job.moveToWait(token);
-          taken.push(await this.stepOf(job, job.id));
+          const step = await this.stepOf(job, job.id);
+          const failing = Number(stalls) > this.options.maxStalledCount;
+          taken.push(failing ? `${step} (stalled ${String(stalls)} times: it fails)` : step);
         } catch {
           // It finished or was taken meanwhile.
         }

@@ -471,6 +471,7 @@ export async function startWorker(options: WorkerOptions): Promise<QueueflowWork
     active: () => active,
     jobs: () => runningJobs,
     lapseMs: WORKER_LAPSE_MS,
+    maxStalledCount,
     maxLoopLagMs: positiveInteger('maxLoopLagMs', options.maxLoopLagMs, DEFAULT_MAX_LOOP_LAG_MS),
     thread: { connection: options.connection, readyCheck: server.info, keys: store.registryKeys() },
     onFenced,
