@@ -1,4 +1,5 @@
 import { defineConfig } from 'vitest/config';
+import { SlowFirstSequencer } from './tests/support/slow-first-sequencer.js';
 
 /** The packages' builds (`packages/<name>/dist/`), as vitest resolves their modules. */
 const BUILT_PACKAGES = /\/packages\/[^/]+\/dist\//;
@@ -23,6 +24,8 @@ export default defineConfig({
     // with 2 workers the CPU sat ~40 % idle. Measured on this 2-core machine: a pass took 775 s
     // with 2 workers, 441 s with 6 (509 s with one core kept busy), every test passing.
     maxWorkers: 6,
+    // The longest files start first, so that none ends a pass alone (slow-first-sequencer.ts).
+    sequence: { sequencer: SlowFirstSequencer },
     // The packages' builds are loaded by Node itself, not through vitest's module runner: the
     // runner transforms and evaluates each of their modules again in every test process.
     server: { deps: { external: [BUILT_PACKAGES] } },
