@@ -2,8 +2,9 @@
  * Issue 16, item 2: a prefix whose hash tag is broken (`{}`, `x{}`, `a{b`) used to be accepted,
  * and every script then failed with CROSSSLOT on a Redis Cluster node. It is refused before
  * anything connects: by the RedisEngine constructor, by startWorker and by every CLI command that
- * takes `--prefix` (one line on stderr, exit code 1). Nothing here needs Redis: the refusal comes
- * first (the URLs point where nothing listens).
+ * takes `--prefix` (one line on stderr naming `--prefix`, exit code 1; before the command loads a
+ * flows module). Nothing here needs Redis: the refusal comes first (the URLs point where nothing
+ * listens).
  */
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
@@ -23,8 +24,8 @@ const broken = [
   ['a{b', "its first '{' has no '}' after it"],
 ] as const;
 
-function refusal(prefix: string, problem: string): string {
-  return `expected \`prefix\` to hold a Redis Cluster hash tag (a non-empty text between the first '{' and the first '}' after it, as in '{qf}'), got \`${prefix}\`: ${problem}`;
+function refusal(prefix: string, problem: string, source = 'prefix'): string {
+  return `expected \`${source}\` to hold a Redis Cluster hash tag (a non-empty text between the first '{' and the first '}' after it, as in '{qf}'), got \`${prefix}\`: ${problem}`;
 }
 
 describe.each(broken)('prefix %s', (prefix, problem) => {
@@ -47,7 +48,7 @@ describe.each(broken)('prefix %s', (prefix, problem) => {
       delete env.REDIS_URL;
       const out = await startScript(CLI, [...args, '--redis', NOWHERE, '--prefix', prefix], { env, timeoutMs: 10_000 })
         .exited;
-      expect(out).toEqual({ code: 1, stdout: '', stderr: `queueflow: ${refusal(prefix, problem)}\n` });
+      expect(out).toEqual({ code: 1, stdout: '', stderr: `queueflow: ${refusal(prefix, problem, '--prefix')}\n` });
     },
   );
 });

@@ -4,6 +4,7 @@ import type { Json, JsonObject } from '@queueflow/runtime';
 import { checkPriority, checkQueueName, type PatchOperation } from '@queueflow/runtime/kernel';
 import { clusterNodesOf } from '../cluster-connection.js';
 import type { ConnectionOption } from '../connection.js';
+import { normalizePrefix } from '../redis-keys.js';
 
 /** The prefix every command uses unless told otherwise (`--prefix`, then `QUEUEFLOW_PREFIX`). */
 const DEFAULT_PREFIX = '{qf}';
@@ -46,14 +47,17 @@ function parseCluster(value: string): string[] {
 
 /**
  * Refuses `--redis` and `--cluster` given together on the command line (two answers to where
- * Redis is); `REDIS_URL` in the environment gives way to `--cluster`.
+ * Redis is); `REDIS_URL` in the environment gives way to `--cluster`. Refuses a `--prefix` the
+ * engine would refuse, before the command loads its modules or a flows module.
  *
- * @throws Error naming both options.
+ * @throws Error naming both options, TypeError naming what is wrong with the prefix.
  */
 export function checkConnectionFlags(command: Command): void {
   if (command.getOptionValue('cluster') !== undefined && command.getOptionValueSource('redis') === 'cli') {
     throw new Error('--redis and --cluster both say where Redis is: pass one of them');
   }
+  const prefix: unknown = command.getOptionValue('prefix');
+  if (typeof prefix === 'string') normalizePrefix(prefix, '--prefix');
 }
 
 /** Where Redis is, from `--cluster` when given, else `--redis`. */
