@@ -6,6 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { expect } from 'vitest';
 import { compiledModule } from '../support/compiled-module.js';
 import { startScript, type CliOutput, type CliProcess } from '../support/cli-process.js';
+import { errorLine, queueflowProgram } from '../../packages/worker/dist/cli/program.js';
 import { redisUrl } from '../support/test-redis.js';
 
 const CLI = fileURLToPath(new URL('../../packages/worker/dist/cli.js', import.meta.url));
@@ -39,6 +40,51 @@ export function startQueueflow(
   const env: NodeJS.ProcessEnv = { ...process.env, NODE_NO_WARNINGS: '1', ...moreEnv };
   delete env.REDIS_URL; // every command names its Redis with --redis
   return startScript(CLI, args, { env, timeoutMs });
+}
+
+type Program = ReturnType<typeof queueflowProgram>;
+
+/**
+ * What `queueflow <args>` prints and its exit code when its arguments are refused, found in this
+ * process: the CLI's own program (cli/program.ts) parses them, up to where a command's action
+ * would start. For checks of arguments and options, each of which would otherwise cost a process
+ * (~0.4 s of CPU); what a real process does with the exit code and the error is tested with one.
+ * @throws Error when the arguments are accepted: running the action takes a process of its own.
+ */
+export async function refusedArguments(args: string[]): Promise<CliOutput> {
+  let stdout = '';
+  let stderr = '';
+  const captured = (command: Program): void => {
+    // As on a pipe: no terminal width, no colours.
+    command.exitOverride().configureOutput({
+      writeOut: (text) => (stdout += text),
+      writeErr: (text) => (stderr += text),
+      getOutHelpWidth: () => 80,
+      getErrHelpWidth: () => 80,
+      getOutHasColors: () => false,
+      getErrHasColors: () => false,
+    });
+    for (const sub of command.commands) captured(sub);
+  };
+  const program = queueflowProgram();
+  captured(program);
+  // After the program's own checks (hooks run in the order added): no action runs here.
+  const accepted = new Error(`queueflow ${args.join(' ')}: arguments accepted, the action would run`);
+  program.hook('preAction', () => {
+    throw accepted;
+  });
+  try {
+    await program.parseAsync(args, { from: 'user' });
+  } catch (error) {
+    if (error === accepted) throw error;
+    // exitOverride's CommanderError: commander would have called process.exit with its code.
+    const { code, exitCode } = error as { code?: unknown; exitCode?: unknown };
+    if (typeof code === 'string' && code.startsWith('commander.') && typeof exitCode === 'number') {
+      return { code: exitCode, stdout, stderr };
+    }
+    return { code: 1, stdout, stderr: `${stderr}${errorLine(error)}\n` }; // as cli.ts ends
+  }
+  throw accepted;
 }
 
 /** Runs `queueflow <args>` to its end. @throws Error with the output when it has not exited after `timeoutMs`. */

@@ -10,6 +10,7 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { defineFlow, Node } from '@queueflow/runtime';
 import { RedisEngine, startWorker } from '@queueflow/worker';
+import { refusedArguments } from '../cli/cli-harness.js';
 import { startScript } from '../support/cli-process.js';
 import { compiledModule } from '../support/compiled-module.js';
 
@@ -41,14 +42,27 @@ describe.each(broken)('prefix %s', (prefix, problem) => {
     );
   });
 
+  // Parsed in this process (cli-harness.ts): the CLI's checks of its options, as its process runs them.
   it.each([['worker', '--flows', FLOWS], ['status', 'some-run'], ['list']])(
     'is refused by `queueflow %s` in one line',
     async (...args) => {
-      const env: NodeJS.ProcessEnv = { ...process.env, NODE_NO_WARNINGS: '1' };
-      delete env.REDIS_URL;
-      const out = await startScript(CLI, [...args, '--redis', NOWHERE, '--prefix', prefix], { env, timeoutMs: 10_000 })
-        .exited;
-      expect(out).toEqual({ code: 1, stdout: '', stderr: `queueflow: ${refusal(prefix, problem, '--prefix')}\n` });
+      expect(await refusedArguments([...args, '--redis', NOWHERE, '--prefix', prefix])).toEqual({
+        code: 1,
+        stdout: '',
+        stderr: `queueflow: ${refusal(prefix, problem, '--prefix')}\n`,
+      });
     },
   );
+});
+
+it('a `queueflow` process refused a prefix exits 1 with that one line, before it loads the flows module', async () => {
+  const env: NodeJS.ProcessEnv = { ...process.env, NODE_NO_WARNINGS: '1' };
+  delete env.REDIS_URL;
+  // A flows module that does not exist: loaded first, it would be the error.
+  const args = ['worker', '--flows', 'no-such-flows.js', '--redis', NOWHERE, '--prefix', '{}'];
+  expect(await startScript(CLI, args, { env, timeoutMs: 10_000 }).exited).toEqual({
+    code: 1,
+    stdout: '',
+    stderr: `queueflow: ${refusal('{}', 'its hash tag is empty', '--prefix')}\n`,
+  });
 });
