@@ -5,7 +5,7 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import type { RunInfo, ScheduleInfo } from '@queueflow/runtime';
 import { RedisEngine } from '@queueflow/worker';
-import { FLOWS, at, parsed, queueflow } from './cli-harness.js';
+import { FLOWS, at, parsed, queueflow, refusedArguments } from './cli-harness.js';
 import { greet } from './cli-flows.js';
 import { deletePrefix, redisUrl, testPrefix } from '../support/test-redis.js';
 import { waitFor } from '../support/wait-for.js';
@@ -102,13 +102,13 @@ describe('queueflow schedule', () => {
   });
 
   it('refuses a schedule without exactly one of --every and --cron, or with a bad pattern', async () => {
-    const add = (...extra: string[]) =>
-      queueflow(['schedule', 'add', 'bad', 'cli-greet', '--flows', FLOWS, ...extra, ...at(prefix)]);
+    const args = (...extra: string[]) => ['schedule', 'add', 'bad', 'cli-greet', '--flows', FLOWS, ...extra];
+    const add = (...extra: string[]) => queueflow([...args(...extra), ...at(prefix)]);
     const [neither, both, pattern, overlap] = await Promise.all([
       add(),
       add('--every', '1000', '--cron', '* * * * *'),
       add('--cron', 'every day'),
-      add('--every', '1000', '--overlap', 'queue'),
+      refusedArguments([...args('--every', '1000', '--overlap', 'queue'), ...at(prefix)]), // commander's: no process
     ]);
     for (const out of [neither, both]) {
       expect(out.code).toBe(1);
@@ -147,10 +147,11 @@ describe('queueflow schedule', () => {
 
   it('run --priority and worker --queues check their values', async () => {
     const [run, text, started, worker] = await Promise.all([
-      queueflow(['run', 'cli-greet', '--flows', FLOWS, '--priority', '0', '--detach', ...at(prefix)]),
-      queueflow(['run', 'cli-greet', '--flows', FLOWS, '--priority', 'abc', '--detach', ...at(prefix)]),
+      // Refused by the options' parsers: parsed in this process (cli-harness.ts).
+      refusedArguments(['run', 'cli-greet', '--flows', FLOWS, '--priority', '0', '--detach', ...at(prefix)]),
+      refusedArguments(['run', 'cli-greet', '--flows', FLOWS, '--priority', 'abc', '--detach', ...at(prefix)]),
       queueflow(['run', 'cli-greet', '--flows', FLOWS, '--priority', '5', '--detach', ...at(prefix)]),
-      queueflow(['worker', '--flows', FLOWS, '--queues', 'default,l:lm', ...at(prefix)]),
+      refusedArguments(['worker', '--flows', FLOWS, '--queues', 'default,l:lm', ...at(prefix)]),
     ]);
     expect(run.code).toBe(1);
     expect(run.stderr).toContain('expected `--priority` to be an integer from 1 (runs first) to 2097151');
