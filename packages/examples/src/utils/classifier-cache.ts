@@ -22,6 +22,7 @@ const CACHE_FORMAT = 1;
  */
 const FEATURE_MODULES = [
   'spam-classifier',
+  'spam-classifier-settings',
   'spam-assassin-corpus',
   'stable-split',
   'document-reader',

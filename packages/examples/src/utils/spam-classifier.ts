@@ -4,7 +4,6 @@ import type { DocumentRef, SpamLabel } from '../documents/types.js';
 import { DEFAULT_PIPELINE_PARAMS } from '../documents/types.js';
 import {
   classifierCacheFile,
-  classifierCacheKey,
   defaultClassifierCacheDir,
   readCachedClassifier,
   writeCachedClassifier,
@@ -14,7 +13,7 @@ import { parseEmail } from './email-parser.js';
 import { getTokenizer } from './nlp.js';
 import { checkNotBinary, checkNotEmpty } from './raw-content-checks.js';
 import { listCorpus } from './spam-assassin-corpus.js';
-import { TRAIN_PERCENT } from './stable-split.js';
+import { FEATURE_CHARS, NB_CONFIG, spamClassifierCacheKey } from './spam-classifier-settings.js';
 import { cleanText } from './text-cleaner.js';
 
 /** What the classifier reads of a document. */
@@ -63,12 +62,6 @@ export interface SpamClassifierOptions {
 }
 
 type NaiveBayesTextClassifier = ReturnType<typeof naiveBayesTextClassifier>;
-
-/** Characters of text the classifier reads per document. */
-const FEATURE_CHARS = 20_000;
-
-/** The naive Bayes settings (wink-naive-bayes-text-classifier's `defineConfig`). */
-const NB_CONFIG = { considerOnlyPresence: false, smoothingFactor: 0.5 };
 
 /** What a cache file holds besides the key: the model (wink's `exportJSON`) and its figures. */
 interface CachedModel {
@@ -143,7 +136,7 @@ export function getSpamClassifier(): Promise<SpamClassifier> {
 export async function loadSpamClassifier(options: SpamClassifierOptions = {}): Promise<SpamClassifier> {
   const started = performance.now();
   const cacheDir = options.cacheDir === undefined ? defaultClassifierCacheDir() : options.cacheDir;
-  const key = cacheDir === false ? undefined : classifierCacheKey({ NB_CONFIG, FEATURE_CHARS, TRAIN_PERCENT });
+  const key = cacheDir === false ? undefined : spamClassifierCacheKey();
   if (cacheDir !== false && key !== undefined) {
     const cached = readCachedClassifier<CachedModel>(cacheDir, key);
     const nb = cached && importModel(cached.model);
