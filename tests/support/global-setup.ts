@@ -1,3 +1,5 @@
+import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import type { TestProject } from 'vitest/node';
 import { startRedisCluster } from './redis-cluster.js';
 import { startRedisServer } from './redis-server.js';
@@ -13,10 +15,59 @@ import './test-redis.js';
  * when set, else 3 masters started here (tests/support/redis-cluster.ts).
  */
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
-  const [stopRedis, stopCluster] = await Promise.all([provideRedis(project), provideCluster(project)]);
+  const [stopRedis, stopCluster] = await Promise.all([
+    provideRedis(project),
+    provideCluster(project),
+    warmClassifierCache(),
+  ]);
   return async () => {
     await Promise.all([stopRedis(), stopCluster()]);
   };
+}
+
+/** The examples' spam classifier modules, as test files load them (sources) and processes (build). */
+const CLASSIFIER = Object.fromEntries(
+  (['src', 'dist'] as const).map((dir) => {
+    const url = (name: string): string =>
+      new URL(`../../packages/examples/${dir}/utils/${name}.${dir === 'src' ? 'ts' : 'js'}`, import.meta.url).href;
+    const modules = { settings: 'spam-classifier-settings', cache: 'classifier-cache', classifier: 'spam-classifier' };
+    return [dir, Object.fromEntries(Object.entries(modules).map(([role, name]) => [role, url(name)]))];
+  }),
+) as Record<'src' | 'dist', { settings: string; cache: string; classifier: string }>;
+
+/**
+ * Fills the spam classifier's cache (node_modules/.cache) before any test file starts: on a cold
+ * one (a fresh checkout) every process that needed the classifier first trained its own (~12 s
+ * of CPU each: a file's test process and its workers, several files at once). Two keys: the key
+ * hashes the feature modules' text, `.ts` in test files, `.js` in worker and CLI processes. The
+ * build's is trained in a process of its own, beside this one. Warm, only the keys are computed.
+ */
+async function warmClassifierCache(): Promise<void> {
+  const warm = async (dir: 'src' | 'dist', train: () => Promise<void>): Promise<void> => {
+    const { spamClassifierCacheKey } = (await import(CLASSIFIER[dir].settings)) as {
+      spamClassifierCacheKey(): string;
+    };
+    const cache = (await import(CLASSIFIER[dir].cache)) as {
+      classifierCacheFile(dir: string, key: string): string;
+      defaultClassifierCacheDir(): string;
+    };
+    if (!existsSync(cache.classifierCacheFile(cache.defaultClassifierCacheDir(), spamClassifierCacheKey())))
+      await train();
+  };
+  await Promise.all([
+    warm('dist', async () => {
+      const script = `await (await import(${JSON.stringify(CLASSIFIER.dist.classifier)})).getSpamClassifier()`;
+      const child = spawn(process.execPath, ['--input-type=module', '-e', script], { stdio: 'inherit' });
+      const code = await new Promise((resolve) => child.once('exit', resolve));
+      if (code !== 0) throw new Error(`training the classifier of ${CLASSIFIER.dist.classifier}: exit ${String(code)}`);
+    }),
+    warm('src', async () => {
+      const { getSpamClassifier } = (await import(CLASSIFIER.src.classifier)) as {
+        getSpamClassifier(): Promise<unknown>;
+      };
+      await getSpamClassifier();
+    }),
+  ]);
 }
 
 async function provideCluster(project: TestProject): Promise<() => Promise<void>> {
