@@ -345,7 +345,8 @@ describe('queueflow run with no worker', () => {
   // packages/worker/test/await-result.test.ts's, on a fake clock: here, Ctrl-C as soon as it waits.
   it('Ctrl-C leaves the run queued and says how to cancel it', async () => {
     const cli = startQueueflow(['run', 'cli-greet', '--flows', FLOWS, ...at(prefix), '--shared', '{"name":"Cy"}']);
-    // Its Ctrl-C handler is set in the same turn as it says the run started (stderr is synchronous).
+    // Its Ctrl-C handler is set before it says the run started (await-result.test.ts): said first,
+    // a command preempted between the two died of this SIGINT on a busy machine.
     const id = await waitFor('the run to start', () => /^run (\S+) started\n/.exec(cli.output().stderr)?.[1]);
     cli.signal('SIGINT');
     const out = await cli.exited;

@@ -99,4 +99,17 @@ describe('awaitResult', () => {
     await result;
     expect(process.listenerCount('SIGINT')).toBe(listeners); // once, and gone with the wait
   });
+
+  // Whoever reads `run <id> started` may press Ctrl-C at once: said before the handler was set, a
+  // command preempted in between died of the signal itself (a CI run of cli.int once did).
+  it('says its announce line once Ctrl-C is handled, not before', async () => {
+    const listeners = process.listenerCount('SIGINT');
+    const handledWhenSaid: number[] = [];
+    vi.mocked(console.error).mockImplementation(() => void handledWhenSaid.push(process.listenerCount('SIGINT')));
+    const engine = fakeEngine({ id: RUN, status: 'running', queue: 'default' });
+    const result = awaitResult(engine, RUN, { prefix: '{p}', announce: `run ${RUN} started` });
+    expect(handledWhenSaid).toEqual([listeners + 1]);
+    engine.end(completed);
+    await result;
+  });
 });

@@ -8,14 +8,16 @@ const QUEUED_HINT_MS = 10_000;
 /**
  * The run's result, as `engine.result`, and meanwhile: a hint on stderr when the run is still
  * queued after {@link QUEUED_HINT_MS} (no worker, or workers refusing it: their reason is shown),
- * and on Ctrl-C a word that the run goes on (exit 130).
+ * and on Ctrl-C a word that the run goes on (exit 130). `options.announce`, a line for stderr
+ * (`run <id> started`), is written once Ctrl-C is handled: whoever reads it and presses Ctrl-C
+ * at once must not kill the command before it has said how to cancel the run.
  *
  * @throws QueueflowError RESULT_TIMEOUT after `timeoutMs`.
  */
 export async function awaitResult(
   engine: Pick<RedisEngine, 'get' | 'result'>,
   runId: string,
-  options: { flows?: string; prefix: string },
+  options: { flows?: string; prefix: string; announce?: string },
   timeoutMs?: number,
 ): Promise<RunResult> {
   let said = '';
@@ -42,6 +44,7 @@ export async function awaitResult(
     process.exit(130);
   };
   process.once('SIGINT', interrupted);
+  if (options.announce !== undefined) console.error(options.announce);
   try {
     return await engine.result(runId, timeoutMs === undefined ? {} : { timeoutMs });
   } finally {

@@ -138,8 +138,8 @@ function forkCommand(): Command {
               ...(options.params ? { params: options.params } : {}),
             });
             if (!options.wait) return console.log(handle.id);
-            console.error(`run ${handle.id} forked from ${runId} at step #${options.step}`);
-            const result = await awaitResult(engine, handle.id, options);
+            const announce = `run ${handle.id} forked from ${runId} at step #${options.step}`;
+            const result = await awaitResult(engine, handle.id, { ...options, announce });
             console.log(JSON.stringify(result, null, 2));
             process.exitCode = result.status === 'completed' ? 0 : 1;
           },

@@ -71,12 +71,11 @@ function runCommand(): Command {
               return;
             }
             // With a key, the run may be one an earlier start made: say which run, not that it started.
-            console.error(
+            const announce =
               options.idempotencyKey === undefined
                 ? `run ${handle.id} started`
-                : `run ${handle.id} (idempotency key '${options.idempotencyKey}': this key's run, new or started before)`,
-            );
-            const result = await awaitResult(engine, handle.id, options);
+                : `run ${handle.id} (idempotency key '${options.idempotencyKey}': this key's run, new or started before)`;
+            const result = await awaitResult(engine, handle.id, { ...options, announce });
             console.log(JSON.stringify(result, null, 2));
             process.exitCode = result.status === 'completed' ? 0 : 1;
           },
